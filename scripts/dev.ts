@@ -1,0 +1,16 @@
+// `npm run dev`: Postgres (embedded when DATABASE_URL is unset), migrations, Next dev and the worker.
+import { log, prepareDatabase, supervise, webHost } from "./lib/processes";
+
+const { url, local } = await prepareDatabase();
+const port = process.env.PORT?.trim() || "3000";
+const env = { ...process.env, DATABASE_URL: url, PORT: port };
+const host = webHost();
+log(`Web on http://${host === "0.0.0.0" ? "localhost" : host}:${port}`);
+await supervise(
+  [
+    { name: "web", command: "next", args: ["dev", "--hostname", host, "--port", port] },
+    { name: "worker", command: process.execPath, args: ["--watch", "--import", "tsx", "src/worker/index.ts"] },
+  ],
+  env,
+  local,
+);

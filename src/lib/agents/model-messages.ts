@@ -1,0 +1,141 @@
+import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from "ai";
+import type { Message, StoredToolCall } from "@/lib/db/schema";
+import type { NewMessage } from "@/lib/db/queries/messages";
+
+/** How a summary reads to the model: a user turn it can tell apart from the person's words. */
+export const SUMMARY_PREFIX = "[Summary of the conversation so far]\n";
+
+/** What a model is told about a tool call whose result never arrived (a crash, a stop). */
+export const INTERRUPTED_RESULT = "(interrupted: this tool call did not finish and has no result)";
+
+type StoredLike = Pick<Message, "id" | "role" | "content" | "thinking" | "toolCalls" | "toolCallId">;
+
+/**
+ * Stored messages (chain order) → AI SDK ModelMessages.
+ *
+ * A tool result always directly follows the assistant message that called it, even
+ * when another writer's message (a subordinate's report) landed in between; that
+ * message moves after the results, as providers require. A call without a stored
+ * result gets an explicit "interrupted" result so the history stays valid.
+ */
+export function toModelMessages(stored: readonly StoredLike[]): ModelMessage[] {
+  const resultsByCallId = new Map<string, StoredLike>();
+  for (const message of stored) {
+    if (message.role === "tool" && message.toolCallId && !resultsByCallId.has(message.toolCallId)) {
+      resultsByCallId.set(message.toolCallId, message);
+    }
+  }
+
+  const used = new Set<string>();
+  const out: ModelMessage[] = [];
+  for (const message of stored) {
+    switch (message.role) {
+      case "user":
+        out.push({ role: "user", content: message.content });
+        break;
+      case "summary":
+        out.push({ role: "user", content: SUMMARY_PREFIX + message.content });
+        break;
+      case "tool":
+        // Emitted right after its call; an orphan (its call was compacted away) is dropped.
+        break;
+      case "assistant": {
+        const calls = message.toolCalls ?? [];
+        const content: Exclude<AssistantContent, string> = [];
+        if (message.thinking) content.push({ type: "reasoning", text: message.thinking });
+        if (message.content) content.push({ type: "text", text: message.content });
+        for (const call of calls) {
+          content.push({ type: "tool-call", toolCallId: call.toolCallId, toolName: call.toolName, input: call.args ?? {} });
+        }
+        if (content.length === 0) content.push({ type: "text", text: "" });
+        out.push({ role: "assistant", content });
+        if (calls.length > 0) {
+          const results: ToolContent = calls.map((call) => {
+            const result = resultsByCallId.get(call.toolCallId);
+            if (result) used.add(result.id);
+            return toolResultPart(call, result?.content);
+          });
+          out.push({ role: "tool", content: results });
+        }
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+function toolResultPart(call: StoredToolCall, content: string | undefined): ToolResultPart {
+  if (content === undefined) {
+    return { type: "tool-result", toolCallId: call.toolCallId, toolName: call.toolName, output: { type: "error-text", value: INTERRUPTED_RESULT } };
+  }
+  return { type: "tool-result", toolCallId: call.toolCallId, toolName: call.toolName, output: parseToolOutput(content) };
+}
+
+/** Tool results are stored as text; JSON text goes back to the model as JSON. */
+function parseToolOutput(content: string): ToolResultPart["output"] {
+  const trimmed = content.trimStart();
+  if (trimmed.startsWith("{") || trimmed.startsWith("[")) {
+    try {
+      return { type: "json", value: JSON.parse(content) };
+    } catch {
+      // Not JSON after all: plain text.
+    }
+  }
+  return { type: "text", value: content };
+}
+
+/** A tool's output as stored text. */
+export function toolOutputToText(output: unknown): string {
+  if (typeof output === "string") return output;
+  if (output && typeof output === "object" && "type" in output && "value" in output) {
+    const { type, value } = output as { type: string; value: unknown };
+    if (type === "text" || type === "error-text") return String(value);
+    if (type === "json" || type === "error-json") return JSON.stringify(value);
+  }
+  return JSON.stringify(output ?? null);
+}
+
+/**
+ * AI SDK ModelMessages → rows to store, in order. Inverse of toModelMessages for
+ * everything a model needs: text, reasoning, tool calls with their input, results.
+ */
+export function fromModelMessages(modelMessages: readonly ModelMessage[]): NewMessage[] {
+  const out: NewMessage[] = [];
+  for (const message of modelMessages) {
+    switch (message.role) {
+      case "system":
+        // Instructions are built from the agent each time; never stored (seed 004).
+        break;
+      case "user": {
+        const text = typeof message.content === "string" ? message.content : message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+        if (text.startsWith(SUMMARY_PREFIX)) out.push({ role: "summary", content: text.slice(SUMMARY_PREFIX.length) });
+        else out.push({ role: "user", content: text });
+        break;
+      }
+      case "assistant": {
+        if (typeof message.content === "string") {
+          out.push({ role: "assistant", content: message.content });
+          break;
+        }
+        let text = "";
+        let thinking = "";
+        const toolCalls: StoredToolCall[] = [];
+        for (const part of message.content) {
+          if (part.type === "text") text += part.text;
+          else if (part.type === "reasoning") thinking += part.text;
+          else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input });
+        }
+        out.push({ role: "assistant", content: text, thinking: thinking || null, toolCalls: toolCalls.length ? toolCalls : null });
+        break;
+      }
+      case "tool":
+        for (const part of message.content) {
+          if (part.type === "tool-result") {
+            out.push({ role: "tool", toolCallId: part.toolCallId, content: toolOutputToText(part.output) });
+          }
+        }
+        break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,28 @@
+import path from "node:path";
+import { migrate } from "drizzle-orm/postgres-js/migrator";
+import { createDatabase } from "./client";
+
+export const migrationsFolder = path.join(process.cwd(), "drizzle");
+
+/** Applies the committed migrations in drizzle/ to the database at `url`. */
+export async function migrateDatabase(url: string): Promise<void> {
+  const { db, close } = createDatabase(url, { max: 1 });
+  try {
+    await migrate(db, { migrationsFolder });
+  } catch (error) {
+    throw new Error(`Could not apply migrations to ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
+  } finally {
+    await close();
+  }
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(unparseable database URL)";
+  }
+}

@@ -1,0 +1,83 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import { CadreError, notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { agents, conversations, type Agent } from "../schema";
+
+export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
+  const [agent] = await db.select().from(agents).where(eq(agents.id, agentId));
+  return agent ?? null;
+}
+
+export async function requireAgent(db: Db, agentId: string): Promise<Agent> {
+  const agent = await getAgent(db, agentId);
+  if (!agent) throw notFound("agent", agentId);
+  return agent;
+}
+
+export async function getTeamLead(db: Db, teamId: string): Promise<Agent | null> {
+  const [lead] = await db
+    .select()
+    .from(agents)
+    .where(and(eq(agents.teamId, teamId), eq(agents.role, "lead")));
+  return lead ?? null;
+}
+
+export function listSubordinates(db: Db, parentAgentId: string): Promise<Agent[]> {
+  return db.select().from(agents).where(eq(agents.parentAgentId, parentAgentId)).orderBy(asc(agents.createdAt));
+}
+
+export type NewSubordinate = { name: string; instructions: string; parentAgentId?: string; model?: string | null };
+
+/**
+ * Adds a subordinate to a team, under the lead unless another parent of the same
+ * team is named, with its background conversation ready for work.
+ */
+export async function createSubordinate(db: Db, teamId: string, input: NewSubordinate): Promise<Agent> {
+  return db.transaction(async (tx) => {
+    let parentAgentId = input.parentAgentId;
+    if (parentAgentId) {
+      const parent = await getAgent(tx, parentAgentId);
+      if (!parent || parent.teamId !== teamId) {
+        throw new CadreError("bad_request:parent_agent", `Agent ${parentAgentId} is not a member of this team.`);
+      }
+    } else {
+      const lead = await getTeamLead(tx, teamId);
+      if (!lead) throw notFound("team", teamId);
+      parentAgentId = lead.id;
+    }
+    const [agent] = await tx
+      .insert(agents)
+      .values({
+        teamId,
+        name: input.name,
+        role: "subordinate",
+        parentAgentId,
+        instructions: input.instructions,
+        model: input.model ?? null,
+      })
+      .returning();
+    await tx.insert(conversations).values({ agentId: agent!.id, mode: "background" });
+    return agent!;
+  });
+}
+
+export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null }>;
+
+export async function updateAgent(db: Db, agentId: string, changes: AgentChanges): Promise<Agent> {
+  const [agent] = await db
+    .update(agents)
+    .set({ ...changes, updatedAt: sql`now()` })
+    .where(eq(agents.id, agentId))
+    .returning();
+  if (!agent) throw notFound("agent", agentId);
+  return agent;
+}
+
+/** Removes a subordinate (and, by cascade, its own subordinates). A lead goes only with its team. */
+export async function deleteAgent(db: Db, agentId: string): Promise<void> {
+  const agent = await requireAgent(db, agentId);
+  if (agent.role === "lead") {
+    throw new CadreError("conflict:agent_is_lead", "A team's lead cannot be removed; delete the team instead.");
+  }
+  await db.delete(agents).where(eq(agents.id, agentId));
+}

@@ -1,0 +1,53 @@
+import { count, desc, eq, isNull, sql } from "drizzle-orm";
+import { notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { inboxItems, type InboxItem, type InboxItemType } from "../schema";
+
+export type NewInboxItem = {
+  teamId: string;
+  agentId: string;
+  type: InboxItemType;
+  title: string;
+  summary: string;
+  content: string;
+};
+
+export async function createInboxItem(db: Db, input: NewInboxItem): Promise<InboxItem> {
+  const [item] = await db.insert(inboxItems).values(input).returning();
+  return item!;
+}
+
+/** Newest first. */
+export function listInboxItems(db: Db, limit = 100): Promise<InboxItem[]> {
+  return db.select().from(inboxItems).orderBy(desc(inboxItems.createdAt)).limit(limit);
+}
+
+export async function countUnreadInboxItems(db: Db): Promise<number> {
+  const [row] = await db.select({ unread: count() }).from(inboxItems).where(isNull(inboxItems.readAt));
+  return row?.unread ?? 0;
+}
+
+export async function getInboxItem(db: Db, itemId: string): Promise<InboxItem | null> {
+  const [item] = await db.select().from(inboxItems).where(eq(inboxItems.id, itemId));
+  return item ?? null;
+}
+
+export async function setInboxItemRead(db: Db, itemId: string, read: boolean): Promise<InboxItem> {
+  const [item] = await db
+    .update(inboxItems)
+    // Keep the first time it was read; re-marking does not move it.
+    .set({ readAt: read ? sql`coalesce(${inboxItems.readAt}, now())` : null })
+    .where(eq(inboxItems.id, itemId))
+    .returning();
+  if (!item) throw notFound("inbox_item", itemId);
+  return item;
+}
+
+export async function markAllInboxItemsRead(db: Db): Promise<number> {
+  const updated = await db
+    .update(inboxItems)
+    .set({ readAt: sql`now()` })
+    .where(isNull(inboxItems.readAt))
+    .returning({ id: inboxItems.id });
+  return updated.length;
+}

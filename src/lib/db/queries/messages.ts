@@ -1,0 +1,213 @@
+import { eq, sql } from "drizzle-orm";
+import { CadreError, notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
+
+export type NewMessage = {
+  role: MessageRole;
+  content: string;
+  thinking?: string | null;
+  toolCalls?: StoredToolCall[] | null;
+  toolCallId?: string | null;
+  /**
+   * The message this one must follow. Omitted: the current tail of the conversation.
+   * Given: the append fails with a conflict when the tail has moved on, so a writer
+   * that computed something from a snapshot (a compaction summary) never lands after
+   * messages it did not see.
+   */
+  previousMessageId?: string | null;
+};
+
+/**
+ * Appends messages to a conversation's chain, in order, in one transaction.
+ *
+ * The conversation row is locked first, so concurrent appends to one conversation
+ * queue up and each sees the tail the previous one left. The schema's constraints
+ * (one successor per message, one first message per conversation, predecessor in
+ * the same conversation) make a fork impossible even for a writer that skips this.
+ */
+export async function appendMessages(db: Db, conversationId: string, newMessages: NewMessage[]): Promise<Message[]> {
+  if (newMessages.length === 0) return [];
+  return db.transaction(async (tx) => {
+    const [conversation] = await tx
+      .select({ lastMessageId: conversations.lastMessageId })
+      .from(conversations)
+      .where(eq(conversations.id, conversationId))
+      .for("update");
+    if (!conversation) throw notFound("conversation", conversationId);
+
+    let tail = conversation.lastMessageId;
+    const expected = newMessages[0]!.previousMessageId;
+    if (expected !== undefined && expected !== tail) {
+      throw new CadreError(
+        "conflict:message_chain",
+        `The conversation moved on: its last message is ${tail ?? "none"}, not ${expected ?? "none"}.`,
+      );
+    }
+
+    const appended: Message[] = [];
+    for (const message of newMessages) {
+      const [row] = await tx
+        .insert(messages)
+        .values({
+          conversationId,
+          role: message.role,
+          content: message.content,
+          thinking: message.thinking ?? null,
+          toolCalls: message.toolCalls && message.toolCalls.length > 0 ? message.toolCalls : null,
+          toolCallId: message.toolCallId ?? null,
+          previousMessageId: tail,
+        })
+        .returning();
+      appended.push(row!);
+      tail = row!.id;
+    }
+    await tx
+      .update(conversations)
+      .set({ lastMessageId: tail, updatedAt: sql`now()` })
+      .where(eq(conversations.id, conversationId));
+    return appended;
+  });
+}
+
+export async function appendMessage(db: Db, conversationId: string, message: NewMessage): Promise<Message> {
+  const [appended] = await appendMessages(db, conversationId, [message]);
+  return appended!;
+}
+
+/** Creates a message: seed 004's name for a single append. */
+export const createMessage = appendMessage;
+
+export function addUserMessage(db: Db, conversationId: string, content: string): Promise<Message> {
+  return appendMessage(db, conversationId, { role: "user", content });
+}
+
+/** Stores one tool result, linked to its call by toolCallId. Non-string results are stored as JSON. */
+export function addToolResultMessage(db: Db, conversationId: string, toolCallId: string, result: unknown): Promise<Message> {
+  const content = typeof result === "string" ? result : JSON.stringify(result ?? null);
+  return appendMessage(db, conversationId, { role: "tool", toolCallId, content });
+}
+
+export async function getLastMessage(db: Db, conversationId: string): Promise<Message | null> {
+  const rows = await db
+    .select({ message: messages })
+    .from(conversations)
+    .innerJoin(messages, eq(messages.id, conversations.lastMessageId))
+    .where(eq(conversations.id, conversationId));
+  return rows[0]?.message ?? null;
+}
+
+type MessageRow = {
+  id: string;
+  conversation_id: string;
+  role: MessageRole;
+  content: string;
+  thinking: string | null;
+  tool_calls: StoredToolCall[] | null;
+  tool_call_id: string | null;
+  previous_message_id: string | null;
+  created_at: string | Date;
+};
+
+function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    role: row.role,
+    content: row.content,
+    thinking: row.thinking,
+    toolCalls: row.tool_calls,
+    toolCallId: row.tool_call_id,
+    previousMessageId: row.previous_message_id,
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  };
+}
+
+const messageColumns = sql.raw(
+  "m.id, m.conversation_id, m.role, m.content, m.thinking, m.tool_calls, m.tool_call_id, m.previous_message_id, m.created_at",
+);
+
+/**
+ * The context a model sees: the latest summary and everything after it, in chain
+ * order; the whole conversation when it was never compacted. It walks back from the
+ * tail and stops at the first summary, so its cost follows the context's size, not
+ * the conversation's.
+ */
+export async function getConversationContext(db: Db, conversationId: string): Promise<Message[]> {
+  const rows = await db.execute<MessageRow & { depth: number }>(sql`
+    with recursive chain as (
+      select ${messageColumns}, 0 as depth
+        from conversations c join messages m on m.id = c.last_message_id
+       where c.id = ${conversationId}
+      union all
+      select ${messageColumns}, chain.depth + 1
+        from chain join messages m on m.id = chain.previous_message_id
+       where chain.role <> 'summary'
+    )
+    select * from chain order by depth desc`);
+  return rows.map(toMessage);
+}
+
+/** The messages after the latest summary (all of them when there is none), in chain order. */
+export async function getMessagesAfterSummary(db: Db, conversationId: string): Promise<Message[]> {
+  const context = await getConversationContext(db, conversationId);
+  return context[0]?.role === "summary" ? context.slice(1) : context;
+}
+
+/** Seed 004 spells it both ways. */
+export const getMessageAfterSummary = getMessagesAfterSummary;
+
+/**
+ * A page of history, newest last: at most `limit` messages before message `before`
+ * (or up to the tail). Walks the chain backwards, so a page costs the same at any depth.
+ */
+export async function listMessages(
+  db: Db,
+  conversationId: string,
+  options: { limit?: number; before?: string } = {},
+): Promise<Message[]> {
+  const limit = Math.max(1, Math.min(options.limit ?? 100, 500));
+  const start = options.before
+    ? sql`select ${messageColumns}, 1 as depth from messages b join messages m on m.id = b.previous_message_id
+           where b.id = ${options.before} and b.conversation_id = ${conversationId}`
+    : sql`select ${messageColumns}, 1 as depth from conversations c join messages m on m.id = c.last_message_id
+           where c.id = ${conversationId}`;
+  const rows = await db.execute<MessageRow & { depth: number }>(sql`
+    with recursive chain as (
+      ${start}
+      union all
+      select ${messageColumns}, chain.depth + 1
+        from chain join messages m on m.id = chain.previous_message_id
+       where chain.depth < ${limit}
+    )
+    select * from chain order by depth desc`);
+  return rows.map(toMessage);
+}
+
+/** Every message after `afterMessageId` (from the first message when null), in chain order. */
+export async function getMessagesSince(db: Db, conversationId: string, afterMessageId: string | null): Promise<Message[]> {
+  const start = afterMessageId
+    ? sql`select ${messageColumns}, 1 as depth from messages m
+           where m.previous_message_id = ${afterMessageId} and m.conversation_id = ${conversationId}`
+    : sql`select ${messageColumns}, 1 as depth from messages m
+           where m.conversation_id = ${conversationId} and m.previous_message_id is null`;
+  const rows = await db.execute<MessageRow & { depth: number }>(sql`
+    with recursive chain as (
+      ${start}
+      union all
+      select ${messageColumns}, chain.depth + 1
+        from chain join messages m on m.previous_message_id = chain.id
+    )
+    select * from chain order by depth`);
+  return rows.map(toMessage);
+}
+
+/** The whole conversation in chain order (admin views, knowledge extraction over a full log). */
+export function getAllMessages(db: Db, conversationId: string): Promise<Message[]> {
+  return getMessagesSince(db, conversationId, null);
+}
+
+export async function getMessage(db: Db, messageId: string): Promise<Message | null> {
+  const [row] = await db.select().from(messages).where(eq(messages.id, messageId));
+  return row ?? null;
+}

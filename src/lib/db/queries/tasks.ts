@@ -1,0 +1,91 @@
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
+
+export const finalTaskStatuses = ["completed", "failed", "cancelled"] as const satisfies TaskStatus[];
+export const openTaskStatuses = ["pending", "in_progress", "waiting_input"] as const satisfies TaskStatus[];
+
+export type NewTask = {
+  agentId: string;
+  source: TaskSource;
+  title: string;
+  description?: string;
+  parentTaskId?: string | null;
+};
+
+export async function createTask(db: Db, input: NewTask): Promise<Task> {
+  const [task] = await db
+    .insert(tasks)
+    .values({
+      agentId: input.agentId,
+      source: input.source,
+      title: input.title,
+      description: input.description ?? "",
+      parentTaskId: input.parentTaskId ?? null,
+    })
+    .returning();
+  return task!;
+}
+
+export async function getTask(db: Db, taskId: string): Promise<Task | null> {
+  const [task] = await db.select().from(tasks).where(eq(tasks.id, taskId));
+  return task ?? null;
+}
+
+export async function requireTask(db: Db, taskId: string): Promise<Task> {
+  const task = await getTask(db, taskId);
+  if (!task) throw notFound("task", taskId);
+  return task;
+}
+
+/** The agent's tasks, newest first. */
+export function listTasksByAgent(db: Db, agentId: string, statuses?: readonly TaskStatus[]): Promise<Task[]> {
+  return db
+    .select()
+    .from(tasks)
+    .where(statuses ? and(eq(tasks.agentId, agentId), inArray(tasks.status, [...statuses])) : eq(tasks.agentId, agentId))
+    .orderBy(desc(tasks.createdAt));
+}
+
+/** The agent's pending tasks, oldest first: the order a work session takes them. */
+export function listPendingTasks(db: Db, agentId: string): Promise<Task[]> {
+  return db
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.agentId, agentId), eq(tasks.status, "pending")))
+    .orderBy(asc(tasks.createdAt));
+}
+
+/**
+ * Moves a task to a new status and returns it, or null when it is already final:
+ * a cancelled or completed task stays that way, whoever writes later.
+ */
+export async function setTaskStatus(
+  db: Db,
+  taskId: string,
+  status: TaskStatus,
+  result?: string | null,
+): Promise<Task | null> {
+  const now = sql`now()`;
+  const [task] = await db
+    .update(tasks)
+    .set({
+      status,
+      updatedAt: now,
+      ...(result !== undefined ? { result } : {}),
+      ...(status === "in_progress" ? { startedAt: sql`coalesce(${tasks.startedAt}, now())` } : {}),
+      ...((finalTaskStatuses as readonly TaskStatus[]).includes(status) ? { completedAt: now } : {}),
+    })
+    .where(and(eq(tasks.id, taskId), inArray(tasks.status, [...openTaskStatuses])))
+    .returning();
+  return task ?? null;
+}
+
+/** Tasks delegated from this one that are still open. */
+export function listOpenSubtasks(db: Db, parentTaskId: string): Promise<Task[]> {
+  return db
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.parentTaskId, parentTaskId), inArray(tasks.status, [...openTaskStatuses])));
+}

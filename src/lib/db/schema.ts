@@ -1,0 +1,263 @@
+import { sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
+import {
+  type AnyPgColumn,
+  check,
+  customType,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  real,
+  text,
+  timestamp,
+  unique,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+// The product's vocabularies. Each is also a CHECK constraint so the database refuses a typo.
+export const teamStatuses = ["active", "paused"] as const;
+export const agentRoles = ["lead", "subordinate"] as const;
+export const conversationModes = ["foreground", "background"] as const;
+export const messageRoles = ["user", "assistant", "tool", "summary"] as const;
+export const taskSources = ["user", "lead", "system", "schedule", "webhook"] as const;
+export const taskStatuses = ["pending", "in_progress", "waiting_input", "completed", "failed", "cancelled"] as const;
+export const inboxItemTypes = ["briefing", "question", "alert"] as const;
+export const knowledgeItemTypes = ["fact", "technique", "pattern", "lesson"] as const;
+export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title"] as const;
+
+export type TeamStatus = (typeof teamStatuses)[number];
+export type AgentRole = (typeof agentRoles)[number];
+export type ConversationMode = (typeof conversationModes)[number];
+export type MessageRole = (typeof messageRoles)[number];
+export type TaskSource = (typeof taskSources)[number];
+export type TaskStatus = (typeof taskStatuses)[number];
+export type InboxItemType = (typeof inboxItemTypes)[number];
+export type KnowledgeItemType = (typeof knowledgeItemTypes)[number];
+export type UsagePurpose = (typeof usagePurposes)[number];
+
+/** Seed 004's stored shape of one tool call on an assistant message. */
+export type StoredToolCall = { toolCallId: string; toolName: string; args: unknown };
+
+const oneOf = (column: string, values: readonly string[]) =>
+  sql.raw(`${column} in (${values.map((value) => `'${value}'`).join(", ")})`);
+
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).defaultNow().notNull();
+const updatedAt = () => timestamp("updated_at", { withTimezone: true, mode: "date" }).defaultNow().notNull();
+
+const tsvector = customType<{ data: string }>({ dataType: () => "tsvector" });
+
+export const teams = pgTable(
+  "teams",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    name: text("name").notNull(),
+    mission: text("mission").notNull(),
+    status: text("status").$type<TeamStatus>().notNull().default("active"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [check("teams_status_check", oneOf("status", teamStatuses)), index("teams_created_at_idx").on(t.createdAt)],
+);
+
+export const agents = pgTable(
+  "agents",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    role: text("role").$type<AgentRole>().notNull(),
+    parentAgentId: uuid("parent_agent_id"),
+    instructions: text("instructions").notNull().default(""),
+    model: text("model"),
+    schedule: text("schedule"),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    check("agents_role_check", oneOf("role", agentRoles)),
+    // A lead has no parent; a subordinate always has one.
+    check("agents_parent_check", sql`(role = 'lead') = (parent_agent_id is null)`),
+    unique("agents_team_id_id_unique").on(t.teamId, t.id),
+    // The parent is an agent of the same team: the composite key makes a cross-team parent impossible.
+    foreignKey({
+      name: "agents_parent_same_team_fk",
+      columns: [t.teamId, t.parentAgentId],
+      foreignColumns: [t.teamId, t.id],
+    }).onDelete("cascade"),
+    uniqueIndex("agents_one_lead_per_team_idx").on(t.teamId).where(sql`role = 'lead'`),
+    index("agents_parent_agent_id_idx").on(t.parentAgentId),
+  ],
+);
+
+export const conversations = pgTable(
+  "conversations",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    mode: text("mode").$type<ConversationMode>().notNull().default("foreground"),
+    /**
+     * The tail of the message chain. Appends lock this row, read the tail, insert and
+     * move it, so writers queue up behind each other instead of racing.
+     */
+    lastMessageId: uuid("last_message_id").references((): AnyPgColumn => messages.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    check("conversations_mode_check", oneOf("mode", conversationModes)),
+    // One background conversation per agent, kept for its whole life.
+    uniqueIndex("conversations_one_background_per_agent_idx").on(t.agentId).where(sql`mode = 'background'`),
+    index("conversations_agent_mode_created_idx").on(t.agentId, t.mode, t.createdAt),
+  ],
+);
+
+export const messages = pgTable(
+  "messages",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    conversationId: uuid("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    role: text("role").$type<MessageRole>().notNull(),
+    content: text("content").notNull(),
+    thinking: text("thinking"),
+    toolCalls: jsonb("tool_calls").$type<StoredToolCall[]>(),
+    toolCallId: text("tool_call_id"),
+    previousMessageId: uuid("previous_message_id"),
+    // clock_timestamp, not now(): now() is the transaction's start and would tie for rows written together.
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
+      .default(sql`clock_timestamp()`)
+      .notNull(),
+  },
+  (t) => [
+    check("messages_role_check", oneOf("role", messageRoles)),
+    check("messages_tool_call_id_check", sql`(role = 'tool') = (tool_call_id is not null)`),
+    check("messages_tool_calls_check", sql`tool_calls is null or role = 'assistant'`),
+    unique("messages_conversation_id_id_unique").on(t.conversationId, t.id),
+    // The chain cannot fork: a message has at most one successor ...
+    unique("messages_previous_message_id_unique").on(t.previousMessageId),
+    // ... a conversation has exactly one first message ...
+    uniqueIndex("messages_one_root_per_conversation_idx").on(t.conversationId).where(sql`previous_message_id is null`),
+    // ... and the predecessor exists and belongs to the same conversation.
+    foreignKey({
+      name: "messages_previous_same_conversation_fk",
+      columns: [t.conversationId, t.previousMessageId],
+      foreignColumns: [t.conversationId, t.id],
+    }).onDelete("cascade"),
+    index("messages_conversation_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
+  ],
+);
+
+export const tasks = pgTable(
+  "tasks",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    source: text("source").$type<TaskSource>().notNull(),
+    title: text("title").notNull(),
+    description: text("description").notNull().default(""),
+    status: text("status").$type<TaskStatus>().notNull().default("pending"),
+    result: text("result"),
+    parentTaskId: uuid("parent_task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
+    completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    check("tasks_source_check", oneOf("source", taskSources)),
+    check("tasks_status_check", oneOf("status", taskStatuses)),
+    index("tasks_agent_status_created_idx").on(t.agentId, t.status, t.createdAt),
+    index("tasks_parent_task_id_idx").on(t.parentTaskId),
+  ],
+);
+
+export const inboxItems = pgTable(
+  "inbox_items",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    type: text("type").$type<InboxItemType>().notNull(),
+    title: text("title").notNull(),
+    summary: text("summary").notNull(),
+    content: text("content").notNull(),
+    readAt: timestamp("read_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check("inbox_items_type_check", oneOf("type", inboxItemTypes)),
+    index("inbox_items_created_at_idx").on(t.createdAt),
+    index("inbox_items_unread_idx").on(t.createdAt).where(sql`read_at is null`),
+    index("inbox_items_agent_id_idx").on(t.agentId),
+  ],
+);
+
+export const knowledgeItems = pgTable(
+  "knowledge_items",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    type: text("type").$type<KnowledgeItemType>().notNull(),
+    content: text("content").notNull(),
+    confidence: real("confidence").notNull().default(0.7),
+    sourceConversationId: uuid("source_conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    searchVector: tsvector("search_vector")
+      .notNull()
+      .generatedAlwaysAs(sql`to_tsvector('english', content)`),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check("knowledge_items_type_check", oneOf("type", knowledgeItemTypes)),
+    check("knowledge_items_confidence_check", sql`confidence >= 0 and confidence <= 1`),
+    index("knowledge_items_search_idx").using("gin", t.searchVector),
+    index("knowledge_items_agent_created_idx").on(t.agentId, t.createdAt),
+    index("knowledge_items_source_conversation_idx").on(t.sourceConversationId),
+  ],
+);
+
+export const usage = pgTable(
+  "usage",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    purpose: text("purpose").$type<UsagePurpose>().notNull(),
+    model: text("model").notNull(),
+    inputTokens: integer("input_tokens").notNull().default(0),
+    outputTokens: integer("output_tokens").notNull().default(0),
+    cachedTokens: integer("cached_tokens").notNull().default(0),
+    durationMs: integer("duration_ms").notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check("usage_purpose_check", oneOf("purpose", usagePurposes)),
+    index("usage_agent_created_idx").on(t.agentId, t.createdAt),
+  ],
+);
+
+export type Team = InferSelectModel<typeof teams>;
+export type Agent = InferSelectModel<typeof agents>;
+export type NewAgent = InferInsertModel<typeof agents>;
+export type Conversation = InferSelectModel<typeof conversations>;
+export type Message = InferSelectModel<typeof messages>;
+export type Task = InferSelectModel<typeof tasks>;
+export type InboxItem = InferSelectModel<typeof inboxItems>;
+export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
+export type Usage = InferSelectModel<typeof usage>;

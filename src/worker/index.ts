@@ -1,0 +1,16 @@
+// The worker process: runs agents' work sessions from the pg-boss queue.
+import { startWorker } from "./runner";
+
+const worker = await startWorker();
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  console.log(`[worker] ${signal}: taking no new jobs, finishing the step in flight …`);
+  await worker.stop();
+  console.log("[worker] stopped.");
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -1,0 +1,205 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  addToolResultMessage,
+  appendMessage,
+  appendMessages,
+  createConversation,
+  getAllMessages,
+  getBackgroundConversation,
+  getConversationByMode,
+  getConversationContext,
+  getForegroundConversation,
+  getLastMessage,
+  getLatestConversation,
+  getMessagesAfterSummary,
+  getMessagesSince,
+  getOrCreateConversation,
+  listMessages,
+} from "@/lib/db/queries";
+import type { Message } from "@/lib/db/schema";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase({ max: 20 });
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** Follows previousMessageId from the first message: the order the chain itself defines. */
+function assertUnbrokenChain(chain: Message[]) {
+  expect(chain[0]?.previousMessageId).toBeNull();
+  for (let i = 1; i < chain.length; i++) expect(chain[i]!.previousMessageId).toBe(chain[i - 1]!.id);
+}
+
+async function newConversation(mode: "foreground" | "background" = "foreground") {
+  const { lead } = await createTeamFixture(database.db);
+  return mode === "background" ? getBackgroundConversation(database.db, lead.id) : createConversation(database.db, lead.id, mode);
+}
+
+describe("conversations", () => {
+  it("getOrCreateConversation returns one foreground conversation per agent, created on first use", async () => {
+    const { subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    expect(await getConversationByMode(database.db, scout.id, "foreground")).toBeNull();
+    const [a, b] = await Promise.all([
+      getOrCreateConversation(database.db, scout.id, "foreground"),
+      getOrCreateConversation(database.db, scout.id, "foreground"),
+    ]);
+    expect(a.id).toBe(b.id);
+    expect(a.mode).toBe("foreground");
+    expect((await getForegroundConversation(database.db, scout.id)).id).toBe(a.id);
+  });
+
+  it("getOrCreateConversation returns the agent's one background conversation", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const a = await getOrCreateConversation(database.db, lead.id, "background");
+    const b = await getBackgroundConversation(database.db, lead.id);
+    expect(a.mode).toBe("background");
+    expect(b.id).toBe(a.id);
+    const foreground = await getForegroundConversation(database.db, lead.id);
+    expect(foreground.id).not.toBe(a.id);
+    expect((await getLatestConversation(database.db, lead.id, "background"))?.id).toBe(a.id);
+    expect(await getLatestConversation(database.db, lead.id)).not.toBeNull();
+  });
+});
+
+describe("appending", () => {
+  it("50 concurrent appends to one conversation give one unbroken chain with nothing lost", async () => {
+    const conversation = await newConversation();
+    const contents = Array.from({ length: 50 }, (_, i) => `message ${i}`);
+    await Promise.all(contents.map((content) => appendMessage(database.db, conversation.id, { role: "user", content })));
+    const chain = await getAllMessages(database.db, conversation.id);
+    expect(chain).toHaveLength(50);
+    assertUnbrokenChain(chain);
+    expect(new Set(chain.map((m) => m.content))).toEqual(new Set(contents));
+    expect((await getLastMessage(database.db, conversation.id))?.id).toBe(chain.at(-1)!.id);
+  });
+
+  it("several inserts in one transaction keep their order", async () => {
+    const conversation = await newConversation();
+    await database.db.transaction(async (tx) => {
+      for (let i = 0; i < 10; i++) await appendMessage(tx, conversation.id, { role: "user", content: `in tx ${i}` });
+    });
+    await appendMessages(database.db, conversation.id, [
+      { role: "assistant", content: "batch a" },
+      { role: "assistant", content: "batch b" },
+    ]);
+    const chain = await getAllMessages(database.db, conversation.id);
+    assertUnbrokenChain(chain);
+    expect(chain.map((m) => m.content)).toEqual([...Array.from({ length: 10 }, (_, i) => `in tx ${i}`), "batch a", "batch b"]);
+  });
+
+  it("refuses to append after a predecessor that is no longer the tail", async () => {
+    const conversation = await newConversation();
+    const first = await appendMessage(database.db, conversation.id, { role: "user", content: "one" });
+    await appendMessage(database.db, conversation.id, { role: "user", content: "two" });
+    await expect(
+      appendMessage(database.db, conversation.id, { role: "summary", content: "stale", previousMessageId: first.id }),
+    ).rejects.toMatchObject({ code: "conflict:message_chain" });
+  });
+
+  it("addToolResultMessage links a result to its call by toolCallId", async () => {
+    const conversation = await newConversation("background");
+    const call = await appendMessage(database.db, conversation.id, {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ toolCallId: "call_42", toolName: "tavilySearch", args: { query: "NVDA price" } }],
+    });
+    const result = await addToolResultMessage(database.db, conversation.id, "call_42", { price: 142.5 });
+    expect(result.role).toBe("tool");
+    expect(result.toolCallId).toBe(call.toolCalls![0]!.toolCallId);
+    expect(result.previousMessageId).toBe(call.id);
+    expect(JSON.parse(result.content)).toEqual({ price: 142.5 });
+  });
+});
+
+describe("getConversationContext", () => {
+  it("is empty for a new conversation", async () => {
+    const conversation = await newConversation();
+    expect(await getConversationContext(database.db, conversation.id)).toEqual([]);
+  });
+
+  it("returns every message in chain order when nothing was compacted", async () => {
+    const conversation = await newConversation("background");
+    await appendMessages(database.db, conversation.id, [
+      { role: "user", content: "Research NVDA" },
+      { role: "assistant", content: "Looking.", toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: { query: "NVDA" } }] },
+      { role: "tool", toolCallId: "c1", content: "[]" },
+      { role: "assistant", content: "Done." },
+    ]);
+    const context = await getConversationContext(database.db, conversation.id);
+    expect(context.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(await getMessagesAfterSummary(database.db, conversation.id)).toEqual(context);
+  });
+
+  it("after 1 compaction: the summary and everything after it; nothing deleted", async () => {
+    const conversation = await newConversation("background");
+    await appendMessages(database.db, conversation.id, [
+      { role: "user", content: "a" },
+      { role: "assistant", content: "b" },
+    ]);
+    const last = await getLastMessage(database.db, conversation.id);
+    const summary = await appendMessage(database.db, conversation.id, { role: "summary", content: "S1", previousMessageId: last!.id });
+    expect(summary.previousMessageId).toBe(last!.id);
+    await appendMessage(database.db, conversation.id, { role: "user", content: "c" });
+    const context = await getConversationContext(database.db, conversation.id);
+    expect(context.map((m) => m.content)).toEqual(["S1", "c"]);
+    expect((await getMessagesAfterSummary(database.db, conversation.id)).map((m) => m.content)).toEqual(["c"]);
+    expect(await getAllMessages(database.db, conversation.id)).toHaveLength(4);
+  });
+
+  it("after 3 compactions: only the latest summary and what follows it", async () => {
+    const conversation = await newConversation("background");
+    for (let round = 1; round <= 3; round++) {
+      await appendMessages(database.db, conversation.id, [
+        { role: "user", content: `u${round}` },
+        { role: "assistant", content: `a${round}` },
+      ]);
+      await appendMessage(database.db, conversation.id, { role: "summary", content: `S${round} (folds in S${round - 1})` });
+    }
+    await appendMessage(database.db, conversation.id, { role: "user", content: "latest" });
+    const context = await getConversationContext(database.db, conversation.id);
+    expect(context.map((m) => m.content)).toEqual(["S3 (folds in S2)", "latest"]);
+    const all = await getAllMessages(database.db, conversation.id);
+    expect(all.filter((m) => m.role === "summary")).toHaveLength(3);
+    assertUnbrokenChain(all);
+  });
+
+  it("ends with a summary when the summary is the last message", async () => {
+    const conversation = await newConversation("background");
+    await appendMessage(database.db, conversation.id, { role: "user", content: "a" });
+    await appendMessage(database.db, conversation.id, { role: "summary", content: "S" });
+    expect((await getConversationContext(database.db, conversation.id)).map((m) => m.content)).toEqual(["S"]);
+    expect(await getMessagesAfterSummary(database.db, conversation.id)).toEqual([]);
+  });
+});
+
+describe("paging and reading on", () => {
+  it("listMessages returns the newest page before a message, in chain order", async () => {
+    const conversation = await newConversation();
+    await appendMessages(
+      database.db,
+      conversation.id,
+      Array.from({ length: 12 }, (_, i) => ({ role: "user" as const, content: `m${i}` })),
+    );
+    const newest = await listMessages(database.db, conversation.id, { limit: 5 });
+    expect(newest.map((m) => m.content)).toEqual(["m7", "m8", "m9", "m10", "m11"]);
+    const older = await listMessages(database.db, conversation.id, { limit: 5, before: newest[0]!.id });
+    expect(older.map((m) => m.content)).toEqual(["m2", "m3", "m4", "m5", "m6"]);
+    const oldest = await listMessages(database.db, conversation.id, { limit: 5, before: older[0]!.id });
+    expect(oldest.map((m) => m.content)).toEqual(["m0", "m1"]);
+  });
+
+  it("getMessagesSince returns what arrived after a message", async () => {
+    const conversation = await newConversation();
+    const [first] = await appendMessages(database.db, conversation.id, [
+      { role: "user", content: "x" },
+      { role: "user", content: "y" },
+      { role: "user", content: "z" },
+    ]);
+    expect((await getMessagesSince(database.db, conversation.id, first!.id)).map((m) => m.content)).toEqual(["y", "z"]);
+  });
+});
