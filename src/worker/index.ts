@@ -1,13 +1,13 @@
 // The worker process: runs agents' work sessions from the pg-boss queue.
 import { startWorker } from "./runner";
 
-const worker = await startWorker();
+const worker = await startWorker({ concurrency: Number(process.env.WORKER_CONCURRENCY) || 8 });
 
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  console.log(`[worker] ${signal}: taking no new jobs, finishing the step in flight …`);
+  console.log(`[worker] ${signal}: taking no new jobs, finishing the steps in flight …`);
   await worker.stop();
   console.log("[worker] stopped.");
   process.exit(0);

@@ -1,23 +1,80 @@
-import { PgBoss } from "pg-boss";
-import { databaseUrl } from "@/lib/env";
+import { createDatabase, type Database } from "@/lib/db/client";
+import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
+import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
+import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedules";
+import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
+import { databaseUrl, env } from "@/lib/env";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { agentWakePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 
-export type RunningWorker = { boss: PgBoss; stop: () => Promise<void> };
+export type WorkerOptions = {
+  databaseUrl?: string;
+  /** Sessions this process runs at once (different agents). */
+  concurrency?: number;
+  deps?: Partial<Omit<EngineDeps, "db" | "jobs">>;
+  log?: (line: string) => void;
+};
 
-/** Connects to pg-boss (its own schema) and waits for work. */
-export async function startWorker(): Promise<RunningWorker> {
-  const boss = new PgBoss({ connectionString: databaseUrl(), schema: "pgboss" });
-  let stopping = false;
-  // While stopping, a closing database (Ctrl-C reaches Postgres too) is expected, not news.
-  boss.on("error", (error) => {
-    if (!stopping) console.error("[worker] pg-boss:", error.message);
+export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDeps; stop: () => Promise<void> };
+
+const REAP_INTERVAL_MS = 5_000;
+
+/**
+ * A worker process: works agents' wake-ups (one session per agent, any number of
+ * agents at once), the leads' schedules, and keeps an eye on dead workers' sessions.
+ */
+export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
+  const url = options.databaseUrl ?? databaseUrl();
+  const log = options.log ?? ((line: string) => console.log(line));
+  const database = createDatabase(url, { max: 10 });
+  const jobs = await JobQueue.start(url, "worker");
+  const deps = engineDeps(database.db, jobs, { ...options.deps, log });
+  const shutdown = new AbortController();
+
+  // A stop from the web process reaches the session here at once; the session's
+  // heartbeat reads the same request from the database within seconds as a fallback.
+  const listener = await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
+
+  await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
+    const { agentId } = agentWakePayload.parse(job.data);
+    const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
+    if (outcome.status !== "busy") log(`[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`);
   });
-  await boss.start();
-  console.log("[worker] connected; waiting for work.");
+  await jobs.workLeadSchedules(async (job) => {
+    const { agentId } = leadSchedulePayload.parse(job.data);
+    await runScheduledLeadCheckIn(deps, agentId);
+  });
+
+  const reap = async () => {
+    for (const agentId of await reapStaleSessions(database.db)) {
+      log(`[worker] agent ${agentId}: its worker stopped responding; taking the session up again.`);
+      await jobs.nudgeAgent(agentId);
+    }
+  };
+  // The backlog that exists now (tasks created while no worker ran, sessions of a
+  // crashed worker) is nudged at once rather than waiting for the next wake-up.
+  const drainBacklog = async () => {
+    for (const agentId of await listAgentsAwaitingWork(database.db)) await jobs.nudgeAgent(agentId);
+  };
+  await reap();
+  await drainBacklog();
+  await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error) => log(`[worker] could not sync lead schedules: ${error}`));
+  const reaper = setInterval(() => {
+    reap().catch((error) => log(`[worker] reaping stale sessions failed: ${error instanceof Error ? error.message : error}`));
+  }, REAP_INTERVAL_MS);
+
+  log("[worker] ready: waiting for work.");
   return {
-    boss,
+    jobs,
+    database,
+    deps,
     stop: async () => {
-      stopping = true;
-      await boss.stop({ graceful: true, timeout: 30_000 });
+      clearInterval(reaper);
+      // Sessions end after the step in flight, then pg-boss waits for their handlers.
+      shutdown.abort();
+      await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error) => log(`[worker] stopping the queue: ${error}`));
+      await listener.unlisten().catch(() => {});
+      await database.close();
     },
   };
 }

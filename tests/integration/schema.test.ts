@@ -38,6 +38,7 @@ describe("migrations", () => {
       "tasks",
       "teams",
       "usage",
+      "work_sessions",
     ]);
     const sequenceColumns = await database.db.execute(
       sql`select 1 from information_schema.columns where table_schema = 'public' and column_name = 'sequence_number'`,

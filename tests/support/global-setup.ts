@@ -8,6 +8,7 @@ import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 import { startEmbeddedPostgres, type LocalPostgres } from "../../scripts/lib/embedded-postgres";
 import { migrateDatabase } from "../../src/lib/db/migrate";
+import { JobQueue } from "../../src/lib/jobs/job-queue";
 
 declare module "vitest" {
   interface ProvidedContext {
@@ -52,6 +53,9 @@ export default async function setup(project: TestProject) {
   await admin.unsafe(`drop database if exists ${template} with (force)`);
   await admin.unsafe(`create database ${template}`);
   await migrateDatabase(withDatabase(adminUrl, template));
+  // pg-boss's own schema too, once, so no test file pays for creating it.
+  const jobs = await JobQueue.start(withDatabase(adminUrl, template), "web", { quiet: true });
+  await jobs.stop({ graceful: false });
 
   project.provide("databaseAdminUrl", adminUrl);
   project.provide("templateDatabase", template);

@@ -18,7 +18,7 @@ type StoredLike = Pick<Message, "id" | "role" | "content" | "thinking" | "toolCa
  * message moves after the results, as providers require. A call without a stored
  * result gets an explicit "interrupted" result so the history stays valid.
  */
-export function toModelMessages(stored: readonly StoredLike[]): ModelMessage[] {
+export function toModelMessages(stored: readonly StoredLike[], options: { maxToolResultChars?: number } = {}): ModelMessage[] {
   const resultsByCallId = new Map<string, StoredLike>();
   for (const message of stored) {
     if (message.role === "tool" && message.toolCallId && !resultsByCallId.has(message.toolCallId)) {
@@ -53,7 +53,7 @@ export function toModelMessages(stored: readonly StoredLike[]): ModelMessage[] {
           const results: ToolContent = calls.map((call) => {
             const result = resultsByCallId.get(call.toolCallId);
             if (result) used.add(result.id);
-            return toolResultPart(call, result?.content);
+            return toolResultPart(call, clip(result?.content, options.maxToolResultChars));
           });
           out.push({ role: "tool", content: results });
         }
@@ -62,6 +62,11 @@ export function toModelMessages(stored: readonly StoredLike[]): ModelMessage[] {
     }
   }
   return out;
+}
+
+function clip(content: string | undefined, limit: number | undefined): string | undefined {
+  if (content === undefined || limit === undefined || content.length <= limit) return content;
+  return `${content.slice(0, limit)} …(result cut to ${limit} characters)`;
 }
 
 function toolResultPart(call: StoredToolCall, content: string | undefined): ToolResultPart {

@@ -26,6 +26,7 @@ export const taskStatuses = ["pending", "in_progress", "waiting_input", "complet
 export const inboxItemTypes = ["briefing", "question", "alert"] as const;
 export const knowledgeItemTypes = ["fact", "technique", "pattern", "lesson"] as const;
 export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title"] as const;
+export const workSessionStatuses = ["running", "completed", "failed", "stopped", "interrupted"] as const;
 
 export type TeamStatus = (typeof teamStatuses)[number];
 export type AgentRole = (typeof agentRoles)[number];
@@ -36,6 +37,7 @@ export type TaskStatus = (typeof taskStatuses)[number];
 export type InboxItemType = (typeof inboxItemTypes)[number];
 export type KnowledgeItemType = (typeof knowledgeItemTypes)[number];
 export type UsagePurpose = (typeof usagePurposes)[number];
+export type WorkSessionStatus = (typeof workSessionStatuses)[number];
 
 /** Seed 004's stored shape of one tool call on an assistant message. */
 export type StoredToolCall = { toolCallId: string; toolName: string; args: unknown };
@@ -74,6 +76,12 @@ export const agents = pgTable(
     instructions: text("instructions").notNull().default(""),
     model: text("model"),
     schedule: text("schedule"),
+    /**
+     * Set whenever something gives the agent work (a task, a message in its background
+     * conversation). A session clears it when it looks for work and checks it again,
+     * under the same row lock, before it ends: a wake-up is never lost between the two.
+     */
+    wakeRequestedAt: timestamp("wake_requested_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -252,6 +260,32 @@ export const usage = pgTable(
   ],
 );
 
+export const workSessions = pgTable(
+  "work_sessions",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    status: text("status").$type<WorkSessionStatus>().notNull().default("running"),
+    worker: text("worker").notNull(),
+    steps: integer("steps").notNull().default(0),
+    error: text("error"),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+    /** Refreshed by the worker running the session; a stale one means that worker died. */
+    heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+    stopRequestedAt: timestamp("stop_requested_at", { withTimezone: true, mode: "date" }),
+    endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    check("work_sessions_status_check", oneOf("status", workSessionStatuses)),
+    // At most one running session per agent, whatever the number of workers.
+    uniqueIndex("work_sessions_one_running_per_agent_idx").on(t.agentId).where(sql`status = 'running'`),
+    index("work_sessions_agent_started_idx").on(t.agentId, t.startedAt),
+    index("work_sessions_running_heartbeat_idx").on(t.heartbeatAt).where(sql`status = 'running'`),
+  ],
+);
+
 export type Team = InferSelectModel<typeof teams>;
 export type Agent = InferSelectModel<typeof agents>;
 export type NewAgent = InferInsertModel<typeof agents>;
@@ -261,3 +295,4 @@ export type Task = InferSelectModel<typeof tasks>;
 export type InboxItem = InferSelectModel<typeof inboxItems>;
 export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
 export type Usage = InferSelectModel<typeof usage>;
+export type WorkSession = InferSelectModel<typeof workSessions>;

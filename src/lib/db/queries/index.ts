@@ -6,3 +6,4 @@ export * from "./messages";
 export * from "./tasks";
 export * from "./teams";
 export * from "./usage";
+export * from "./work-sessions";

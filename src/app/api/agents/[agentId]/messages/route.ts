@@ -1,0 +1,26 @@
+import { requireAgent } from "@/lib/db/queries/agents";
+import { getConversationByMode } from "@/lib/db/queries/conversations";
+import { listMessages } from "@/lib/db/queries/messages";
+import type { Message } from "@/lib/db/schema";
+import { parseId, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+import { messagesQuery } from "./schema";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ agentId: string }> };
+
+/** The API's message shape (seed 004): no conversation id, tool calls as {toolCallId, toolName, args}. */
+function toApiMessage(message: Message) {
+  const { id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt } = message;
+  return { id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt };
+}
+
+export const GET = route(async (request: Request, { params }: Params) => {
+  const agentId = parseId((await params).agentId, "agent");
+  const query = messagesQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
+  const { db } = await webEngine();
+  await requireAgent(db, agentId);
+  const conversation = await getConversationByMode(db, agentId, query.mode);
+  const messages = conversation ? await listMessages(db, conversation.id, { limit: query.limit, before: query.before }) : [];
+  return Response.json({ messages: messages.map(toApiMessage) });
+});

@@ -1,0 +1,27 @@
+import { deleteAgent, requireAgent, updateAgent } from "@/lib/db/queries/agents";
+import { parseId, parseJsonBody, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+import { updateAgentBody } from "./schema";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ agentId: string }> };
+
+export const GET = route(async (_request: Request, { params }: Params) => {
+  const agentId = parseId((await params).agentId, "agent");
+  const { db } = await webEngine();
+  return Response.json({ agent: await requireAgent(db, agentId) });
+});
+
+export const PATCH = route(async (request: Request, { params }: Params) => {
+  const agentId = parseId((await params).agentId, "agent");
+  const body = await parseJsonBody(request, updateAgentBody);
+  const { db } = await webEngine();
+  return Response.json({ agent: await updateAgent(db, agentId, body) });
+});
+
+export const DELETE = route(async (_request: Request, { params }: Params) => {
+  const agentId = parseId((await params).agentId, "agent");
+  const { db } = await webEngine();
+  await deleteAgent(db, agentId);
+  return new Response(null, { status: 204 });
+});

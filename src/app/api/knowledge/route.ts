@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { knowledgeItemTypes } from "@/lib/db/schema";
+import { route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+
+export const dynamic = "force-dynamic";
+
+const knowledgeQuery = z.object({
+  agentId: z.uuid().optional(),
+  q: z.string().max(400).optional(),
+  type: z.enum(knowledgeItemTypes).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const GET = route(async (request: Request) => {
+  const query = knowledgeQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
+  const { db } = await webEngine();
+  return Response.json({ items: await searchKnowledgeItems(db, query) });
+});

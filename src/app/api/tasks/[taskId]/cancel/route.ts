@@ -1,0 +1,13 @@
+import { cancelTask } from "@/lib/agents/tasks";
+import { parseId, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ taskId: string }> };
+
+export const POST = route(async (_request: Request, { params }: Params) => {
+  const taskId = parseId((await params).taskId, "task");
+  const { db } = await webEngine();
+  const { task } = await cancelTask(db, taskId);
+  return Response.json({ task });
+});

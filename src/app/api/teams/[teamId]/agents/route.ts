@@ -1,0 +1,17 @@
+import { createSubordinate } from "@/lib/db/queries/agents";
+import { requireTeam } from "@/lib/db/queries/teams";
+import { parseId, parseJsonBody, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+import { createAgentBody } from "./schema";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ teamId: string }> };
+
+export const POST = route(async (request: Request, { params }: Params) => {
+  const teamId = parseId((await params).teamId, "team");
+  const body = await parseJsonBody(request, createAgentBody);
+  const { db } = await webEngine();
+  await requireTeam(db, teamId);
+  const agent = await createSubordinate(db, teamId, body);
+  return Response.json({ agent }, { status: 201 });
+});

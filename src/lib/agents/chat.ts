@@ -1,0 +1,116 @@
+import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, streamText, toUIMessageStream } from "ai";
+import { requireAgent } from "@/lib/db/queries/agents";
+import { getForegroundConversation } from "@/lib/db/queries/conversations";
+import { appendMessage, getConversationContext } from "@/lib/db/queries/messages";
+import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
+import { recordUsage } from "@/lib/db/queries/usage";
+import { describeModelError } from "@/lib/llm/errors";
+import { STOPPED_MARKER, errorMarker } from "./agent";
+import { compactIfNeeded, toolResultLimit } from "./compaction";
+import type { EngineDeps } from "./engine-config";
+import { toModelMessages } from "./model-messages";
+import { chatInstructions } from "./prompts";
+import { StepRecorder } from "./step-recorder";
+import { foregroundTools, type ToolContext } from "./tools";
+
+const MAX_CHAT_STEPS = 6;
+
+/**
+ * The person's message to an agent and the streamed reply (flow 1). The message is
+ * stored before anything else; every step of the reply is stored as it completes;
+ * a Stop keeps what was said so far, marked as stopped; a model failure leaves a
+ * message saying what went wrong. The client's copy of the history is ignored: the
+ * foreground conversation in the database is the history.
+ */
+export async function streamChatReply(deps: EngineDeps, agentId: string, text: string, signal: AbortSignal): Promise<Response> {
+  const { db, config } = deps;
+  const agent = await requireAgent(db, agentId);
+  const team = await requireTeam(db, agent.teamId);
+  const conversation = await getForegroundConversation(db, agent.id);
+  await appendMessage(db, conversation.id, { role: "user", content: text });
+
+  const model = deps.chooseModel(agent.model);
+  const recorder = new StepRecorder(db, conversation.id);
+  const context: ToolContext = {
+    db,
+    jobs: deps.jobs,
+    agent,
+    team,
+    conversationId: conversation.id,
+    search: config.search,
+    currentTaskIds: async () => (await listTasksByAgent(db, agent.id, ["in_progress"])).reverse().map((task) => task.id),
+  };
+  const tools = recorder.wrapTools(foregroundTools(context));
+  const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
+  const loadMessages = async () => {
+    await compactIfNeeded({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, conversation.id);
+    return toModelMessages(await getConversationContext(db, conversation.id), { maxToolResultChars: toolResultLimit(config.contextTokenBudget) });
+  };
+
+  let partial = "";
+  let finished = false;
+  let callStarted = Date.now();
+  const result = streamText({
+    model: model.model,
+    instructions,
+    messages: await loadMessages(),
+    tools,
+    toolCallConcurrency: 1,
+    stopWhen: stepCountIs(MAX_CHAT_STEPS),
+    abortSignal: signal,
+    maxRetries: 2,
+    prepareStep: async ({ stepNumber }) => {
+      if (stepNumber === 0) return undefined;
+      callStarted = Date.now();
+      return { messages: await loadMessages() };
+    },
+    onChunk: ({ chunk }) => {
+      if (chunk.type === "text-delta") partial += chunk.text;
+    },
+    onLanguageModelCallEnd: async (event) => {
+      partial = "";
+      await recorder.recordModelResponse(event.content);
+      await recordUsage(db, {
+        agentId: agent.id,
+        conversationId: conversation.id,
+        purpose: "chat",
+        model: model.modelId,
+        inputTokens: event.usage.inputTokens ?? 0,
+        outputTokens: event.usage.outputTokens ?? 0,
+        cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+        durationMs: Date.now() - callStarted,
+      });
+    },
+    onStepEnd: async (step) => {
+      const errors = step.content.flatMap((part) => (part.type === "tool-error" ? [{ toolCallId: part.toolCallId, error: part.error }] : []));
+      await recorder.recordMissingResults("(no result: the tool did not run)", errors);
+    },
+    onEnd: () => {
+      finished = true;
+    },
+    onAbort: async () => {
+      if (finished) return;
+      finished = true;
+      await recorder.recordMissingResults(STOPPED_MARKER);
+      await recorder.recordPartialText(partial, STOPPED_MARKER);
+    },
+    onError: async ({ error }) => {
+      if (finished || signal.aborted) return;
+      finished = true;
+      deps.log(`[chat ${agent.id}] model failure: ${error instanceof Error ? error.message : error}`);
+      const message = describeModelError(error);
+      await recorder.recordMissingResults(errorMarker(message));
+      await recorder.recordPartialText(partial, errorMarker(message));
+    },
+  });
+
+  const stream = createUIMessageStream({
+    execute: ({ writer }) => {
+      writer.merge(toUIMessageStream({ stream: result.stream, onError: (error) => describeModelError(error) }));
+    },
+    // The person sees what went wrong and what to do, never a bare "An error occurred".
+    onError: (error) => describeModelError(error),
+  });
+  return createUIMessageStreamResponse({ stream, consumeSseStream: consumeStream });
+}

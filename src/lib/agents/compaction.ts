@@ -1,0 +1,126 @@
+import { generateText, type ModelMessage } from "ai";
+import type { Db } from "@/lib/db/client";
+import { appendMessage, getConversationContext } from "@/lib/db/queries/messages";
+import { recordUsage } from "@/lib/db/queries/usage";
+import type { Message } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
+import type { ModelChoice } from "@/lib/llm/provider";
+import { toModelMessages } from "./model-messages";
+import { COMPACTION_INSTRUCTIONS } from "./prompts";
+
+/** Rough token count: ~4 characters per token, which is what budgets need, not exactness. */
+export function estimateTokens(value: string | readonly ModelMessage[]): number {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return Math.ceil(text.length / 4);
+}
+
+/** What a model call on this context would cost: the system prompt plus the messages. */
+export function estimateContextTokens(context: readonly Message[], instructions: string, maxToolResultChars?: number): number {
+  return estimateTokens(instructions) + estimateTokens(toModelMessages(context, { maxToolResultChars }));
+}
+
+/** The largest tool result a model call carries, so one huge page cannot blow the budget. */
+export function toolResultLimit(budget: number): number {
+  return Math.max(400, Math.min(16_000, Math.floor(budget * 4 * 0.25)));
+}
+
+export type CompactionOptions = {
+  db: Db;
+  model: ModelChoice;
+  agentId: string;
+  /** Estimated tokens above which the context is compacted. */
+  budget: number;
+  /** The system prompt the next call carries: it counts against the budget too. */
+  instructions: string;
+  abortSignal?: AbortSignal;
+};
+
+export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
+  const context = await getConversationContext(options.db, conversationId);
+  return estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) > options.budget;
+}
+
+/** Renders a context for the summarizer, each message cut so the whole fits the budget. */
+function renderForSummary(context: readonly Message[], budget: number): string {
+  const perMessage = Math.max(200, Math.floor((budget * 4 * 0.6) / Math.max(1, context.length)));
+  const cut = (text: string) => (text.length > perMessage ? `${text.slice(0, perMessage)} …(cut)` : text);
+  const toolNames = new Map<string, string>();
+  const lines: string[] = [];
+  for (const message of context) {
+    switch (message.role) {
+      case "summary":
+        lines.push(`EARLIER SUMMARY:\n${cut(message.content)}`);
+        break;
+      case "user":
+        lines.push(`INPUT: ${cut(message.content)}`);
+        break;
+      case "assistant": {
+        const calls = (message.toolCalls ?? []).map((call) => {
+          toolNames.set(call.toolCallId, call.toolName);
+          return `${call.toolName}(${JSON.stringify(call.args)})`;
+        });
+        lines.push(`AGENT: ${cut(message.content)}${calls.length ? ` [called ${cut(calls.join(", "))}]` : ""}`);
+        break;
+      }
+      case "tool":
+        lines.push(`RESULT of ${toolNames.get(message.toolCallId ?? "") ?? "tool"}: ${cut(message.content)}`);
+        break;
+    }
+  }
+  return lines.join("\n\n");
+}
+
+export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
+  const started = Date.now();
+  const result = await generateText({
+    model: options.model.model,
+    instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
+    prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
+    maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+    abortSignal: options.abortSignal,
+    maxRetries: 2,
+  });
+  await recordUsage(options.db, {
+    agentId: options.agentId,
+    conversationId: context[0]?.conversationId ?? null,
+    purpose: "compaction",
+    model: options.model.modelId,
+    inputTokens: result.usage.inputTokens ?? 0,
+    outputTokens: result.usage.outputTokens ?? 0,
+    cachedTokens: result.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+    durationMs: Date.now() - started,
+  });
+  // A summary longer than a quarter of the budget would crowd out the work itself.
+  const limit = Math.floor(options.budget * 4 * 0.25);
+  const text = result.text.trim() || "(The summarizer returned nothing.)";
+  return text.length > limit ? `${text.slice(0, limit)} …(cut)` : text;
+}
+
+/**
+ * Appends a summary of the current context. Never deletes: the summary points at
+ * the last message it covers, and later context loads start from it. If a message
+ * lands while the summary is written, the append is refused and it starts over with
+ * that message included, so nothing falls between summary and tail.
+ */
+export async function compactConversation(options: CompactionOptions, conversationId: string): Promise<Message | null> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const context = await getConversationContext(options.db, conversationId);
+    const last = context.at(-1);
+    if (!last || last.role === "summary") return null;
+    // A call whose results are not all in yet would be cut off from them: wait for them.
+    if (last.role === "assistant" && last.toolCalls?.length) return null;
+    const summary = await generateConversationSummary(options, context);
+    try {
+      return await appendMessage(options.db, conversationId, { role: "summary", content: summary, previousMessageId: last.id });
+    } catch (error) {
+      if (error instanceof CadreError && error.code === "conflict:message_chain") continue;
+      throw error;
+    }
+  }
+  return null;
+}
+
+export async function compactIfNeeded(options: CompactionOptions, conversationId: string): Promise<Message | null> {
+  if (!(await shouldCompact(options, conversationId))) return null;
+  return compactConversation(options, conversationId);
+}

@@ -1,0 +1,43 @@
+import os from "node:os";
+import { env } from "@/lib/env";
+import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
+import type { Db } from "@/lib/db/client";
+import type { JobQueue } from "@/lib/jobs/job-queue";
+import type { SearchConfig } from "./tools/context";
+
+export type EngineConfig = {
+  contextTokenBudget: number;
+  maxStepsPerSession: number;
+  search: SearchConfig;
+  /** Names the worker in work_sessions, for people reading the table. */
+  worker: string;
+};
+
+/** Everything the engine needs, passed in so tests can swap the model and the budget. */
+export type EngineDeps = {
+  db: Db;
+  jobs: JobQueue;
+  config: EngineConfig;
+  chooseModel: (override?: string | null) => ModelChoice;
+  log: (line: string) => void;
+};
+
+export function engineConfigFromEnv(): EngineConfig {
+  const e = env();
+  return {
+    contextTokenBudget: e.CONTEXT_TOKEN_BUDGET,
+    maxStepsPerSession: e.MAX_STEPS_PER_SESSION,
+    search: { tavilyApiKey: e.TAVILY_API_KEY, tavilyBaseUrl: e.TAVILY_BASE_URL },
+    worker: `${os.hostname()}:${process.pid}`,
+  };
+}
+
+export function engineDeps(db: Db, jobs: JobQueue, overrides: Partial<Omit<EngineDeps, "db" | "jobs">> = {}): EngineDeps {
+  return {
+    db,
+    jobs,
+    config: overrides.config ?? engineConfigFromEnv(),
+    chooseModel: overrides.chooseModel ?? ((override) => chooseModel(override)),
+    log: overrides.log ?? ((line) => console.log(line)),
+  };
+}

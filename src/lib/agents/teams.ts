@@ -1,0 +1,45 @@
+import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
+import { createTeamWithLead, updateTeam } from "@/lib/db/queries/teams";
+import { getTeamLead } from "@/lib/db/queries/agents";
+import { env } from "@/lib/env";
+import type { EngineDeps } from "./engine-config";
+
+/** Standing instructions for a new lead when the person does not write their own. */
+export function defaultLeadInstructions(mission: string): string {
+  return [
+    `Advance the team's mission: ${mission}`,
+    "Break the mission into concrete research tasks and hand them to your subordinates; do small lookups yourself.",
+    "Keep the team's knowledge base current: record facts with their sources, remove what turns out wrong.",
+    "Brief the person when something changes that they should know about: lead with what matters, cite sources, say what you will do next.",
+  ].join("\n");
+}
+
+/** A team with its lead, scheduled for proactive runs. */
+export async function createTeam(
+  engine: EngineDeps,
+  input: { name: string; mission: string; leadName?: string; instructions?: string },
+): Promise<{ team: Team; lead: Agent }> {
+  const created = await createTeamWithLead(engine.db, {
+    name: input.name,
+    mission: input.mission,
+    leadName: input.leadName,
+    leadInstructions: input.instructions?.trim() || defaultLeadInstructions(input.mission),
+  });
+  await engine.jobs.scheduleLead(created.lead.id, env().LEAD_SCHEDULE);
+  return created;
+}
+
+/** Pausing a team stops its proactive runs; its agents leave new tasks pending until it resumes. */
+export async function setTeamStatus(engine: EngineDeps, teamId: string, status: TeamStatus): Promise<Team> {
+  const team = await updateTeam(engine.db, teamId, { status });
+  const lead = await getTeamLead(engine.db, teamId);
+  if (lead) {
+    if (status === "active") {
+      await engine.jobs.scheduleLead(lead.id, lead.schedule ?? env().LEAD_SCHEDULE);
+      await engine.jobs.wakeAgent(engine.db, lead.id);
+    } else {
+      await engine.jobs.unscheduleLead(lead.id);
+    }
+  }
+  return team;
+}

@@ -1,0 +1,53 @@
+import { tool } from "ai";
+import { z } from "zod";
+import { listTeamAgents } from "@/lib/db/queries/teams";
+import { createKnowledgeItem, deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { knowledgeItemTypes } from "@/lib/db/schema";
+import type { ToolContext } from "./context";
+
+async function teamAgentIds(context: ToolContext): Promise<string[]> {
+  return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);
+}
+
+export function knowledgeTools(context: ToolContext) {
+  return {
+    addKnowledgeItem: tool({
+      description: "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
+      inputSchema: z.object({
+        type: z.enum(knowledgeItemTypes),
+        content: z.string().min(1).max(4000),
+        confidence: z.number().min(0).max(1).optional().describe("0..1, how sure you are"),
+      }),
+      execute: async ({ type, content, confidence }) => {
+        const item = await createKnowledgeItem(context.db, {
+          agentId: context.agent.id,
+          type,
+          content,
+          confidence: confidence ?? 0.7,
+          sourceConversationId: context.conversationId,
+        });
+        return { saved: true, id: item.id };
+      },
+    }),
+    searchKnowledge: tool({
+      description: "Search the knowledge your team has collected (full-text).",
+      inputSchema: z.object({ query: z.string().min(1).max(400) }),
+      execute: async ({ query }) => {
+        const items = await searchKnowledgeItems(context.db, { q: query, agentIds: await teamAgentIds(context), limit: 10 });
+        if (items.length === 0) return "No knowledge items match.";
+        return { items: items.map(({ id, type, content, confidence }) => ({ id, type, content, confidence })) };
+      },
+    }),
+    removeKnowledgeItem: tool({
+      description: "Remove a knowledge item of your team that is wrong or outdated.",
+      inputSchema: z.object({ id: z.uuid() }),
+      execute: async ({ id }) => {
+        const item = await getKnowledgeItem(context.db, id);
+        // Another team's item does not exist as far as this agent is concerned.
+        if (!item || !(await teamAgentIds(context)).includes(item.agentId)) return `No knowledge item ${id} in your team.`;
+        await deleteKnowledgeItem(context.db, id);
+        return { removed: true, id };
+      },
+    }),
+  };
+}

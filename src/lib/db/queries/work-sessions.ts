@@ -1,0 +1,141 @@
+import { and, desc, eq, sql } from "drizzle-orm";
+import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import type { Db } from "../client";
+import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
+
+/** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
+export const STALE_SESSION_SECONDS = 15;
+
+/**
+ * Starts a work session for the agent unless one is running. Runs under a lock on
+ * the agent row, the same lock `finishSessionIfIdle` takes, so a wake-up can never
+ * fall between "a session is running" and "that session has ended".
+ *
+ * A running session whose heartbeat went stale belonged to a dead worker: it is
+ * marked interrupted and this call takes over. Clears the wake flag: the new
+ * session is about to look at all the agent's work.
+ */
+export async function claimSession(db: Db, agentId: string, worker: string): Promise<WorkSession | null> {
+  return db.transaction(async (tx) => {
+    const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
+    if (!agent) return null;
+    const [running] = await tx
+      .select({ id: workSessions.id, stale: sql<boolean>`${workSessions.heartbeatAt} < now() - make_interval(secs => ${STALE_SESSION_SECONDS})` })
+      .from(workSessions)
+      .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")));
+    if (running && !running.stale) return null;
+    if (running) {
+      await tx
+        .update(workSessions)
+        .set({ status: "interrupted", error: "The worker running this session stopped responding.", endedAt: sql`now()` })
+        .where(eq(workSessions.id, running.id));
+    }
+    await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
+    const [session] = await tx.insert(workSessions).values({ agentId, worker }).returning();
+    return session!;
+  });
+}
+
+export type Heartbeat = { alive: boolean; stopRequested: boolean };
+
+/** Refreshes the lease; `alive: false` means another worker has taken the session over. */
+export async function heartbeatSession(db: Db, sessionId: string): Promise<Heartbeat> {
+  const [row] = await db
+    .update(workSessions)
+    .set({ heartbeatAt: sql`now()` })
+    .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")))
+    .returning({ stopRequestedAt: workSessions.stopRequestedAt });
+  return { alive: row !== undefined, stopRequested: row?.stopRequestedAt != null };
+}
+
+/**
+ * Ends the session if nothing asked for the agent since it last looked; otherwise
+ * clears the flag and returns false so the session looks again.
+ */
+export async function finishSessionIfIdle(db: Db, sessionId: string, agentId: string, steps: number): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const [agent] = await tx
+      .select({ wakeRequestedAt: agents.wakeRequestedAt })
+      .from(agents)
+      .where(eq(agents.id, agentId))
+      .for("update");
+    if (agent?.wakeRequestedAt) {
+      await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
+      return false;
+    }
+    await tx
+      .update(workSessions)
+      .set({ status: "completed", steps, endedAt: sql`now()` })
+      .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
+    return true;
+  });
+}
+
+/** Clears the wake flag before the session looks for work, so later wake-ups stand out. */
+export async function clearWakeRequest(db: Db, agentId: string): Promise<void> {
+  await db.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
+}
+
+export async function endSession(
+  db: Db,
+  sessionId: string,
+  status: Exclude<WorkSessionStatus, "running">,
+  details: { steps: number; error?: string | null },
+): Promise<void> {
+  await db
+    .update(workSessions)
+    .set({ status, steps: details.steps, error: details.error ?? null, endedAt: sql`now()` })
+    .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
+}
+
+export async function updateSessionSteps(db: Db, sessionId: string, steps: number): Promise<void> {
+  await db.update(workSessions).set({ steps }).where(eq(workSessions.id, sessionId));
+}
+
+export async function getRunningSession(db: Db, agentId: string): Promise<WorkSession | null> {
+  const [session] = await db
+    .select()
+    .from(workSessions)
+    .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")));
+  return session ?? null;
+}
+
+export function listSessions(db: Db, agentId: string, limit = 20): Promise<WorkSession[]> {
+  return db.select().from(workSessions).where(eq(workSessions.agentId, agentId)).orderBy(desc(workSessions.startedAt)).limit(limit);
+}
+
+/**
+ * Asks the worker running the agent's session to stop it: a flag its heartbeat
+ * reads within seconds, and a NOTIFY that gets there at once.
+ */
+export async function requestSessionStop(db: Db, agentId: string): Promise<WorkSession | null> {
+  return db.transaction(async (tx) => {
+    const [session] = await tx
+      .update(workSessions)
+      .set({ stopRequestedAt: sql`coalesce(${workSessions.stopRequestedAt}, now())` })
+      .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")))
+      .returning();
+    if (session) await tx.execute(sql`select pg_notify(${SESSION_STOP_CHANNEL}, ${session.id})`);
+    return session ?? null;
+  });
+}
+
+/** Marks sessions of dead workers interrupted; returns their agents so they can be woken again. */
+export async function reapStaleSessions(db: Db): Promise<string[]> {
+  const rows = await db
+    .update(workSessions)
+    .set({ status: "interrupted", error: "The worker running this session stopped responding.", endedAt: sql`now()` })
+    .where(and(eq(workSessions.status, "running"), sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${STALE_SESSION_SECONDS})`))
+    .returning({ agentId: workSessions.agentId });
+  return rows.map((row) => row.agentId);
+}
+
+/** Agents someone asked for that no session is serving: the backlog a starting worker drains. */
+export async function listAgentsAwaitingWork(db: Db): Promise<string[]> {
+  const rows = await db.execute<{ id: string }>(sql`
+    select a.id from agents a
+     where (a.wake_requested_at is not null
+            or exists (select 1 from tasks t where t.agent_id = a.id and t.status in ('pending', 'in_progress')))
+       and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`);
+  return rows.map((row) => row.id);
+}

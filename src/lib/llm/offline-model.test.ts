@@ -1,0 +1,258 @@
+import { Output, generateText, stepCountIs, streamText, tool } from "ai";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-model";
+
+const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
+const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
+const TASK_ID = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+
+/** Tools shaped like the product's, whose execute only records the call. */
+function recordingTools() {
+  const calls: { name: string; input: Record<string, unknown> }[] = [];
+  const recorded = <T extends z.ZodRawShape>(name: string, shape: T, output: unknown) =>
+    tool({
+      description: name,
+      inputSchema: z.object(shape),
+      execute: async (input: Record<string, unknown>) => {
+        calls.push({ name, input });
+        return output;
+      },
+    });
+  const tools = {
+    tavilySearch: recorded("tavilySearch", { query: z.string() }, {
+      results: [{ title: "NVDA beats estimates", url: "https://example.com/nvda", content: "Revenue rose 94%." }],
+    }),
+    addKnowledgeItem: recorded(
+      "addKnowledgeItem",
+      { type: z.enum(["fact", "technique", "pattern", "lesson"]), content: z.string(), confidence: z.number() },
+      "Knowledge item saved.",
+    ),
+    searchKnowledge: recorded("searchKnowledge", { query: z.string() }, "No knowledge items match."),
+    reportToLead: recorded("reportToLead", { result: z.string() }, "Report sent to the lead."),
+    delegateToAgent: recorded(
+      "delegateToAgent",
+      { agentId: z.string(), title: z.string(), description: z.string() },
+      "Task created.",
+    ),
+    createInboxItem: recorded(
+      "createInboxItem",
+      { title: z.string(), summary: z.string(), content: z.string() },
+      "Briefing delivered.",
+    ),
+    getTeamStatus: recorded("getTeamStatus", {}, "Everyone is idle."),
+    createTask: recorded("createTask", { title: z.string(), description: z.string() }, "Task created."),
+  };
+  return { tools, calls };
+}
+
+describe("OfflineModel", () => {
+  const model = new OfflineModel();
+
+  it("works a subordinate's task: search, record, report, then says so", async () => {
+    const { tools, calls } = recordingTools();
+    const { tavilySearch, addKnowledgeItem, searchKnowledge, reportToLead } = tools;
+    const result = await generateText({
+      model,
+      instructions: `You are Scout, a subordinate.\nYour lead: Lead (id: ${LEAD_ID})`,
+      messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
+      tools: { tavilySearch, addKnowledgeItem, searchKnowledge, reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+
+    expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "reportToLead"]);
+    expect(calls[0]?.input).toEqual({ query: "Research NVDA earnings" });
+    expect(calls[1]?.input).toEqual({ type: "fact", content: "NVDA beats estimates: Revenue rose 94%.", confidence: 0.6 });
+    expect(calls[2]?.input).toEqual({ result: "Findings: NVDA beats estimates: Revenue rose 94%." });
+    expect(result.text).toBe("Reported to the lead.");
+    expect(new Set(result.steps.flatMap((step) => step.toolCalls.map((call) => call.toolCallId))).size).toBe(3);
+  });
+
+  it("has a lead delegate to its subordinate, then brief the person when the report arrives", async () => {
+    const { tools, calls } = recordingTools();
+    const { delegateToAgent, createInboxItem, getTeamStatus, tavilySearch } = tools;
+    const instructions = `You are the lead of team Markets (your id: ${LEAD_ID}).\nSubordinates:\n- Scout (id: ${SCOUT_ID})`;
+    const leadTools = { delegateToAgent, createInboxItem, getTeamStatus, tavilySearch };
+
+    const delegated = await generateText({
+      model,
+      instructions,
+      messages: [{ role: "user", content: "Task: Research NVDA" }],
+      tools: leadTools,
+      stopWhen: stepCountIs(6),
+    });
+    expect(calls).toEqual([
+      { name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Task: Research NVDA" } },
+    ]);
+    expect(delegated.text).toBe("Delegated the task to Scout; I will brief you when the report arrives.");
+
+    const briefed = await generateText({
+      model,
+      instructions,
+      messages: [
+        { role: "user", content: "Task: Research NVDA" },
+        ...delegated.responseMessages,
+        { role: "user", content: "Subordinate Scout reports: NVDA beat estimates. Guidance was raised." },
+      ],
+      tools: leadTools,
+      stopWhen: stepCountIs(6),
+    });
+    expect(calls[1]).toEqual({
+      name: "createInboxItem",
+      input: {
+        title: "Briefing: NVDA beat estimates. Guidance was raised.",
+        summary: "NVDA beat estimates.",
+        content: "## What the team found\n\nNVDA beat estimates. Guidance was raised.",
+      },
+    });
+    expect(briefed.text).toBe("Briefing sent.");
+  });
+
+  it("has a lead with no subordinates do the work itself and brief the person", async () => {
+    const { tools, calls } = recordingTools();
+    const { delegateToAgent, createInboxItem, tavilySearch, addKnowledgeItem } = tools;
+    const result = await generateText({
+      model,
+      instructions: [
+        'You are Lead, the lead of the team "Markets".',
+        "## Your subordinates",
+        "(none yet: do the work yourself with your tools)",
+        "## Your open tasks",
+        `- [in_progress] Research NVDA (task id: ${TASK_ID})`,
+      ].join("\n"),
+      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Research NVDA\n\nEarnings and guidance.` }],
+      tools: { delegateToAgent, createInboxItem, tavilySearch, addKnowledgeItem },
+      stopWhen: stepCountIs(6),
+    });
+    expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "createInboxItem"]);
+    expect(calls[2]?.input).toMatchObject({ title: "Briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
+    expect(result.text).toBe("Briefing sent.");
+  });
+
+  it("delegates to the subordinate listed in work instructions, not to a task id", async () => {
+    const { tools, calls } = recordingTools();
+    const { delegateToAgent, createInboxItem, tavilySearch } = tools;
+    await generateText({
+      model,
+      instructions: [
+        'You are Lead, the lead of the team "Markets".',
+        "## Your subordinates",
+        `- Scout (id: ${SCOUT_ID}): You are Scout, the team's researcher.`,
+        "## Your open tasks",
+        `- [pending] Research NVDA (task id: ${TASK_ID})`,
+      ].join("\n"),
+      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Research NVDA` }],
+      tools: { delegateToAgent, createInboxItem, tavilySearch },
+      stopWhen: stepCountIs(3),
+    });
+    expect(calls[0]).toMatchObject({ name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA" } });
+  });
+
+  it("answers a subordinate's question so it can carry on", async () => {
+    const calls: unknown[] = [];
+    const answerSubordinate = tool({
+      inputSchema: z.object({ agentId: z.string(), answer: z.string() }),
+      execute: async (input) => {
+        calls.push(input);
+        return "Answer delivered.";
+      },
+    });
+    const result = await generateText({
+      model,
+      instructions: `You are the lead (your id: ${LEAD_ID}).`,
+      messages: [{ role: "user", content: `Subordinate Scout asks: which quarter?\n(agent id: ${SCOUT_ID})` }],
+      tools: { answerSubordinate },
+      stopWhen: stepCountIs(3),
+    });
+    expect(calls).toEqual([{ agentId: SCOUT_ID, answer: "Offline model: use your best judgement and report what you find." }]);
+    expect(result.text).toBe("Answered the subordinate.");
+  });
+
+  it("explains itself in chat when asked nothing it can act on, streaming in several deltas", async () => {
+    const { tools } = recordingTools();
+    const { createTask, getTeamStatus, searchKnowledge } = tools;
+    const result = streamText({
+      model,
+      instructions: "You are the lead of team Markets.",
+      messages: [{ role: "user", content: "hello" }],
+      tools: { createTask, getTeamStatus, searchKnowledge },
+    });
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+
+    expect(deltas.join("")).toBe(OFFLINE_EXPLANATION);
+    expect(deltas.length).toBeGreaterThan(3);
+  });
+
+  it("turns a request for work in chat into a task", async () => {
+    const { tools, calls } = recordingTools();
+    const { createTask, getTeamStatus, searchKnowledge } = tools;
+    const result = streamText({
+      model,
+      instructions: "You are the lead of team Energy.",
+      messages: [{ role: "user", content: "Please research solar panel prices" }],
+      tools: { createTask, getTeamStatus, searchKnowledge },
+      stopWhen: stepCountIs(3),
+    });
+
+    expect(await result.text).toBe("I've created a task for the team: Please research solar panel prices.");
+    expect(calls).toEqual([
+      { name: "createTask", input: { title: "Please research solar panel prices", description: "Please research solar panel prices" } },
+    ]);
+  });
+
+  it("answers structured output with the emptiest valid object", async () => {
+    const { output } = await generateText({
+      model,
+      prompt: "Extract knowledge items from this session.",
+      output: Output.object({
+        schema: z.object({ items: z.array(z.object({ type: z.string(), content: z.string() })) }),
+      }),
+    });
+    expect(output).toEqual({ items: [] });
+  });
+
+  it("writes lead instructions from the mission", async () => {
+    const { output } = await generateText({
+      model,
+      prompt: "Write the lead's instructions.\nMission: Track the solar industry",
+      output: Output.object({ schema: z.object({ instructions: z.string() }) }),
+    });
+    expect(output.instructions).toContain("Track the solar industry");
+    expect(output.instructions.split("\n").length).toBeGreaterThan(2);
+  });
+
+  it("summarizes a conversation when asked to compact it", async () => {
+    const { text } = await generateText({
+      model,
+      instructions: "Summarize the conversation below.",
+      messages: [
+        { role: "user", content: "What is NVDA price?" },
+        { role: "assistant", content: "About $142." },
+      ],
+    });
+    expect(text).toBe("Summary (offline model): What is NVDA price?\n- About $142.");
+  });
+
+  it("reports usage estimated from the characters in and out", async () => {
+    const { usage } = await generateText({ model, prompt: "hello there, offline model" });
+    expect(usage.inputTokens).toBe(Math.ceil("hello there, offline model".length / 4));
+    expect(usage.outputTokens).toBe(Math.ceil(OFFLINE_EXPLANATION.length / 4));
+    expect(usage.inputTokenDetails.cacheReadTokens).toBe(0);
+  });
+
+  it("stops when aborted", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expect(generateText({ model, prompt: "hello", abortSignal: controller.signal, maxRetries: 0 })).rejects.toThrow();
+    await expect(
+      model.doGenerate({ prompt: [{ role: "user", content: [{ type: "text", text: "hi" }] }], abortSignal: controller.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("is recognised by isOfflineModel", () => {
+    expect(isOfflineModel(model)).toBe(true);
+    expect(isOfflineModel({ provider: "openai.chat", modelId: "gpt" })).toBe(false);
+    expect(isOfflineModel(undefined)).toBe(false);
+  });
+});

@@ -1,0 +1,355 @@
+import type {
+  JSONSchema7,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+  LanguageModelV4ToolResultOutput,
+  LanguageModelV4Usage,
+} from "@ai-sdk/provider";
+
+/** What the person reads in chat when no LLM is configured and the message asks for no work. */
+export const OFFLINE_EXPLANATION =
+  "I'm Cadre's built-in offline model, so I can't think for real: no LLM is configured. " +
+  "Set OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) to talk to a real model. " +
+  "I can still hand work to the team: ask me to research something.";
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+const TASK_WORDS = /\btask\b|research|find|investigate|look|monitor|analy|track|compare|summar|check|report/i;
+const CHAT_WORK_WORDS = /research|find out|investigate|look into|monitor|analy|track|compare|\bdig\b/i;
+
+type Decision = { kind: "text"; text: string } | { kind: "tool"; toolName: string; args: Record<string, unknown> };
+type ToolMessage = Extract<LanguageModelV4Message, { role: "tool" }>;
+
+/**
+ * A deterministic stand-in for an LLM, used when no provider is configured. It reads only the
+ * prompt, the offered tools and the response format, and drives the real tools through the
+ * product's flows (search → record → report → brief), so every page works with no network.
+ */
+export class OfflineModel implements LanguageModelV4 {
+  readonly specificationVersion = "v4" as const;
+  readonly provider = "cadre";
+  readonly modelId = "offline";
+  readonly supportedUrls: Record<string, RegExp[]> = {};
+
+  async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+    throwIfAborted(options.abortSignal);
+    const decision = decide(options);
+    const promptChars = options.prompt.reduce((sum, message) => sum + messageText(message).length, 0);
+    if (decision.kind === "text") {
+      return result([{ type: "text", text: decision.text }], "stop", promptChars, decision.text.length);
+    }
+    const input = JSON.stringify(decision.args);
+    // Ids must differ across the calls of one conversation (stored results are matched by id),
+    // yet stay reproducible: derive them from the prompt that produced the call.
+    const toolCallId = `offline-${hash(`${options.prompt.length}:${promptChars}:${JSON.stringify(options.prompt)}`)}`;
+    return result([{ type: "tool-call", toolCallId, toolName: decision.toolName, input }], "tool-calls", promptChars, input.length);
+  }
+
+  async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
+    const generated = await this.doGenerate(options);
+    const parts: LanguageModelV4StreamPart[] = [
+      { type: "stream-start", warnings: [] },
+      { type: "response-metadata", id: "offline-response", modelId: this.modelId, timestamp: new Date(0) },
+    ];
+    for (const content of generated.content) {
+      if (content.type === "text") {
+        parts.push({ type: "text-start", id: "text-0" });
+        for (const delta of wordChunks(content.text)) parts.push({ type: "text-delta", id: "text-0", delta });
+        parts.push({ type: "text-end", id: "text-0" });
+      } else if (content.type === "tool-call") {
+        parts.push(content);
+      }
+    }
+    parts.push({ type: "finish", finishReason: generated.finishReason, usage: generated.usage });
+    const signal = options.abortSignal;
+    return {
+      stream: new ReadableStream<LanguageModelV4StreamPart>({
+        pull(controller) {
+          if (signal?.aborted) return controller.error(abortError());
+          const part = parts.shift();
+          if (part) controller.enqueue(part);
+          else controller.close();
+        },
+      }),
+    };
+  }
+}
+
+/** True for the offline model, also when a bundler has loaded this module twice. */
+export function isOfflineModel(model: unknown): boolean {
+  if (model instanceof OfflineModel) return true;
+  if (typeof model !== "object" || model === null) return false;
+  return Reflect.get(model, "provider") === "cadre" && Reflect.get(model, "modelId") === "offline";
+}
+
+function decide(options: LanguageModelV4CallOptions): Decision {
+  const { prompt } = options;
+  if (options.responseFormat?.type === "json") {
+    return { kind: "text", text: JSON.stringify(structuredAnswer(options.responseFormat.schema, lastUserText(prompt))) };
+  }
+  const last = prompt.at(-1);
+  const wantsSummary = /summar/i.test(systemText(prompt)) || /summar/i.test(lastUserText(prompt));
+  if (wantsSummary && !options.tools?.length) return { kind: "text", text: summary(prompt) };
+  if (last?.role === "tool") return afterToolResults(options, last);
+  if (last?.role === "user") return answerUser(options, messageText(last));
+  return { kind: "text", text: "Nothing to do." };
+}
+
+/** The next step of a chain once the previous step's tools have answered. */
+function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMessage): Decision {
+  const results = message.content.flatMap((part) => (part.type === "tool-result" ? [part] : []));
+  const failed = results.find((part) => part.output.type.startsWith("error") || part.output.type === "execution-denied");
+  if (failed) return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
+  const names = results.map((part) => part.toolName);
+  const searched = results.find((part) => part.toolName === "tavilySearch");
+  if (searched && offered(options, "addKnowledgeItem")) {
+    return tool("addKnowledgeItem", { type: "fact", content: truncate(firstFinding(searched.output), 300), confidence: 0.6 });
+  }
+  if (searched || names.includes("addKnowledgeItem")) {
+    const recorded = lastToolInput(options.prompt, "addKnowledgeItem")?.content;
+    const findings = typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : "";
+    if (offered(options, "reportToLead")) return tool("reportToLead", { result: truncate(`Findings: ${findings}`, 500) });
+    if (offered(options, "createInboxItem")) {
+      return tool("createInboxItem", {
+        title: truncate(`Briefing: ${taskTitle(lastUserText(options.prompt))}`, 120),
+        summary: firstSentence(findings),
+        content: `## What I found\n\n${findings}`,
+      });
+    }
+    return { kind: "text", text: `Recorded what I found: ${truncate(findings, 300)}` };
+  }
+  if (names.includes("reportToLead")) return { kind: "text", text: "Reported to the lead." };
+  if (names.includes("createInboxItem")) return { kind: "text", text: "Briefing sent." };
+  if (names.includes("delegateToAgent")) {
+    const agentId = lastToolInput(options.prompt, "delegateToAgent")?.agentId;
+    const name = (typeof agentId === "string" && agentName(systemText(options.prompt), agentId)) || "the team";
+    return { kind: "text", text: `Delegated the task to ${name}; I will brief you when the report arrives.` };
+  }
+  if (names.includes("createTask")) {
+    const title = lastToolInput(options.prompt, "createTask")?.title;
+    return { kind: "text", text: `I've created a task for the team: ${typeof title === "string" ? title : "new task"}.` };
+  }
+  if (names.includes("answerSubordinate")) return { kind: "text", text: "Answered the subordinate." };
+  if (names.includes("requestInput")) return { kind: "text", text: "Asked the lead; waiting for an answer." };
+  const shown = results.map((part) => `${part.toolName}: ${truncate(outputText(part.output), 300)}`).join("\n");
+  return { kind: "text", text: shown ? `Here is what I found.\n${shown}` : "Done." };
+}
+
+function answerUser(options: LanguageModelV4CallOptions, text: string): Decision {
+  const system = systemText(options.prompt);
+  const looksLikeTask = TASK_WORDS.test(text);
+  if (/reports:/i.test(text) && offered(options, "createInboxItem")) {
+    const report = text.slice(text.search(/reports:/i) + "reports:".length).trim() || text;
+    return tool("createInboxItem", {
+      title: `Briefing: ${truncate(report, 60)}`,
+      summary: firstSentence(report),
+      content: `## What the team found\n\n${report}`,
+    });
+  }
+  if (text.includes(" asks: ") && offered(options, "answerSubordinate")) {
+    // requestInput signs the question with "(agent id: …)"; otherwise look the name up in the team list.
+    const name = /(\S+) asks: /.exec(text)?.[1] ?? "";
+    const line = system.split("\n").find((l) => name && l.includes(name) && UUID.test(l))
+      ?? system.split("\n").find((l) => /\bid\b/i.test(l) && UUID.test(l));
+    const agentId = new RegExp(`agent id:\\s*(${UUID.source})`, "i").exec(text)?.[1] ?? (line ? UUID.exec(line)?.[0] : undefined);
+    if (agentId) {
+      return tool("answerSubordinate", { agentId, answer: "Offline model: use your best judgement and report what you find." });
+    }
+  }
+  if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
+  const subordinateId = firstSubordinateId(system);
+  if (offered(options, "delegateToAgent") && subordinateId && looksLikeTask) {
+    return tool("delegateToAgent", { agentId: subordinateId, title: taskTitle(text), description: text });
+  }
+  const canPassOn = offered(options, "reportToLead") || offered(options, "createInboxItem");
+  if (offered(options, "tavilySearch") && looksLikeTask && canPassOn) {
+    return tool("tavilySearch", { query: truncate(taskTitle(text), 120) });
+  }
+  if (offered(options, "createTask") && CHAT_WORK_WORDS.test(text)) {
+    return tool("createTask", { title: truncate(text.trim(), 80), description: text });
+  }
+  return { kind: "text", text: OFFLINE_EXPLANATION };
+}
+
+/**
+ * Structured output that validates against the usual schemas: an instructions prompt written
+ * from the mission, otherwise the emptiest value the schema allows (no knowledge items, etc.).
+ */
+function structuredAnswer(schema: JSONSchema7 | undefined, request: string): unknown {
+  if (schema?.properties && "instructions" in schema.properties) {
+    const mission = /mission\s*:\s*(.+)/i.exec(request)?.[1]?.trim() || truncate(request.trim(), 300) || "the team's mission";
+    return {
+      instructions: [
+        `You lead a team whose mission is: ${mission}`,
+        "- Break the mission into concrete tasks and delegate each to the subordinate best suited to it.",
+        "- Search the web and record what you learn as knowledge items, with an honest confidence.",
+        "- When reports arrive, brief the person: a one-sentence summary first, then the details and sources.",
+        "- Brief only when there is something new worth reading; otherwise keep working quietly.",
+      ].join("\n"),
+    };
+  }
+  return emptyValue(schema);
+}
+
+function emptyValue(schema: JSONSchema7 | boolean | undefined): unknown {
+  if (typeof schema !== "object") return {};
+  if (schema.enum?.length) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "array": return [];
+    case "string": return "";
+    case "number": case "integer": return 0;
+    case "boolean": return false;
+    case "null": return null;
+    default:
+      return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([key, value]) => [key, emptyValue(value)]));
+  }
+}
+
+function summary(prompt: LanguageModelV4Prompt): string {
+  const lines = prompt
+    .filter((message) => message.role !== "system")
+    .map((message) => truncate(messageText(message).replace(/\s+/g, " ").trim(), 200))
+    .filter(Boolean);
+  return truncate(`Summary (offline model): ${lines.join("\n- ")}`, 1500);
+}
+
+/**
+ * The first agent id in the system prompt that names a subordinate: "- Scout (id: …)". Only
+ * the words before the id are judged, since a subordinate's focus may well say "you are".
+ */
+function firstSubordinateId(system: string): string | undefined {
+  for (const line of system.split("\n")) {
+    const match = UUID.exec(line);
+    const before = match ? line.slice(0, match.index) : "";
+    if (match && !/lead|you are|your id|team|task/i.test(before)) return match[0];
+  }
+  return undefined;
+}
+
+/** "- Scout (id: 1b2…)" → "Scout". */
+function agentName(system: string, agentId: string): string | undefined {
+  const line = system.split("\n").find((l) => l.includes(agentId));
+  return line ? /^[\s\-*•]*([^(:\n]+?)\s*[(:]/.exec(line)?.[1] : undefined;
+}
+
+/** The arguments of the most recent call to a tool, as the prompt carries them (an object). */
+function lastToolInput(prompt: LanguageModelV4Prompt, toolName: string): Record<string, unknown> | undefined {
+  for (const message of [...prompt].reverse()) {
+    if (message.role !== "assistant") continue;
+    const call = message.content.findLast((part) => part.type === "tool-call" && part.toolName === toolName);
+    const input = call?.type === "tool-call" ? asRecord(call.input) : undefined;
+    if (input) return input;
+  }
+  return undefined;
+}
+
+function firstFinding(output: LanguageModelV4ToolResultOutput): string {
+  const results = output.type === "json" ? asRecord(output.value)?.results : undefined;
+  const first = Array.isArray(results) ? asRecord(results[0]) : undefined;
+  if (first) return [first.title, first.content].filter((field) => typeof field === "string").join(": ");
+  return outputText(output);
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+function outputText(output: LanguageModelV4ToolResultOutput): string {
+  switch (output.type) {
+    case "text": case "error-text": return output.value;
+    case "json": case "error-json": return typeof output.value === "string" ? output.value : JSON.stringify(output.value);
+    case "execution-denied": return output.reason ?? "denied";
+    case "content": return output.value.map((part) => (part.type === "text" ? part.text : "")).join("");
+  }
+}
+
+function messageText(message: LanguageModelV4Message): string {
+  if (message.role === "system") return message.content;
+  return message.content
+    .map((part) => {
+      if (part.type === "text" || part.type === "reasoning") return part.text;
+      if (part.type === "tool-call") return JSON.stringify(part.input);
+      if (part.type === "tool-result") return outputText(part.output);
+      return "";
+    })
+    .join("\n");
+}
+
+function systemText(prompt: LanguageModelV4Prompt): string {
+  return prompt.filter((message) => message.role === "system").map(messageText).join("\n");
+}
+
+function lastUserText(prompt: LanguageModelV4Prompt): string {
+  const user = prompt.findLast((message) => message.role === "user");
+  return user ? messageText(user) : "";
+}
+
+function offered(options: LanguageModelV4CallOptions, name: string): boolean {
+  return options.tools?.some((t) => t.name === name) ?? false;
+}
+
+/**
+ * "Task: Research NVDA" or "Task from your lead (task id: …): Research NVDA\n\nmore…" →
+ * "Research NVDA"; without a "Task" line, the first line of the text.
+ */
+function taskTitle(text: string): string {
+  const fromTaskLine = /^\s*task\b(?:[^:\n(]*\([^)\n]*\))?[^:\n]*:\s*(.+)$/im.exec(text)?.[1]?.trim();
+  return truncate(fromTaskLine || text.trim().split("\n")[0] || text.trim(), 80);
+}
+
+function firstSentence(text: string): string {
+  const sentence = /^[\s\S]*?[.!?](?=\s|$)/.exec(text.trim())?.[0] ?? text.trim();
+  return truncate(sentence.replace(/\s+/g, " "), 200);
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+function tool(toolName: string, args: Record<string, unknown>): Decision {
+  return { kind: "tool", toolName, args };
+}
+
+/** A few deltas of about four words each, so streaming reads like streaming. */
+function wordChunks(text: string): string[] {
+  const words = text.match(/\S+\s*/g) ?? [text];
+  const chunks: string[] = [];
+  for (let i = 0; i < words.length; i += 4) chunks.push(words.slice(i, i + 4).join(""));
+  return chunks;
+}
+
+function result(
+  content: LanguageModelV4Content[],
+  unified: LanguageModelV4FinishReason["unified"],
+  promptChars: number,
+  outputChars: number,
+): LanguageModelV4GenerateResult {
+  const inputTokens = Math.ceil(promptChars / 4);
+  const outputTokens = Math.ceil(outputChars / 4);
+  const usage: LanguageModelV4Usage = {
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: undefined },
+    outputTokens: { total: outputTokens, text: outputTokens, reasoning: undefined },
+  };
+  return { content, finishReason: { unified, raw: undefined }, usage, warnings: [] };
+}
+
+function hash(text: string): string {
+  let h = 0x811c9dc5; // FNV-1a: tiny, stable across processes, good enough to keep ids apart
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(36);
+}
+
+function abortError(): DOMException {
+  return new DOMException("The operation was aborted.", "AbortError");
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortError();
+}

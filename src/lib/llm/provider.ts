@@ -1,0 +1,36 @@
+import { createOpenAI } from "@ai-sdk/openai";
+import type { LanguageModel } from "ai";
+import { env, type Env } from "@/lib/env";
+import { OfflineModel } from "./offline-model";
+
+export type ModelChoice = {
+  model: LanguageModel;
+  /** The model id as stored in usage rows and shown in the UI. */
+  modelId: string;
+  kind: "openai" | "openai-compatible" | "offline";
+};
+
+const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
+
+/**
+ * The model an agent talks to. OPENAI_BASE_URL: any OpenAI-compatible server over
+ * Chat Completions (what LM Studio, Ollama, vLLM and OpenRouter speak); only
+ * OPENAI_API_KEY: OpenAI's Responses API; neither: the built-in offline model.
+ */
+export function chooseModel(override?: string | null, config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL"> = env()): ModelChoice {
+  const modelId = override?.trim() || config.LLM_MODEL || DEFAULT_OPENAI_MODEL;
+  if (config.OPENAI_BASE_URL) {
+    // Local servers ignore the key, but the client insists on sending one.
+    const provider = createOpenAI({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY ?? "not-needed" });
+    return { model: provider.chat(modelId), modelId, kind: "openai-compatible" };
+  }
+  if (config.OPENAI_API_KEY) {
+    const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY });
+    return { model: provider(modelId), modelId, kind: "openai" };
+  }
+  return { model: new OfflineModel(), modelId: "offline", kind: "offline" };
+}
+
+export function usingOfflineModel(config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL"> = env()): boolean {
+  return !config.OPENAI_API_KEY && !config.OPENAI_BASE_URL;
+}

@@ -1,0 +1,252 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+/**
+ * A local OpenAI-compatible Chat Completions server, so tests exercise the real provider
+ * path (`createOpenAI({ baseURL }).chat(id)`: HTTP, SSE parsing, retries) without a network.
+ */
+
+export type FakeChatMessage = {
+  role: string;
+  content?: string | { type: string; text?: string }[] | null;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+};
+
+export type FakeChatRequest = {
+  model: string;
+  messages: FakeChatMessage[];
+  tools?: { type: "function"; function: { name: string; description?: string; parameters?: unknown } }[];
+  stream?: boolean;
+  response_format?: unknown;
+  [key: string]: unknown;
+};
+
+/** Each request body as the server parsed it, in arrival order. */
+export type RecordedRequest = FakeChatRequest;
+
+export type FakeToolCall = { id?: string; name: string; arguments: object };
+
+export type FakeAnswer = {
+  text?: string;
+  toolCalls?: FakeToolCall[];
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  /** Wait before the first byte (headers included). */
+  delayMs?: number;
+  /** Wait between streamed chunks. */
+  chunkDelayMs?: number;
+};
+
+export type FakeFault =
+  | { fault: "status"; status: number; retryAfterSeconds?: number; body?: object }
+  | { fault: "reset" }
+  | { fault: "hang" }
+  | { fault: "cut" }
+  | { fault: "malformed-tool-call" };
+
+export type FakeReply = FakeAnswer | FakeFault;
+
+export type FakeOpenAIHandler = (request: FakeChatRequest) => FakeReply | Promise<FakeReply>;
+
+export type FakeOpenAI = {
+  /** Base URL ending in /v1, for `createOpenAI({ baseURL })`. */
+  url: string;
+  requests: RecordedRequest[];
+  setHandler(handler: FakeOpenAIHandler): void;
+  close(): Promise<void>;
+};
+
+const defaultHandler: FakeOpenAIHandler = () => ({ text: "Hello from the fake model." });
+
+export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler): Promise<FakeOpenAI> {
+  let current = handler;
+  let closed = false;
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+
+  const server = createServer((req, res) => {
+    void respond(req, res).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { error: { message: String(error), type: "fake_server_error" } });
+      else res.destroy();
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+
+  async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
+      return sendJson(res, 404, { error: { message: `No route for ${req.method} ${req.url}`, type: "invalid_request_error" } });
+    }
+    const request = JSON.parse(await readBody(req)) as FakeChatRequest;
+    requests.push(request);
+    const reply = await current(request);
+    // Gone: the client aborted, or close() destroyed the socket while the handler ran.
+    const gone = () => closed || res.destroyed;
+
+    if ("fault" in reply) {
+      switch (reply.fault) {
+        case "reset":
+          return void req.socket.destroy();
+        case "hang":
+          return; // close() destroys the socket
+        case "status": {
+          const headers: Record<string, string> = reply.retryAfterSeconds === undefined ? {} : { "retry-after": String(reply.retryAfterSeconds) };
+          const body = reply.body ?? { error: { message: `Fake failure (${reply.status})`, type: "server_error", code: null } };
+          return sendJson(res, reply.status, body, headers);
+        }
+        case "cut":
+          if (!request.stream) {
+            res.writeHead(200, { "content-type": "application/json" });
+            return void res.end('{"id":"chatcmpl-fake","choices":[{"index":0,"message":{"role":"assi');
+          }
+          res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+          for (const delta of [{ role: "assistant", content: "This answer " }, { content: "was cut " }]) {
+            writeEvent(res, chunk(request, { delta, finish_reason: null }));
+          }
+          return void res.end();
+        case "malformed-tool-call": {
+          const name = request.tools?.[0]?.function.name ?? "unknownTool";
+          const call = { id: "call_malformed", type: "function", function: { name, arguments: '{"query": "cats' } };
+          return send(request, res, { text: "", toolCalls: [] }, [call], gone);
+        }
+      }
+    }
+
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (gone()) return;
+    const calls = (reply.toolCalls ?? []).map((call, index) => ({
+      id: call.id ?? `call_${requests.length}_${index}`,
+      type: "function",
+      function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+    }));
+    return send(request, res, reply, calls, gone);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setHandler(next) {
+      current = next;
+    },
+    close() {
+      closed = true;
+      // Hanging and keep-alive connections would keep server.close() waiting forever.
+      for (const socket of sockets) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+type WireToolCall = { id: string; type: string; function: { name: string; arguments: string } };
+
+async function send(
+  request: FakeChatRequest,
+  res: ServerResponse,
+  reply: FakeAnswer,
+  calls: WireToolCall[],
+  gone: () => boolean,
+): Promise<void> {
+  const text = reply.text ?? "";
+  const finishReason = calls.length > 0 ? "tool_calls" : "stop";
+  const completionChars = text.length + calls.reduce((sum, call) => sum + call.function.arguments.length, 0);
+  const usage = wireUsage(reply.usage ?? {
+    prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+    completion_tokens: Math.ceil(completionChars / 4),
+  });
+
+  if (!request.stream) {
+    const message = { role: "assistant", content: text || (calls.length > 0 ? null : ""), ...(calls.length > 0 && { tool_calls: calls }) };
+    return sendJson(res, 200, {
+      id: "chatcmpl-fake",
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices: [{ index: 0, message, finish_reason: finishReason }],
+      usage,
+    });
+  }
+
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const events: object[] = [chunk(request, { delta: { role: "assistant", content: "" }, finish_reason: null })];
+  for (const piece of text.match(/\S+\s*/g) ?? []) {
+    events.push(chunk(request, { delta: { content: piece }, finish_reason: null }));
+  }
+  calls.forEach((call, index) => {
+    const opening = { index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } };
+    events.push(chunk(request, { delta: { tool_calls: [opening] }, finish_reason: null }));
+    // Arguments arrive in two pieces, as real servers split them.
+    const middle = Math.ceil(call.function.arguments.length / 2);
+    for (const part of [call.function.arguments.slice(0, middle), call.function.arguments.slice(middle)]) {
+      events.push(chunk(request, { delta: { tool_calls: [{ index, function: { arguments: part } }] }, finish_reason: null }));
+    }
+  });
+  events.push(chunk(request, { delta: {}, finish_reason: finishReason }));
+  events.push({ ...chunk(request, undefined), usage });
+
+  for (const event of events) {
+    if (gone()) return;
+    writeEvent(res, event);
+    if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+  }
+  if (gone()) return;
+  res.end("data: [DONE]\n\n");
+}
+
+function chunk(request: FakeChatRequest, choice: { delta: object; finish_reason: string | null } | undefined): object {
+  return {
+    id: "chatcmpl-fake",
+    object: "chat.completion.chunk",
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    choices: choice ? [{ index: 0, ...choice }] : [],
+  };
+}
+
+function wireUsage(usage: NonNullable<FakeAnswer["usage"]>): object {
+  return {
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    total_tokens: usage.prompt_tokens + usage.completion_tokens,
+    prompt_tokens_details: { cached_tokens: usage.cached_tokens ?? 0 },
+  };
+}
+
+function writeEvent(res: ServerResponse, event: object): void {
+  res.write(`data: ${JSON.stringify(event)}\n\n`);
+}
+
+function sendJson(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const piece of req) chunks.push(piece as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Replies in order, one per request; the last one repeats. */
+export function scriptedHandler(steps: FakeReply[]): FakeOpenAIHandler {
+  const last = steps.at(-1);
+  if (!last) throw new Error("scriptedHandler needs at least one reply");
+  let next = 0;
+  return () => steps[next++] ?? last;
+}
+
+/** The text of the last user message, whether its content is a string or an array of parts. */
+export function lastUserText(request: FakeChatRequest): string {
+  const user = request.messages.findLast((message) => message.role === "user");
+  if (!user?.content) return "";
+  if (typeof user.content === "string") return user.content;
+  return user.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
+}

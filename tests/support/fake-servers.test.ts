@@ -1,0 +1,146 @@
+import { createOpenAI } from "@ai-sdk/openai";
+import { tavily } from "@tavily/core";
+import { generateText, stepCountIs, streamText, tool } from "ai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { type FakeOpenAI, lastUserText, scriptedHandler, startFakeOpenAI } from "./fake-openai";
+import { startFakeTavily } from "./fake-tavily";
+
+describe("fake OpenAI server through @ai-sdk/openai", () => {
+  let fake: FakeOpenAI;
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+  });
+  afterAll(async () => {
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.requests.length = 0;
+  });
+  const model = () => createOpenAI({ baseURL: fake.url, apiKey: "test" }).chat("fake-model");
+
+  it("streams a tool loop across two requests, sending the tool result back", async () => {
+    fake.setHandler(
+      scriptedHandler([
+        { toolCalls: [{ id: "call_1", name: "search", arguments: { query: "cats" } }] },
+        { text: "Cats are popular pets.", usage: { prompt_tokens: 50, completion_tokens: 10, cached_tokens: 32 } },
+      ]),
+    );
+    const searched: string[] = [];
+    const result = streamText({
+      model: model(),
+      messages: [{ role: "user", content: "Tell me about cats" }],
+      tools: {
+        search: tool({
+          description: "Search the web",
+          inputSchema: z.object({ query: z.string() }),
+          execute: async ({ query }) => {
+            searched.push(query);
+            return { hits: [`${query} are great`] };
+          },
+        }),
+      },
+      stopWhen: stepCountIs(3),
+    });
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+
+    expect(searched).toEqual(["cats"]);
+    expect(deltas.join("")).toBe("Cats are popular pets.");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(fake.requests).toHaveLength(2);
+    expect(fake.requests[0]).toMatchObject({ model: "fake-model", stream: true });
+    expect(fake.requests[0]?.tools?.[0]?.function.name).toBe("search");
+    expect(lastUserText(fake.requests[0]!)).toBe("Tell me about cats");
+    expect(fake.requests[1]?.messages.at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "call_1",
+      content: JSON.stringify({ hits: ["cats are great"] }),
+    });
+    const steps = await result.steps;
+    expect(steps.at(-1)?.usage).toMatchObject({ inputTokens: 50, outputTokens: 10, inputTokenDetails: { cacheReadTokens: 32 } });
+  });
+
+  it("answers a non-streaming generateText with the default reply and estimated usage", async () => {
+    fake.setHandler(() => ({ text: "Hello from the fake model." }));
+    const { text, usage } = await generateText({ model: model(), prompt: "hi" });
+
+    expect(text).toBe("Hello from the fake model.");
+    expect(fake.requests[0]?.stream).toBeUndefined();
+    expect(usage.inputTokens).toBe(Math.ceil(JSON.stringify(fake.requests[0]?.messages).length / 4));
+    expect(usage.outputTokens).toBe(Math.ceil("Hello from the fake model.".length / 4));
+  });
+
+  it("surfaces a 500 as an error", async () => {
+    fake.setHandler(() => ({ fault: "status", status: 500 }));
+    await expect(generateText({ model: model(), prompt: "hi", maxRetries: 0 })).rejects.toThrow(/Fake failure/);
+  });
+
+  it("sends Retry-After with a 429 so the client retries", async () => {
+    fake.setHandler(scriptedHandler([{ fault: "status", status: 429, retryAfterSeconds: 0 }, { text: "Second try." }]));
+    const { text } = await generateText({ model: model(), prompt: "hi", maxRetries: 1 });
+    expect(text).toBe("Second try.");
+    expect(fake.requests).toHaveLength(2);
+  });
+
+  it("ends a cut stream without a finish reason", async () => {
+    fake.setHandler(() => ({ fault: "cut" }));
+    const result = streamText({ model: model(), prompt: "hi", maxRetries: 0 });
+    expect(await result.text).toBe("This answer was cut ");
+    expect(await result.finishReason).toBe("interrupted");
+  });
+
+  it("drops a reset connection and releases a hanging one on close", async () => {
+    fake.setHandler(() => ({ fault: "reset" }));
+    await expect(generateText({ model: model(), prompt: "hi", maxRetries: 0 })).rejects.toThrow();
+
+    const hanging = await startFakeOpenAI(() => ({ fault: "hang" }));
+    const pending = generateText({
+      model: createOpenAI({ baseURL: hanging.url, apiKey: "test" }).chat("fake-model"),
+      prompt: "hi",
+      maxRetries: 0,
+    });
+    pending.catch(() => undefined); // the rejection is asserted below, after close()
+    await expect.poll(() => hanging.requests.length).toBe(1);
+    await hanging.close();
+    await expect(pending).rejects.toThrow();
+  });
+
+  it("sends a tool call with invalid JSON arguments", async () => {
+    fake.setHandler(scriptedHandler([{ fault: "malformed-tool-call" }, { text: "Sorry." }]));
+    const result = await generateText({
+      model: model(),
+      prompt: "search cats",
+      tools: { search: tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "never" }) },
+      stopWhen: stepCountIs(2),
+    });
+    expect(result.steps[0]?.content.some((part) => part.type === "tool-error")).toBe(true);
+    expect(result.text).toBe("Sorry.");
+  });
+});
+
+describe("fake Tavily server through @tavily/core", () => {
+  it("returns the results and records the bearer key", async () => {
+    const fake = await startFakeTavily();
+    try {
+      const response = await tavily({ apiKey: "tvly-test", apiBaseURL: fake.url }).search("cats", { maxResults: 2 });
+
+      expect(response.results.map((result) => result.title)).toEqual(["About cats", "cats: the latest"]);
+      expect(response.results[0]).toMatchObject({ url: "https://example.com/about", score: 0.9 });
+      expect(fake.requests).toEqual([
+        { path: "/search", authorization: "Bearer tvly-test", body: expect.objectContaining({ query: "cats", max_results: 2 }) },
+      ]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("turns an error reply into the client's error message", async () => {
+    const fake = await startFakeTavily(() => ({ status: 401, error: "Unauthorized: missing or invalid API key." }));
+    try {
+      await expect(tavily({ apiKey: "tvly-bad", apiBaseURL: fake.url }).search("cats")).rejects.toThrow(/invalid API key/);
+    } finally {
+      await fake.close();
+    }
+  });
+});
