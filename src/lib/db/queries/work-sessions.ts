@@ -135,7 +135,7 @@ export async function listAgentsAwaitingWork(db: Db): Promise<string[]> {
   const rows = await db.execute<{ id: string }>(sql`
     select a.id from agents a
      where (a.wake_requested_at is not null
-            or exists (select 1 from tasks t where t.agent_id = a.id and t.status in ('pending', 'in_progress')))
+            or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending'))
        and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`);
   return rows.map((row) => row.id);
 }

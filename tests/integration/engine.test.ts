@@ -1,0 +1,313 @@
+import { and, eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runWorkSession, STOPPED_MARKER } from "@/lib/agents/agent";
+import { estimateTokens } from "@/lib/agents/compaction";
+import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
+import { assignTask, cancelTask, postToBackground } from "@/lib/agents/tasks";
+import {
+  claimSession,
+  getAllMessages,
+  getBackgroundConversation,
+  getConversationContext,
+  getForegroundConversation,
+  getKnowledgeItemsBySourceConversation,
+  getTask,
+  listTasksByAgent,
+  requestSessionStop,
+} from "@/lib/db/queries";
+import { tasks, workSessions } from "@/lib/db/schema";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { createTestEngine, type TestEngine } from "../support/engine";
+import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
+
+let database: TestDatabase;
+const engines: TestEngine[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase({ max: 20 });
+});
+afterAll(async () => {
+  for (const engine of engines) await engine.close();
+  await database?.drop();
+});
+
+async function engineWith(...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never) {
+  const engine = await createTestEngine(database, ...args);
+  engines.push(engine);
+  return engine;
+}
+
+describe("work sessions", () => {
+  it("use the agent's background conversation: the task as a user message, the answer as an assistant message", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const engine = await engineWith({ model: sessionModel(() => textReply("Looked into it: nothing new.")) });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Check the news" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("completed");
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log[0]).toMatchObject({ role: "user" });
+    expect(log[0]!.content).toMatch(/^Task from the person \(task id: .+\): Check the news/);
+    expect(log[1]).toMatchObject({ role: "assistant", content: "Looked into it: nothing new." });
+    expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed", result: "Looked into it: nothing new." });
+  });
+
+  it("inject a report that lands mid-session into the very next model call", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    let engine!: TestEngine;
+    const prompts: string[] = [];
+    const model = sessionModel(async (options, call) => {
+      prompts.push(promptText(options.prompt));
+      if (call === 0) {
+        // The report arrives while the lead is thinking about its first step.
+        await postToBackground(database.db, engine.jobs, lead.id, "Subordinate Scout reports: the launch moved to May.");
+        return toolCallReply("getTeamStatus", {});
+      }
+      return textReply("Noted the launch date.");
+    });
+    engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Track the launch" });
+    await runWorkSession(engine.deps, lead.id);
+    expect(prompts[0]).not.toContain("launch moved to May");
+    expect(prompts[1]).toContain("Subordinate Scout reports: the launch moved to May.");
+    expect(scout.id).toBeTruthy();
+  });
+
+  it("never offer a subordinate the lead's tools, and offer a lead no subordinate tools", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const offered = new Map<string, string[]>([["lead", []], ["subordinate", []]]);
+    const model = sessionModel((options) => {
+      offered.get(/lead of the team/.test(promptText(options.prompt)) ? "lead" : "subordinate")!.push(...offeredTools(options));
+      return textReply("ok");
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Look" });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Look" });
+    await runWorkSession(engine.deps, subordinates[0]!.id);
+    await runWorkSession(engine.deps, lead.id);
+    const leadOnly = ["delegateToAgent", "getTeamStatus", "createInboxItem", "answerSubordinate"];
+    expect(offered.get("subordinate")).toEqual(expect.arrayContaining(["tavilySearch", "addKnowledgeItem", "searchKnowledge", "removeKnowledgeItem", "requestInput", "reportToLead"]));
+    for (const name of leadOnly) expect(offered.get("subordinate")).not.toContain(name);
+    expect(offered.get("lead")).toEqual(expect.arrayContaining(leadOnly));
+    expect(offered.get("lead")).not.toContain("reportToLead");
+  });
+
+  it("refuse a lead's delegation to an agent outside its team, whatever the model says", async () => {
+    const mine = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const other = await createTeamFixture(database.db, { subordinates: ["Spy"] });
+    const spy = other.subordinates[0]!;
+    const model = sessionModel((_options, call) =>
+      call === 0 ? toolCallReply("delegateToAgent", { agentId: spy.id, title: "Exfiltrate", description: "" }) : textReply("done"),
+    );
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: mine.lead.id, source: "user", title: "Go" });
+    await runWorkSession(engine.deps, mine.lead.id);
+    expect(await listTasksByAgent(database.db, spy.id)).toEqual([]);
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, mine.lead.id)).id);
+    expect(log.find((m) => m.role === "tool")!.content).toMatch(/not a subordinate in your team/);
+  });
+
+  it("requestInput puts the question in the lead's background conversation; answerSubordinate puts the answer back", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    const model = sessionModel((options, call) => {
+      const tools = offeredTools(options);
+      if (tools.includes("requestInput")) {
+        return /Your lead .* answers: use the Q3 numbers/.test(promptText(options.prompt))
+          ? toolCallReply("reportToLead", { result: "Q3 revenue grew 12%." })
+          : call < 2 ? toolCallReply("requestInput", { question: "Which quarter?" }) : textReply("Waiting.");
+      }
+      const leadSaw = options.prompt.filter((message) => message.role !== "system");
+      return /asks: Which quarter\?/.test(promptText(leadSaw)) && !/use the Q3 numbers/.test(promptText(leadSaw))
+        ? toolCallReply("answerSubordinate", { agentId: scout.id, answer: "use the Q3 numbers" })
+        : textReply("ok");
+    });
+    const engine = await engineWith({ model });
+    const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Revenue growth" });
+    await runWorkSession(engine.deps, scout.id);
+    expect((await getTask(database.db, task.id))!.status).toBe("waiting_input");
+    const leadLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(leadLog.some((m) => m.role === "user" && m.content.startsWith("Subordinate Scout asks: Which quarter?"))).toBe(true);
+
+    await runWorkSession(engine.deps, lead.id);
+    const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, scout.id)).id);
+    expect(scoutLog.some((m) => m.role === "user" && m.content === "Your lead Team Lead answers: use the Q3 numbers".replace("Team Lead", lead.name))).toBe(true);
+    expect((await getTask(database.db, task.id))!.status).toBe("in_progress");
+
+    await runWorkSession(engine.deps, scout.id);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Q3 revenue grew 12%." });
+    const leadLogAfter = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(leadLogAfter.some((m) => m.content === "Subordinate Scout reports: Q3 revenue grew 12%.")).toBe(true);
+  });
+
+  it("createInboxItem writes the inbox item and the full briefing into the lead's foreground conversation", async () => {
+    const { lead, team } = await createTeamFixture(database.db);
+    const model = sessionModel((_options, call) =>
+      call === 0 ? toolCallReply("createInboxItem", { title: "Launch moved", summary: "The launch is now in May.", content: "## Details\nMay 14." }) : textReply("Briefed."),
+    );
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Brief me" });
+    await runWorkSession(engine.deps, lead.id);
+    const foreground = await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id);
+    expect(foreground.at(-1)).toMatchObject({ role: "assistant", content: "**Launch moved**\n\n## Details\nMay 14." });
+    const items = await database.db.query.inboxItems.findMany({ where: (item, { eq }) => eq(item.teamId, team.id) });
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ summary: "The launch is now in May.", type: "briefing" });
+  });
+
+  it("extract knowledge items linked to the background conversation", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const model = sessionModel(() => textReply("NVDA reports on May 28."), {
+      extract: () => JSON.stringify({ items: [{ type: "fact", content: "NVDA reports earnings on May 28.", confidence: 0.9 }] }),
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "When does NVDA report?" });
+    await runWorkSession(engine.deps, lead.id);
+    const conversation = await getBackgroundConversation(database.db, lead.id);
+    const items = await getKnowledgeItemsBySourceConversation(database.db, conversation.id);
+    expect(items.map((i) => i.content)).toEqual(["NVDA reports earnings on May 28."]);
+  });
+
+  it("a lead's briefing decision is a turn of its background conversation, with only createInboxItem offered", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    let decisionTools: string[] = [];
+    const model = sessionModel((options) => {
+      if (/Decide whether to brief/.test(promptText(options.prompt).slice(-400))) {
+        decisionTools = offeredTools(options);
+        return textReply("No briefing needed.");
+      }
+      return textReply("Worked.");
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Work" });
+    await runWorkSession(engine.deps, lead.id);
+    expect(decisionTools).toEqual(["createInboxItem"]);
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.slice(-2).map((m) => m.content)).toEqual([expect.stringMatching(/Decide whether to brief/), "No briefing needed."]);
+  });
+});
+
+describe("limits, failures and stops", () => {
+  it("a model failure leaves an (error: …) marker and fails the task with a reason", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const model = sessionModel(() => {
+      throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { name: "AI_APICallError" });
+    });
+    const engine = await engineWith({ model });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Try" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("failed");
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)!.content).toMatch(/^\(error: .*ECONNREFUSED/);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("a session that reaches its step limit stops with a marker", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const model = sessionModel(() => toolCallReply("searchKnowledge", { query: "again" }));
+    const engine = await engineWith({ model, config: { maxStepsPerSession: 3 } });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Loop" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome).toMatchObject({ status: "failed", steps: 3 });
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)!.content).toMatch(/limit of 3 tool rounds/);
+    expect(log.filter((m) => m.role === "tool")).toHaveLength(3);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("Stop aborts the model call at once, leaves (stopped by user), and cancels the tasks delegated from it", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const model = sessionModel(async (options, call) => {
+      if (call === 0) return toolCallReply("delegateToAgent", { agentId: subordinates[0]!.id, title: "Dig", description: "" });
+      // Then hang until aborted, as a slow model would.
+      await new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)));
+      throw new Error("unreachable");
+    });
+    const engine = await engineWith({ model });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
+    const running = runWorkSession(engine.deps, lead.id);
+    // Wait for the delegation to land, then stop.
+    for (let i = 0; i < 100 && (await listTasksByAgent(database.db, subordinates[0]!.id)).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const stoppedAt = Date.now();
+    await requestSessionStop(database.db, lead.id);
+    const outcome = await running;
+    expect(outcome.status).toBe("stopped");
+    expect(Date.now() - stoppedAt).toBeLessThan(3_000);
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)).toMatchObject({ role: "assistant", content: STOPPED_MARKER });
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "cancelled" });
+    expect((await listTasksByAgent(database.db, subordinates[0]!.id))[0]).toMatchObject({ status: "cancelled" });
+    const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+    expect(session).toMatchObject({ status: "stopped" });
+  });
+
+  it("cancelling a task cancels everything delegated from it, at any depth", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const engine = await engineWith({});
+    const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Root" });
+    const child = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Child", parentTaskId: root.id });
+    const grandchild = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Grandchild", parentTaskId: child.id });
+    await database.db.update(tasks).set({ status: "completed" }).where(eq(tasks.id, grandchild.id));
+    const { task, cancelled } = await cancelTask(database.db, root.id);
+    expect(task.status).toBe("cancelled");
+    expect(cancelled.map((t) => t.id).sort()).toEqual([root.id, child.id].sort());
+    expect((await getTask(database.db, grandchild.id))!.status).toBe("completed");
+  });
+
+  it("at most one session per agent: a second claim waits while the first is alive, and takes over a dead one", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const first = await claimSession(database.db, lead.id, "a");
+    expect(first).not.toBeNull();
+    expect(await claimSession(database.db, lead.id, "b")).toBeNull();
+    await database.db.update(workSessions).set({ heartbeatAt: new Date(Date.now() - 60_000) }).where(eq(workSessions.id, first!.id));
+    const second = await claimSession(database.db, lead.id, "b");
+    expect(second).not.toBeNull();
+    const [old] = await database.db.select().from(workSessions).where(and(eq(workSessions.id, first!.id)));
+    expect(old!.status).toBe("interrupted");
+  });
+
+  it("a scheduled check-in is skipped while the lead is working", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const engine = await engineWith({});
+    const session = await claimSession(database.db, lead.id, "busy");
+    expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("skipped");
+    await database.db.update(workSessions).set({ status: "completed" }).where(eq(workSessions.id, session!.id));
+    expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
+    expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ source: "schedule", status: "pending" });
+  });
+});
+
+describe("compaction in a session", () => {
+  it("chains summaries, keeps each tool call with its result, and keeps every call within budget", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const budget = 1_500;
+    const promptSizes: number[] = [];
+    let summaries = 0;
+    const model = sessionModel(
+      (options, call) => {
+        promptSizes.push(estimateTokens(JSON.stringify(options.prompt)));
+        return call < 40 ? toolCallReply("searchKnowledge", { query: `topic ${call} ${"detail ".repeat(40)}` }) : textReply("Finished the survey.");
+      },
+      { summarize: () => `Summary ${++summaries}: surveyed topics so far; the task "Survey" is in progress.` },
+    );
+    const engine = await engineWith({ model, config: { contextTokenBudget: budget, maxStepsPerSession: 60 } });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Survey" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("completed");
+
+    const conversation = await getBackgroundConversation(database.db, lead.id);
+    const log = await getAllMessages(database.db, conversation.id);
+    const summaryRows = log.filter((m) => m.role === "summary");
+    expect(summaryRows.length).toBeGreaterThanOrEqual(3);
+    for (const summary of summaryRows) {
+      const before = log[log.findIndex((m) => m.id === summary.id) - 1]!;
+      expect(summary.previousMessageId).toBe(before.id);
+      // The message a summary follows is never a tool call still waiting for its result.
+      expect(before.role === "assistant" && (before.toolCalls?.length ?? 0) > 0).toBe(false);
+    }
+    const context = await getConversationContext(database.db, conversation.id);
+    expect(context[0]!.role).toBe("summary");
+    expect(Math.max(...promptSizes)).toBeLessThanOrEqual(budget);
+  });
+});

@@ -1,0 +1,150 @@
+// Real worker processes against a fake OpenAI-compatible server: the full flow through
+// @ai-sdk/openai, and two workers sharing one agent without ever running it twice.
+import { asc, eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { assignTask } from "@/lib/agents/tasks";
+import { getAllMessages, getBackgroundConversation, getForegroundConversation, listInboxItems, listTasksByAgent } from "@/lib/db/queries";
+import { usage, workSessions } from "@/lib/db/schema";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { lastUserText, startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
+
+let database: TestDatabase;
+let jobs: JobQueue;
+let openai: FakeOpenAI;
+let tavily: FakeTavily;
+const workers: WorkerProcess[] = [];
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
+const systemText = (request: FakeChatRequest) => String(request.messages.find((m) => m.role === "system")?.content ?? "");
+const lastToolCallName = (request: FakeChatRequest) =>
+  request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
+
+/** A scripted "model" that plays each role of the flow, deciding from the request alone. */
+function teamPlay(request: FakeChatRequest): FakeReply {
+  if (request.response_format) return { text: '{"items":[]}' };
+  const tools = toolNames(request);
+  if (tools.length === 0) return { text: "Summary of the work so far." };
+  const last = request.messages.at(-1)!;
+  const text = lastUserText(request);
+  if (tools.includes("reportToLead")) {
+    if (last.role === "tool") {
+      return lastToolCallName(request) === "tavilySearch"
+        ? { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings: solar prices fell 12% this year." } }] }
+        : { text: "Reported." };
+    }
+    return { toolCalls: [{ name: "tavilySearch", arguments: { query: "solar panel prices 2026" } }] };
+  }
+  if (last.role === "tool") return { text: "Done for now." };
+  if (/reports:/.test(text)) {
+    return { toolCalls: [{ name: "createInboxItem", arguments: { title: "Solar prices fell", summary: "Prices fell 12%.", content: "## Solar\nPrices fell 12% this year." } }] };
+  }
+  if (/Decide whether to brief/.test(text)) return { text: "No briefing needed." };
+  const subordinate = systemText(request).split("\n").find((line) => line.startsWith("- ") && UUID.test(line));
+  if (subordinate && /^Task/.test(text)) {
+    return { toolCalls: [{ name: "delegateToAgent", arguments: { agentId: UUID.exec(subordinate)![0], title: "Solar prices", description: text } }] };
+  }
+  return { text: "Nothing to do." };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
+  openai = await startFakeOpenAI(teamPlay);
+  tavily = await startFakeTavily();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.stop()));
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
+  await openai?.close();
+  await tavily?.close();
+  await database?.drop();
+});
+
+function startWorker(extra: Record<string, string> = {}) {
+  const worker = startWorkerProcess({
+    DATABASE_URL: database.url,
+    OPENAI_BASE_URL: openai.url,
+    LLM_MODEL: "fake-model",
+    TAVILY_API_KEY: "tvly-test",
+    TAVILY_BASE_URL: tavily.url,
+    WORKER_CONCURRENCY: "4",
+    ...extra,
+  });
+  workers.push(worker);
+  return worker;
+}
+
+describe("worker processes", () => {
+  it("run the full flow through @ai-sdk/openai against an OpenAI-compatible server", async () => {
+    const worker = startWorker();
+    await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 20_000, what: "the worker" });
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Research solar panel prices" });
+
+    const [item] = await waitFor(async () => {
+      const items = await listInboxItems(database.db);
+      return items.length ? items : null;
+    }, { timeoutMs: 30_000, what: "the briefing" }).catch((error) => {
+      throw new Error(`${error.message}\nworker output:\n${worker.output.join("")}`);
+    });
+    expect(item).toMatchObject({ title: "Solar prices fell", agentId: lead.id });
+    const foreground = await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id);
+    expect(foreground.at(-1)!.content).toBe("**Solar prices fell**\n\n## Solar\nPrices fell 12% this year.");
+    const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, subordinates[0]!.id)).id);
+    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "reportToLead"]);
+    expect(tavily.requests).toHaveLength(1);
+    // The requests really went through the Chat Completions API with the tools attached.
+    expect(openai.requests.some((r) => r.model === "fake-model" && toolNames(r).includes("delegateToAgent"))).toBe(true);
+    const usageRows = await database.db.select().from(usage).where(eq(usage.model, "fake-model"));
+    expect(usageRows.length).toBeGreaterThan(0);
+    await waitFor(async () => (await listTasksByAgent(database.db, lead.id))[0]?.status === "completed", { timeoutMs: 10_000, what: "the lead's task to complete" });
+    await worker.stop();
+  });
+
+  it("two workers, one agent: never two sessions at once, and no wake-up lost", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    // Each session takes a while, so wake-ups keep arriving while one runs.
+    let inFlight = 0;
+    let maxInFlight = 0;
+    openai.setHandler(async (request) => {
+      if (!systemText(request).includes(lead.name) || request.response_format || toolNames(request).length === 0) return teamPlay(request);
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      inFlight -= 1;
+      const last = request.messages.at(-1)!;
+      return last.role === "tool" ? { text: "Checked." } : { toolCalls: [{ name: "searchKnowledge", arguments: { query: "anything" } }] };
+    });
+    const pair = [startWorker(), startWorker()];
+    await waitFor(async () => pair.every((worker) => worker.output.join("").includes("[worker] ready")), { timeoutMs: 20_000, what: "both workers" });
+
+    const titles = Array.from({ length: 12 }, (_, i) => `Check ${i}`);
+    // Bursts with pauses, so sessions end and new ones start, on either worker, while
+    // wake-ups keep landing at every moment of a session's life.
+    for (const [i, title] of titles.entries()) {
+      await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title });
+      await new Promise((resolve) => setTimeout(resolve, i % 3 === 2 ? 300 + Math.random() * 500 : Math.random() * 60));
+    }
+    await waitFor(async () => (await listTasksByAgent(database.db, lead.id)).every((task) => task.status === "completed"), {
+      timeoutMs: 60_000,
+      what: "every task to complete",
+    }).catch(async (error) => {
+      throw new Error(`${error.message}: ${JSON.stringify((await listTasksByAgent(database.db, lead.id)).map((t) => t.status))}\n${workers.map((w) => w.output.join("")).join("\n---\n")}`);
+    });
+
+    expect(await listTasksByAgent(database.db, lead.id)).toHaveLength(titles.length);
+    const sessionRows = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+    expect(sessionRows.length).toBeGreaterThan(1);
+    expect(maxInFlight).toBe(1);
+    const sessions = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id)).orderBy(asc(workSessions.startedAt));
+    for (let i = 1; i < sessions.length; i++) {
+      expect(sessions[i - 1]!.endedAt!.getTime()).toBeLessThanOrEqual(sessions[i]!.startedAt.getTime());
+    }
+    console.log(`[two workers] ${titles.length} tasks, ${sessions.length} sessions, workers: ${[...new Set(sessions.map((s) => s.worker))].length}`);
+  });
+});

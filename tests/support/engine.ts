@@ -1,0 +1,52 @@
+import type { LanguageModel } from "ai";
+import type { EngineConfig, EngineDeps } from "@/lib/agents/engine-config";
+import { runWorkSession, type SessionOutcome } from "@/lib/agents/agent";
+import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { OfflineModel } from "@/lib/llm/offline-model";
+import type { TestDatabase } from "./database";
+
+export type TestEngine = { deps: EngineDeps; jobs: JobQueue; logs: string[]; close: () => Promise<void> };
+
+/**
+ * The engine on a test database: a real job queue (pg-boss in that database; nobody
+ * works its jobs unless a test starts a worker) and the model the test chooses.
+ */
+export async function createTestEngine(
+  database: TestDatabase,
+  options: { model?: LanguageModel; modelFor?: (override?: string | null) => LanguageModel; config?: Partial<EngineConfig> } = {},
+): Promise<TestEngine> {
+  const jobs = await JobQueue.start(database.url, "web", { quiet: true });
+  const logs: string[] = [];
+  const deps: EngineDeps = {
+    db: database.db,
+    jobs,
+    config: {
+      contextTokenBudget: 24_000,
+      maxStepsPerSession: 25,
+      search: {},
+      worker: "test-worker",
+      ...options.config,
+    },
+    chooseModel: (override) => {
+      const model = options.modelFor?.(override) ?? options.model ?? new OfflineModel();
+      return { model, modelId: typeof model === "string" ? model : model.modelId, kind: "offline" };
+    },
+    log: (line) => logs.push(line),
+  };
+  return { deps, jobs, logs, close: () => jobs.stop({ graceful: false, timeoutMs: 1000 }) };
+}
+
+/**
+ * Runs sessions, one agent at a time, until no agent has anything left to do: the
+ * worker's loop without the worker, for tests that want to look between sessions.
+ */
+export async function runUntilQuiet(deps: EngineDeps, maxSessions = 30): Promise<{ agentId: string; outcome: SessionOutcome }[]> {
+  const ran: { agentId: string; outcome: SessionOutcome }[] = [];
+  for (let i = 0; i < maxSessions; i++) {
+    const [agentId] = await listAgentsAwaitingWork(deps.db);
+    if (!agentId) return ran;
+    ran.push({ agentId, outcome: await runWorkSession(deps, agentId) });
+  }
+  throw new Error(`Still not quiet after ${maxSessions} sessions: ${JSON.stringify(ran.map((r) => r.outcome.status))}`);
+}

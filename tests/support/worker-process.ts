@@ -1,0 +1,45 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+
+export type WorkerProcess = { child: ChildProcess; output: string[]; stop: (signal?: NodeJS.Signals) => Promise<number | null> };
+
+/** A real worker process (`npm run worker`'s entry point) on the given database and model server. */
+export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join("src", "worker", "index.ts")], {
+    cwd: process.cwd(),
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      NODE_ENV: "test",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  child.stdout?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => output.push(chunk.toString()));
+  return {
+    child,
+    output,
+    stop: (signal = "SIGTERM") =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        const killer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+        child.once("exit", (code) => {
+          clearTimeout(killer);
+          resolve(code);
+        });
+        child.kill(signal);
+      }),
+  };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, options: { timeoutMs: number; what: string }): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${options.timeoutMs} ms waiting for ${options.what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
