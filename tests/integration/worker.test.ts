@@ -1,7 +1,7 @@
 // Real worker processes against a fake OpenAI-compatible server: the full flow through
 // @ai-sdk/openai, and two workers sharing one agent without ever running it twice.
 import { asc, eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { assignTask } from "@/lib/agents/tasks";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, listInboxItems, listTasksByAgent } from "@/lib/db/queries";
 import { usage, workSessions } from "@/lib/db/schema";
@@ -57,8 +57,11 @@ beforeAll(async () => {
   openai = await startFakeOpenAI(teamPlay);
   tavily = await startFakeTavily();
 });
+// Each test starts the workers it needs; none outlives its test to steal the next one's jobs.
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((worker) => worker.stop("SIGKILL")));
+});
 afterAll(async () => {
-  await Promise.all(workers.map((worker) => worker.stop()));
   await jobs?.stop({ graceful: false, timeoutMs: 1000 });
   await openai?.close();
   await tavily?.close();
@@ -80,7 +83,7 @@ function startWorker(extra: Record<string, string> = {}) {
 }
 
 describe("worker processes", () => {
-  it("run the full flow through @ai-sdk/openai against an OpenAI-compatible server", async () => {
+  it("run the full flow through @ai-sdk/openai against an OpenAI-compatible server", { timeout: 60_000 }, async () => {
     const worker = startWorker();
     await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 20_000, what: "the worker" });
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
@@ -147,4 +150,74 @@ describe("worker processes", () => {
     }
     console.log(`[two workers] ${titles.length} tasks, ${sessions.length} sessions, workers: ${[...new Set(sessions.map((s) => s.worker))].length}`);
   });
+
+  it("a killed worker's session is taken up by another worker within 30 s", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    let hung = false;
+    openai.setHandler(async (request) => {
+      if (!systemText(request).includes(lead.name) || request.response_format || toolNames(request).length === 0) return teamPlay(request);
+      if (!hung) {
+        hung = true;
+        return { fault: "hang" };
+      }
+      return request.messages.at(-1)!.role === "tool" ? { text: "Recovered and done." } : { toolCalls: [{ name: "searchKnowledge", arguments: { query: "x" } }] };
+    });
+    const doomed = startWorker();
+    const survivor = startWorker();
+    await waitFor(async () => [doomed, survivor].every((w) => w.output.join("").includes("[worker] ready")), { timeoutMs: 20_000, what: "both workers" });
+    // Only the doomed worker may take the first session: the survivor starts working later.
+    const task = await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Survive a crash" });
+    const first = await waitFor(async () => {
+      const [running] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+      return hung && running ? running : null;
+    }, { timeoutMs: 20_000, what: "the first session to start" });
+    const victim = workers.find((w) => first.worker.endsWith(`:${w.child.pid}`))!;
+    const killedAt = Date.now();
+    await victim.stop("SIGKILL");
+    const retaken = await waitFor(async () => {
+      const rows = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+      return rows.find((row) => row.id !== first.id && row.status !== "running" ? false : row.id !== first.id);
+    }, { timeoutMs: 40_000, what: "another worker to take the session" });
+    const seconds = (retaken.startedAt.getTime() - killedAt) / 1000;
+    console.log(`[dead worker] session retaken ${seconds.toFixed(1)} s after kill -9`);
+    expect(seconds).toBeLessThan(30);
+    await waitFor(async () => (await listTasksByAgent(database.db, lead.id))[0]?.status === "completed", { timeoutMs: 20_000, what: "the task" });
+    const [old] = await database.db.select().from(workSessions).where(eq(workSessions.id, first.id));
+    expect(old!.status).toBe("interrupted");
+    expect(task.id).toBeTruthy();
+  }, 90_000);
+
+  it("SIGTERM: the worker takes no new jobs, ends the step in flight, exits; another worker continues", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    openai.setHandler(async (request) => {
+      if (!systemText(request).includes(lead.name) || request.response_format || toolNames(request).length === 0) return teamPlay(request);
+      const rounds = request.messages.filter((m) => m.role === "tool").length;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      return rounds < 8 ? { toolCalls: [{ name: "searchKnowledge", arguments: { query: `round ${rounds}` } }] } : { text: "All rounds done." };
+    });
+    const pair = [startWorker(), startWorker()];
+    await waitFor(async () => pair.every((w) => w.output.join("").includes("[worker] ready")), { timeoutMs: 20_000, what: "both workers" });
+    await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Eight rounds" });
+    const first = await waitFor(async () => {
+      const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+      return session && session.steps >= 2 ? session : null;
+    }, { timeoutMs: 20_000, what: "two steps" });
+    const leaving = pair.find((w) => first.worker.endsWith(`:${w.child.pid}`))!;
+    const exitCode = await leaving.stop("SIGTERM");
+    expect(exitCode).toBe(0);
+    await waitFor(async () => (await listTasksByAgent(database.db, lead.id))[0]?.status === "completed", { timeoutMs: 30_000, what: "the task" });
+    const sessions = await waitFor(async () => {
+      const rows = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id)).orderBy(asc(workSessions.startedAt));
+      return rows.every((row) => row.status !== "running") ? rows : null;
+    }, { timeoutMs: 20_000, what: "the sessions to end" });
+    expect(sessions[0]!.status).toBe("interrupted");
+    expect(sessions.at(-1)!.status).toBe("completed");
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    const calls = log.flatMap((m) => m.toolCalls ?? []);
+    const results = log.filter((m) => m.role === "tool");
+    expect(calls).toHaveLength(8);
+    // Every step finished: each call has exactly one result, none cut short.
+    expect(results.map((r) => r.toolCallId).sort()).toEqual(calls.map((c) => c.toolCallId).sort());
+    expect(results.every((r) => !r.content.includes("interrupted"))).toBe(true);
+  }, 90_000);
 });
