@@ -44,5 +44,37 @@ export async function parseJsonBody<T extends z.ZodType>(request: Request, schem
   } catch (error) {
     throw new CadreError("bad_request:json", "The request body is not valid JSON.", { cause: error });
   }
+  if (containsNul(body)) throw nulError();
   return schema.parse(body);
+}
+
+// Postgres text cannot hold U+0000: refused here, it would otherwise fail the query and surface as a 500.
+function nulError(): CadreError {
+  return new CadreError("bad_request:validation", "Text may not contain the NUL character (\\u0000).");
+}
+
+/** Any string (or key) in a parsed JSON value that holds U+0000; iterative, so a deeply nested body cannot overflow the stack. */
+function containsNul(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === "string") {
+      if (next.includes("\0")) return true;
+    } else if (Array.isArray(next)) {
+      for (const item of next) pending.push(item);
+    } else if (next !== null && typeof next === "object") {
+      for (const [key, item] of Object.entries(next)) {
+        if (key.includes("\0")) return true;
+        pending.push(item);
+      }
+    }
+  }
+  return false;
+}
+
+/** Parses a query string against a schema. An empty parameter (`?q=`, as forms send it) counts as absent. */
+export function parseSearchParams<T extends z.ZodType>(request: Request, schema: T): z.infer<T> {
+  const present = [...new URL(request.url).searchParams].filter(([, value]) => value !== "");
+  if (present.some(([key, value]) => containsNul(key) || containsNul(value))) throw nulError();
+  return schema.parse(Object.fromEntries(present));
 }

@@ -17,7 +17,6 @@ export type WorkerOptions = {
 
 export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDeps; stop: () => Promise<void> };
 
-const REAP_INTERVAL_MS = 5_000;
 
 /**
  * A worker process: works agents' wake-ups (one session per agent, any number of
@@ -46,7 +45,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   });
 
   const reap = async () => {
-    for (const agentId of await reapStaleSessions(database.db)) {
+    for (const agentId of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {
       log(`[worker] agent ${agentId}: its worker stopped responding; taking the session up again.`);
       await jobs.nudgeAgent(agentId);
     }
@@ -61,7 +60,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error) => log(`[worker] could not sync lead schedules: ${error}`));
   const reaper = setInterval(() => {
     reap().catch((error) => log(`[worker] reaping stale sessions failed: ${error instanceof Error ? error.message : error}`));
-  }, REAP_INTERVAL_MS);
+  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
 
   log("[worker] ready: waiting for work.");
   return {

@@ -6,7 +6,8 @@ import { assignTask } from "@/lib/agents/tasks";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, listInboxItems, listTasksByAgent } from "@/lib/db/queries";
 import { usage, workSessions } from "@/lib/db/schema";
 import { JobQueue } from "@/lib/jobs/job-queue";
-import { lastUserText, startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
+import { systemText, teamPlay, toolNames } from "../support/team-play";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -17,39 +18,6 @@ let jobs: JobQueue;
 let openai: FakeOpenAI;
 let tavily: FakeTavily;
 const workers: WorkerProcess[] = [];
-
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
-const systemText = (request: FakeChatRequest) => String(request.messages.find((m) => m.role === "system")?.content ?? "");
-const lastToolCallName = (request: FakeChatRequest) =>
-  request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
-
-/** A scripted "model" that plays each role of the flow, deciding from the request alone. */
-function teamPlay(request: FakeChatRequest): FakeReply {
-  if (request.response_format) return { text: '{"items":[]}' };
-  const tools = toolNames(request);
-  if (tools.length === 0) return { text: "Summary of the work so far." };
-  const last = request.messages.at(-1)!;
-  const text = lastUserText(request);
-  if (tools.includes("reportToLead")) {
-    if (last.role === "tool") {
-      return lastToolCallName(request) === "tavilySearch"
-        ? { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings: solar prices fell 12% this year." } }] }
-        : { text: "Reported." };
-    }
-    return { toolCalls: [{ name: "tavilySearch", arguments: { query: "solar panel prices 2026" } }] };
-  }
-  if (last.role === "tool") return { text: "Done for now." };
-  if (/reports:/.test(text)) {
-    return { toolCalls: [{ name: "createInboxItem", arguments: { title: "Solar prices fell", summary: "Prices fell 12%.", content: "## Solar\nPrices fell 12% this year." } }] };
-  }
-  if (/Decide whether to brief/.test(text)) return { text: "No briefing needed." };
-  const subordinate = systemText(request).split("\n").find((line) => line.startsWith("- ") && UUID.test(line));
-  if (subordinate && /^Task/.test(text)) {
-    return { toolCalls: [{ name: "delegateToAgent", arguments: { agentId: UUID.exec(subordinate)![0], title: "Solar prices", description: text } }] };
-  }
-  return { text: "Nothing to do." };
-}
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -99,7 +67,7 @@ describe("worker processes", () => {
     const foreground = await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id);
     expect(foreground.at(-1)!.content).toBe("**Solar prices fell**\n\n## Solar\nPrices fell 12% this year.");
     const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, subordinates[0]!.id)).id);
-    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "reportToLead"]);
+    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "addKnowledgeItem", "reportToLead"]);
     expect(tavily.requests).toHaveLength(1);
     // The requests really went through the Chat Completions API with the tools attached.
     expect(openai.requests.some((r) => r.model === "fake-model" && toolNames(r).includes("delegateToAgent"))).toBe(true);

@@ -24,6 +24,10 @@ export async function createTestEngine(
     config: {
       contextTokenBudget: 24_000,
       maxStepsPerSession: 25,
+      sessionTokenBudget: 1_000_000,
+      teamDailyTokenBudget: 5_000_000,
+      modelTimeoutMs: 30_000,
+      staleSessionSeconds: 15,
       search: {},
       worker: "test-worker",
       ...options.config,

@@ -5,7 +5,7 @@ import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage, getConversationContext, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
-import { recordUsage } from "@/lib/db/queries/usage";
+import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
 import {
   claimSession,
   endSession,
@@ -21,7 +21,7 @@ import type { EngineDeps } from "./engine-config";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { toModelMessages } from "./model-messages";
 import { BRIEFING_DECISION_PROMPT, taskMessage, workInstructions } from "./prompts";
-import { StepRecorder } from "./step-recorder";
+import { closeInterruptedToolCalls, StepRecorder } from "./step-recorder";
 import { cancelTask, postToBackground } from "./tasks";
 import { briefingTools, workTools, type ToolContext } from "./tools";
 
@@ -30,7 +30,6 @@ export const errorMarker = (message: string) => `(error: ${message})`;
 export const stepLimitMarker = (limit: number) =>
   `(stopped: this session reached its limit of ${limit} tool rounds; raise MAX_STEPS_PER_SESSION to allow longer sessions)`;
 
-const HEARTBEAT_MS = 2_000;
 
 export type SessionOutcome = {
   status: "busy" | "completed" | "failed" | "stopped" | "interrupted" | "lost";
@@ -40,6 +39,16 @@ export type SessionOutcome = {
 };
 
 type StopReason = "user" | "lost";
+
+/** A session or team spent its token budget: the session stops and says why. */
+export class BudgetExceeded extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "BudgetExceeded";
+  }
+}
+
+export const budgetMarker = (message: string) => `(stopped: ${message})`;
 
 class SessionAbort extends Error {
   constructor(readonly reason: StopReason) {
@@ -64,6 +73,8 @@ type SessionState = {
   conversation: Conversation;
   model: ModelChoice;
   steps: number;
+  /** Input + output tokens this session has spent. */
+  tokens: number;
   stepsAtWrapUp: number;
   briefed: boolean;
   /** The log's tail when the session started: extraction reads what came after. */
@@ -84,7 +95,7 @@ type SessionState = {
  */
 export async function runWorkSession(deps: EngineDeps, agentId: string, options: { shutdown?: AbortSignal } = {}): Promise<SessionOutcome> {
   const { db } = deps;
-  const session = await claimSession(db, agentId, deps.config.worker);
+  const session = await claimSession(db, agentId, deps.config.worker, deps.config.staleSessionSeconds);
   if (!session) return { status: "busy", steps: 0 };
 
   const controller = new AbortController();
@@ -102,7 +113,8 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
         else if (beat.stopRequested) abort("user");
       })
       .catch((error) => deps.log(`[session ${session.id}] heartbeat failed: ${error instanceof Error ? error.message : error}`));
-  }, HEARTBEAT_MS);
+    // Several beats fit in the stale window, so one slow beat never looks like a death.
+  }, Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5));
 
   let state: SessionState | undefined;
   try {
@@ -115,12 +127,15 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       conversation,
       model: deps.chooseModel(agent.model),
       steps: 0,
+      tokens: 0,
       stepsAtWrapUp: 0,
       briefed: false,
       startTail: (await getLastMessage(db, conversation.id))?.id ?? null,
       signal: controller.signal,
       shuttingDown: () => options.shutdown?.aborted === true,
     };
+    // A worker that died mid-tool left calls without results; close them first.
+    await closeInterruptedToolCalls(db, conversation.id);
     const outcome = await workUntilIdle(deps, state);
     return { ...outcome, sessionId: session.id };
   } catch (error) {
@@ -129,6 +144,13 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     if (stopReason === "user" && state) {
       await recordStop(deps, state);
       return { status: "stopped", sessionId: session.id, steps };
+    }
+    if (state && error instanceof BudgetExceeded) {
+      await state.recorder?.recordMissingResults(budgetMarker(error.message));
+      await appendMessage(db, state.conversation.id, { role: "assistant", content: budgetMarker(error.message) });
+      await failOpenTasks(deps, state.agent.id, error.message);
+      await endSession(db, session.id, "failed", { steps, error: error.message });
+      return { status: "failed", sessionId: session.id, steps, error: error.message };
     }
     if (state && isModelFailure(error)) {
       const message = describeModelError(error);
@@ -157,7 +179,7 @@ function isModelFailure(error: unknown): boolean {
     // Postgres SQLSTATEs are five characters; those are not the model's fault.
     if (/^[0-9A-Z]{5}$/.test(code)) return false;
   }
-  return /AI_|APICallError|RetryError|NoSuchTool|InvalidToolInput|TypeValidation|JSONParse|NoOutput|NoObject/i.test(
+  return /AI_|APICallError|RetryError|NoSuchTool|InvalidToolInput|TypeValidation|JSONParse|NoOutput|NoObject|Timeout/i.test(
     `${error.name} ${error.constructor?.name ?? ""}`,
   );
 }
@@ -234,10 +256,14 @@ async function settleFinishedTasks(deps: EngineDeps, state: SessionState): Promi
   const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
   for (const task of inProgress) {
     if ((await listOpenSubtasks(deps.db, task.id)).length > 0) continue;
-    const completed = await setTaskStatus(deps.db, task.id, "completed", result);
-    if (completed && state.agent.role === "subordinate" && state.agent.parentAgentId) {
-      await postToBackground(deps.db, deps.jobs, state.agent.parentAgentId, `Subordinate ${state.agent.name} reports: ${result}`);
-    }
+    const parentAgentId = state.agent.role === "subordinate" ? state.agent.parentAgentId : null;
+    // Completion and the report it implies stand or fall together.
+    await deps.db.transaction(async (tx) => {
+      const completed = await setTaskStatus(tx, task.id, "completed", result);
+      if (completed && parentAgentId) {
+        await postToBackground(tx, deps.jobs, parentAgentId, `Subordinate ${state.agent.name} reports: ${result}`);
+      }
+    });
   }
 }
 
@@ -307,6 +333,7 @@ async function runTurn(
     search: config.search,
     currentTaskIds: async () =>
       (await listTasksByAgent(db, state.agent.id, ["in_progress", "waiting_input"])).reverse().map((task) => task.id),
+    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   const tools = recorder.wrapTools(turn.tools(toolContext));
   const instructions = async () =>
@@ -317,6 +344,7 @@ async function runTurn(
       openTasks: (await listTasksByAgent(db, state.agent.id, openTaskStatuses)).reverse(),
     });
   const prepare = async () => {
+    await checkBudgets(deps, state);
     const system = await instructions();
     await compactIfNeeded(
       { db, model: state.model, agentId: state.agent.id, budget: config.contextTokenBudget, instructions: system, abortSignal: state.signal },
@@ -337,6 +365,7 @@ async function runTurn(
     stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
     abortSignal: state.signal,
     maxRetries: 2,
+    timeout: { stepMs: config.modelTimeoutMs },
     prepareStep: async ({ stepNumber }) => {
       if (stepNumber === 0) return undefined;
       const next = await prepare();
@@ -345,6 +374,7 @@ async function runTurn(
     },
     onLanguageModelCallEnd: async (event) => {
       state.steps += 1;
+      state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
       await recorder.recordModelResponse(event.content);
       await recordUsage(db, {
         agentId: state.agent.id,
@@ -366,4 +396,20 @@ async function runTurn(
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
   return last?.finishReason === "tool-calls" && state.steps >= config.maxStepsPerSession;
+}
+
+/** Refuses the next model call when the session or its team has spent its tokens. */
+async function checkBudgets(deps: EngineDeps, state: SessionState): Promise<void> {
+  const { sessionTokenBudget, teamDailyTokenBudget } = deps.config;
+  if (state.tokens >= sessionTokenBudget) {
+    throw new BudgetExceeded(
+      `this session used ${state.tokens} tokens, over its budget of ${sessionTokenBudget} (SESSION_TOKEN_BUDGET)`,
+    );
+  }
+  const today = await getTeamTokensToday(deps.db, state.team.id);
+  if (today >= teamDailyTokenBudget) {
+    throw new BudgetExceeded(
+      `the team "${state.team.name}" used ${today} tokens today, over its daily budget of ${teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET); it resumes tomorrow`,
+    );
+  }
 }

@@ -23,12 +23,19 @@ const MAX_CHAT_STEPS = 6;
  * message saying what went wrong. The client's copy of the history is ignored: the
  * foreground conversation in the database is the history.
  */
-export async function streamChatReply(deps: EngineDeps, agentId: string, text: string, signal: AbortSignal): Promise<Response> {
+export async function streamChatReply(
+  deps: EngineDeps,
+  agentId: string,
+  text: string,
+  signal: AbortSignal,
+  options: { regenerate?: boolean } = {},
+): Promise<Response> {
   const { db, config } = deps;
   const agent = await requireAgent(db, agentId);
   const team = await requireTeam(db, agent.teamId);
   const conversation = await getForegroundConversation(db, agent.id);
-  await appendMessage(db, conversation.id, { role: "user", content: text });
+  // Regenerating answers the stored history again; the person's message is already in it.
+  if (!options.regenerate) await appendMessage(db, conversation.id, { role: "user", content: text });
 
   const model = deps.chooseModel(agent.model);
   const recorder = new StepRecorder(db, conversation.id);
@@ -40,6 +47,7 @@ export async function streamChatReply(deps: EngineDeps, agentId: string, text: s
     conversationId: conversation.id,
     search: config.search,
     currentTaskIds: async () => (await listTasksByAgent(db, agent.id, ["in_progress"])).reverse().map((task) => task.id),
+    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   const tools = recorder.wrapTools(foregroundTools(context));
   const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });

@@ -8,6 +8,14 @@ import type { SearchConfig } from "./tools/context";
 export type EngineConfig = {
   contextTokenBudget: number;
   maxStepsPerSession: number;
+  /** Input + output tokens one work session may spend before it stops. */
+  sessionTokenBudget: number;
+  /** Input + output tokens a team's agents may spend per UTC day. */
+  teamDailyTokenBudget: number;
+  /** How long one model call may take before it counts as failed. */
+  modelTimeoutMs: number;
+  /** A session whose heartbeat is older than this belonged to a dead worker and is taken over. */
+  staleSessionSeconds: number;
   search: SearchConfig;
   /** Names the worker in work_sessions, for people reading the table. */
   worker: string;
@@ -27,6 +35,10 @@ export function engineConfigFromEnv(): EngineConfig {
   return {
     contextTokenBudget: e.CONTEXT_TOKEN_BUDGET,
     maxStepsPerSession: e.MAX_STEPS_PER_SESSION,
+    sessionTokenBudget: e.SESSION_TOKEN_BUDGET,
+    teamDailyTokenBudget: e.TEAM_DAILY_TOKEN_BUDGET,
+    modelTimeoutMs: e.MODEL_TIMEOUT_MS,
+    staleSessionSeconds: e.SESSION_STALE_SECONDS,
     search: { tavilyApiKey: e.TAVILY_API_KEY, tavilyBaseUrl: e.TAVILY_BASE_URL },
     worker: `${os.hostname()}:${process.pid}`,
   };

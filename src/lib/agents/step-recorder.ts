@@ -1,8 +1,9 @@
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
-import { appendMessage, type NewMessage } from "@/lib/db/queries/messages";
+import { isUniqueViolation } from "@/lib/db/errors";
+import { appendMessage, getConversationContext, type NewMessage } from "@/lib/db/queries/messages";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
-import { toolOutputToText } from "./model-messages";
+import { INTERRUPTED_RESULT, toolOutputToText } from "./model-messages";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
 
@@ -50,7 +51,31 @@ export class StepRecorder {
   private async recordResult(toolCallId: string, content: string): Promise<void> {
     if (!this.openCalls.has(toolCallId)) return;
     this.openCalls.delete(toolCallId);
-    await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content });
+    try {
+      await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content });
+    } catch (error) {
+      // Someone (a redelivered run of this step) recorded it first: one result is the point.
+      if (!isUniqueViolation(error)) throw error;
+    }
+  }
+
+  /**
+   * Runs a tool's database writes and records its result in one transaction, the
+   * way durable-execution systems record a step: after a crash either both exist or
+   * neither, so the effect happens once. A second run of the same call (same
+   * toolCallId) finds the result taken and rolls its writes back.
+   */
+  async runEffect<T>(toolCallId: string, write: (tx: Db) => Promise<T>): Promise<T> {
+    await this.lastAssistant;
+    const output = await this.db.transaction(async (tx) => {
+      const result = await write(tx);
+      if (this.openCalls.has(toolCallId)) {
+        await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: toolOutputToText(result) });
+      }
+      return result;
+    });
+    this.openCalls.delete(toolCallId);
+    return output;
   }
 
   /**
@@ -97,4 +122,28 @@ export class StepRecorder {
     }
     return wrapped as T;
   }
+}
+
+/**
+ * Gives every tool call in the context that has no result an explicit "interrupted"
+ * one. A call is left without a result only when its worker died mid-tool; its
+ * effect, if any, was rolled back with it (see runEffect), so the agent may safely
+ * call it again. Returns how many calls were closed.
+ */
+export async function closeInterruptedToolCalls(db: Db, conversationId: string): Promise<number> {
+  const context = await getConversationContext(db, conversationId);
+  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  let closed = 0;
+  for (const message of context) {
+    for (const call of message.toolCalls ?? []) {
+      if (answered.has(call.toolCallId)) continue;
+      try {
+        await appendMessage(db, conversationId, { role: "tool", toolCallId: call.toolCallId, content: INTERRUPTED_RESULT });
+        closed += 1;
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+      }
+    }
+  }
+  return closed;
 }

@@ -25,8 +25,23 @@ export async function createTeam(
     leadName: input.leadName,
     leadInstructions: input.instructions?.trim() || defaultLeadInstructions(input.mission),
   });
-  await engine.jobs.scheduleLead(created.lead.id, env().LEAD_SCHEDULE);
+  await syncLeadSchedule(engine, created.lead.id, "active", null);
   return created;
+}
+
+/**
+ * Best effort, after the team's own write has committed: the schedule lives in
+ * pg-boss, outside our transaction. A failure is logged, not thrown; each worker
+ * reconciles every lead's schedule when it starts, and a check-in for a paused team
+ * is skipped anyway.
+ */
+async function syncLeadSchedule(engine: EngineDeps, leadId: string, status: TeamStatus, schedule: string | null): Promise<void> {
+  try {
+    if (status === "active") await engine.jobs.scheduleLead(leadId, schedule ?? env().LEAD_SCHEDULE);
+    else await engine.jobs.unscheduleLead(leadId);
+  } catch (error) {
+    engine.log(`[teams] could not update the schedule of lead ${leadId}: ${error instanceof Error ? error.message : error}`);
+  }
 }
 
 /** Pausing a team stops its proactive runs; its agents leave new tasks pending until it resumes. */
@@ -34,12 +49,9 @@ export async function setTeamStatus(engine: EngineDeps, teamId: string, status: 
   const team = await updateTeam(engine.db, teamId, { status });
   const lead = await getTeamLead(engine.db, teamId);
   if (lead) {
-    if (status === "active") {
-      await engine.jobs.scheduleLead(lead.id, lead.schedule ?? env().LEAD_SCHEDULE);
-      await engine.jobs.wakeAgent(engine.db, lead.id);
-    } else {
-      await engine.jobs.unscheduleLead(lead.id);
-    }
+    await syncLeadSchedule(engine, lead.id, status, lead.schedule);
+    // Work that waited while the team was paused starts now.
+    if (status === "active") await engine.jobs.wakeAgent(engine.db, lead.id);
   }
   return team;
 }

@@ -158,7 +158,8 @@ export const messages = pgTable(
       columns: [t.conversationId, t.previousMessageId],
       foreignColumns: [t.conversationId, t.id],
     }).onDelete("cascade"),
-    index("messages_conversation_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
+    // One result per tool call: a redelivered step cannot record (or cause) an effect twice.
+    uniqueIndex("messages_one_result_per_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
   ],
 );
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
-import { route } from "@/lib/http";
+import { parseSearchParams, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 
 export const dynamic = "force-dynamic";
@@ -14,7 +14,7 @@ const knowledgeQuery = z.object({
 });
 
 export const GET = route(async (request: Request) => {
-  const query = knowledgeQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
+  const query = parseSearchParams(request, knowledgeQuery);
   const { db } = await webEngine();
   return Response.json({ items: await searchKnowledgeItems(db, query) });
 });

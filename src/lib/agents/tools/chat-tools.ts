@@ -15,12 +15,14 @@ export function chatTools(context: ToolContext) {
         description: z.string().max(8000).default(""),
         agentId: z.uuid().optional().describe("Who does it: yourself (default) or a subordinate's id"),
       }),
-      execute: async ({ title, description, agentId }) => {
+      execute: async ({ title, description, agentId }, { toolCallId }) => {
         const members = await listTeamAgents(context.db, context.team.id);
         const assignee = members.find((member) => member.id === (agentId ?? context.agent.id));
         if (!assignee) return `Not created: ${agentId} is not a member of your team.`;
-        const task = await assignTask(context.db, context.jobs, { agentId: assignee.id, source: "user", title, description });
-        return { created: true, taskId: task.id, assignedTo: assignee.name };
+        return context.effect(toolCallId, async (tx) => {
+          const task = await assignTask(tx, context.jobs, { agentId: assignee.id, source: "user", title, description });
+          return { created: true, taskId: task.id, assignedTo: assignee.name };
+        });
       },
     }),
   };

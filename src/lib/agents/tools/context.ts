@@ -18,4 +18,9 @@ export type ToolContext = {
   search: SearchConfig;
   /** The tasks the agent is working on right now (in_progress), oldest first. */
   currentTaskIds: () => Promise<string[]>;
+  /**
+   * Runs a tool's writes in the transaction that records its result: a crash keeps
+   * both or neither. Every tool that changes the database goes through it.
+   */
+  effect: <T>(toolCallId: string, write: (tx: Db) => Promise<T>) => Promise<T>;
 };

@@ -18,16 +18,17 @@ export function knowledgeTools(context: ToolContext) {
         content: z.string().min(1).max(4000),
         confidence: z.number().min(0).max(1).optional().describe("0..1, how sure you are"),
       }),
-      execute: async ({ type, content, confidence }) => {
-        const item = await createKnowledgeItem(context.db, {
-          agentId: context.agent.id,
-          type,
-          content,
-          confidence: confidence ?? 0.7,
-          sourceConversationId: context.conversationId,
-        });
-        return { saved: true, id: item.id };
-      },
+      execute: ({ type, content, confidence }, { toolCallId }) =>
+        context.effect(toolCallId, async (tx) => {
+          const item = await createKnowledgeItem(tx, {
+            agentId: context.agent.id,
+            type,
+            content,
+            confidence: confidence ?? 0.7,
+            sourceConversationId: context.conversationId,
+          });
+          return { saved: true, id: item.id };
+        }),
     }),
     searchKnowledge: tool({
       description: "Search the knowledge your team has collected (full-text).",
@@ -41,12 +42,14 @@ export function knowledgeTools(context: ToolContext) {
     removeKnowledgeItem: tool({
       description: "Remove a knowledge item of your team that is wrong or outdated.",
       inputSchema: z.object({ id: z.uuid() }),
-      execute: async ({ id }) => {
+      execute: async ({ id }, { toolCallId }) => {
         const item = await getKnowledgeItem(context.db, id);
         // Another team's item does not exist as far as this agent is concerned.
         if (!item || !(await teamAgentIds(context)).includes(item.agentId)) return `No knowledge item ${id} in your team.`;
-        await deleteKnowledgeItem(context.db, id);
-        return { removed: true, id };
+        return context.effect(toolCallId, async (tx) => {
+          await deleteKnowledgeItem(tx, id);
+          return { removed: true, id };
+        });
       },
     }),
   };

@@ -26,23 +26,28 @@ export function subordinateTools(context: ToolContext) {
     requestInput: tool({
       description: "Ask your lead a question you cannot answer yourself. Your task waits until the lead answers.",
       inputSchema: z.object({ question: z.string().min(1).max(4000), taskId: z.uuid().optional() }),
-      execute: async ({ question, taskId }) => {
+      execute: async ({ question, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
-        if (id) await setTaskStatus(context.db, id, "waiting_input");
-        await postToBackground(context.db, context.jobs, lead.id, `Subordinate ${context.agent.name} asks: ${question}\n(agent id: ${context.agent.id})`);
-        return "Question sent to your lead. Stop here; you will be woken with the answer.";
+        return context.effect(toolCallId, async (tx) => {
+          if (id) await setTaskStatus(tx, id, "waiting_input");
+          await postToBackground(tx, context.jobs, lead.id, `Subordinate ${context.agent.name} asks: ${question}\n(agent id: ${context.agent.id})`);
+          return "Question sent to your lead. Stop here; you will be woken with the answer.";
+        });
       },
     }),
     reportToLead: tool({
       description: "Report the result of your task to your lead. This completes the task.",
       inputSchema: z.object({ result: z.string().min(1).max(20000), taskId: z.uuid().optional() }),
-      execute: async ({ result, taskId }) => {
+      execute: async ({ result, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
-        if (id) await setTaskStatus(context.db, id, "completed", result);
-        await postToBackground(context.db, context.jobs, lead.id, `Subordinate ${context.agent.name} reports: ${result}`);
-        return "Report sent to your lead.";
+        // The task's completion, the report in the lead's log and this result: once, together.
+        return context.effect(toolCallId, async (tx) => {
+          if (id) await setTaskStatus(tx, id, "completed", result);
+          await postToBackground(tx, context.jobs, lead.id, `Subordinate ${context.agent.name} reports: ${result}`);
+          return "Report sent to your lead.";
+        });
       },
     }),
   };

@@ -26,18 +26,20 @@ export function teamLeadTools(context: ToolContext) {
         title: z.string().min(1).max(200),
         description: z.string().max(8000).default(""),
       }),
-      execute: async ({ agentId, title, description }) => {
+      execute: async ({ agentId, title, description }, { toolCallId }) => {
         const subordinate = await findSubordinate(context, agentId);
         if (!subordinate) return `Not delegated: ${agentId} is not a subordinate in your team. Use getTeamStatus to see your team.`;
         const [parentTaskId] = await context.currentTaskIds();
-        const task = await assignTask(context.db, context.jobs, {
-          agentId: subordinate.id,
-          source: "lead",
-          title,
-          description,
-          parentTaskId: parentTaskId ?? null,
+        return context.effect(toolCallId, async (tx) => {
+          const task = await assignTask(tx, context.jobs, {
+            agentId: subordinate.id,
+            source: "lead",
+            title,
+            description,
+            parentTaskId: parentTaskId ?? null,
+          });
+          return { delegated: true, taskId: task.id, to: subordinate.name };
         });
-        return { delegated: true, taskId: task.id, to: subordinate.name };
       },
     }),
     getTeamStatus: tool({
@@ -70,28 +72,29 @@ export function teamLeadTools(context: ToolContext) {
         content: z.string().min(1).max(20000).describe("The full briefing, in Markdown"),
         type: z.enum(["briefing", "question", "alert"]).default("briefing"),
       }),
-      execute: async ({ title, summary, content, type }) => {
-        const item = await context.db.transaction(async (tx) => {
+      execute: ({ title, summary, content, type }, { toolCallId }) =>
+        // The inbox item, the briefing in the chat and the tool's result stand or fall together.
+        context.effect(toolCallId, async (tx) => {
           const created = await createInboxItem(tx, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content });
           const foreground = await getForegroundConversation(tx, context.agent.id);
           await appendMessage(tx, foreground.id, { role: "assistant", content: `**${title}**\n\n${content}` });
-          return created;
-        });
-        return { sent: true, inboxItemId: item.id };
-      },
+          return { sent: true, inboxItemId: created.id };
+        }),
     }),
     answerSubordinate: tool({
       description: "Answer a question a subordinate asked you (requestInput). They continue their task with your answer.",
       inputSchema: z.object({ agentId: z.uuid(), answer: z.string().min(1).max(8000) }),
-      execute: async ({ agentId, answer }) => {
+      execute: async ({ agentId, answer }, { toolCallId }) => {
         const subordinate = await findSubordinate(context, agentId);
         if (!subordinate) return `Not sent: ${agentId} is not a subordinate in your team.`;
-        await context.db
-          .update(tasks)
-          .set({ status: "in_progress" })
-          .where(and(eq(tasks.agentId, subordinate.id), inArray(tasks.status, ["waiting_input"])));
-        await postToBackground(context.db, context.jobs, subordinate.id, `Your lead ${context.agent.name} answers: ${answer}`);
-        return { sent: true, to: subordinate.name };
+        return context.effect(toolCallId, async (tx) => {
+          await tx
+            .update(tasks)
+            .set({ status: "in_progress" })
+            .where(and(eq(tasks.agentId, subordinate.id), inArray(tasks.status, ["waiting_input"])));
+          await postToBackground(tx, context.jobs, subordinate.id, `Your lead ${context.agent.name} answers: ${answer}`);
+          return { sent: true, to: subordinate.name };
+        });
       },
     }),
   };

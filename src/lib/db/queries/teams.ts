@@ -13,7 +13,8 @@ export async function createTeamWithLead(db: Db, input: NewTeam): Promise<{ team
       .insert(agents)
       .values({
         teamId: team!.id,
-        name: input.leadName ?? `${input.name} Lead`,
+        // Agent names are at most 120 characters, like team names: keep the default within it.
+        name: input.leadName ?? `${input.name.slice(0, 115)} Lead`,
         role: "lead",
         instructions: input.leadInstructions ?? "",
       })

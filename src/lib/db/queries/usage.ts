@@ -1,6 +1,6 @@
-import { eq, sql } from "drizzle-orm";
+import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../client";
-import { usage, type Usage, type UsagePurpose } from "../schema";
+import { agents, usage, type Usage, type UsagePurpose } from "../schema";
 
 export type NewUsage = {
   agentId: string;
@@ -32,4 +32,14 @@ export async function getUsageTotals(db: Db, agentId: string): Promise<UsageTota
     .from(usage)
     .where(eq(usage.agentId, agentId));
   return row!;
+}
+
+/** Input + output tokens the team's agents spent since the start of the current UTC day. */
+export async function getTeamTokensToday(db: Db, teamId: string): Promise<number> {
+  const [row] = await db
+    .select({ tokens: sql<number>`coalesce(sum(${usage.inputTokens} + ${usage.outputTokens}), 0)::bigint` })
+    .from(usage)
+    .innerJoin(agents, eq(agents.id, usage.agentId))
+    .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)));
+  return Number(row?.tokens ?? 0);
 }

@@ -4,7 +4,7 @@ import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
 
 /** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
-export const STALE_SESSION_SECONDS = 15;
+export const DEFAULT_STALE_SESSION_SECONDS = 15;
 
 /**
  * Starts a work session for the agent unless one is running. Runs under a lock on
@@ -15,12 +15,17 @@ export const STALE_SESSION_SECONDS = 15;
  * marked interrupted and this call takes over. Clears the wake flag: the new
  * session is about to look at all the agent's work.
  */
-export async function claimSession(db: Db, agentId: string, worker: string): Promise<WorkSession | null> {
+export async function claimSession(
+  db: Db,
+  agentId: string,
+  worker: string,
+  staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS,
+): Promise<WorkSession | null> {
   return db.transaction(async (tx) => {
     const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
     if (!agent) return null;
     const [running] = await tx
-      .select({ id: workSessions.id, stale: sql<boolean>`${workSessions.heartbeatAt} < now() - make_interval(secs => ${STALE_SESSION_SECONDS})` })
+      .select({ id: workSessions.id, stale: sql<boolean>`${workSessions.heartbeatAt} < now() - make_interval(secs => ${staleAfterSeconds})` })
       .from(workSessions)
       .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")));
     if (running && !running.stale) return null;
@@ -121,11 +126,11 @@ export async function requestSessionStop(db: Db, agentId: string): Promise<WorkS
 }
 
 /** Marks sessions of dead workers interrupted; returns their agents so they can be woken again. */
-export async function reapStaleSessions(db: Db): Promise<string[]> {
+export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<string[]> {
   const rows = await db
     .update(workSessions)
     .set({ status: "interrupted", error: "The worker running this session stopped responding.", endedAt: sql`now()` })
-    .where(and(eq(workSessions.status, "running"), sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${STALE_SESSION_SECONDS})`))
+    .where(and(eq(workSessions.status, "running"), sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${staleAfterSeconds})`))
     .returning({ agentId: workSessions.agentId });
   return rows.map((row) => row.agentId);
 }

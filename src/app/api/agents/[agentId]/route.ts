@@ -1,4 +1,6 @@
 import { deleteAgent, requireAgent, updateAgent } from "@/lib/db/queries/agents";
+import { getTeam } from "@/lib/db/queries/teams";
+import { env } from "@/lib/env";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { updateAgentBody } from "./schema";
@@ -15,8 +17,13 @@ export const GET = route(async (_request: Request, { params }: Params) => {
 export const PATCH = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
   const body = await parseJsonBody(request, updateAgentBody);
-  const { db } = await webEngine();
-  return Response.json({ agent: await updateAgent(db, agentId, body) });
+  const { db, jobs } = await webEngine();
+  const agent = await updateAgent(db, agentId, body);
+  // A lead's new schedule takes effect now, not at the next worker start; a paused team stays unscheduled.
+  if (body.schedule !== undefined && agent.role === "lead" && (await getTeam(db, agent.teamId))?.status === "active") {
+    await jobs.scheduleLead(agent.id, agent.schedule ?? env().LEAD_SCHEDULE);
+  }
+  return Response.json({ agent });
 });
 
 export const DELETE = route(async (_request: Request, { params }: Params) => {

@@ -10,8 +10,8 @@ type Params = { params: Promise<{ agentId: string }> };
 
 export const POST = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
-  const { text } = await parseJsonBody(request, chatBody);
+  const { text, regenerate } = await parseJsonBody(request, chatBody);
   const engine = await webEngine();
   await requireAgent(engine.db, agentId);
-  return streamChatReply(engine, agentId, text, request.signal);
+  return streamChatReply(engine, agentId, text, request.signal, { regenerate });
 });

@@ -35,5 +35,5 @@ export const chatBody = z
     if (last.role !== "user") ctx.addIssue({ code: "custom", message: "The last message must be the person's new message." });
     else if (!text) ctx.addIssue({ code: "custom", message: "The message is empty." });
     else if (text.length > MAX_CHAT_MESSAGE_CHARS) ctx.addIssue({ code: "custom", message: `The message is too long (at most ${MAX_CHAT_MESSAGE_CHARS} characters).` });
-    return { text };
+    return { text, regenerate: body.trigger === "regenerate-message" };
   });

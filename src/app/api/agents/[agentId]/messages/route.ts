@@ -2,7 +2,7 @@ import { requireAgent } from "@/lib/db/queries/agents";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import type { Message } from "@/lib/db/schema";
-import { parseId, route } from "@/lib/http";
+import { parseId, parseSearchParams, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { messagesQuery } from "./schema";
 
@@ -17,7 +17,7 @@ function toApiMessage(message: Message) {
 
 export const GET = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
-  const query = messagesQuery.parse(Object.fromEntries(new URL(request.url).searchParams));
+  const query = parseSearchParams(request, messagesQuery);
   const { db } = await webEngine();
   await requireAgent(db, agentId);
   const conversation = await getConversationByMode(db, agentId, query.mode);

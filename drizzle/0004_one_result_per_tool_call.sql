@@ -1,0 +1,2 @@
+DROP INDEX "messages_conversation_tool_call_idx";--> statement-breakpoint
+CREATE UNIQUE INDEX "messages_one_result_per_tool_call_idx" ON "messages" USING btree ("conversation_id","tool_call_id") WHERE tool_call_id is not null;
