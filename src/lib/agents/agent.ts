@@ -2,7 +2,7 @@ import { generateText, stepCountIs, type ToolSet } from "ai";
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
-import { appendMessage, getConversationContext, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
+import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
 import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
@@ -16,10 +16,9 @@ import {
 import { tasks, type Agent, type Conversation, type Task, type Team, type UsagePurpose, type WorkSession } from "@/lib/db/schema";
 import { describeModelError } from "@/lib/llm/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
-import { compactIfNeeded, toolResultLimit } from "./compaction";
+import { loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
-import { toModelMessages } from "./model-messages";
 import { BRIEFING_DECISION_PROMPT, taskMessage, workInstructions } from "./prompts";
 import { closeInterruptedToolCalls, StepRecorder } from "./step-recorder";
 import { cancelTask, postToBackground } from "./tasks";
@@ -152,7 +151,8 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       await endSession(db, session.id, "failed", { steps, error: error.message });
       return { status: "failed", sessionId: session.id, steps, error: error.message };
     }
-    if (state && isModelFailure(error)) {
+    // An abort nobody asked for is the model call's own timeout.
+    if (state && (isModelFailure(error) || (error instanceof Error && error.name === "AbortError" && !state.signal.aborted))) {
       const message = describeModelError(error);
       deps.log(`[session ${session.id}] model failure: ${error instanceof Error ? error.message : error}`);
       await state.recorder?.recordMissingResults(errorMarker(message));
@@ -346,12 +346,11 @@ async function runTurn(
   const prepare = async () => {
     await checkBudgets(deps, state);
     const system = await instructions();
-    await compactIfNeeded(
+    const messages = await loadContextForCall(
       { db, model: state.model, agentId: state.agent.id, budget: config.contextTokenBudget, instructions: system, abortSignal: state.signal },
       state.conversation.id,
     );
-    const context = await getConversationContext(db, state.conversation.id);
-    return { instructions: system, messages: toModelMessages(context, { maxToolResultChars: toolResultLimit(config.contextTokenBudget) }) };
+    return { instructions: system, messages };
   };
 
   const first = await prepare();
