@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession, STOPPED_MARKER } from "@/lib/agents/agent";
 import { estimateTokens } from "@/lib/agents/compaction";
+import { streamChatReply } from "@/lib/agents/chat";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
 import { assignTask, cancelTask, postToBackground } from "@/lib/agents/tasks";
 import {
@@ -13,6 +14,7 @@ import {
   getKnowledgeItemsBySourceConversation,
   getTask,
   listTasksByAgent,
+  recordUsage,
   requestSessionStop,
 } from "@/lib/db/queries";
 import { tasks, workSessions } from "@/lib/db/schema";
@@ -214,6 +216,30 @@ describe("limits, failures and stops", () => {
     expect(log.at(-1)!.content).toMatch(/limit of 3 tool rounds/);
     expect(log.filter((m) => m.role === "tool")).toHaveLength(3);
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("a session over its token budget stops with a marker that says why", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const model = sessionModel(() => toolCallReply("searchKnowledge", { query: "again" }));
+    // Each mock call reports 15 tokens: the budget runs out on the third step.
+    const engine = await engineWith({ model, config: { sessionTokenBudget: 40 } });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Spend" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome).toMatchObject({ status: "failed", steps: 3 });
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)!.content).toMatch(/^\(stopped: this session used 45 tokens, over its budget of 40 \(SESSION_TOKEN_BUDGET\)\)$/);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
+  });
+
+  it("a team over its daily token budget stops working and cannot chat until tomorrow", async () => {
+    const { lead, team } = await createTeamFixture(database.db);
+    const engine = await engineWith({ model: sessionModel(() => textReply("fine")), config: { teamDailyTokenBudget: 100 } });
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 90, outputTokens: 20 });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toContain(`the team "${team.name}" used 110 tokens today`);
+    await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({ code: "rate_limited:team_budget", status: 429 });
   });
 
   it("Stop aborts the model call at once, leaves (stopped by user), and cancels the tasks delegated from it", async () => {

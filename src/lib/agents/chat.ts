@@ -1,15 +1,15 @@
 import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, streamText, toUIMessageStream } from "ai";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
-import { appendMessage, getConversationContext } from "@/lib/db/queries/messages";
+import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
-import { recordUsage } from "@/lib/db/queries/usage";
+import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
+import { CadreError } from "@/lib/errors";
 import { describeModelError } from "@/lib/llm/errors";
 import { STOPPED_MARKER, errorMarker } from "./agent";
-import { compactIfNeeded, toolResultLimit } from "./compaction";
+import { loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
-import { toModelMessages } from "./model-messages";
 import { chatInstructions } from "./prompts";
 import { StepRecorder } from "./step-recorder";
 import { foregroundTools, type ToolContext } from "./tools";
@@ -33,6 +33,13 @@ export async function streamChatReply(
   const { db, config } = deps;
   const agent = await requireAgent(db, agentId);
   const team = await requireTeam(db, agent.teamId);
+  const spentToday = await getTeamTokensToday(db, team.id);
+  if (spentToday >= config.teamDailyTokenBudget) {
+    throw new CadreError(
+      "rate_limited:team_budget",
+      `The team "${team.name}" used ${spentToday} tokens today, over its daily budget of ${config.teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET). It can chat again tomorrow, or raise the budget.`,
+    );
+  }
   const conversation = await getForegroundConversation(db, agent.id);
   // Regenerating answers the stored history again; the person's message is already in it.
   if (!options.regenerate) await appendMessage(db, conversation.id, { role: "user", content: text });
@@ -52,8 +59,7 @@ export async function streamChatReply(
   const tools = recorder.wrapTools(foregroundTools(context));
   const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
   const loadMessages = async () => {
-    await compactIfNeeded({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, conversation.id);
-    return toModelMessages(await getConversationContext(db, conversation.id), { maxToolResultChars: toolResultLimit(config.contextTokenBudget) });
+    return loadContextForCall({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, conversation.id);
   };
 
   let partial = "";
