@@ -16,7 +16,7 @@ import {
 import { tasks, type Agent, type Conversation, type Task, type Team, type UsagePurpose, type WorkSession } from "@/lib/db/schema";
 import { describeModelError } from "@/lib/llm/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
-import { loadContextForCall } from "./compaction";
+import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, taskMessage, workInstructions } from "./prompts";
@@ -343,12 +343,13 @@ async function runTurn(
       members: await listTeamAgents(db, state.team.id),
       openTasks: (await listTasksByAgent(db, state.agent.id, openTaskStatuses)).reverse(),
     });
+  const history = new ContextReader(db, state.conversation.id);
   const prepare = async () => {
     await checkBudgets(deps, state);
     const system = await instructions();
     const messages = await loadContextForCall(
       { db, model: state.model, agentId: state.agent.id, budget: config.contextTokenBudget, instructions: system, abortSignal: state.signal },
-      state.conversation.id,
+      history,
     );
     return { instructions: system, messages };
   };

@@ -8,7 +8,7 @@ import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
 import { CadreError } from "@/lib/errors";
 import { describeModelError } from "@/lib/llm/errors";
 import { STOPPED_MARKER, errorMarker } from "./agent";
-import { loadContextForCall } from "./compaction";
+import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { chatInstructions } from "./prompts";
 import { StepRecorder } from "./step-recorder";
@@ -58,9 +58,9 @@ export async function streamChatReply(
   };
   const tools = recorder.wrapTools(foregroundTools(context));
   const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
-  const loadMessages = async () => {
-    return loadContextForCall({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, conversation.id);
-  };
+  const history = new ContextReader(db, conversation.id);
+  const loadMessages = () =>
+    loadContextForCall({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, history);
 
   let partial = "";
   let finished = false;

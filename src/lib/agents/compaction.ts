@@ -1,6 +1,6 @@
 import { generateText, type ModelMessage } from "ai";
 import type { Db } from "@/lib/db/client";
-import { appendMessage, getConversationContext } from "@/lib/db/queries/messages";
+import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
 import { recordUsage } from "@/lib/db/queries/usage";
 import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
@@ -123,4 +123,45 @@ export async function compactConversation(options: CompactionOptions, conversati
 export async function compactIfNeeded(options: CompactionOptions, conversationId: string): Promise<Message | null> {
   if (!(await shouldCompact(options, conversationId))) return null;
   return compactConversation(options, conversationId);
+}
+
+/**
+ * A session's copy of its context, kept current by reading only what was appended
+ * since the last read: the chain is append-only, so the previous tail is still in it.
+ * A summary among the new messages starts the context over from that summary. A
+ * tool round thus reads its two or three new rows, not the whole context again.
+ */
+export class ContextReader {
+  private context: Message[] = [];
+  private tail: string | null | undefined;
+
+  constructor(
+    private readonly db: Db,
+    readonly conversationId: string,
+  ) {}
+
+  async read(): Promise<Message[]> {
+    if (this.tail === undefined) {
+      this.context = await getConversationContext(this.db, this.conversationId);
+    } else {
+      const added = await getMessagesSince(this.db, this.conversationId, this.tail);
+      const summary = added.findLastIndex((message) => message.role === "summary");
+      this.context = summary >= 0 ? added.slice(summary) : [...this.context, ...added];
+    }
+    this.tail = this.context.at(-1)?.id ?? null;
+    return this.context;
+  }
+}
+
+/**
+ * The messages for the next model call: the context, compacted first when it is over
+ * budget. Reading it is also the injection check (whatever reached the log since the
+ * last call is in it). One read when the context fits, which is nearly every call.
+ */
+export async function loadContextForCall(options: CompactionOptions, reader: ContextReader): Promise<ModelMessage[]> {
+  const maxToolResultChars = toolResultLimit(options.budget);
+  const messages = toModelMessages(await reader.read(), { maxToolResultChars });
+  if (estimateTokens(options.instructions) + estimateTokens(messages) <= options.budget) return messages;
+  await compactConversation(options, reader.conversationId);
+  return toModelMessages(await reader.read(), { maxToolResultChars });
 }

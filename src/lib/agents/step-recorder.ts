@@ -1,4 +1,4 @@
-import type { ToolSet } from "ai";
+import { asSchema, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { appendMessage, getConversationContext, type NewMessage } from "@/lib/db/queries/messages";
@@ -102,6 +102,8 @@ export class StepRecorder {
       }
       wrapped[name] = {
         ...definition,
+        // Converted once here: given a bare zod schema, the SDK converts it to JSON Schema again on every step.
+        inputSchema: asSchema(definition.inputSchema),
         execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
           // The call's own row goes first, so a result never precedes its call.
           await this.lastAssistant;
