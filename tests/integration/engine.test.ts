@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession, STOPPED_MARKER } from "@/lib/agents/agent";
+import { runWorkSession, stopLocalSession, STOPPED_MARKER } from "@/lib/agents/agent";
+import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { estimateTokens } from "@/lib/agents/compaction";
 import { streamChatReply } from "@/lib/agents/chat";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
@@ -18,6 +19,7 @@ import {
   requestSessionStop,
 } from "@/lib/db/queries";
 import { tasks, workSessions } from "@/lib/db/schema";
+import { startFakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { createTestEngine, type TestEngine } from "../support/engine";
@@ -28,6 +30,8 @@ const engines: TestEngine[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase({ max: 20 });
+  // What the worker does: a stop NOTIFY reaches the session of this process at once.
+  await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
 });
 afterAll(async () => {
   for (const engine of engines) await engine.close();
@@ -259,13 +263,36 @@ describe("limits, failures and stops", () => {
     await requestSessionStop(database.db, lead.id);
     const outcome = await running;
     expect(outcome.status).toBe("stopped");
-    expect(Date.now() - stoppedAt).toBeLessThan(3_000);
+    console.log(`[stop] session stopped ${Date.now() - stoppedAt} ms after the request`);
+    // Generous: the point is that it does not wait for the model (which never answers).
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.at(-1)).toMatchObject({ role: "assistant", content: STOPPED_MARKER });
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "cancelled" });
     expect((await listTasksByAgent(database.db, subordinates[0]!.id))[0]).toMatchObject({ status: "cancelled" });
     const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     expect(session).toMatchObject({ status: "stopped" });
+  });
+
+  it("Stop ends a session at once even while a web search hangs", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const tavily = await startFakeTavily(() => new Promise(() => {}));
+    try {
+      const model = sessionModel((_options, call) => (call === 0 ? toolCallReply("tavilySearch", { query: "slow" }) : textReply("unreachable")));
+      const engine = await engineWith({ model, config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
+      await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Search" });
+      const running = runWorkSession(engine.deps, lead.id);
+      await expect.poll(() => tavily.requests.length, { timeout: 5_000 }).toBe(1);
+      const stoppedAt = Date.now();
+      await requestSessionStop(database.db, lead.id);
+      expect((await running).status).toBe("stopped");
+      console.log(`[stop] session in a hanging search stopped ${Date.now() - stoppedAt} ms after the request`);
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+      const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+      expect(log.slice(-2).map((m) => [m.role, m.content])).toEqual([["tool", STOPPED_MARKER], ["assistant", STOPPED_MARKER]]);
+    } finally {
+      await tavily.close();
+    }
   });
 
   it("cancelling a task cancels everything delegated from it, at any depth", async () => {

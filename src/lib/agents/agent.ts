@@ -52,6 +52,8 @@ export const budgetMarker = (message: string) => `(stopped: ${message})`;
 class SessionAbort extends Error {
   constructor(readonly reason: StopReason) {
     super(reason === "user" ? "Stopped by the person." : "Another worker took this session over.");
+    // Reads as an abort to everything that checks, like the SDK and the tool wrapper.
+    this.name = "AbortError";
   }
 }
 
@@ -389,6 +391,8 @@ async function runTurn(
       await updateSessionSteps(db, state.session.id, state.steps);
     },
     onStepEnd: async (step) => {
+      // A stop gives the step's open calls their marker itself.
+      if (state.signal.aborted) return;
       const errors = step.content.flatMap((part) => (part.type === "tool-error" ? [{ toolCallId: part.toolCallId, error: part.error }] : []));
       await recorder.recordMissingResults("(no result: the tool did not run)", errors);
     },

@@ -97,6 +97,8 @@ export async function streamChatReply(
       });
     },
     onStepEnd: async (step) => {
+      // A stop gives the step's open calls their marker itself.
+      if (signal.aborted) return;
       const errors = step.content.flatMap((part) => (part.type === "tool-error" ? [{ toolCallId: part.toolCallId, error: part.error }] : []));
       await recorder.recordMissingResults("(no result: the tool did not run)", errors);
     },

@@ -114,7 +114,8 @@ export class StepRecorder {
             return output;
           } catch (error) {
             // An aborted tool gets its marker from whoever aborted it.
-            if (!options.abortSignal?.aborted) {
+            const aborted = options.abortSignal?.aborted || (error instanceof Error && error.name === "AbortError");
+            if (!aborted) {
               await this.recordResult(options.toolCallId, `Error: ${error instanceof Error ? error.message : String(error)}`);
             }
             throw error;

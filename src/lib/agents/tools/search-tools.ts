@@ -21,7 +21,8 @@ export function searchTools(context: ToolContext) {
         abortSignal?.throwIfAborted();
         const client = tavily({ apiKey: context.search.tavilyApiKey, apiBaseURL: context.search.tavilyBaseUrl });
         try {
-          const response = await client.search(query, { maxResults: maxResults ?? 5, searchDepth: "basic" });
+          // The client cannot be cancelled; race it so a Stop ends the session at once.
+          const response = await abortable(client.search(query, { maxResults: maxResults ?? 5, searchDepth: "basic" }), abortSignal);
           return {
             query,
             results: response.results.map((result) => ({
@@ -31,10 +32,31 @@ export function searchTools(context: ToolContext) {
             })),
           };
         } catch (error) {
+          if (abortSignal?.aborted) throw error;
           // A failed search is information for the agent, not the end of its session.
           return `Web search failed: ${error instanceof Error ? error.message : String(error)}`;
         }
       },
     }),
   };
+}
+
+/** Settles with the promise, or rejects as soon as the signal aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new DOMException("Aborted", "AbortError"));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -1,0 +1,167 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { CancelTaskButton, StopSessionButton } from "@/components/agent-controls";
+import { LiveRefresh } from "@/components/live-events";
+import { Markdown } from "@/components/markdown";
+import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
+import { WorkLog } from "@/components/work-log";
+import { db } from "@/lib/db/client";
+import { getAgent } from "@/lib/db/queries/agents";
+import { getConversationByMode } from "@/lib/db/queries/conversations";
+import { listMessages } from "@/lib/db/queries/messages";
+import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
+import { getTeam } from "@/lib/db/queries/teams";
+import { getUsageTotals } from "@/lib/db/queries/usage";
+import { listSessions } from "@/lib/db/queries/work-sessions";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ agentId: string }> };
+
+const WORK_LOG_LIMIT = 300;
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const { agentId } = await params;
+  const agent = isUuid(agentId) ? await getAgent(db(), agentId) : null;
+  return { title: agent?.name ?? "Agent" };
+}
+
+const number = (value: number) => value.toLocaleString("en-US");
+
+export default async function AgentPage({ params }: Props) {
+  const { agentId } = await params;
+  if (!isUuid(agentId)) notFound();
+  const agent = await getAgent(db(), agentId);
+  if (!agent) notFound();
+  const [team, tasks, sessions, usage, background] = await Promise.all([
+    getTeam(db(), agent.teamId),
+    listTasksByAgent(db(), agent.id),
+    listSessions(db(), agent.id, 10),
+    getUsageTotals(db(), agent.id),
+    getConversationByMode(db(), agent.id, "background"),
+  ]);
+  const log = background ? await listMessages(db(), background.id, { limit: WORK_LOG_LIMIT }) : [];
+  const running = sessions.find((session) => session.status === "running");
+  const open = new Set<string>(openTaskStatuses);
+
+  return (
+    <div className="page">
+      <LiveRefresh tables={["tasks", "work_sessions", "messages", "agents"]} agentIds={[agent.id]} mode="background" />
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
+        {team && <Link href={`/teams/${team.id}`}>{team.name}</Link>} <span aria-hidden="true">/</span> <span>{agent.name}</span>
+      </nav>
+      <header className="page-header">
+        <div>
+          <h1>
+            {agent.name} <span className="pill">{agent.role}</span>
+          </h1>
+          <p className="lede">
+            {running ? (
+              <>
+                <span className="pill pill-live">working</span> session started <LocalTime value={running.startedAt.toISOString()} relative />, {running.steps} step
+                {running.steps === 1 ? "" : "s"} so far{running.stopRequestedAt ? " — stopping…" : ""}
+              </>
+            ) : (
+              "Idle: no work session is running."
+            )}
+          </p>
+        </div>
+        <div className="header-actions">
+          {running && !running.stopRequestedAt && <StopSessionButton agentId={agent.id} />}
+          {agent.role === "lead" && (
+            <Link href={`/teams/${agent.teamId}/chat`} className="button">
+              Chat
+            </Link>
+          )}
+        </div>
+      </header>
+
+      <section aria-labelledby="usage-heading" className="section">
+        <h2 id="usage-heading">Usage</h2>
+        <dl className="stats">
+          <div>
+            <dt>Model calls</dt>
+            <dd>{number(usage.calls)}</dd>
+          </div>
+          <div>
+            <dt>Input tokens</dt>
+            <dd>{number(usage.inputTokens)}</dd>
+          </div>
+          <div>
+            <dt>Output tokens</dt>
+            <dd>{number(usage.outputTokens)}</dd>
+          </div>
+          <div>
+            <dt>Cached tokens</dt>
+            <dd>{number(usage.cachedTokens)}</dd>
+          </div>
+          <div>
+            <dt>Model time</dt>
+            <dd>{(usage.durationMs / 1000).toFixed(1)} s</dd>
+          </div>
+        </dl>
+      </section>
+
+      <section aria-labelledby="tasks-heading" className="section">
+        <h2 id="tasks-heading">Tasks</h2>
+        {tasks.length === 0 ? (
+          <EmptyState title="No tasks">
+            <p>{agent.role === "lead" ? "Ask the lead for research in the chat and it creates one." : "The lead delegates tasks to this agent."}</p>
+          </EmptyState>
+        ) : (
+          <ul className="task-list">
+            {tasks.map((task) => (
+              <li key={task.id} className="task" data-status={task.status}>
+                <div className="task-head">
+                  <StatusBadge status={task.status} />
+                  <span className="task-title">{task.title}</span>
+                  <span className="meta">
+                    from {task.source} · <LocalTime value={task.createdAt.toISOString()} relative />
+                  </span>
+                  {open.has(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
+                </div>
+                {task.description && task.description !== task.title && (
+                  <details className="task-detail">
+                    <summary>Description</summary>
+                    <Markdown text={task.description} />
+                  </details>
+                )}
+                {task.result && (
+                  <div className="task-result">
+                    <div className="tool-label">Result</div>
+                    <Markdown text={task.result} />
+                  </div>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+
+      <section aria-labelledby="sessions-heading" className="section">
+        <h2 id="sessions-heading">Recent sessions</h2>
+        {sessions.length === 0 ? (
+          <p className="hint">No work sessions yet.</p>
+        ) : (
+          <ul className="session-list">
+            {sessions.map((session) => (
+              <li key={session.id}>
+                <StatusBadge status={session.status} /> <LocalTime value={session.startedAt.toISOString()} /> · {session.steps} step
+                {session.steps === 1 ? "" : "s"}
+                {session.error && <span className="session-error"> · {session.error}</span>}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+
+      <section aria-labelledby="log-heading" className="section" id="work-log">
+        <h2 id="log-heading">Work log</h2>
+        {log.length >= WORK_LOG_LIMIT && <p className="hint">Showing the latest {WORK_LOG_LIMIT} entries.</p>}
+        <WorkLog messages={log} />
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,54 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { MarkReadOnOpen, MarkUnreadButton } from "@/components/inbox";
+import { Markdown } from "@/components/markdown";
+import { LocalTime } from "@/components/ui";
+import { db } from "@/lib/db/client";
+import { getInboxListing } from "@/lib/db/queries/views";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ itemId: string }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const { itemId } = await params;
+  const item = isUuid(itemId) ? await getInboxListing(db(), itemId) : null;
+  return { title: item?.title ?? "Briefing" };
+}
+
+export default async function BriefingPage({ params }: Props) {
+  const { itemId } = await params;
+  if (!isUuid(itemId)) notFound();
+  const item = await getInboxListing(db(), itemId);
+  if (!item) notFound();
+  return (
+    <div className="page page-narrow">
+      <MarkReadOnOpen itemId={item.id} read={item.readAt !== null} />
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/inbox">Inbox</Link> <span aria-hidden="true">/</span> <span>{item.type}</span>
+      </nav>
+      <article className="briefing">
+        <header className="page-header">
+          <div>
+            <h1>{item.title}</h1>
+            <p className="meta">
+              <span className={`pill pill-${item.type}`}>{item.type}</span> from {item.agentName} ·{" "}
+              <Link href={`/teams/${item.teamId}`}>{item.teamName}</Link> · <LocalTime value={item.createdAt.toISOString()} />
+            </p>
+          </div>
+          <div className="header-actions">
+            <MarkUnreadButton itemId={item.id} />
+            <Link href={`/teams/${item.teamId}/chat`} className="button button-primary">
+              Open in chat
+            </Link>
+          </div>
+        </header>
+        <div className="summary-box">
+          <Markdown text={item.summary} />
+        </div>
+        <Markdown text={item.content} className="briefing-body" />
+      </article>
+    </div>
+  );
+}

@@ -1,0 +1,128 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { DeleteKnowledgeButton } from "@/components/knowledge";
+import { LiveRefresh } from "@/components/live-events";
+import { Markdown } from "@/components/markdown";
+import { EmptyState, LocalTime } from "@/components/ui";
+import { db } from "@/lib/db/client";
+import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { listAgentDirectory, listConversationOwners } from "@/lib/db/queries/views";
+import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+export const metadata: Metadata = { title: "Knowledge" };
+
+type Props = { searchParams: Promise<Record<string, string | string[] | undefined>> };
+
+const one = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.trim() ?? "";
+
+export default async function KnowledgePage({ searchParams }: Props) {
+  const params = await searchParams;
+  const q = one(params.q).slice(0, 400);
+  const agentId = isUuid(one(params.agentId)) ? one(params.agentId) : "";
+  const type = (knowledgeItemTypes as readonly string[]).includes(one(params.type)) ? (one(params.type) as KnowledgeItemType) : undefined;
+
+  const [agents, items] = await Promise.all([
+    listAgentDirectory(db()),
+    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, type, limit: 200 }),
+  ]);
+  const owners = new Map(
+    (await listConversationOwners(db(), [...new Set(items.flatMap((item) => (item.sourceConversationId ? [item.sourceConversationId] : [])))])).map((owner) => [
+      owner.id,
+      owner,
+    ]),
+  );
+  const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
+  const filtered = Boolean(q || agentId || type);
+
+  return (
+    <div className="page">
+      <LiveRefresh tables={["knowledge_items"]} />
+      <header className="page-header">
+        <div>
+          <h1>Knowledge</h1>
+          <p className="lede">What your agents have learned: facts, techniques, patterns and lessons, with where each came from.</p>
+        </div>
+      </header>
+      <form className="filters" role="search" action="/knowledge">
+        <label className="field field-grow">
+          <span>Search knowledge</span>
+          <input type="search" name="q" defaultValue={q} placeholder="e.g. battery density" />
+        </label>
+        <label className="field">
+          <span>Agent</span>
+          <select name="agentId" defaultValue={agentId}>
+            <option value="">All agents</option>
+            {agents.map((agent) => (
+              <option key={agent.id} value={agent.id}>
+                {agent.name} ({agent.teamName})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Type</span>
+          <select name="type" defaultValue={type ?? ""}>
+            <option value="">All types</option>
+            {knowledgeItemTypes.map((value) => (
+              <option key={value} value={value}>
+                {value}
+              </option>
+            ))}
+          </select>
+        </label>
+        <div className="filter-actions">
+          <button type="submit" className="button button-primary">
+            Search
+          </button>
+          {filtered && (
+            <Link href="/knowledge" className="button button-quiet">
+              Clear
+            </Link>
+          )}
+        </div>
+      </form>
+      <p className="meta" aria-live="polite">
+        {items.length} item{items.length === 1 ? "" : "s"}
+        {filtered ? " match" : ""}
+        {items.length === 200 ? " (showing the first 200)" : ""}
+      </p>
+      {items.length === 0 ? (
+        <EmptyState title={filtered ? "Nothing matches" : "No knowledge yet"}>
+          <p>{filtered ? "Try other words, or clear the filters." : "Agents record what they learn while they work; ask a team lead for research to get started."}</p>
+        </EmptyState>
+      ) : (
+        <ul className="knowledge-list">
+          {items.map((item) => {
+            const agent = agentsById.get(item.agentId);
+            const owner = item.sourceConversationId ? owners.get(item.sourceConversationId) : undefined;
+            const source = owner ? (owner.mode === "foreground" ? `/teams/${owner.teamId}/chat` : `/agents/${owner.agentId}#work-log`) : undefined;
+            return (
+              <li key={item.id} className="card knowledge-item">
+                <div className="card-head">
+                  <span className={`pill pill-${item.type}`}>{item.type}</span>
+                  <span className="meta">confidence {Math.round(item.confidence * 100)}%</span>
+                </div>
+                <Markdown text={item.content} />
+                <div className="card-foot">
+                  <span className="meta">
+                    {agent ? <Link href={`/agents/${agent.id}`}>{agent.name}</Link> : "unknown agent"}
+                    {agent && ` · ${agent.teamName}`} · <LocalTime value={item.createdAt.toISOString()} relative />
+                    {source && (
+                      <>
+                        {" · "}
+                        <Link href={source}>Source conversation</Link>
+                      </>
+                    )}
+                  </span>
+                  <DeleteKnowledgeButton itemId={item.id} />
+                </div>
+              </li>
+            );
+          })}
+        </ul>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,66 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { Chat } from "@/components/chat";
+import { LiveRefresh } from "@/components/live-events";
+import { StatusBadge } from "@/components/ui";
+import { toChatMessages } from "@/lib/chat-messages";
+import { db } from "@/lib/db/client";
+import { getTeamLead } from "@/lib/db/queries/agents";
+import { getConversationByMode } from "@/lib/db/queries/conversations";
+import { listMessages } from "@/lib/db/queries/messages";
+import { getTeam } from "@/lib/db/queries/teams";
+import { getRunningSession } from "@/lib/db/queries/work-sessions";
+import { listInboxView } from "@/lib/db/queries/views";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ teamId: string }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const { teamId } = await params;
+  const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
+  return { title: team ? `Chat · ${team.name}` : "Chat" };
+}
+
+export default async function ChatPage({ params }: Props) {
+  const { teamId } = await params;
+  if (!isUuid(teamId)) notFound();
+  const team = await getTeam(db(), teamId);
+  if (!team) notFound();
+  const lead = await getTeamLead(db(), team.id);
+  if (!lead) notFound();
+  const conversation = await getConversationByMode(db(), lead.id, "foreground");
+  const [stored, inbox, session] = await Promise.all([
+    conversation ? listMessages(db(), conversation.id, { limit: 300 }) : Promise.resolve([]),
+    listInboxView(db()),
+    getRunningSession(db(), lead.id),
+  ]);
+  const briefings = inbox.filter((item) => item.agentId === lead.id);
+
+  return (
+    <div className="page page-chat">
+      <LiveRefresh tables={["work_sessions"]} agentIds={[lead.id]} />
+      <header className="chat-header">
+        <nav aria-label="Breadcrumb" className="crumbs">
+          <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
+          <span aria-hidden="true">/</span> <span>Chat</span>
+        </nav>
+        <div className="chat-title">
+          <h1>{lead.name}</h1>
+          <span className={session ? "pill pill-live" : "pill"}>{session ? "working in the background" : "idle"}</span>
+          {team.status === "paused" && <StatusBadge status="paused" />}
+          <Link href={`/agents/${lead.id}`} className="meta-link">
+            Work log
+          </Link>
+        </div>
+      </header>
+      <Chat
+        agentId={lead.id}
+        agentName={lead.name}
+        initialMessages={toChatMessages(stored, new Set(briefings.map((item) => item.title)))}
+        briefings={briefings.map(({ id, title }) => ({ id, title }))}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,87 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { LiveRefresh } from "@/components/live-events";
+import { Markdown } from "@/components/markdown";
+import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
+import { StatusBadge } from "@/components/ui";
+import { db } from "@/lib/db/client";
+import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
+import { getRunningSession } from "@/lib/db/queries/work-sessions";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ teamId: string }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const { teamId } = await params;
+  const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
+  return { title: team?.name ?? "Team" };
+}
+
+export default async function TeamPage({ params }: Props) {
+  const { teamId } = await params;
+  if (!isUuid(teamId)) notFound();
+  const team = await getTeam(db(), teamId);
+  if (!team) notFound();
+  const agents = await listTeamAgents(db(), team.id);
+  const working = new Set(
+    (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
+  );
+  const lead = agents.find((agent) => agent.role === "lead");
+  const subordinates = agents.filter((agent) => agent.role === "subordinate");
+
+  return (
+    <div className="page">
+      <LiveRefresh tables={["teams", "agents", "work_sessions"]} teamIds={[team.id]} />
+      <LiveRefresh tables={["work_sessions", "agents"]} agentIds={agents.map((agent) => agent.id)} />
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <span>{team.name}</span>
+      </nav>
+      <header className="page-header">
+        <div>
+          <h1>
+            {team.name} {team.status === "paused" && <StatusBadge status="paused" />}
+          </h1>
+          <Markdown text={team.mission} className="lede" />
+        </div>
+        <div className="header-actions">
+          <TeamStatusButton teamId={team.id} status={team.status} />
+          {lead && (
+            <Link href={`/teams/${team.id}/chat`} className="button button-primary">
+              Chat with the lead
+            </Link>
+          )}
+        </div>
+      </header>
+      {team.status === "paused" && (
+        <p className="notice">This team is paused: no scheduled runs, and new tasks wait until you resume it.</p>
+      )}
+
+      <section aria-labelledby="lead-heading" className="section">
+        <h2 id="lead-heading">Lead</h2>
+        {lead ? (
+          <AgentEditor agent={lead} working={working.has(lead.id)} />
+        ) : (
+          <p className="notice">This team has no lead.</p>
+        )}
+      </section>
+
+      <section aria-labelledby="subordinates-heading" className="section">
+        <h2 id="subordinates-heading">Subordinates</h2>
+        {subordinates.length === 0 ? (
+          <p className="hint">No subordinates yet. The lead delegates research to them; add one below.</p>
+        ) : (
+          <ul className="card-list">
+            {subordinates.map((agent) => (
+              <li key={agent.id}>
+                <AgentEditor agent={agent} working={working.has(agent.id)} removable />
+              </li>
+            ))}
+          </ul>
+        )}
+        {lead && <AddSubordinateForm teamId={team.id} leadId={lead.id} />}
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,87 @@
+"use client";
+
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+import { useCallback, useEffect, useState } from "react";
+import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
+
+const links = [
+  { href: "/teams", label: "Teams" },
+  { href: "/inbox", label: "Inbox" },
+  { href: "/knowledge", label: "Knowledge" },
+] as const;
+
+function useUnreadCount(): number | null {
+  const [count, setCount] = useState<number | null>(null);
+  const load = useCallback(async () => {
+    try {
+      const response = await fetch("/api/inbox", { cache: "no-store" });
+      if (!response.ok) return;
+      const body = (await response.json()) as { unreadCount: number };
+      setCount(body.unreadCount);
+    } catch {
+      // keep the last count; the next event retries
+    }
+  }, []);
+  useEffect(() => {
+    void load();
+  }, [load]);
+  const reload = useCoalesced(() => void load(), 100);
+  useLiveEvents((event) => {
+    if (event === null || event.table === "inbox_items" || event.table === "teams") reload();
+  });
+  return count;
+}
+
+export function Nav({ offline }: { offline: boolean }) {
+  const pathname = usePathname();
+  const unread = useUnreadCount();
+  const live = useLiveState();
+  return (
+    <header className="sidebar">
+      <Link href="/teams" className="brand" aria-label="Cadre home">
+        <span className="brand-mark" aria-hidden="true">◆</span> Cadre
+      </Link>
+      <nav aria-label="Main">
+        <ul className="nav-links">
+          {links.map(({ href, label }) => {
+            const active = pathname === href || pathname.startsWith(`${href}/`) || (href === "/teams" && pathname.startsWith("/agents/"));
+            const showBadge = href === "/inbox" && unread !== null && unread > 0;
+            return (
+              <li key={href}>
+                <Link
+                  href={href}
+                  className={active ? "nav-link active" : "nav-link"}
+                  aria-current={active ? "page" : undefined}
+                  aria-describedby={showBadge ? "inbox-unread" : undefined}
+                >
+                  <span>{label}</span>
+                  {showBadge && (
+                    <span className="badge" aria-hidden="true" data-testid="inbox-badge">
+                      {unread > 99 ? "99+" : unread}
+                    </span>
+                  )}
+                </Link>
+                {showBadge && (
+                  <span id="inbox-unread" className="visually-hidden">
+                    {unread} unread
+                  </span>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      </nav>
+      <div className="sidebar-foot">
+        {offline && (
+          <span className="pill pill-warn" title="No model is configured: set OPENAI_API_KEY or OPENAI_BASE_URL to use a real LLM.">
+            offline model
+          </span>
+        )}
+        <span className={`live-dot live-${live}`} title={live === "live" ? "Live updates on" : "Reconnecting for live updates…"}>
+          <span className="visually-hidden">{live === "live" ? "Live updates on" : "Live updates reconnecting"}</span>
+        </span>
+      </div>
+    </header>
+  );
+}

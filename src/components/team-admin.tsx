@@ -1,0 +1,187 @@
+"use client";
+
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { useState, type FormEvent } from "react";
+import { api, messageOf } from "@/lib/api-client";
+import type { Agent, TeamStatus } from "@/lib/db/schema";
+import { Markdown } from "./markdown";
+import { ErrorNote } from "./ui";
+
+export function TeamStatusButton({ teamId, status }: { teamId: string; status: TeamStatus }) {
+  const router = useRouter();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const next: TeamStatus = status === "active" ? "paused" : "active";
+  const toggle = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/api/teams/${teamId}`, { method: "PATCH", body: { status: next } });
+      router.refresh();
+    } catch (cause) {
+      setError(messageOf(cause));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button type="button" className="button" onClick={toggle} disabled={busy}>
+        {status === "active" ? "Pause team" : "Resume team"}
+      </button>
+      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+    </>
+  );
+}
+
+/** An agent's card: name and instructions, editable in place; subordinates can be removed. */
+export function AgentEditor({ agent, working, removable = false }: { agent: Agent; working: boolean; removable?: boolean }) {
+  const router = useRouter();
+  const [editing, setEditing] = useState(false);
+  const [name, setName] = useState(agent.name);
+  const [instructions, setInstructions] = useState(agent.instructions);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/api/agents/${agent.id}`, { method: "PATCH", body: { name, instructions } });
+      setEditing(false);
+      router.refresh();
+    } catch (cause) {
+      setError(messageOf(cause));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const remove = async () => {
+    if (!window.confirm(`Remove ${agent.name}? Its tasks, work log and knowledge go with it.`)) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/api/agents/${agent.id}`, { method: "DELETE" });
+      router.refresh();
+    } catch (cause) {
+      setError(messageOf(cause));
+      setBusy(false);
+    }
+  };
+
+  if (editing) {
+    return (
+      <form className="card form" onSubmit={save} aria-label={`Edit ${agent.name}`}>
+        <label className="field">
+          <span>Name</span>
+          <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required />
+        </label>
+        <label className="field">
+          <span>Instructions</span>
+          <textarea value={instructions} onChange={(event) => setInstructions(event.target.value)} rows={8} maxLength={20000} />
+        </label>
+        {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+        <div className="form-actions">
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={() => {
+              setEditing(false);
+              setName(agent.name);
+              setInstructions(agent.instructions);
+            }}
+          >
+            Cancel
+          </button>
+          <button type="submit" className="button button-primary" disabled={busy}>
+            {busy ? "Saving…" : "Save"}
+          </button>
+        </div>
+      </form>
+    );
+  }
+  return (
+    <article className="card agent-card" aria-label={agent.name}>
+      <div className="card-head">
+        <Link href={`/agents/${agent.id}`} className="card-title">
+          {agent.name}
+        </Link>
+        <span className={working ? "pill pill-live" : "pill"}>{working ? "working" : "idle"}</span>
+      </div>
+      {agent.instructions ? (
+        <details className="instructions">
+          <summary>Instructions</summary>
+          <Markdown text={agent.instructions} />
+        </details>
+      ) : (
+        <p className="hint">No instructions.</p>
+      )}
+      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      <div className="card-foot">
+        <Link href={`/agents/${agent.id}`} className="meta-link">
+          Tasks and work log
+        </Link>
+        <span className="card-actions">
+          <button type="button" className="button button-quiet" onClick={() => setEditing(true)} aria-label={`Edit ${agent.name}`}>
+            Edit
+          </button>
+          {removable && (
+            <button type="button" className="button button-quiet button-danger-text" onClick={remove} disabled={busy} aria-label={`Remove ${agent.name}`}>
+              Remove
+            </button>
+          )}
+        </span>
+      </div>
+    </article>
+  );
+}
+
+export function AddSubordinateForm({ teamId, leadId }: { teamId: string; leadId: string }) {
+  const router = useRouter();
+  const [name, setName] = useState("");
+  const [instructions, setInstructions] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const add = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api(`/api/teams/${teamId}/agents`, { method: "POST", body: { name, instructions, parentAgentId: leadId } });
+      setName("");
+      setInstructions("");
+      router.refresh();
+    } catch (cause) {
+      setError(messageOf(cause));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="card form add-agent" onSubmit={add} aria-labelledby="add-subordinate-heading">
+      <h3 id="add-subordinate-heading">Add a subordinate</h3>
+      <label className="field">
+        <span>Subordinate name</span>
+        <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required placeholder="Scout" />
+      </label>
+      <label className="field">
+        <span>Subordinate instructions</span>
+        <textarea
+          value={instructions}
+          onChange={(event) => setInstructions(event.target.value)}
+          rows={3}
+          maxLength={20000}
+          placeholder="You search the web for recent, reliable sources and report the findings with links."
+        />
+      </label>
+      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      <div className="form-actions">
+        <button type="submit" className="button button-primary" disabled={busy || !name.trim()}>
+          {busy ? "Adding…" : "Add subordinate"}
+        </button>
+      </div>
+    </form>
+  );
+}

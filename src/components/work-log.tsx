@@ -1,0 +1,81 @@
+import type { Message } from "@/lib/db/schema";
+import { parseToolOutput } from "@/lib/chat-messages";
+import { Markdown } from "./markdown";
+import { ToolCall } from "./tool-call";
+import { EmptyState, LocalTime } from "./ui";
+
+const MARKER = /^\((stopped by user|stopped: .*|error: .*)\)$/s;
+
+function kindOf(message: Message): { label: string; className: string } {
+  if (message.role === "summary") return { label: "Summary", className: "log-summary" };
+  if (message.role === "user") {
+    if (/^Subordinate .+? (reports|asks):/.test(message.content)) return { label: "Report", className: "log-injected" };
+    return { label: "Message", className: "log-injected" };
+  }
+  const text = message.content.trim();
+  const marker = /\n\n(\((?:stopped by user|stopped: .*|error: .*)\))$/s.exec(text)?.[1] ?? (MARKER.test(text) ? text : undefined);
+  if (marker?.startsWith("(error")) return { label: "Error", className: "log-error" };
+  if (marker) return { label: "Stopped", className: "log-stopped" };
+  return { label: "Assistant", className: "log-assistant" };
+}
+
+/**
+ * An agent's background conversation as a log: messages it was given (tasks, reports,
+ * injected messages), what it said, each tool call with its input and result, summaries,
+ * errors and stop markers.
+ */
+export function WorkLog({ messages }: { messages: Message[] }) {
+  if (messages.length === 0) {
+    return (
+      <EmptyState title="No background work yet">
+        <p>When this agent gets a task, every step of its work session shows up here as it happens.</p>
+      </EmptyState>
+    );
+  }
+  const results = new Map(messages.filter((message) => message.role === "tool").map((message) => [message.toolCallId, message]));
+  const callIds = new Set(messages.flatMap((message) => (message.toolCalls ?? []).map((call) => call.toolCallId)));
+  return (
+    <ol className="work-log">
+      {messages.map((message) => {
+        if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
+        if (message.role === "tool") {
+          return (
+            <li key={message.id} className="log-entry log-tool">
+              <div className="log-meta">
+                <span className="log-kind">Tool result</span> <LocalTime value={message.createdAt.toISOString()} />
+              </div>
+              <Markdown text={message.content} />
+            </li>
+          );
+        }
+        const kind = kindOf(message);
+        return (
+          <li key={message.id} className={`log-entry ${kind.className}`}>
+            <div className="log-meta">
+              <span className="log-kind">{kind.label}</span> <LocalTime value={message.createdAt.toISOString()} />
+            </div>
+            {message.thinking && (
+              <details className="thinking">
+                <summary>Thinking</summary>
+                <Markdown text={message.thinking} />
+              </details>
+            )}
+            {message.content && <Markdown text={message.content} />}
+            {(message.toolCalls ?? []).map((call) => {
+              const result = results.get(call.toolCallId);
+              return (
+                <ToolCall
+                  key={call.toolCallId}
+                  toolName={call.toolName}
+                  input={call.args}
+                  state={result ? "done" : "running"}
+                  output={result ? parseToolOutput(result.content) : undefined}
+                />
+              );
+            })}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
