@@ -1,9 +1,10 @@
 import { z } from "zod";
+import { checkApiAccess, type Access } from "@/lib/auth";
 import { CadreError } from "@/lib/errors";
 
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. */
-export function errorResponse(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
+export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {
+  return Response.json({ error: { code, message } }, { status, headers });
 }
 
 /** Turns anything thrown in a handler into a JSON error. Only the unexpected becomes a 500, and it is logged with its cause. */
@@ -17,10 +18,16 @@ export function toErrorResponse(error: unknown): Response {
   return errorResponse(500, "internal:unexpected", "Something went wrong on the server. The error was logged; try again.");
 }
 
-/** Wraps a route handler so every failure answers with the JSON error shape. */
-export function route<Args extends unknown[]>(handler: (...args: Args) => Promise<Response>) {
+/**
+ * Wraps a route handler: checks access first (a session when APP_PASSWORD is set, the
+ * Origin of state-changing requests; see checkApiAccess), and answers every failure with
+ * the JSON error shape. `access.public` is for the few routes reachable signed out.
+ */
+export function route<Args extends unknown[]>(handler: (...args: Args) => Promise<Response>, access: Access = {}) {
   return async (...args: Args): Promise<Response> => {
     try {
+      // Next passes the request first; tests may call a handler that takes none without it.
+      await checkApiAccess(args[0] instanceof Request ? args[0] : undefined, access);
       return await handler(...args);
     } catch (error) {
       return toErrorResponse(error);
@@ -36,45 +43,96 @@ export function parseId(value: string, what: string): string {
   return value;
 }
 
-/** Parses a JSON body against a schema; malformed JSON and wrong shapes are 400s. */
-export async function parseJsonBody<T extends z.ZodType>(request: Request, schema: T): Promise<z.infer<T>> {
+/** The largest JSON body a route reads unless it says otherwise. */
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+function tooLarge(maxBytes: number): CadreError {
+  return new CadreError("too_large:body", `The request body is larger than ${formatBytes(maxBytes)}.`);
+}
+
+function formatBytes(bytes: number): string {
+  return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
+}
+
+/**
+ * The raw body, read with a cap: a declared Content-Length over it is refused before
+ * reading, and a body that grows past it (chunked, or lying about its length) is cut off.
+ */
+export async function readBodyBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared.trim()) && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (!request.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = request.body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(maxBytes);
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    if (error instanceof CadreError) throw error;
+    throw new CadreError("bad_request:body", "The request body could not be read.", { cause: error });
+  }
+  const body = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/** Parses a JSON body (at most `maxBytes`, 1 MiB by default) against a schema; malformed JSON and wrong shapes are 400s, an oversize body 413. */
+export async function parseJsonBody<T extends z.ZodType>(request: Request, schema: T, options: { maxBytes?: number } = {}): Promise<z.infer<T>> {
+  const bytes = await readBodyBytes(request, options.maxBytes ?? DEFAULT_BODY_LIMIT_BYTES);
   let body: unknown;
   try {
-    body = await request.json();
+    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (error) {
-    throw new CadreError("bad_request:json", "The request body is not valid JSON.", { cause: error });
+    throw new CadreError("bad_request:json", "The request body is not valid JSON (UTF-8).", { cause: error });
   }
-  if (containsNul(body)) throw nulError();
+  const problem = forbiddenContent(body);
+  if (problem) throw new CadreError("bad_request:validation", problem);
   return schema.parse(body);
 }
 
 // Postgres text cannot hold U+0000: refused here, it would otherwise fail the query and surface as a 500.
-function nulError(): CadreError {
-  return new CadreError("bad_request:validation", "Text may not contain the NUL character (\\u0000).");
-}
+const NUL_MESSAGE = "Text may not contain the NUL character (\\u0000).";
 
-/** Any string (or key) in a parsed JSON value that holds U+0000; iterative, so a deeply nested body cannot overflow the stack. */
-function containsNul(value: unknown): boolean {
+/**
+ * What no body may hold, or null: U+0000 in any string or key, and `__proto__` keys (a
+ * loose schema would copy one onto its output object and change that object's prototype).
+ * Iterative, so a deeply nested body cannot overflow the stack.
+ */
+function forbiddenContent(value: unknown): string | null {
   const pending: unknown[] = [value];
   while (pending.length > 0) {
     const next = pending.pop();
     if (typeof next === "string") {
-      if (next.includes("\0")) return true;
+      if (next.includes("\0")) return NUL_MESSAGE;
     } else if (Array.isArray(next)) {
       for (const item of next) pending.push(item);
     } else if (next !== null && typeof next === "object") {
       for (const [key, item] of Object.entries(next)) {
-        if (key.includes("\0")) return true;
+        if (key.includes("\0")) return NUL_MESSAGE;
+        if (key === "__proto__") return "The key __proto__ is not allowed.";
         pending.push(item);
       }
     }
   }
-  return false;
+  return null;
 }
 
 /** Parses a query string against a schema. An empty parameter (`?q=`, as forms send it) counts as absent. */
 export function parseSearchParams<T extends z.ZodType>(request: Request, schema: T): z.infer<T> {
   const present = [...new URL(request.url).searchParams].filter(([, value]) => value !== "");
-  if (present.some(([key, value]) => containsNul(key) || containsNul(value))) throw nulError();
+  if (present.some(([key, value]) => key.includes("\0") || value.includes("\0"))) throw new CadreError("bad_request:validation", NUL_MESSAGE);
   return schema.parse(Object.fromEntries(present));
 }

@@ -35,9 +35,12 @@ describe("migrations", () => {
       "inbox_items",
       "knowledge_items",
       "messages",
+      "sessions",
       "tasks",
       "teams",
       "usage",
+      "webhook_deliveries",
+      "webhook_secrets",
       "work_sessions",
     ]);
     const sequenceColumns = await database.db.execute(

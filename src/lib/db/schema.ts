@@ -8,6 +8,7 @@ import {
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   real,
   text,
   timestamp,
@@ -287,6 +288,47 @@ export const workSessions = pgTable(
   ],
 );
 
+/**
+ * Signed-in browsers, when APP_PASSWORD is set. The cookie holds a random token; the row
+ * holds only its HMAC keyed with the password, so a database dump signs nobody in and a
+ * new password signs everybody out.
+ */
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    tokenHash: text("token_hash").notNull(),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [uniqueIndex("sessions_token_hash_idx").on(t.tokenHash), index("sessions_expires_at_idx").on(t.expiresAt)],
+);
+
+/**
+ * A team's webhook secret, kept apart from `teams` so no team listing can carry it. It is
+ * stored as is: verifying an HMAC needs the secret itself (see CLAUDE.md, "Webhooks").
+ */
+export const webhookSecrets = pgTable("webhook_secrets", {
+  teamId: uuid("team_id")
+    .primaryKey()
+    .references(() => teams.id, { onDelete: "cascade" }),
+  secret: text("secret").notNull(),
+  createdAt: createdAt(),
+});
+
+/** Signatures of accepted webhook deliveries, kept past the timestamp tolerance so a replay is refused. */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    signature: text("signature").notNull(),
+    receivedAt: timestamp("received_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+  },
+  (t) => [primaryKey({ name: "webhook_deliveries_pkey", columns: [t.teamId, t.signature] }), index("webhook_deliveries_received_at_idx").on(t.receivedAt)],
+);
+
 export type Team = InferSelectModel<typeof teams>;
 export type Agent = InferSelectModel<typeof agents>;
 export type NewAgent = InferInsertModel<typeof agents>;
@@ -297,3 +339,5 @@ export type InboxItem = InferSelectModel<typeof inboxItems>;
 export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
 export type Usage = InferSelectModel<typeof usage>;
 export type WorkSession = InferSelectModel<typeof workSessions>;
+export type Session = InferSelectModel<typeof sessions>;
+export type WebhookSecret = InferSelectModel<typeof webhookSecrets>;

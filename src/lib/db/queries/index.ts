@@ -7,3 +7,5 @@ export * from "./tasks";
 export * from "./teams";
 export * from "./usage";
 export * from "./work-sessions";
+export * from "./sessions";
+export * from "./webhooks";

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { cookieValue, crossSiteReason, isLoopbackHost, isPublicPath, looksLikeSessionToken, safeReturnPath } from "./auth-rules";
+
+const post = (url: string, headers: Record<string, string>) => new Request(url, { method: "POST", headers });
+
+describe("crossSiteReason", () => {
+  it("lets the app's own origin through, also behind a reverse proxy, and requests without Origin (curl)", () => {
+    expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://localhost:3000" }))).toBeNull();
+    expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://LOCALHOST:3000" }))).toBeNull();
+    expect(crossSiteReason(post("http://127.0.0.1:3000/x", { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" }))).toBeNull();
+    expect(crossSiteReason(post("http://cadre.example.org/x", { origin: "https://cadre.example.org:443" }))).toBeNull();
+    expect(crossSiteReason(post("http://localhost:3000/x", {}))).toBeNull();
+    expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "same-origin" }))).toBeNull();
+  });
+
+  it("refuses foreign, null, look-alike and non-http origins, and cross-site fetch metadata", () => {
+    for (const origin of ["https://evil.example", "null", "NULL", "http://localhost:3001", "http://localhost:3000.evil.example", "file://", "chrome-extension://abc", "not a url"]) {
+      expect(crossSiteReason(post("http://localhost:3000/x", { origin })), origin).not.toBeNull();
+    }
+    expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "cross-site" }))).not.toBeNull();
+    expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "same-site" }))).not.toBeNull();
+  });
+});
+
+describe("isLoopbackHost", () => {
+  it("knows this computer's names, with or without a port", () => {
+    for (const host of ["localhost", "localhost:3000", "LOCALHOST:3000", "app.localhost:3000", "127.0.0.1", "127.1.2.3:80", "[::1]:3000"]) {
+      expect(isLoopbackHost(host), host).toBe(true);
+    }
+    for (const host of ["evil.example", "localhost.evil.example", "127.0.0.1.evil.example", "10.0.0.2:3000", "0.0.0.0", "", null, undefined]) {
+      expect(isLoopbackHost(host), String(host)).toBe(false);
+    }
+  });
+});
+
+describe("safeReturnPath", () => {
+  it("keeps local paths and drops everything that could leave the site or loop", () => {
+    expect(safeReturnPath("/teams/abc?tab=log")).toBe("/teams/abc?tab=log");
+    for (const value of ["//evil.example", "/\\evil.example", "https://evil.example", "javascript:alert(1)", "/sign-in", "/sign-in?next=/x", "/a\nb", undefined, 42]) {
+      expect(safeReturnPath(value), String(value)).toBe("/");
+    }
+  });
+});
+
+describe("cookies, tokens and public paths", () => {
+  it("reads one cookie and recognises a token's shape", () => {
+    expect(cookieValue("a=1; cadre_session=abc; b=2", "cadre_session")).toBe("abc");
+    expect(cookieValue("xcadre_session=abc", "cadre_session")).toBeUndefined();
+    expect(cookieValue(null, "cadre_session")).toBeUndefined();
+    expect(looksLikeSessionToken("A".repeat(43))).toBe(true);
+    expect(looksLikeSessionToken("A".repeat(42))).toBe(false);
+    expect(looksLikeSessionToken("' or 1=1 --" + "A".repeat(32))).toBe(false);
+  });
+
+  it("opens only health, sign-in/out and webhooks", () => {
+    for (const path of ["/sign-in", "/api/health", "/api/auth/sign-in", "/api/auth/sign-out", "/api/hooks/abc"]) expect(isPublicPath(path), path).toBe(true);
+    for (const path of ["/", "/teams", "/api/teams", "/api/hooks/abc/x", "/api/healthz", "/sign-in/../teams", "/api/auth/session"]) expect(isPublicPath(path), path).toBe(false);
+  });
+});

@@ -1,0 +1,50 @@
+import { NextResponse, type NextRequest } from "next/server";
+import { isLiveSession } from "@/lib/auth";
+import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
+import { database } from "@/lib/db/client";
+
+/**
+ * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
+ * or a 401 before anything renders. It is not the only check: route handlers, pages and
+ * server actions verify the session themselves (src/lib/auth.ts), so a request that skips
+ * this file (a forged `x-middleware-subrequest`, a matcher gap) gains nothing.
+ */
+export async function proxy(request: NextRequest): Promise<Response> {
+  const { pathname, search } = request.nextUrl;
+  const api = pathname.startsWith("/api/");
+  const password = process.env.APP_PASSWORD?.trim();
+
+  if (!password) {
+    // Without a password Cadre serves this computer only; see isLoopbackHost for why the Host matters.
+    if (isPublicPath(pathname) || isLoopbackHost(request.headers.get("host"))) return NextResponse.next();
+    const message = "Without APP_PASSWORD, Cadre serves this computer only (localhost). Set APP_PASSWORD to serve other machines.";
+    return api ? Response.json({ error: { code: "forbidden:host", message } }, { status: 403 }) : new Response(message, { status: 403 });
+  }
+
+  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value))) return NextResponse.next();
+  if (api) {
+    return Response.json({ error: { code: "unauthorized:session", message: "Sign in first: this Cadre is protected by a password." } }, { status: 401 });
+  }
+  const signIn = new URL(SIGN_IN_PATH, request.url);
+  if (pathname !== "/") signIn.searchParams.set("next", `${pathname}${search}`);
+  return NextResponse.redirect(signIn);
+}
+
+/**
+ * A live session in the database. When the database cannot be asked, the request goes on:
+ * what is behind the proxy checks again and fails closed.
+ */
+async function sessionLooksValid(token: string | undefined): Promise<boolean> {
+  if (!looksLikeSessionToken(token)) return false;
+  try {
+    return await isLiveSession(database().db, token);
+  } catch (error) {
+    console.error("[auth] proxy could not check a session; leaving it to the page or route:", error);
+    return true;
+  }
+}
+
+export const config = {
+  // Everything but Next's own static assets and the icon.
+  matcher: ["/((?!_next/static|_next/image|favicon.ico).*)"],
+};

@@ -1,0 +1,441 @@
+// Sign-in (issue 5, item 7), with APP_PASSWORD set for this file's process: every API route
+// found on disk answers 401 without a session, also with the forged `x-middleware-subrequest`
+// header that skipped middleware in CVE-2025-29927; /api/health stays open; sign-in is
+// rate-limited; the cookie is httpOnly; foreign and null Origins get 403 even signed in.
+import { randomBytes, randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { NextRequest } from "next/server";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { EngineDeps } from "@/lib/agents/engine-config";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+
+const PASSWORD = vi.hoisted(() => {
+  // Before any module reads the environment: env() is parsed once per process.
+  const password = "correct horse battery staple";
+  process.env.APP_PASSWORD = password;
+  return password;
+});
+
+const ORIGIN = "http://localhost:3000";
+const FORGED = { "x-middleware-subrequest": "middleware:middleware:middleware:middleware:middleware" };
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** Reachable signed out, with what a bare request gets; everything else must be 401. */
+const PUBLIC: Record<string, number> = {
+  "GET /api/health": 200,
+  "POST /api/auth/sign-in": 400, // no body
+  "POST /api/auth/sign-out": 200,
+  "POST /api/hooks/[teamId]": 404, // a random team id; a real one would want a signature
+};
+
+type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
+type ApiRoute = { pattern: string; url: string; params: Record<string, string>; handlers: Partial<Record<(typeof METHODS)[number], Handler>> };
+
+/** Every route.ts under src/app/api, so a new route cannot be forgotten. */
+function routeFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return routeFiles(full);
+    return entry.name === "route.ts" ? [full] : [];
+  });
+}
+
+async function loadApiRoutes(): Promise<ApiRoute[]> {
+  const root = path.resolve("src/app/api");
+  const routes: ApiRoute[] = [];
+  for (const file of routeFiles(root).sort()) {
+    const segments = path.relative(root, path.dirname(file)).split(path.sep);
+    const params: Record<string, string> = {};
+    const urlSegments = segments.map((segment) => {
+      const name = /^\[(\w+)\]$/.exec(segment)?.[1];
+      if (!name) return segment;
+      params[name] = randomUUID();
+      return params[name];
+    });
+    const module = (await import(file)) as Record<string, unknown>;
+    const handlers: ApiRoute["handlers"] = {};
+    for (const method of METHODS) if (typeof module[method] === "function") handlers[method] = module[method] as Handler;
+    routes.push({ pattern: `/api/${segments.join("/")}`, url: `${ORIGIN}/api/${urlSegments.join("/")}`, params, handlers });
+  }
+  return routes;
+}
+
+let database: TestDatabase;
+let routes: ApiRoute[];
+let auth: typeof import("@/lib/auth");
+let signIn: Handler;
+let signOut: Handler;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  process.env.DATABASE_URL = database.url;
+  routes = await loadApiRoutes();
+  auth = await import("@/lib/auth");
+  signIn = routes.find((route) => route.pattern === "/api/auth/sign-in")!.handlers.POST!;
+  signOut = routes.find((route) => route.pattern === "/api/auth/sign-out")!.handlers.POST!;
+});
+
+afterAll(async () => {
+  const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
+  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
+  delete holder.cadreEngine;
+  await holder.cadreDatabase?.close();
+  delete holder.cadreDatabase;
+  await database?.drop();
+  console.log(
+    `[auth] API routes found: ${figures.routes} (${figures.handlers} handlers); without a session 401: ${figures.unauthorized}, ` +
+      `with a forged x-middleware-subrequest 401: ${figures.forged}, open: ${figures.open} (${Object.keys(PUBLIC).join(", ")}); ` +
+      `signed in and working: ${figures.working}; foreign/null Origin with the cookie 403: ${figures.foreignOrigin}; ` +
+      `wrong passwords before 429: ${figures.wrongBefore429}; proxy checks: ${figures.proxy}`,
+  );
+});
+
+const figures = { routes: 0, handlers: 0, unauthorized: 0, forged: 0, open: 0, working: 0, foreignOrigin: 0, wrongBefore429: 0, proxy: 0 };
+
+function call(route: ApiRoute, method: (typeof METHODS)[number], headers: Record<string, string> = {}, init: RequestInit = {}): Promise<Response> {
+  const request = new Request(route.url, { method, headers, ...init });
+  return route.handlers[method]!(request, { params: Promise.resolve(route.params) });
+}
+
+function api(pattern: string): ApiRoute {
+  const found = routes.find((route) => route.pattern === pattern);
+  if (!found) throw new Error(`No route ${pattern}`);
+  return found;
+}
+
+async function errorCode(response: Response): Promise<string> {
+  expect(response.headers.get("content-type")).toMatch(/application\/json/);
+  return ((await response.json()) as { error: { code: string } }).error.code;
+}
+
+function signInRequest(password: unknown, headers: Record<string, string> = {}): Request {
+  return new Request(`${ORIGIN}/api/auth/sign-in`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ password }),
+  });
+}
+
+async function signedInCookie(client = `198.51.100.${Math.floor(Math.random() * 200) + 1}`): Promise<string> {
+  const response = await signIn(signInRequest(PASSWORD, { "x-forwarded-for": client }), { params: Promise.resolve({}) });
+  expect(response.status).toBe(200);
+  return response.headers.get("set-cookie")!.split(";")[0]!;
+}
+
+/** Closes a streaming body (the live-events route) so the test does not hang on it. */
+async function settle(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => {});
+}
+
+describe("every API route, signed out", () => {
+  it("finds the routes on disk", () => {
+    figures.routes = routes.length;
+    figures.handlers = routes.reduce((sum, route) => sum + Object.keys(route.handlers).length, 0);
+    expect(routes.length).toBeGreaterThanOrEqual(20);
+    for (const key of Object.keys(PUBLIC)) {
+      const [method, pattern] = key.split(" ") as [(typeof METHODS)[number], string];
+      expect(api(pattern).handlers[method], key).toBeDefined();
+    }
+  });
+
+  it("answers 401 without a session, also with a forged x-middleware-subrequest header; only the public routes open", async () => {
+    for (const route of routes) {
+      for (const method of Object.keys(route.handlers) as (typeof METHODS)[number][]) {
+        const key = `${method} ${route.pattern}`;
+        for (const headers of [{}, FORGED, { cookie: "cadre_session=not-a-session" }] as Record<string, string>[]) {
+          const response = await call(route, method, headers);
+          if (key in PUBLIC) {
+            expect(response.status, key).toBe(PUBLIC[key]);
+            await settle(response);
+            continue;
+          }
+          expect(response.status, key).toBe(401);
+          expect(await errorCode(response)).toBe("unauthorized:session");
+          if (headers === FORGED) figures.forged += 1;
+          else if (Object.keys(headers).length === 0) figures.unauthorized += 1;
+        }
+        if (key in PUBLIC) figures.open += 1;
+      }
+    }
+    expect(figures.unauthorized).toBe(figures.handlers - Object.keys(PUBLIC).length);
+  });
+
+  it("keeps /api/health open: 200 {status: ok}", async () => {
+    const response = await call(api("/api/health"), "GET");
+    expect(await response.json()).toEqual({ status: "ok" });
+  });
+
+  it("refuses a session token that is well formed but unknown, and one that has expired", async () => {
+    const forged = `cadre_session=${randomBytes(32).toString("base64url")}`;
+    expect((await call(api("/api/teams"), "GET", { cookie: forged })).status).toBe(401);
+
+    const cookie = await signedInCookie();
+    expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(200);
+    await database.sql`update sessions set expires_at = now() - interval '1 second'`;
+    expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(401);
+  });
+});
+
+describe("signing in", () => {
+  const warnings: string[] = [];
+  beforeAll(() => {
+    vi.spyOn(console, "warn").mockImplementation((line: string) => void warnings.push(line));
+  });
+  afterAll(() => {
+    vi.mocked(console.warn).mockRestore();
+    // Every failure reaches the log, with the client it came from.
+    expect(warnings).toContain("[auth] failed sign-in from 203.0.113.7");
+  });
+
+  it("refuses a wrong password with 401, and the 6th failure within a minute with 429 and Retry-After, even with the right password", async () => {
+    auth.signInAttempts.clear();
+    const client = { "x-forwarded-for": "203.0.113.7" };
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const response = await signIn(signInRequest(`guess ${attempt}`, client), { params: Promise.resolve({}) });
+      expect(response.status).toBe(401);
+      expect(await errorCode(response)).toBe("unauthorized:password");
+      expect(response.headers.get("set-cookie")).toBeNull();
+      figures.wrongBefore429 += 1;
+    }
+    for (const password of ["guess 6", PASSWORD]) {
+      const limited = await signIn(signInRequest(password, client), { params: Promise.resolve({}) });
+      expect(limited.status).toBe(429);
+      expect(await errorCode(limited)).toBe("rate_limited:sign_in");
+      const retryAfter = Number(limited.headers.get("retry-after"));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(limited.headers.get("set-cookie")).toBeNull();
+    }
+    // Another client is not locked out by this one.
+    expect((await signIn(signInRequest(PASSWORD, { "x-forwarded-for": "203.0.113.8" }), { params: Promise.resolve({}) })).status).toBe(200);
+  });
+
+  it("caps failures from all clients together, so a forged X-Forwarded-For per guess does not help", async () => {
+    auth.signInAttempts.clear();
+    const { overall } = auth.signInAttempts.limits;
+    for (let attempt = 0; attempt < overall; attempt++) {
+      const response = await signIn(signInRequest("wrong", { "x-forwarded-for": `192.0.2.${attempt}` }), { params: Promise.resolve({}) });
+      expect(response.status).toBe(401);
+    }
+    const fresh = await signIn(signInRequest("wrong", { "x-forwarded-for": "192.0.2.250" }), { params: Promise.resolve({}) });
+    expect(fresh.status).toBe(429);
+    auth.signInAttempts.clear();
+  });
+
+  it("sets an httpOnly, SameSite=Lax, Path=/ session cookie (Secure over https) and stores only a hash of its token", async () => {
+    auth.signInAttempts.clear();
+    const response = await signIn(signInRequest(PASSWORD), { params: Promise.resolve({}) });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ signedIn: true });
+    const cookie = response.headers.get("set-cookie")!;
+    const [pair, ...attributes] = cookie.split(";").map((part) => part.trim());
+    expect(pair).toMatch(/^cadre_session=[A-Za-z0-9_-]{43}$/);
+    expect(attributes).toEqual(expect.arrayContaining(["Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${30 * 24 * 60 * 60}`]));
+    expect(attributes).not.toContain("Secure");
+    const token = pair!.split("=")[1]!;
+    const stored = await database.sql<{ token_hash: string }[]>`select token_hash from sessions`;
+    expect(stored.some((row) => row.token_hash.includes(token))).toBe(false);
+
+    const overHttps = await signIn(signInRequest(PASSWORD, { "x-forwarded-proto": "https" }), { params: Promise.resolve({}) });
+    expect(overHttps.headers.get("set-cookie")).toMatch(/; Secure$/);
+  });
+
+  it("refuses bad sign-in bodies with 400, and a sign-in posted from another site with 403", async () => {
+    for (const body of ["{", JSON.stringify({}), JSON.stringify({ password: 42 }), JSON.stringify({ password: "x", user: "admin" })]) {
+      const response = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", body }), { params: Promise.resolve({}) });
+      expect(response.status).toBe(400);
+    }
+    const crossSite = await signIn(signInRequest(PASSWORD, { origin: "https://evil.example" }), { params: Promise.resolve({}) });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.headers.get("set-cookie")).toBeNull();
+  });
+});
+
+describe("signed in", () => {
+  it("every route works with the cookie (nothing answers 401 or 5xx)", async () => {
+    const cookie = await signedInCookie();
+    for (const route of routes) {
+      for (const method of Object.keys(route.handlers) as (typeof METHODS)[number][]) {
+        if (route.pattern === "/api/auth/sign-out") continue; // it would end the session; tested below
+        const controller = new AbortController();
+        const response = await call(route, method, { cookie, origin: ORIGIN }, { signal: controller.signal });
+        const key = `${method} ${route.pattern}`;
+        expect(response.status, key).not.toBe(401);
+        expect(response.status, key).toBeLessThan(500);
+        controller.abort();
+        await settle(response);
+        figures.working += 1;
+      }
+    }
+  });
+
+  it("creates and reads a team", async () => {
+    const cookie = await signedInCookie();
+    const created = await call(api("/api/teams"), "POST", { cookie, origin: ORIGIN, "content-type": "application/json" }, {
+      body: JSON.stringify({ name: "Signed in", mission: "Prove the cookie works." }),
+    });
+    expect(created.status).toBe(201);
+    const { teams } = (await (await call(api("/api/teams"), "GET", { cookie })).json()) as { teams: { name: string }[] };
+    expect(teams.map((team) => team.name)).toContain("Signed in");
+  });
+
+  it("refuses state-changing requests from a foreign or null Origin with 403, even with the cookie, and changes nothing", async () => {
+    const cookie = await signedInCookie();
+    const { team } = await createTeamFixture(database.db, { name: "Target" });
+    const teamRoute = { ...api("/api/teams/[teamId]"), url: `${ORIGIN}/api/teams/${team.id}`, params: { teamId: team.id } };
+    const hostile: Record<string, string>[] = [
+      { origin: "https://evil.example" },
+      { origin: "null" },
+      { origin: "http://localhost:3000.evil.example" },
+      { "sec-fetch-site": "cross-site" },
+    ];
+    const [before] = await database.sql`select count(*)::int as n from teams`;
+    for (const headers of hostile) {
+      const attempts = [
+        call(api("/api/teams"), "POST", { cookie, ...headers, "content-type": "text/plain" }, { body: JSON.stringify({ name: "CSRF", mission: "m" }) }),
+        call(teamRoute, "PATCH", { cookie, ...headers }, { body: JSON.stringify({ name: "Renamed by evil" }) }),
+        call(teamRoute, "DELETE", { cookie, ...headers }),
+        call(api("/api/inbox/read-all"), "POST", { cookie, ...headers }),
+      ];
+      for (const response of await Promise.all(attempts)) {
+        expect(response.status).toBe(403);
+        expect(await errorCode(response)).toBe("forbidden:origin");
+        figures.foreignOrigin += 1;
+      }
+    }
+    const [after] = await database.sql`select count(*)::int as n from teams`;
+    expect(after!.n).toBe(before!.n);
+    const [target] = await database.sql`select name from teams where id = ${team.id}`;
+    expect(target!.name).toBe("Target");
+    // Same origin, or behind a reverse proxy that sets X-Forwarded-Host, is fine.
+    const proxied = new Request(`http://127.0.0.1:3000/api/teams/${team.id}`, {
+      method: "PATCH",
+      headers: { cookie, origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" },
+      body: JSON.stringify({ name: "Renamed" }),
+    });
+    expect((await teamRoute.handlers.PATCH!(proxied, { params: Promise.resolve({ teamId: team.id }) })).status).toBe(200);
+  });
+
+  it("sign-out ends the session (the old cookie stops working) and clears the cookie; a form post is sent to /sign-in", async () => {
+    const cookie = await signedInCookie();
+    const response = await signOut(new Request(`${ORIGIN}/api/auth/sign-out`, { method: "POST", headers: { cookie, origin: ORIGIN } }), {
+      params: Promise.resolve({}),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("set-cookie")).toMatch(/^cadre_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0/);
+    expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(401);
+
+    const other = await signedInCookie();
+    const form = await signOut(
+      new Request(`${ORIGIN}/api/auth/sign-out`, { method: "POST", headers: { cookie: other, "content-type": "application/x-www-form-urlencoded" }, body: "" }),
+      { params: Promise.resolve({}) },
+    );
+    expect(form.status).toBe(303);
+    expect(form.headers.get("location")).toBe("/sign-in");
+    expect((await call(api("/api/teams"), "GET", { cookie: other })).status).toBe(401);
+  });
+});
+
+describe("pages", () => {
+  it("the page check wants a live session", async () => {
+    const cookie = await signedInCookie();
+    const token = cookie.split("=")[1];
+    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: undefined })).toEqual({ allowed: false, reason: "sign-in" });
+    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: randomBytes(32).toString("base64url") })).toEqual({ allowed: false, reason: "sign-in" });
+    expect(await auth.checkPageAccess({ host: "cadre.example.org", sessionToken: token })).toEqual({ allowed: true });
+  });
+});
+
+describe("proxy.ts", () => {
+  async function runProxy(pathname: string, headers: Record<string, string> = {}, method = "GET") {
+    const { proxy } = await import("@/proxy");
+    figures.proxy += 1;
+    return proxy(new NextRequest(`${ORIGIN}${pathname}`, { method, headers }));
+  }
+  const passedOn = (response: Response) => response.headers.get("x-middleware-next") === "1";
+
+  it("sends a signed-out page visit to /sign-in, with the way back", async () => {
+    const response = await runProxy("/teams/abc?tab=log");
+    expect(response.status).toBe(307);
+    expect(response.headers.get("location")).toBe(`${ORIGIN}/sign-in?next=${encodeURIComponent("/teams/abc?tab=log")}`);
+  });
+
+  it("answers a signed-out API request 401, also with the forged x-middleware-subrequest header", async () => {
+    for (const headers of [{}, FORGED]) {
+      const response = await runProxy("/api/teams", headers);
+      expect(response.status).toBe(401);
+      expect(await errorCode(response)).toBe("unauthorized:session");
+    }
+  });
+
+  it("lets the public paths through: health, sign-in, sign-out, webhooks", async () => {
+    for (const [pathname, method] of [["/api/health", "GET"], ["/sign-in", "GET"], ["/api/auth/sign-in", "POST"], ["/api/auth/sign-out", "POST"], [`/api/hooks/${randomUUID()}`, "POST"]] as const) {
+      expect(passedOn(await runProxy(pathname, {}, method)), pathname).toBe(true);
+    }
+  });
+
+  it("checks the session in the database; the handler behind it checks again on its own", async () => {
+    const forged = `cadre_session=${randomBytes(32).toString("base64url")}`;
+    expect((await runProxy("/api/teams", { cookie: forged })).status).toBe(401);
+    expect((await runProxy("/teams", { cookie: forged })).status).toBe(307);
+    expect((await runProxy("/teams", { cookie: "cadre_session=short" })).status).toBe(307);
+    const cookie = await signedInCookie();
+    expect(passedOn(await runProxy("/teams", { cookie }))).toBe(true);
+    expect(passedOn(await runProxy("/api/teams", { cookie, ...FORGED }))).toBe(true);
+    // A request that never met the proxy gets nothing either.
+    expect((await call(api("/api/teams"), "GET", { cookie: forged, ...FORGED })).status).toBe(401);
+  });
+
+  it("lets a request on when the database cannot be asked, and the route behind it fails closed (503)", async () => {
+    const { createDatabase } = await import("@/lib/db/client");
+    const holder = globalThis as { cadreDatabase?: ReturnType<typeof createDatabase> };
+    const healthy = holder.cadreDatabase;
+    holder.cadreDatabase = createDatabase("postgres://postgres@127.0.0.1:1/none", { max: 1 });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const cookie = `cadre_session=${randomBytes(32).toString("base64url")}`;
+      expect(passedOn(await runProxy("/api/teams", { cookie }))).toBe(true);
+      const response = await call(api("/api/teams"), "GET", { cookie });
+      expect(response.status).toBe(503);
+      expect(await errorCode(response)).toBe("unavailable:database");
+    } finally {
+      errors.mockRestore();
+      await holder.cadreDatabase.close();
+      holder.cadreDatabase = healthy;
+    }
+  });
+
+  it("without APP_PASSWORD lets localhost through and refuses other Host names (DNS rebinding)", async () => {
+    delete process.env.APP_PASSWORD;
+    try {
+      expect(passedOn(await runProxy("/teams", { host: "localhost:3000" }))).toBe(true);
+      expect(passedOn(await runProxy("/api/teams", { host: "127.0.0.1:3000" }))).toBe(true);
+      expect((await runProxy("/teams", { host: "rebound.evil.example:3000" })).status).toBe(403);
+      expect((await runProxy("/api/teams", { host: "rebound.evil.example:3000" })).status).toBe(403);
+      expect(passedOn(await runProxy("/api/health", { host: "rebound.evil.example:3000" }))).toBe(true);
+    } finally {
+      process.env.APP_PASSWORD = PASSWORD;
+    }
+  });
+});
+
+describe("listening address", () => {
+  it("binds 0.0.0.0 with APP_PASSWORD and 127.0.0.1 without, saying so at start; both start scripts pass it to next", async () => {
+    const { webHost } = await import("../../scripts/lib/processes");
+    const lines: string[] = [];
+    const log = vi.spyOn(console, "log").mockImplementation((line: string) => void lines.push(line));
+    try {
+      expect(webHost()).toBe("0.0.0.0");
+      delete process.env.APP_PASSWORD;
+      expect(webHost()).toBe("127.0.0.1");
+    } finally {
+      process.env.APP_PASSWORD = PASSWORD;
+      log.mockRestore();
+    }
+    expect(lines).toEqual(["[cadre] APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces."]);
+    expect(readFileSync("scripts/start.ts", "utf8")).toMatch(/args: \["start", "--hostname", host,/);
+    expect(readFileSync("scripts/dev.ts", "utf8")).toMatch(/args: \["dev", "--hostname", host,/);
+  });
+});
