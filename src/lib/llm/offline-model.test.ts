@@ -82,7 +82,7 @@ describe("OfflineModel", () => {
       stopWhen: stepCountIs(6),
     });
     expect(calls).toEqual([
-      { name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Task: Research NVDA" } },
+      { name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Research NVDA" } },
     ]);
     expect(delegated.text).toBe("Delegated the task to Scout; I will brief you when the report arrives.");
 

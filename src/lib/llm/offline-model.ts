@@ -109,6 +109,15 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   const names = results.map((part) => part.toolName);
   const searched = results.find((part) => part.toolName === "tavilySearch");
   if (searched && offered(options, "addKnowledgeItem")) {
+    // Without a search key there is no finding to record, only the lesson that search is off.
+    if (/not configured/i.test(outputText(searched.output))) {
+      const query = lastToolInput(options.prompt, "tavilySearch")?.query;
+      return tool("addKnowledgeItem", {
+        type: "lesson",
+        content: `Web search was not configured when researching "${typeof query === "string" ? query : "this task"}": set TAVILY_API_KEY for sourced findings.`,
+        confidence: 1,
+      });
+    }
     return tool("addKnowledgeItem", { type: "fact", content: truncate(firstFinding(searched.output), 300), confidence: 0.6 });
   }
   if (searched || names.includes("addKnowledgeItem")) {
@@ -165,7 +174,7 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
   const subordinateId = firstSubordinateId(system);
   if (offered(options, "delegateToAgent") && subordinateId && looksLikeTask) {
-    return tool("delegateToAgent", { agentId: subordinateId, title: taskTitle(text), description: text });
+    return tool("delegateToAgent", { agentId: subordinateId, title: taskTitle(text), description: taskDescription(text) });
   }
   const canPassOn = offered(options, "reportToLead") || offered(options, "createInboxItem");
   if (offered(options, "tavilySearch") && looksLikeTask && canPassOn) {
@@ -302,6 +311,13 @@ function offered(options: LanguageModelV4CallOptions, name: string): boolean {
 function taskTitle(text: string): string {
   const fromTaskLine = /^\s*task\b(?:[^:\n(]*\([^)\n]*\))?[^:\n]*:\s*(.+)$/im.exec(text)?.[1]?.trim();
   return truncate(fromTaskLine || text.trim().split("\n")[0] || text.trim(), 80);
+}
+
+/** The body of a task message without its "Task from … (task id: …): Title" line. */
+function taskDescription(text: string): string {
+  const [first, ...rest] = text.trim().split("\n");
+  if (!/^\s*task\b/i.test(first ?? "")) return text.trim();
+  return rest.join("\n").trim() || taskTitle(text);
 }
 
 function firstSentence(text: string): string {
