@@ -25,7 +25,8 @@ import type { EngineDeps } from "@/lib/agents/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
+import type { TestDatabase } from "../support/database";
+import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 // The route modules, imported once DATABASE_URL points at this file's database.
 async function loadRoutes() {
@@ -54,20 +55,14 @@ let engine: EngineDeps;
 beforeAll(async () => {
   // No provider, no search key: the offline model answers, deterministically and with no network.
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
+  database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
   engine = await webEngine();
 });
 
 afterAll(async () => {
-  const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
-  delete holder.cadreEngine;
-  await holder.cadreDatabase?.close();
-  delete holder.cadreDatabase;
-  await database?.drop();
+  await closeWebTestDatabase(database);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { EngineDeps } from "@/lib/agents/engine-config";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
+import type { TestDatabase } from "../support/database";
+import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 const PASSWORD = vi.hoisted(() => {
   // Before any module reads the environment: env() is parsed once per process.
@@ -69,8 +69,7 @@ let signIn: Handler;
 let signOut: Handler;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
+  database = await createWebTestDatabase();
   routes = await loadApiRoutes();
   auth = await import("@/lib/auth");
   signIn = routes.find((route) => route.pattern === "/api/auth/sign-in")!.handlers.POST!;
@@ -78,12 +77,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
-  delete holder.cadreEngine;
-  await holder.cadreDatabase?.close();
-  delete holder.cadreDatabase;
-  await database?.drop();
+  await closeWebTestDatabase(database);
   console.log(
     `[auth] API routes found: ${figures.routes} (${figures.handlers} handlers); without a session 401: ${figures.unauthorized}, ` +
       `with a forged x-middleware-subrequest 401: ${figures.forged}, open: ${figures.open} (${Object.keys(PUBLIC).join(", ")}); ` +

@@ -6,11 +6,11 @@
 // and after must be identical: the database is unchanged.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineDeps } from "@/lib/agents/engine-config";
 import { createInboxItem, createKnowledgeItem, createTask } from "@/lib/db/queries";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
+import type { TestDatabase } from "../support/database";
+import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 async function loadRoutes() {
   return {
@@ -40,8 +40,7 @@ const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeI
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
+  database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
   await webEngine();
@@ -59,12 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
-  delete holder.cadreEngine;
-  await holder.cadreDatabase?.close();
-  delete holder.cadreDatabase;
-  await database?.drop();
+  await closeWebTestDatabase(database);
   const statuses = Object.entries(tally.byStatus)
     .sort()
     .map(([status, count]) => `${status}×${count}`)

@@ -8,7 +8,8 @@ import { getAgent, getBackgroundConversation, listMessages } from "@/lib/db/quer
 import { AGENT_WAKE_QUEUE } from "@/lib/jobs/queues";
 import { signedWebhookHeaders, WEBHOOK_BODY_LIMIT_BYTES, WEBHOOK_MESSAGE_MAX_CHARS, webhookSignature } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
+import type { TestDatabase } from "../support/database";
+import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 async function loadRoutes() {
   return {
@@ -25,20 +26,14 @@ let engine: EngineDeps;
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
-  database = await createTestDatabase();
-  process.env.DATABASE_URL = database.url;
+  database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
   engine = await webEngine();
 });
 
 afterAll(async () => {
-  const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
-  delete holder.cadreEngine;
-  await holder.cadreDatabase?.close();
-  delete holder.cadreDatabase;
-  await database?.drop();
+  await closeWebTestDatabase(database);
   console.log(
     `[webhooks] accepted 202: ${figures.accepted}, bad signature 401: ${figures.badSignature}, stale or future timestamp 401: ${figures.stale}, ` +
       `replay 409: ${figures.replay}, unknown team 404: ${figures.unknownTeam}, no secret 401: ${figures.noSecret}, oversize 413: ${figures.oversize}, ` +
