@@ -2,6 +2,7 @@ import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import { LiveEventsProvider } from "@/components/live-events";
 import { Nav } from "@/components/nav";
+import { hasPageSession, signInRequired } from "@/lib/auth";
 import { usingOfflineModel } from "@/lib/llm/provider";
 import "./globals.css";
 
@@ -14,21 +15,37 @@ export const metadata: Metadata = {
 
 export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // Not requirePageSession: /sign-in shares this layout. Each page checks for itself; a
+  // visitor who is not signed in gets neither the navigation nor the live event stream.
+  const signedIn = await hasPageSession();
   return (
     <html lang="en">
       <body>
         <a href="#main" className="skip-link">
           Skip to content
         </a>
-        <LiveEventsProvider>
-          <div className="shell">
-            <Nav offline={usingOfflineModel()} />
+        {signedIn ? (
+          <LiveEventsProvider>
+            <div className="shell">
+              <Nav offline={usingOfflineModel()} canSignOut={signInRequired()} />
+              <main id="main" className="content">
+                {children}
+              </main>
+            </div>
+          </LiveEventsProvider>
+        ) : (
+          <div className="shell-bare">
+            <header className="bare-header">
+              <span className="brand">
+                <span className="brand-mark" aria-hidden="true">◆</span> Cadre
+              </span>
+            </header>
             <main id="main" className="content">
               {children}
             </main>
           </div>
-        </LiveEventsProvider>
+        )}
       </body>
     </html>
   );

@@ -33,7 +33,8 @@ function useUnreadCount(): number | null {
   return count;
 }
 
-export function Nav({ offline }: { offline: boolean }) {
+/** The app's navigation. `canSignOut`: sign-in is on (APP_PASSWORD), so there is a session to end. */
+export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boolean }) {
   const pathname = usePathname();
   const unread = useUnreadCount();
   const live = useLiveState();
@@ -75,12 +76,23 @@ export function Nav({ offline }: { offline: boolean }) {
       <div className="sidebar-foot">
         {offline && (
           <span className="pill pill-warn" title="No model is configured: set OPENAI_API_KEY or OPENAI_BASE_URL to use a real LLM.">
-            offline model
+            offline<span className="wide-only">&nbsp;model</span>
           </span>
         )}
         <span className={`live-dot live-${live}`} title={live === "live" ? "Live updates on" : "Reconnecting for live updates…"}>
           <span className="visually-hidden">{live === "live" ? "Live updates on" : "Live updates reconnecting"}</span>
         </span>
+        {canSignOut && (
+          // A plain form post: the server ends the session and answers 303 → /sign-in, with or without JavaScript.
+          <form method="post" action="/api/auth/sign-out" className="sign-out">
+            <button type="submit" className="button button-quiet button-small" title="Sign out">
+              <svg className="icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">
+                <path d="M9 21H5a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2h4M16 17l5-5-5-5M21 12H9" />
+              </svg>
+              <span className="sign-out-label">Sign out</span>
+            </button>
+          </form>
+        )}
       </div>
     </header>
   );

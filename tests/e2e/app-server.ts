@@ -1,8 +1,12 @@
 // Starts Cadre the way a person does (`npm start`: production build, web + worker) against a
 // test database, for the browser tests. Builds first when the build is missing or stale.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { expect } from "vitest";
 import { freePort } from "../../scripts/lib/embedded-postgres";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -17,14 +21,54 @@ function newestSourceMtime(dir: string): number {
   return newest;
 }
 
-/** Runs `next build` unless .next/BUILD_ID is newer than every source file. */
-export function buildIfStale(): void {
+function buildIsFresh(): boolean {
   const buildId = path.join(root, ".next/BUILD_ID");
   const sources = Math.max(
     newestSourceMtime(path.join(root, "src")),
     ...["next.config.ts", "package.json", "tsconfig.json"].map((file) => statSync(path.join(root, file)).mtimeMs),
   );
-  if (existsSync(buildId) && statSync(buildId).mtimeMs > sources) return;
+  return existsSync(buildId) && statSync(buildId).mtimeMs > sources;
+}
+
+/**
+ * One build at a time across processes: vitest may run the browser test files in parallel,
+ * and two `next build`s in one .next would break each other. A lock left by a killed run
+ * is taken over after 15 minutes.
+ */
+function withBuildLock(action: () => void): void {
+  const lock = path.join(tmpdir(), `cadre-next-build-${createHash("sha256").update(root).digest("hex").slice(0, 12)}.lock`);
+  const deadline = Date.now() + 15 * 60_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 15 * 60_000) rmSync(lock, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      if (Date.now() > deadline) throw new Error(`Waited 15 minutes for another test run's next build (lock ${lock}).`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    action();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Runs `next build` unless .next/BUILD_ID is newer than every source file. */
+export function buildIfStale(): void {
+  if (buildIsFresh()) return;
+  withBuildLock(() => {
+    if (!buildIsFresh()) build(); // another file's run may have built while this one waited
+  });
+}
+
+function build(): void {
   const result = spawnSync(path.join(root, "node_modules/.bin/next"), ["build"], {
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
@@ -44,7 +88,8 @@ export async function startApp(env: Record<string, string | undefined>, args: st
     if (value !== undefined && !/^OPENAI_/.test(key)) childEnv[key] = value;
   }
   for (const [key, value] of Object.entries(env)) if (/^OPENAI_/.test(key) && value) childEnv[key] = value;
-  delete childEnv.APP_PASSWORD;
+  // Sign-in is off unless the test asks for it (a developer's own APP_PASSWORD must not leak in).
+  if (env.APP_PASSWORD === undefined) delete childEnv.APP_PASSWORD;
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", ...args], {
     cwd: root,
     env: childEnv as NodeJS.ProcessEnv,
@@ -88,4 +133,44 @@ export async function startApp(env: Record<string, string | undefined>, args: st
       clearTimeout(timer);
     },
   };
+}
+
+/** Where the browser tests leave their screenshots (`<name>-1440.png`, `<name>-375.png`). */
+export const screenshotDir = path.join(root, "test-results");
+
+/** Debian's Chromium, headless. */
+export function launchChromium(): Promise<Browser> {
+  mkdirSync(screenshotDir, { recursive: true });
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
+
+/** Waits until React has revealed the streamed page (its hidden copy is gone). */
+export async function settle(target: Page): Promise<void> {
+  // A not-found page keeps its unused copy; don't wait forever for it.
+  await target.waitForFunction(() => !document.querySelector('div[hidden][id^="S:"]'), undefined, { timeout: 3_000 }).catch(() => {});
+}
+
+/** Full-page screenshots at 1440 and 375 px; nothing may stick out sideways on the phone. */
+export async function shoot(target: Page, name: string): Promise<void> {
+  await target.evaluate(() => window.scrollTo(0, 0)); // sticky bars would land mid-page in a full-page shot taken scrolled
+  await target.setViewportSize({ width: 1440, height: 900 });
+  await target.screenshot({ path: path.join(screenshotDir, `${name}-1440.png`), fullPage: true });
+  await target.setViewportSize({ width: 375, height: 812 });
+  await target.waitForTimeout(100);
+  await target.screenshot({ path: path.join(screenshotDir, `${name}-375.png`), fullPage: true });
+  const { overflow, culprits } = await target.evaluate(() => {
+    const width = document.documentElement.clientWidth;
+    // The innermost elements that reach past the right edge: what to fix when the page scrolls sideways.
+    const wide = [...document.body.querySelectorAll("*")].filter((element) => element.getBoundingClientRect().right > width + 0.5);
+    const culprits = wide
+      .filter((element) => !wide.some((other) => other !== element && element.contains(other)))
+      .slice(0, 5)
+      .map((element) => `<${element.tagName.toLowerCase()} class="${element.getAttribute("class") ?? ""}"> ${(element.textContent ?? "").slice(0, 60)}`);
+    return { overflow: document.documentElement.scrollWidth - width, culprits };
+  });
+  expect(overflow, `${name} scrolls sideways at 375 px: ${culprits.join(" | ")}`).toBeLessThanOrEqual(0);
+  await target.setViewportSize({ width: 1440, height: 900 });
 }

@@ -2,17 +2,17 @@
 // production build and a worker, with the offline model and a local fake Tavily: a person
 // creates a team, chats, asks for research, watches it arrive live, reads the briefing,
 // searches knowledge, reads the work log and stops a running session.
-import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { getRunningSession } from "@/lib/db/queries/work-sessions";
+import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
 
 const XSS = "<img src=x onerror=alert(1)>";
-const shots = path.resolve(import.meta.dirname, "../../test-results");
 const LIVE = 10_000; // live updates must beat this easily; the product promises ~1 s after the write
 
 let database: TestDatabase;
@@ -27,24 +27,6 @@ const releaseSlowSearch: (() => void)[] = [];
 let teamId = "";
 let scoutId = "";
 
-async function shoot(target: Page, name: string): Promise<void> {
-  await target.setViewportSize({ width: 1440, height: 900 });
-  await target.screenshot({ path: path.join(shots, `${name}-1440.png`), fullPage: true });
-  await target.setViewportSize({ width: 375, height: 812 });
-  await target.waitForTimeout(100);
-  await target.screenshot({ path: path.join(shots, `${name}-375.png`), fullPage: true });
-  // Nothing may stick out sideways on a phone.
-  const overflow = await target.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  expect(overflow, `${name} scrolls sideways at 375 px`).toBeLessThanOrEqual(0);
-  await target.setViewportSize({ width: 1440, height: 900 });
-}
-
-/** Waits until React has revealed the streamed page (its hidden copy is gone). */
-async function settle(target: Page): Promise<void> {
-  // A not-found page keeps its unused copy; don't wait forever for it.
-  await target.waitForFunction(() => !document.querySelector('div[hidden][id^="S:"]'), undefined, { timeout: 3_000 }).catch(() => {});
-}
-
 async function noInjectedImages(target: Page): Promise<void> {
   expect(await target.locator('img[src="x"]').count()).toBe(0);
   expect(dialogs).toEqual([]);
@@ -52,13 +34,13 @@ async function noInjectedImages(target: Page): Promise<void> {
 
 describe("Cadre in a browser", () => {
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true });
     buildIfStale();
     database = await createTestDatabase();
     tavily = await startFakeTavily(async ({ query }) => {
-      // A slow search: the work session is still running when the person stops it. (The search tool
-      // cannot be interrupted mid-request, so the session stops when this answers: keep it short.)
-      if (/slow/i.test(query)) await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 8_000));
+      // A search that hangs until the test lets it go: the work session is surely still running
+      // when the person stops it, however loaded the machine (the engine stops a session at once,
+      // even inside a web search). The cap only keeps a forgotten request from hanging forever.
+      if (/slow/i.test(query)) await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 180_000));
       return {
         results: [
           { title: `About ${query}`, url: "https://example.com/about", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` },
@@ -66,10 +48,7 @@ describe("Cadre in a browser", () => {
       };
     });
     app = await startApp({ DATABASE_URL: database.url, TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
-    browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(10_000);
     page = await context.newPage();
@@ -146,6 +125,59 @@ describe("Cadre in a browser", () => {
     await page.getByRole("button", { name: "Pause team" }).waitFor();
     scoutId = (await page.getByRole("link", { name: "Scout", exact: true }).getAttribute("href"))!.split("/").at(-1)!;
     await shoot(page, "team");
+  }, 60_000);
+
+  it("makes a webhook secret on the team page, shows it once, rotates and removes it", async () => {
+    const hooks = page.getByRole("region", { name: "Webhooks" });
+    await hooks.getByText("No secret yet").waitFor();
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.url });
+    await hooks.getByRole("button", { name: "Create webhook secret" }).click();
+    const field = hooks.getByRole("textbox", { name: "New webhook secret" });
+    await field.waitFor();
+    const secret = await field.inputValue();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(await field.getAttribute("readonly")).not.toBeNull();
+    await hooks.getByText("you will not see it again").waitFor();
+    expect(await hooks.getByRole("textbox", { name: "Endpoint URL" }).inputValue()).toBe(`${app.url}/api/hooks/${teamId}`);
+    await hooks.getByRole("button", { name: "Copy secret" }).click();
+    await hooks.getByText("Copied to the clipboard.").waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    await hooks.getByText("How to sign a delivery").waitFor();
+    expect(await hooks.locator("pre").textContent()).toContain(`x-cadre-signature: sha256=$SIG`);
+    await shoot(page, "team-webhooks");
+
+    // The secret on the page is the one the endpoint checks: a delivery signed with it reaches the lead.
+    const deliver = (key: string, body: string) =>
+      fetch(`${app.url}/api/hooks/${teamId}`, { method: "POST", headers: { "content-type": "application/json", ...signedWebhookHeaders(key, body) }, body });
+    expect((await deliver(secret, JSON.stringify({ name: "deploy", status: "failed", service: "api" }))).status).toBe(202);
+
+    // Shown once: after a reload only "configured" is left.
+    await page.reload();
+    await settle(page);
+    await hooks.getByText("A secret is configured").waitFor();
+    expect(await hooks.getByRole("textbox", { name: "New webhook secret" }).count()).toBe(0);
+    expect(await page.content()).not.toContain(secret);
+
+    await hooks.getByRole("button", { name: "Rotate secret" }).click(); // the confirm is accepted
+    const rotated = await hooks.getByRole("textbox", { name: "New webhook secret" }).inputValue();
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    expect((await deliver(secret, JSON.stringify({ name: "old" }))).status).toBe(401);
+    await hooks.getByRole("button", { name: "I have saved it" }).click();
+    expect(await hooks.getByRole("textbox", { name: "New webhook secret" }).count()).toBe(0);
+
+    await hooks.getByRole("button", { name: "Remove secret" }).click();
+    await hooks.getByText("No secret yet").waitFor();
+    expect((await deliver(rotated, JSON.stringify({ name: "gone" }))).status).toBe(401);
+    expect((await (await fetch(`${app.url}/api/teams/${teamId}/webhook-secret`)).json()) as unknown).toEqual({ configured: false, createdAt: null });
+
+    // The accepted delivery is in the lead's work log.
+    const { agents } = (await (await fetch(`${app.url}/api/teams/${teamId}`)).json()) as { agents: { id: string; role: string }[] };
+    await page.goto(`${app.url}/agents/${agents.find((agent) => agent.role === "lead")!.id}`);
+    await settle(page);
+    await page.getByText("[webhook:deploy]", { exact: false }).first().waitFor({ timeout: LIVE });
+    await page.goto(`${app.url}/teams/${teamId}`);
+    await settle(page);
   }, 60_000);
 
   it("chats: Enter sends, Shift+Enter breaks the line, the reply streams and survives a reload", async () => {
@@ -274,17 +306,28 @@ describe("Cadre in a browser", () => {
     await page.getByRole("button", { name: "Send" }).click();
     await page.getByText("I've created a task for the team: Please research slow").waitFor();
 
+    // Lead → delegation → Scout's session → its search: slow on a loaded machine. Wait until the
+    // search has reached the fake Tavily (where it hangs) and the database has Scout's session
+    // running, so the page below must show the button; no race with a session that ended first.
+    const slowSearches = () => tavily.requests.filter((request) => /slow/i.test(request.body.query)).length;
+    await expect.poll(slowSearches, { timeout: 90_000, interval: 200 }).toBeGreaterThan(0);
+    await expect.poll(async () => (await getRunningSession(database.db, scoutId))?.status, { timeout: 10_000 }).toBe("running");
+
     await page.goto(`${app.url}/agents/${scoutId}`);
     await settle(page);
     const stop = page.getByRole("button", { name: "Stop session" });
-    await stop.waitFor({ timeout: 30_000 }); // appears live once Scout's session is in its (hanging) search
+    await stop.waitFor({ timeout: 30_000 });
     await shoot(page, "agent-running");
     await stop.click();
-    await page.locator(".log-stopped").first().waitFor({ timeout: 20_000 });
-    await page.getByText("Idle: no work session is running.").waitFor({ timeout: LIVE });
-    await page.locator(".task[data-status=cancelled]").first().waitFor({ timeout: LIVE });
+    await page.locator(".log-stopped").first().waitFor({ timeout: 30_000 });
+    await page.getByText("Idle: no work session is running.").waitFor({ timeout: 20_000 });
+    await page.locator(".task[data-status=cancelled]").first().waitFor({ timeout: 20_000 });
+    // Stopped while the search still hangs: the session did not wait for the tool.
+    expect(slowSearches()).toBe(1);
+    expect(await getRunningSession(database.db, scoutId)).toBeNull();
+    for (const release of releaseSlowSearch.splice(0)) release();
     await shoot(page, "agent-stopped");
-  }, 60_000);
+  }, 180_000);
 
   it("stops a streaming chat reply with the Stop button", async () => {
     await page.goto(`${app.url}/teams/${teamId}/chat`);
@@ -314,6 +357,50 @@ describe("Cadre in a browser", () => {
     await shoot(page, "not-found");
     await noInjectedImages(page);
   }, 30_000);
+
+  it("asks for the password when APP_PASSWORD is set, shows no navigation until then, and signs out", async () => {
+    // A second web server (no worker) on the same database, with sign-in on; a fresh browser context (no cookie).
+    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, ["--web-only"]);
+    const visitor = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    visitor.setDefaultTimeout(10_000);
+    const tab = await visitor.newPage();
+    try {
+      await tab.goto(`${guarded.url}/teams/${teamId}`);
+      await tab.waitForURL(`**/sign-in?next=${encodeURIComponent(`/teams/${teamId}`)}`);
+      await settle(tab);
+      await tab.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+      expect(await tab.getByRole("navigation", { name: "Main" }).count()).toBe(0);
+      expect(await tab.getByRole("button", { name: "Sign out" }).count()).toBe(0);
+      expect(await tab.title()).toBe("Sign in · Cadre");
+      await shoot(tab, "sign-in");
+
+      await tab.getByLabel("Password").fill("wrong");
+      await tab.getByRole("button", { name: "Sign in" }).click();
+      await tab.getByRole("alert").filter({ hasText: /password/i }).waitFor();
+      await tab.getByLabel("Password").fill("correct horse battery");
+      await tab.getByRole("button", { name: "Sign in" }).click();
+      await tab.waitForURL(`**/teams/${teamId}`);
+      await settle(tab);
+      await tab.getByRole("region", { name: "Webhooks" }).waitFor();
+      await tab.getByRole("navigation", { name: "Main" }).waitFor();
+      const signOut = tab.getByRole("button", { name: "Sign out" });
+      await signOut.waitFor();
+      await shoot(tab, "team-signed-in");
+
+      await signOut.click();
+      await tab.waitForURL("**/sign-in");
+      await settle(tab);
+      await tab.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
+      // The session is gone from the server, not just the cookie from this tab.
+      await tab.goto(`${guarded.url}/knowledge`);
+      await tab.waitForURL(/\/sign-in\?next=%2Fknowledge$/);
+      expect(await tab.getByRole("navigation", { name: "Main" }).count()).toBe(0);
+      expect((await fetch(`${guarded.url}/api/teams`)).status).toBe(401);
+    } finally {
+      await visitor.close();
+      await guarded.stop();
+    }
+  }, 90_000);
 
   it("says what to do when the model server fails, instead of a bare error", async () => {
     // A second web server (no worker) on the same database, whose model server refuses the key.

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { InboxList } from "@/components/inbox";
 import { LiveRefresh } from "@/components/live-events";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listInboxView } from "@/lib/db/queries/views";
 
@@ -8,6 +9,7 @@ export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Inbox" };
 
 export default async function InboxPage() {
+  await requirePageSession();
   const items = await listInboxView(db());
   return (
     <div className="page page-narrow">

@@ -4,6 +4,7 @@ import { DeleteKnowledgeButton } from "@/components/knowledge";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { EmptyState, LocalTime } from "@/components/ui";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { listAgentDirectory, listConversationOwners } from "@/lib/db/queries/views";
@@ -18,6 +19,7 @@ type Props = { searchParams: Promise<Record<string, string | string[] | undefine
 const one = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value)?.trim() ?? "";
 
 export default async function KnowledgePage({ searchParams }: Props) {
+  await requirePageSession();
   const params = await searchParams;
   const q = one(params.q).slice(0, 400);
   const agentId = isUuid(one(params.agentId)) ? one(params.agentId) : "";

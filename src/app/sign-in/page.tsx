@@ -15,7 +15,7 @@ export default async function SignInPage({ searchParams }: Props) {
   // Nothing to do here when sign-in is off or already done.
   if (!signInRequired() || (await hasPageSession())) redirect(returnTo);
   return (
-    <div className="page page-narrow">
+    <div className="page page-sign-in">
       <header className="page-header">
         <div>
           <h1>Sign in</h1>

@@ -3,6 +3,7 @@ import Link from "next/link";
 import { CreateTeamForm } from "@/components/create-team-form";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
 
@@ -10,6 +11,7 @@ export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Teams" };
 
 export default async function TeamsPage() {
+  await requirePageSession();
   const teams = await listTeamSummaries(db());
   return (
     <div className="page">

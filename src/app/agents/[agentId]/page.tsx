@@ -6,6 +6,7 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
@@ -22,6 +23,7 @@ type Props = { params: Promise<{ agentId: string }> };
 const WORK_LOG_LIMIT = 300;
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
   const { agentId } = await params;
   const agent = isUuid(agentId) ? await getAgent(db(), agentId) : null;
   return { title: agent?.name ?? "Agent" };
@@ -30,6 +32,7 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 const number = (value: number) => value.toLocaleString("en-US");
 
 export default async function AgentPage({ params }: Props) {
+  await requirePageSession();
   const { agentId } = await params;
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);

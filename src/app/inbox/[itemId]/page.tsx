@@ -4,6 +4,7 @@ import { notFound } from "next/navigation";
 import { MarkReadOnOpen, MarkUnreadButton } from "@/components/inbox";
 import { Markdown } from "@/components/markdown";
 import { LocalTime } from "@/components/ui";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getInboxListing } from "@/lib/db/queries/views";
 import { isUuid } from "@/lib/ids";
@@ -12,12 +13,14 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ itemId: string }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
   const { itemId } = await params;
   const item = isUuid(itemId) ? await getInboxListing(db(), itemId) : null;
   return { title: item?.title ?? "Briefing" };
 }
 
 export default async function BriefingPage({ params }: Props) {
+  await requirePageSession();
   const { itemId } = await params;
   if (!isUuid(itemId)) notFound();
   const item = await getInboxListing(db(), itemId);

@@ -5,26 +5,32 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
 import { StatusBadge } from "@/components/ui";
+import { WebhookSecretPanel } from "@/components/webhook-secret";
+import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
+import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/webhooks";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ teamId: string }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
   const { teamId } = await params;
   const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
   return { title: team?.name ?? "Team" };
 }
 
 export default async function TeamPage({ params }: Props) {
+  await requirePageSession();
   const { teamId } = await params;
   if (!isUuid(teamId)) notFound();
   const team = await getTeam(db(), teamId);
   if (!team) notFound();
-  const agents = await listTeamAgents(db(), team.id);
+  const [agents, webhook] = await Promise.all([listTeamAgents(db(), team.id), getWebhookSecretStatus(db(), team.id)]);
   const working = new Set(
     (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
   );
@@ -81,6 +87,20 @@ export default async function TeamPage({ params }: Props) {
           </ul>
         )}
         {lead && <AddSubordinateForm teamId={team.id} leadId={lead.id} />}
+      </section>
+
+      <section aria-labelledby="webhooks-heading" className="section">
+        <h2 id="webhooks-heading">Webhooks</h2>
+        <WebhookSecretPanel
+          teamId={team.id}
+          initial={{ configured: webhook.configured, createdAt: webhook.createdAt?.toISOString() ?? null }}
+          signing={{
+            timestampHeader: WEBHOOK_HEADERS.timestamp,
+            signatureHeader: WEBHOOK_HEADERS.signature,
+            nameHeader: WEBHOOK_HEADERS.name,
+            toleranceSeconds: WEBHOOK_TOLERANCE_SECONDS,
+          }}
+        />
       </section>
     </div>
   );

@@ -4,6 +4,7 @@ import { notFound } from "next/navigation";
 import { Chat } from "@/components/chat";
 import { LiveRefresh } from "@/components/live-events";
 import { StatusBadge } from "@/components/ui";
+import { requirePageSession } from "@/lib/auth";
 import { toChatMessages } from "@/lib/chat-messages";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
@@ -18,12 +19,14 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ teamId: string }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
   const { teamId } = await params;
   const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
   return { title: team ? `Chat · ${team.name}` : "Chat" };
 }
 
 export default async function ChatPage({ params }: Props) {
+  await requirePageSession();
   const { teamId } = await params;
   if (!isUuid(teamId)) notFound();
   const team = await getTeam(db(), teamId);
