@@ -1,3 +1,4 @@
+import { cache } from "react";
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
@@ -130,10 +131,11 @@ export async function checkPageAccess(input: { host: string | null; sessionToken
   return (await isLiveSession(database().db, input.sessionToken)) ? { allowed: true } : { allowed: false, reason: "sign-in" };
 }
 
-async function currentPageAccess(): Promise<PageAccess> {
+/** Once per server render: layout, metadata and page all ask, the database answers once. */
+const currentPageAccess = cache(async (): Promise<PageAccess> => {
   const [cookieStore, headerList] = await Promise.all([cookies(), headers()]);
   return checkPageAccess({ host: headerList.get("host"), sessionToken: cookieStore.get(SESSION_COOKIE)?.value });
-}
+});
 
 /**
  * For pages, layouts' data, `generateMetadata` and server actions: returns when the
