@@ -95,11 +95,18 @@ describe("worker processes", () => {
     await waitFor(async () => pair.every((worker) => worker.output.join("").includes("[worker] ready")), { timeoutMs: 20_000, what: "both workers" });
 
     const titles = Array.from({ length: 12 }, (_, i) => `Check ${i}`);
-    // Bursts with pauses, so sessions end and new ones start, on either worker, while
-    // wake-ups keep landing at every moment of a session's life.
+    // Bursts of three: within a burst, wake-ups land while a session runs; between
+    // bursts the session has ended, so a new one starts, on either worker.
+    const sessionsOf = () => database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     for (const [i, title] of titles.entries()) {
       await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title });
-      await new Promise((resolve) => setTimeout(resolve, i % 3 === 2 ? 300 + Math.random() * 500 : Math.random() * 60));
+      if (i % 3 < 2) await new Promise((resolve) => setTimeout(resolve, Math.random() * 60));
+      else {
+        await waitFor(async () => {
+          const rows = await sessionsOf();
+          return rows.length > 0 && rows.every((row) => row.status !== "running");
+        }, { timeoutMs: 30_000, what: "the burst's session to end" });
+      }
     }
     await waitFor(async () => (await listTasksByAgent(database.db, lead.id)).every((task) => task.status === "completed"), {
       timeoutMs: 60_000,
