@@ -338,20 +338,18 @@ async function runTurn(
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   const tools = recorder.wrapTools(turn.tools(toolContext));
-  const instructions = async () =>
-    workInstructions({
-      agent: state.agent,
-      team: state.team,
-      members: await listTeamAgents(db, state.team.id),
-      openTasks: (await listTasksByAgent(db, state.agent.id, openTaskStatuses)).reverse(),
-    });
+  const instructions = async () => {
+    const [members, openTasks] = await Promise.all([listTeamAgents(db, state.team.id), listTasksByAgent(db, state.agent.id, openTaskStatuses)]);
+    return workInstructions({ agent: state.agent, team: state.team, members, openTasks: openTasks.reverse() });
+  };
   const history = new ContextReader(db, state.conversation.id);
+  // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
-    await checkBudgets(deps, state);
-    const system = await instructions();
+    const [system, context] = await Promise.all([instructions(), history.read(), checkBudgets(deps, state)]);
     const messages = await loadContextForCall(
       { db, model: state.model, agentId: state.agent.id, budget: config.contextTokenBudget, instructions: system, abortSignal: state.signal },
       history,
+      context,
     );
     return { instructions: system, messages };
   };
@@ -377,18 +375,20 @@ async function runTurn(
     onLanguageModelCallEnd: async (event) => {
       state.steps += 1;
       state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
-      await recorder.recordModelResponse(event.content);
-      await recordUsage(db, {
-        agentId: state.agent.id,
-        conversationId: state.conversation.id,
-        purpose: turn.purpose,
-        model: state.model.modelId,
-        inputTokens: event.usage.inputTokens ?? 0,
-        outputTokens: event.usage.outputTokens ?? 0,
-        cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens ?? 0,
-        durationMs: Date.now() - callStarted,
-      });
-      await updateSessionSteps(db, state.session.id, state.steps);
+      await Promise.all([
+        recorder.recordModelResponse(event.content),
+        recordUsage(db, {
+          agentId: state.agent.id,
+          conversationId: state.conversation.id,
+          purpose: turn.purpose,
+          model: state.model.modelId,
+          inputTokens: event.usage.inputTokens ?? 0,
+          outputTokens: event.usage.outputTokens ?? 0,
+          cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+          durationMs: Date.now() - callStarted,
+        }),
+        updateSessionSteps(db, state.session.id, state.steps),
+      ]);
     },
     onStepEnd: async (step) => {
       // A stop gives the step's open calls their marker itself.

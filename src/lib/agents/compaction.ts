@@ -156,11 +156,16 @@ export class ContextReader {
 /**
  * The messages for the next model call: the context, compacted first when it is over
  * budget. Reading it is also the injection check (whatever reached the log since the
- * last call is in it). One read when the context fits, which is nearly every call.
+ * last call is in it). One read when the context fits, which is nearly every call; a
+ * caller may pass that read already started, to overlap it with its other reads.
  */
-export async function loadContextForCall(options: CompactionOptions, reader: ContextReader): Promise<ModelMessage[]> {
+export async function loadContextForCall(
+  options: CompactionOptions,
+  reader: ContextReader,
+  context: Message[] | Promise<Message[]> = reader.read(),
+): Promise<ModelMessage[]> {
   const maxToolResultChars = toolResultLimit(options.budget);
-  const messages = toModelMessages(await reader.read(), { maxToolResultChars });
+  const messages = toModelMessages(await context, { maxToolResultChars });
   if (estimateTokens(options.instructions) + estimateTokens(messages) <= options.budget) return messages;
   await compactConversation(options, reader.conversationId);
   return toModelMessages(await reader.read(), { maxToolResultChars });

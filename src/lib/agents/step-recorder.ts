@@ -39,7 +39,9 @@ export class StepRecorder {
     for (const call of toolCalls) this.openCalls.set(call.toolCallId, call.toolName);
     this.toolCallCount += toolCalls.length;
     const row: NewMessage = { role: "assistant", content: text, thinking: thinking || null, toolCalls: toolCalls.length ? toolCalls : null };
-    this.lastAssistant = appendMessage(this.db, this.conversationId, row);
+    // Committed lazily: its tool's result, committed durably, flushes it too; a Postgres
+    // crash before that loses only this step, the one in flight.
+    this.lastAssistant = appendMessage(this.db, this.conversationId, row, { lazyCommit: true });
     return this.lastAssistant;
   }
 

@@ -2,6 +2,8 @@ import { eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
+import { lazyCommit } from "./lazy-commit";
+import { executePrepared } from "./prepared";
 
 export type NewMessage = {
   role: MessageRole;
@@ -21,57 +23,71 @@ export type NewMessage = {
 /**
  * Appends messages to a conversation's chain, in order, in one transaction.
  *
- * The conversation row is locked first, so concurrent appends to one conversation
- * queue up and each sees the tail the previous one left. The schema's constraints
- * (one successor per message, one first message per conversation, predecessor in
- * the same conversation) make a fork impossible even for a writer that skips this.
+ * Each append locks the conversation row first, so concurrent appends to one
+ * conversation queue up and each sees the tail the previous one left. The schema's
+ * constraints (one successor per message, one first message per conversation,
+ * predecessor in the same conversation) make a fork impossible even for a writer
+ * that skips this.
  */
-export async function appendMessages(db: Db, conversationId: string, newMessages: NewMessage[]): Promise<Message[]> {
+export async function appendMessages(
+  db: Db,
+  conversationId: string,
+  newMessages: NewMessage[],
+  options: { lazyCommit?: boolean } = {},
+): Promise<Message[]> {
   if (newMessages.length === 0) return [];
+  if (newMessages.length === 1) return [await appendOne(db, conversationId, newMessages[0]!, options.lazyCommit ?? false)];
   return db.transaction(async (tx) => {
-    const [conversation] = await tx
-      .select({ lastMessageId: conversations.lastMessageId })
-      .from(conversations)
-      .where(eq(conversations.id, conversationId))
-      .for("update");
-    if (!conversation) throw notFound("conversation", conversationId);
-
-    let tail = conversation.lastMessageId;
-    const expected = newMessages[0]!.previousMessageId;
-    if (expected !== undefined && expected !== tail) {
-      throw new CadreError(
-        "conflict:message_chain",
-        `The conversation moved on: its last message is ${tail ?? "none"}, not ${expected ?? "none"}.`,
-      );
-    }
-
     const appended: Message[] = [];
-    for (const message of newMessages) {
-      const [row] = await tx
-        .insert(messages)
-        .values({
-          conversationId,
-          role: message.role,
-          content: message.content,
-          thinking: message.thinking ?? null,
-          toolCalls: message.toolCalls && message.toolCalls.length > 0 ? message.toolCalls : null,
-          toolCallId: message.toolCallId ?? null,
-          previousMessageId: tail,
-        })
-        .returning();
-      appended.push(row!);
-      tail = row!.id;
+    // The first append's lock holds until commit, so the rest follow it unbroken.
+    for (const [index, message] of newMessages.entries()) {
+      appended.push(await appendOne(tx, conversationId, index === 0 ? message : { ...message, previousMessageId: undefined }, false));
     }
-    await tx
-      .update(conversations)
-      .set({ lastMessageId: tail, updatedAt: sql`now()` })
-      .where(eq(conversations.id, conversationId));
     return appended;
   });
 }
 
-export async function appendMessage(db: Db, conversationId: string, message: NewMessage): Promise<Message> {
-  const [appended] = await appendMessages(db, conversationId, [message]);
+/**
+ * Lock, read the tail, insert, move the tail: one statement, so one round trip
+ * instead of five (begin, lock, insert, move, commit) on every step a session stores.
+ * The lock (FOR UPDATE) returns the newest tail even when another append committed
+ * while this one waited for it.
+ */
+async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
+  const expected = message.previousMessageId;
+  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls) : null;
+  const rows = await executePrepared<MessageRow & { tail: string | null }>(db, sql`
+    with conversation as (
+      select id, last_message_id from conversations where id = ${conversationId} for update
+    ), appended as (
+      insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, previous_message_id)
+      select c.id, ${message.role}, ${message.content}, ${message.thinking ?? null}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, c.last_message_id
+        from conversation c, ${lazyCommit(db, lazy)}
+       where ${expected === undefined ? sql`true` : sql`c.last_message_id is not distinct from ${expected}::uuid`}
+      returning *
+    ), moved as (
+      update conversations c set last_message_id = a.id, updated_at = now()
+        from appended a where c.id = a.conversation_id
+    )
+    select c.last_message_id as tail, a.* from conversation c left join appended a on true`);
+  const [row] = rows;
+  if (!row) throw notFound("conversation", conversationId);
+  if (!row.id) {
+    throw new CadreError(
+      "conflict:message_chain",
+      `The conversation moved on: its last message is ${row.tail ?? "none"}, not ${expected ?? "none"}.`,
+    );
+  }
+  return toMessage(row);
+}
+
+/**
+ * Appends one message. With `lazyCommit` its commit does not wait for the disk (see
+ * lazyCommit), for a row that a durable commit right after flushes too: a step's
+ * assistant row, which its tool's result follows.
+ */
+export async function appendMessage(db: Db, conversationId: string, message: NewMessage, options: { lazyCommit?: boolean } = {}): Promise<Message> {
+  const [appended] = await appendMessages(db, conversationId, [message], options);
   return appended!;
 }
 
@@ -134,7 +150,7 @@ const messageColumns = sql.raw(
  * the conversation's.
  */
 export async function getConversationContext(db: Db, conversationId: string): Promise<Message[]> {
-  const rows = await db.execute<MessageRow & { depth: number }>(sql`
+  const rows = await executePrepared<MessageRow & { depth: number }>(db, sql`
     with recursive chain as (
       select ${messageColumns}, 0 as depth
         from conversations c join messages m on m.id = c.last_message_id
@@ -191,7 +207,7 @@ export async function getMessagesSince(db: Db, conversationId: string, afterMess
            where m.previous_message_id = ${afterMessageId} and m.conversation_id = ${conversationId}`
     : sql`select ${messageColumns}, 1 as depth from messages m
            where m.conversation_id = ${conversationId} and m.previous_message_id is null`;
-  const rows = await db.execute<MessageRow & { depth: number }>(sql`
+  const rows = await executePrepared<MessageRow & { depth: number }>(db, sql`
     with recursive chain as (
       ${start}
       union all

@@ -45,7 +45,9 @@ export function listTasksByAgent(db: Db, agentId: string, statuses?: readonly Ta
     .select()
     .from(tasks)
     .where(statuses ? and(eq(tasks.agentId, agentId), inArray(tasks.status, [...statuses])) : eq(tasks.agentId, agentId))
-    .orderBy(desc(tasks.createdAt));
+    .orderBy(desc(tasks.createdAt))
+    .prepare("list_tasks_by_agent")
+    .execute();
 }
 
 /** The agent's pending tasks, oldest first: the order a work session takes them. */

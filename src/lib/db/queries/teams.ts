@@ -67,5 +67,7 @@ export function listTeamAgents(db: Db, teamId: string): Promise<Agent[]> {
     .select()
     .from(agents)
     .where(eq(agents.teamId, teamId))
-    .orderBy(sql`${agents.role} = 'lead' desc`, asc(agents.createdAt));
+    .orderBy(sql`${agents.role} = 'lead' desc`, asc(agents.createdAt))
+    .prepare("list_team_agents")
+    .execute();
 }

@@ -1,6 +1,8 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { agents, usage, type Usage, type UsagePurpose } from "../schema";
+import { lazyCommit } from "./lazy-commit";
+import { executePrepared } from "./prepared";
 
 export type NewUsage = {
   agentId: string;
@@ -13,9 +15,27 @@ export type NewUsage = {
   durationMs?: number;
 };
 
+/** One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log. */
 export async function recordUsage(db: Db, input: NewUsage): Promise<Usage> {
-  const [row] = await db.insert(usage).values(input).returning();
-  return row!;
+  const rows = await executePrepared<{ id: string; created_at: string | Date }>(db, sql`
+    insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms)
+    select ${input.agentId}, ${input.conversationId ?? null}, ${input.purpose}, ${input.model},
+           ${input.inputTokens ?? 0}, ${input.outputTokens ?? 0}, ${input.cachedTokens ?? 0}, ${input.durationMs ?? 0}
+      from ${lazyCommit(db)}
+    returning id, created_at`);
+  const row = rows[0]!;
+  return {
+    id: row.id,
+    agentId: input.agentId,
+    conversationId: input.conversationId ?? null,
+    purpose: input.purpose,
+    model: input.model,
+    inputTokens: input.inputTokens ?? 0,
+    outputTokens: input.outputTokens ?? 0,
+    cachedTokens: input.cachedTokens ?? 0,
+    durationMs: input.durationMs ?? 0,
+    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+  };
 }
 
 export type UsageTotals = { calls: number; inputTokens: number; outputTokens: number; cachedTokens: number; durationMs: number };
@@ -40,6 +60,8 @@ export async function getTeamTokensToday(db: Db, teamId: string): Promise<number
     .select({ tokens: sql<number>`coalesce(sum(${usage.inputTokens} + ${usage.outputTokens}), 0)::bigint` })
     .from(usage)
     .innerJoin(agents, eq(agents.id, usage.agentId))
-    .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)));
+    .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)))
+    .prepare("team_tokens_today")
+    .execute();
   return Number(row?.tokens ?? 0);
 }

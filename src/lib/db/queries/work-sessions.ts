@@ -2,6 +2,8 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
+import { lazyCommit } from "./lazy-commit";
+import { executePrepared } from "./prepared";
 
 /** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
 export const DEFAULT_STALE_SESSION_SECONDS = 15;
@@ -93,8 +95,9 @@ export async function endSession(
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
 }
 
+/** The step count people watch; written lazily (see lazyCommit) on every model call. */
 export async function updateSessionSteps(db: Db, sessionId: string, steps: number): Promise<void> {
-  await db.update(workSessions).set({ steps }).where(eq(workSessions.id, sessionId));
+  await executePrepared(db, sql`update work_sessions set steps = ${steps} from ${lazyCommit(db)} where id = ${sessionId}`);
 }
 
 export async function getRunningSession(db: Db, agentId: string): Promise<WorkSession | null> {

@@ -1,0 +1,76 @@
+import { ContextReader, loadContextForCall } from "../../src/lib/agents/compaction";
+import { workInstructions } from "../../src/lib/agents/prompts";
+import { requireAgent } from "../../src/lib/db/queries/agents";
+import { appendMessage } from "../../src/lib/db/queries/messages";
+import { listTasksByAgent, openTaskStatuses } from "../../src/lib/db/queries/tasks";
+import { listTeamAgents, requireTeam } from "../../src/lib/db/queries/teams";
+import { getTeamTokensToday, recordUsage } from "../../src/lib/db/queries/usage";
+import { claimSession, endSession, updateSessionSteps } from "../../src/lib/db/queries/work-sessions";
+import { OfflineModel } from "../../src/lib/llm/offline-model";
+import type { LoadedHistory } from "../lib/history";
+import type { BenchDatabase } from "../lib/postgres";
+import { formatMs, now, percentile } from "../lib/stats";
+
+export type Breakdown = { parts: [string, number][]; total: number; cpuPerRound: number };
+
+/**
+ * A tool round's own work replayed without the AI SDK, in the order and with the
+ * overlap a session gives it, each phase timed (p50 of 100 rounds): what the step
+ * figure has beyond their sum is the SDK's work between the phases.
+ */
+export async function stepBreakdown(database: BenchDatabase, history: LoadedHistory): Promise<Breakdown> {
+  const { db } = database;
+  const agent = await requireAgent(db, history.agentId);
+  const team = await requireTeam(db, agent.teamId);
+  const session = (await claimSession(db, agent.id, "bench-breakdown"))!;
+  const reader = new ContextReader(db, history.conversationId);
+  const compaction = { db, model: { model: new OfflineModel(), modelId: "offline", kind: "offline" as const }, agentId: agent.id, budget: 1e9, instructions: "" };
+  await reader.read();
+
+  let context: Awaited<ReturnType<ContextReader["read"]>> = [];
+  let system = "";
+  const phases: [string, (round: number) => Promise<unknown>][] = [
+    [
+      "store the answer (assistant row ∥ usage ∥ step count)",
+      (round) =>
+        Promise.all([
+          appendMessage(db, history.conversationId, { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }] }, { lazyCommit: true }),
+          recordUsage(db, { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 }),
+          updateSessionSteps(db, session.id, round),
+        ]),
+    ],
+    ["store the tool result (durable)", (round) => appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." })],
+    [
+      "reads for the next call (budget ∥ team ∥ tasks ∥ new messages)",
+      async () => {
+        const [members, openTasks, read] = await Promise.all([
+          listTeamAgents(db, team.id),
+          listTasksByAgent(db, agent.id, openTaskStatuses),
+          reader.read(),
+          getTeamTokensToday(db, team.id),
+        ]);
+        system = workInstructions({ agent, team, members, openTasks: openTasks.reverse() });
+        context = read;
+      },
+    ],
+    ["context → model messages + compaction check", () => loadContextForCall({ ...compaction, instructions: system }, reader, context)],
+  ];
+  const samples = new Map<string, number[]>(phases.map(([name]) => [name, []]));
+  const cpuStart = process.cpuUsage();
+  const rounds = 100;
+  for (let round = 0; round < rounds + 10; round++) {
+    for (const [name, phase] of phases) {
+      const started = now();
+      await phase(round);
+      if (round >= 10) samples.get(name)!.push(now() - started);
+    }
+  }
+  const cpu = process.cpuUsage(cpuStart);
+  await endSession(db, session.id, "completed", { steps: 0 });
+  const parts = phases.map(([name]): [string, number] => [name, percentile(samples.get(name)!, 50)]);
+  return { parts, total: parts.reduce((sum, [, ms]) => sum + ms, 0), cpuPerRound: (cpu.user + cpu.system) / 1000 / (rounds + 10) };
+}
+
+export function describeBreakdown(breakdown: Breakdown): string {
+  return `${breakdown.parts.map(([name, ms]) => `${name} ${formatMs(ms)}`).join(", ")}; sum ${formatMs(breakdown.total)}, of which ${formatMs(breakdown.cpuPerRound)} is this process's CPU`;
+}

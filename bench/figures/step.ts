@@ -1,0 +1,69 @@
+import { runWorkSession } from "../../src/lib/agents/agent";
+import { assignTask } from "../../src/lib/agents/tasks";
+import { sessionModel, textReply, toolCallReply } from "../../tests/support/mock-model";
+import { createTestEngine } from "../../tests/support/engine";
+import type { LoadedHistory } from "../lib/history";
+import type { BenchDatabase } from "../lib/postgres";
+import { formatMs, now, summarize } from "../lib/stats";
+import type { FigureResult } from "../lib/table";
+
+export const STEPS = 50;
+
+/**
+ * What Cadre adds to each tool round of a 50-step session, with a model and a tool
+ * that take no time: from the model's answer to the next model call. That gap holds
+ * storing the assistant row, the usage row and the step count, running the (free)
+ * tool and storing its result, then the system prompt, the compaction check and the
+ * context reload (the injection) for the next call.
+ *
+ * The agent's log already holds 100k messages, so the figure is the one of an agent
+ * with a long life behind it.
+ */
+export async function stepFigure(database: BenchDatabase, history: LoadedHistory, sessions = 3): Promise<FigureResult> {
+  const gaps: number[] = [];
+  let calledAt: number[] = [];
+  let answeredAt: number[] = [];
+  const model = sessionModel((_options, call) => {
+    const index = calledAt.length;
+    calledAt.push(now());
+    const reply = index < STEPS - 1 ? toolCallReply("tavilySearch", { query: `round ${call}` }) : textReply("All rounds done.");
+    answeredAt.push(now());
+    return reply;
+  });
+  const engine = await createTestEngine(database, { model, config: { maxStepsPerSession: STEPS + 10 } });
+  let cpu = { user: 0, system: 0 };
+  try {
+    for (let session = 0; session < sessions + 1; session++) {
+      if (session === 1) cpu = process.cpuUsage();
+      calledAt = [];
+      answeredAt = [];
+      await assignTask(database.db, engine.jobs, { agentId: history.agentId, source: "lead", title: `Fifty rounds (${session})` });
+      const outcome = await runWorkSession(engine.deps, history.agentId);
+      if (outcome.status !== "completed" || calledAt.length !== STEPS) {
+        throw new Error(`The step session ended ${outcome.status} after ${calledAt.length} model calls: ${outcome.error ?? ""}`);
+      }
+      // The first session warms the caches and the JIT.
+      if (session === 0) continue;
+      for (let i = 1; i < STEPS; i++) gaps.push(calledAt[i]! - answeredAt[i - 1]!);
+    }
+    cpu = process.cpuUsage(cpu);
+  } finally {
+    await engine.close();
+  }
+  const summary = summarize(gaps);
+  const cpuPerRound = (cpu.user + cpu.system) / 1000 / (sessions * STEPS);
+  return {
+    rows: [
+      {
+        figure: "step",
+        measure: `overhead per tool round (${STEPS}-step session)`,
+        p50: formatMs(summary.p50),
+        p95: formatMs(summary.p95),
+        ratio: "",
+        goal: "p50 ≤ 5 ms",
+        pass: summary.p50 <= 5,
+      },
+    ],
+    notes: [`step: ${summary.n} tool rounds over ${sessions} sessions (after one warm-up session) of an agent whose log holds ${history.length.toLocaleString("en-US")} messages; zero-latency mock model, tavilySearch unconfigured (returns at once). This process spent ${formatMs(cpuPerRound)} of CPU per round (whole sessions included).`],
+  };
+}

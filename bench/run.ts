@@ -1,0 +1,130 @@
+// `npm run bench`: the costs users feel, measured against their limits. Prints one table.
+// Options: --only=context,step,…  (run some figures; the table shows those);
+//          --quick (no filler histories: under a million messages, for working on the bench itself).
+import os from "node:os";
+import { JobQueue } from "../src/lib/jobs/job-queue";
+import { compactionFigure } from "./figures/compaction";
+import { contextFigure } from "./figures/context";
+import { injectFigure } from "./figures/inject";
+import { recoveryFigure } from "./figures/recovery";
+import { stepFigure } from "./figures/step";
+import { describeBreakdown, stepBreakdown } from "./figures/step-breakdown";
+import { throughputFigure } from "./figures/throughput";
+import { buildIfMissing, ttfbFigure, type Build } from "./figures/ttfb";
+import { wakeFigure } from "./figures/wake";
+import { loadHistories, type HistorySpec } from "./lib/history";
+import { ModelServer } from "./lib/model-server";
+import { createBenchDatabase, describeServer, startBenchServer } from "./lib/postgres";
+import { renderTable, type FigureResult } from "./lib/table";
+import { Workers } from "./lib/workers";
+
+const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery"] as const;
+type Figure = (typeof allFigures)[number];
+
+const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
+const selected = new Set<Figure>(
+  onlyArg ? (onlyArg.slice("--only=".length).split(",").filter((name) => (allFigures as readonly string[]).includes(name)) as Figure[]) : allFigures,
+);
+const needsWorkers = ["wake", "inject", "throughput", "recovery"].some((figure) => selected.has(figure as Figure));
+
+const startedAt = performance.now();
+const elapsed = () => `${((performance.now() - startedAt) / 1000).toFixed(0).padStart(4)} s`;
+const log = (line: string) => console.log(`[bench ${elapsed()}] ${line}`);
+
+const histories: HistorySpec[] = [
+  { key: "ctx-1k", length: 1_000, summaries: true, ownTeam: true },
+  { key: "ctx-10k", length: 10_000, summaries: true, ownTeam: true },
+  { key: "ctx-100k", length: 100_000, summaries: true, ownTeam: true },
+  { key: "full-100k", length: 100_000, summaries: false, ownTeam: true },
+  // Other agents' logs, so the tables and indexes hold over a million messages.
+  ...Array.from({ length: process.argv.includes("--quick") ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
+];
+
+const server = await startBenchServer(log);
+const database = await createBenchDatabase(server.adminUrl, { max: 20 });
+let jobs: JobQueue | undefined;
+let model: ModelServer | undefined;
+let workers: Workers | undefined;
+let cleaned = false;
+const cleanUp = async () => {
+  if (cleaned) return;
+  cleaned = true;
+  await workers?.stopAll().catch((error) => log(`could not stop the workers: ${error}`));
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 }).catch(() => {});
+  await model?.close().catch(() => {});
+  await database.drop().catch((error) => log(`could not drop ${database.name}: ${error}`));
+  await server.stop().catch((error) => log(`could not stop Postgres: ${error}`));
+};
+process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));
+process.once("SIGTERM", () => void cleanUp().then(() => process.exit(143)));
+
+const results = new Map<Figure, FigureResult>();
+const run = async (figure: Figure, what: string, measure: () => Promise<FigureResult>) => {
+  if (!selected.has(figure)) return;
+  // On a shared machine the other processes' load moves every figure: say what it was.
+  const load = os.loadavg()[0]!.toFixed(1);
+  log(`${figure}: ${what} (load average ${load}) …`);
+  try {
+    const result = await measure();
+    if (result.notes[0]) result.notes[0] += ` Load average at the start of this figure: ${load}.`;
+    results.set(figure, result);
+  } catch (error) {
+    // One broken figure should not cost the others: it shows as a failed row.
+    const message = error instanceof Error ? error.message : String(error);
+    log(`${figure} failed: ${error instanceof Error ? (error.stack ?? message) : message}`);
+    results.set(figure, {
+      rows: [{ figure, measure: what, p50: "–", p95: "–", ratio: "did not finish", goal: "", pass: false }],
+      notes: [`${figure}: did not finish: ${message.split("\n")[0]}`],
+    });
+  }
+};
+const loadAtStart = os.loadavg()[0]!;
+
+try {
+  const machine = await describeServer(database);
+  log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : "127.0.0.1:5432"}`);
+  // The build (when needed) overlaps the load, and is done before anything is timed.
+  const building: Promise<Build> = selected.has("ttfb") ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
+  log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
+  const loaded = await loadHistories(database, histories, log);
+  const build = await building;
+  if (build.error) log(`ttfb: the production build failed; ttfb is reported as not measured.\n${build.error}`);
+
+  await run("context", "getConversationContext at 1k, 10k and 100k messages", () => contextFigure(database, loaded));
+  await run("step", "app overhead per tool round of a 50-step session", async () => {
+    const result = await stepFigure(database, loaded.get("ctx-100k")!);
+    result.notes.push(`step, where the time goes (a round's own work replayed without the AI SDK, p50 per phase): ${describeBreakdown(await stepBreakdown(database, loaded.get("ctx-100k")!))}.`);
+    return result;
+  });
+  await run("compaction", "a 500-step session with and without compaction", () => compactionFigure(database));
+
+  if (needsWorkers) {
+    jobs = await JobQueue.start(database.url, "web", { quiet: true });
+    model = await ModelServer.start();
+    workers = new Workers(database, model.url);
+    log("starting a worker process …");
+    await workers.start(1);
+    const [m, j, w] = [model, jobs, workers];
+    await run("wake", "task enqueued → first model call", () => wakeFigure(database, j, m, w));
+    await run("inject", "messages posted mid-session", () => injectFigure(database, j, m, w));
+    await run("throughput", "2 workers, 100 agents × 3 tasks", () => throughputFigure(database, j, m, w));
+    await run("recovery", "kill -9 a worker mid-session, 3 times", () => recoveryFigure(database, j, m, w));
+    await workers.stopAll();
+  }
+  await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
+
+  const ordered = allFigures.flatMap((figure) => (results.has(figure) ? [results.get(figure)!] : []));
+  console.log("");
+  console.log(renderTable(ordered.flatMap((result) => result.rows)));
+  console.log("");
+  for (const note of ordered.flatMap((result) => result.notes)) console.log(`- ${note}`);
+  console.log(
+    `- machine: ${os.cpus().length} × ${os.cpus()[0]?.model.trim()}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB; load average (1 min) ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end; Node ${process.version}; ${machine.version.split(" on ")[0]} (${machine.settings}); ${loaded.size} histories, total run ${elapsed().trim()}`,
+  );
+  const goals = ordered.flatMap((result) => result.rows).filter((row) => row.pass !== null);
+  console.log(`\n${goals.filter((row) => row.pass).length} of ${goals.length} goals met.`);
+} finally {
+  await cleanUp();
+}
+// A missed goal is a finding to read in the table, not a failure of the run.
+process.exit(0);
