@@ -1,35 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import postgres from "postgres";
-import { startEmbeddedPostgres, type LocalPostgres } from "../../scripts/lib/embedded-postgres";
+import { LOCAL_POSTGRES_URL, localOrEmbeddedPostgres, postgresAnswers, withDatabase, type PostgresServer } from "../../scripts/lib/postgres-server";
 import { createDatabase, type Database } from "../../src/lib/db/client";
 import { migrateDatabase } from "../../src/lib/db/migrate";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
 
-const localServer = "postgres://postgres@127.0.0.1:5432/postgres";
-
-export type BenchServer = { adminUrl: string; embedded: boolean; stop: () => Promise<void> };
+export type BenchServer = PostgresServer;
 export type BenchDatabase = Database & { url: string; name: string; drop: () => Promise<void> };
-
-export function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function answers(url: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
-  try {
-    await sql`select 1`;
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await sql.end({ timeout: 1 });
-  }
-}
 
 /**
  * The Postgres the benchmarks run on: BENCH_DATABASE_ADMIN_URL when set, the one on
@@ -37,20 +14,8 @@ async function answers(url: string): Promise<boolean> {
  */
 export async function startBenchServer(log: (line: string) => void): Promise<BenchServer> {
   const configured = process.env.BENCH_DATABASE_ADMIN_URL?.trim();
-  const candidate = configured || localServer;
-  if (await answers(candidate)) return { adminUrl: candidate, embedded: false, stop: async () => {} };
-  if (configured) throw new Error(`BENCH_DATABASE_ADMIN_URL does not answer: ${configured}`);
-  const dataDir = path.join(os.tmpdir(), `cadre-bench-pg-${process.pid}`);
-  log(`No Postgres answers at 127.0.0.1:5432; starting an embedded one in ${dataDir}.`);
-  const local: LocalPostgres = await startEmbeddedPostgres({ dataDir, database: "postgres", persistent: false, log });
-  return {
-    adminUrl: local.url,
-    embedded: true,
-    stop: async () => {
-      await local.stop();
-      await rm(dataDir, { recursive: true, force: true });
-    },
-  };
+  if (configured && !(await postgresAnswers(configured))) throw new Error(`BENCH_DATABASE_ADMIN_URL does not answer: ${configured}`);
+  return localOrEmbeddedPostgres({ preferredUrl: configured || LOCAL_POSTGRES_URL, purpose: "bench", log });
 }
 
 /** A database of the benchmark's own (`cadre_bench_<random>`), migrated, with pg-boss's schema; dropped by `drop`. */

@@ -2,14 +2,9 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { inject } from "vitest";
 import { createDatabase, type Database } from "@/lib/db/client";
+import { withDatabase } from "../../scripts/lib/postgres-server";
 
 export type TestDatabase = Database & { url: string; name: string; drop: () => Promise<void> };
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
 
 /**
  * A database of this test file's own, copied from the migrated template: tests in

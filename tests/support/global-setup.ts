@@ -1,12 +1,9 @@
 // Picks the Postgres the tests use (the one on 127.0.0.1:5432 when it answers,
 // an embedded one otherwise) and prepares a migrated template database that each
 // test file copies into a database of its own.
-import { rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import postgres from "postgres";
 import type { TestProject } from "vitest/node";
-import { startEmbeddedPostgres, type LocalPostgres } from "../../scripts/lib/embedded-postgres";
+import { LOCAL_POSTGRES_URL, localOrEmbeddedPostgres, withDatabase } from "../../scripts/lib/postgres-server";
 import { migrateDatabase } from "../../src/lib/db/migrate";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
 
@@ -17,36 +14,13 @@ declare module "vitest" {
   }
 }
 
-const localServer = "postgres://postgres@127.0.0.1:5432/postgres";
-
-async function answers(url: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, connect_timeout: 3, onnotice: () => {} });
-  try {
-    await sql`select 1`;
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await sql.end({ timeout: 1 });
-  }
-}
-
-export function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
 export default async function setup(project: TestProject) {
-  let embedded: LocalPostgres | undefined;
-  let embeddedDir: string | undefined;
-  let adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? localServer;
-  if (!(await answers(adminUrl))) {
-    embeddedDir = path.join(os.tmpdir(), `cadre-test-pg-${process.pid}`);
-    console.log(`[tests] No Postgres answers at ${adminUrl}; starting an embedded one.`);
-    embedded = await startEmbeddedPostgres({ dataDir: embeddedDir, database: "postgres", persistent: false });
-    adminUrl = embedded.url;
-  }
+  const server = await localOrEmbeddedPostgres({
+    preferredUrl: process.env.TEST_DATABASE_ADMIN_URL ?? LOCAL_POSTGRES_URL,
+    purpose: "test",
+    log: (line) => console.log(`[tests] ${line}`),
+  });
+  const adminUrl = server.adminUrl;
 
   const template = `cadre_template_${process.pid}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
@@ -63,7 +37,6 @@ export default async function setup(project: TestProject) {
   return async () => {
     await admin.unsafe(`drop database if exists ${template} with (force)`);
     await admin.end({ timeout: 5 });
-    if (embedded) await embedded.stop();
-    if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
+    await server.stop();
   };
 }
