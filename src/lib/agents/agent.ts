@@ -5,7 +5,8 @@ import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
-import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
+import { getTeamTokensToday } from "@/lib/db/queries/usage";
+import { recordModelUsage } from "@/lib/llm/usage";
 import {
   claimSession,
   endSession,
@@ -377,14 +378,12 @@ async function runTurn(
       state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
       await Promise.all([
         recorder.recordModelResponse(event.content),
-        recordUsage(db, {
+        recordModelUsage(db, {
           agentId: state.agent.id,
           conversationId: state.conversation.id,
           purpose: turn.purpose,
           model: state.model.modelId,
-          inputTokens: event.usage.inputTokens ?? 0,
-          outputTokens: event.usage.outputTokens ?? 0,
-          cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+          usage: event.usage,
           durationMs: Date.now() - callStarted,
         }),
         updateSessionSteps(db, state.session.id, state.steps),

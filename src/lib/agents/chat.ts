@@ -4,7 +4,8 @@ import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
-import { getTeamTokensToday, recordUsage } from "@/lib/db/queries/usage";
+import { getTeamTokensToday } from "@/lib/db/queries/usage";
+import { recordModelUsage } from "@/lib/llm/usage";
 import { CadreError } from "@/lib/errors";
 import { describeModelError } from "@/lib/llm/errors";
 import { STOPPED_MARKER, errorMarker } from "./agent";
@@ -85,14 +86,12 @@ export async function streamChatReply(
     onLanguageModelCallEnd: async (event) => {
       partial = "";
       await recorder.recordModelResponse(event.content);
-      await recordUsage(db, {
+      await recordModelUsage(db, {
         agentId: agent.id,
         conversationId: conversation.id,
         purpose: "chat",
         model: model.modelId,
-        inputTokens: event.usage.inputTokens ?? 0,
-        outputTokens: event.usage.outputTokens ?? 0,
-        cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+        usage: event.usage,
         durationMs: Date.now() - callStarted,
       });
     },

@@ -1,7 +1,7 @@
 import { generateText, type ModelMessage } from "ai";
 import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
-import { recordUsage } from "@/lib/db/queries/usage";
+import { recordModelUsage } from "@/lib/llm/usage";
 import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -80,14 +80,12 @@ export async function generateConversationSummary(options: CompactionOptions, co
     abortSignal: options.abortSignal,
     maxRetries: 2,
   });
-  await recordUsage(options.db, {
+  await recordModelUsage(options.db, {
     agentId: options.agentId,
     conversationId: context[0]?.conversationId ?? null,
     purpose: "compaction",
     model: options.model.modelId,
-    inputTokens: result.usage.inputTokens ?? 0,
-    outputTokens: result.usage.outputTokens ?? 0,
-    cachedTokens: result.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+    usage: result.usage,
     durationMs: Date.now() - started,
   });
   // A summary longer than a quarter of the budget would crowd out the work itself.

@@ -2,7 +2,7 @@ import { generateText, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { createKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
-import { recordUsage } from "@/lib/db/queries/usage";
+import { recordModelUsage } from "@/lib/llm/usage";
 import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "./prompts";
@@ -52,14 +52,12 @@ export async function extractKnowledgeFromConversation(input: {
     abortSignal: input.abortSignal,
     maxRetries: 2,
   });
-  await recordUsage(input.db, {
+  await recordModelUsage(input.db, {
     agentId: input.agentId,
     conversationId: input.conversationId,
     purpose: "extraction",
     model: input.model.modelId,
-    inputTokens: result.usage.inputTokens ?? 0,
-    outputTokens: result.usage.outputTokens ?? 0,
-    cachedTokens: result.usage.inputTokenDetails?.cacheReadTokens ?? 0,
+    usage: result.usage,
     durationMs: Date.now() - started,
   });
   const existing = new Set((await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 })).map((item) => item.content.trim()));
