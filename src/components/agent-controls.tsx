@@ -1,40 +1,25 @@
 "use client";
 
-import { useRouter } from "next/navigation";
-import { useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api } from "@/lib/api-client";
 import { ErrorNote } from "./ui";
+import { useAction } from "./use-action";
 
 /** Flow 7: stop the agent's running work session. */
 export function StopSessionButton({ agentId }: { agentId: string }) {
-  const router = useRouter();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const stop = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/api/agents/${agentId}/stop`, { method: "POST" });
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-      setBusy(false);
-    }
-  };
+  const { busy, error, clearError, run } = useAction();
+  const stop = () => run(() => api(`/api/agents/${agentId}/stop`, { method: "POST" }), { keepBusy: true });
   return (
     <>
       <button type="button" className="button button-danger" onClick={stop} disabled={busy} aria-label="Stop session">
         {busy ? "Stopping…" : "Stop session"}
       </button>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
     </>
   );
 }
 
 export function CancelTaskButton({ taskId, title }: { taskId: string; title: string }) {
-  const router = useRouter();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run } = useAction();
   return (
     <>
       <button
@@ -42,21 +27,11 @@ export function CancelTaskButton({ taskId, title }: { taskId: string; title: str
         className="button button-quiet button-danger-text"
         disabled={busy}
         aria-label={`Cancel task “${title}”`}
-        onClick={async () => {
-          setBusy(true);
-          try {
-            await api(`/api/tasks/${taskId}/cancel`, { method: "POST" });
-            router.refresh();
-          } catch (cause) {
-            setError(messageOf(cause));
-          } finally {
-            setBusy(false);
-          }
-        }}
+        onClick={() => run(() => api(`/api/tasks/${taskId}/cancel`, { method: "POST" }))}
       >
         Cancel
       </button>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
     </>
   );
 }

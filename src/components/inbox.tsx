@@ -2,10 +2,11 @@
 
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useEffect, useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { useEffect } from "react";
+import { api } from "@/lib/api-client";
 import { Markdown } from "./markdown";
 import { EmptyState, ErrorNote, LocalTime } from "./ui";
+import { useAction } from "./use-action";
 
 export type InboxRow = {
   id: string;
@@ -20,23 +21,8 @@ export type InboxRow = {
 };
 
 export function InboxList({ items }: { items: InboxRow[] }) {
-  const router = useRouter();
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, clearError, run } = useAction();
   const unread = items.filter((item) => !item.read).length;
-
-  const run = async (action: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await action();
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-    } finally {
-      setBusy(false);
-    }
-  };
 
   return (
     <>
@@ -51,7 +37,7 @@ export function InboxList({ items }: { items: InboxRow[] }) {
           </button>
         </div>
       </header>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
       {items.length === 0 ? (
         <EmptyState title="Nothing in your inbox yet">
           <p>When a team lead has something you should know, its briefing lands here and in your chat with the lead.</p>

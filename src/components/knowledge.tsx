@@ -1,14 +1,11 @@
 "use client";
 
-import { useRouter } from "next/navigation";
-import { useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api } from "@/lib/api-client";
 import { ErrorNote } from "./ui";
+import { useAction } from "./use-action";
 
 export function DeleteKnowledgeButton({ itemId }: { itemId: string }) {
-  const router = useRouter();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run } = useAction();
   return (
     <>
       <button
@@ -17,19 +14,12 @@ export function DeleteKnowledgeButton({ itemId }: { itemId: string }) {
         disabled={busy}
         onClick={async () => {
           if (!window.confirm("Delete this knowledge item? Agents will no longer see it.")) return;
-          setBusy(true);
-          try {
-            await api(`/api/knowledge/${itemId}`, { method: "DELETE" });
-            router.refresh();
-          } catch (cause) {
-            setError(messageOf(cause));
-            setBusy(false);
-          }
+          await run(() => api(`/api/knowledge/${itemId}`, { method: "DELETE" }), { keepBusy: true });
         }}
       >
         Delete
       </button>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
     </>
   );
 }

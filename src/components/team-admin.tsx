@@ -1,74 +1,41 @@
 "use client";
 
 import Link from "next/link";
-import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote } from "./ui";
+import { useAction } from "./use-action";
 
 export function TeamStatusButton({ teamId, status }: { teamId: string; status: TeamStatus }) {
-  const router = useRouter();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run } = useAction();
   const next: TeamStatus = status === "active" ? "paused" : "active";
-  const toggle = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/api/teams/${teamId}`, { method: "PATCH", body: { status: next } });
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const toggle = () => run(() => api(`/api/teams/${teamId}`, { method: "PATCH", body: { status: next } }));
   return (
     <>
       <button type="button" className="button" onClick={toggle} disabled={busy}>
         {status === "active" ? "Pause team" : "Resume team"}
       </button>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
     </>
   );
 }
 
 /** An agent's card: name and instructions, editable in place; subordinates can be removed. */
 export function AgentEditor({ agent, working, removable = false }: { agent: Agent; working: boolean; removable?: boolean }) {
-  const router = useRouter();
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(agent.name);
   const [instructions, setInstructions] = useState(agent.instructions);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run } = useAction();
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/api/agents/${agent.id}`, { method: "PATCH", body: { name, instructions } });
-      setEditing(false);
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-    } finally {
-      setBusy(false);
-    }
+    if (await run(() => api(`/api/agents/${agent.id}`, { method: "PATCH", body: { name, instructions } }))) setEditing(false);
   };
   const remove = async () => {
     if (!window.confirm(`Remove ${agent.name}? Its tasks, work log and knowledge go with it.`)) return;
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/api/agents/${agent.id}`, { method: "DELETE" });
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-      setBusy(false);
-    }
+    await run(() => api(`/api/agents/${agent.id}`, { method: "DELETE" }), { keepBusy: true });
   };
 
   if (editing) {
@@ -82,7 +49,7 @@ export function AgentEditor({ agent, working, removable = false }: { agent: Agen
           <span>Instructions</span>
           <textarea value={instructions} onChange={(event) => setInstructions(event.target.value)} rows={8} maxLength={20000} />
         </label>
-        {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+        {error && <ErrorNote message={error} onDismiss={clearError} />}
         <div className="form-actions">
           <button
             type="button"
@@ -118,7 +85,7 @@ export function AgentEditor({ agent, working, removable = false }: { agent: Agen
       ) : (
         <p className="hint">No instructions.</p>
       )}
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="card-foot">
         <Link href={`/agents/${agent.id}`} className="meta-link">
           Tasks and work log
@@ -139,24 +106,14 @@ export function AgentEditor({ agent, working, removable = false }: { agent: Agen
 }
 
 export function AddSubordinateForm({ teamId, leadId }: { teamId: string; leadId: string }) {
-  const router = useRouter();
   const [name, setName] = useState("");
   const [instructions, setInstructions] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, clearError, run } = useAction();
   const add = async (event: FormEvent) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api(`/api/teams/${teamId}/agents`, { method: "POST", body: { name, instructions, parentAgentId: leadId } });
+    if (await run(() => api(`/api/teams/${teamId}/agents`, { method: "POST", body: { name, instructions, parentAgentId: leadId } }))) {
       setName("");
       setInstructions("");
-      router.refresh();
-    } catch (cause) {
-      setError(messageOf(cause));
-    } finally {
-      setBusy(false);
     }
   };
   return (
@@ -176,7 +133,7 @@ export function AddSubordinateForm({ teamId, leadId }: { teamId: string; leadId:
           placeholder="You search the web for recent, reliable sources and report the findings with links."
         />
       </label>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">
         <button type="submit" className="button button-primary" disabled={busy || !name.trim()}>
           {busy ? "Adding…" : "Add subordinate"}
