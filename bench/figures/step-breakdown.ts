@@ -4,8 +4,8 @@ import { requireAgent } from "../../src/lib/db/queries/agents";
 import { appendMessage } from "../../src/lib/db/queries/messages";
 import { listTasksByAgent, openTaskStatuses } from "../../src/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "../../src/lib/db/queries/teams";
-import { getTeamTokensToday, recordUsage } from "../../src/lib/db/queries/usage";
-import { claimSession, endSession, updateSessionSteps } from "../../src/lib/db/queries/work-sessions";
+import { recordUsage } from "../../src/lib/db/queries/usage";
+import { claimSession, endSession } from "../../src/lib/db/queries/work-sessions";
 import { OfflineModel } from "../../src/lib/llm/offline-model";
 import type { LoadedHistory } from "../lib/history";
 import type { BenchDatabase } from "../lib/postgres";
@@ -31,23 +31,21 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
   let system = "";
   const phases: [string, (round: number) => Promise<unknown>][] = [
     [
-      "store the answer (assistant row ∥ usage ∥ step count)",
+      "store the answer (assistant row ∥ usage)",
       (round) =>
         Promise.all([
           appendMessage(db, history.conversationId, { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }] }, { lazyCommit: true }),
           recordUsage(db, { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 }),
-          updateSessionSteps(db, session.id, round),
         ]),
     ],
     ["store the tool result (durable)", (round) => appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." })],
     [
-      "reads for the next call (budget ∥ team ∥ tasks ∥ new messages)",
+      "reads for the next call (team ∥ tasks ∥ new messages; the team's token total is read every 30 s)",
       async () => {
         const [members, openTasks, read] = await Promise.all([
           listTeamAgents(db, team.id),
           listTasksByAgent(db, agent.id, openTaskStatuses),
           reader.read(),
-          getTeamTokensToday(db, team.id),
         ]);
         system = workInstructions({ agent, team, members, openTasks: openTasks.reverse() });
         context = read;

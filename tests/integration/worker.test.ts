@@ -173,9 +173,11 @@ describe("worker processes", () => {
     const pair = [startWorker(), startWorker()];
     await waitFor(async () => pair.every((w) => w.output.join("").includes("[worker] ready")), { timeoutMs: 20_000, what: "both workers" });
     await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Eight rounds" });
+    const conversation = await getBackgroundConversation(database.db, lead.id);
     const first = await waitFor(async () => {
       const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
-      return session && session.steps >= 2 ? session : null;
+      const results = (await getAllMessages(database.db, conversation.id)).filter((m) => m.role === "tool").length;
+      return session && results >= 2 ? session : null;
     }, { timeoutMs: 20_000, what: "two steps" });
     const leaving = pair.find((w) => first.worker.endsWith(`:${w.child.pid}`))!;
     const exitCode = await leaving.stop("SIGTERM");

@@ -12,7 +12,6 @@ import {
   endSession,
   finishSessionIfIdle,
   heartbeatSession,
-  updateSessionSteps,
 } from "@/lib/db/queries/work-sessions";
 import { tasks, type Agent, type Conversation, type Task, type Team, type UsagePurpose, type WorkSession } from "@/lib/db/schema";
 import { describeModelError } from "@/lib/llm/errors";
@@ -77,6 +76,8 @@ type SessionState = {
   steps: number;
   /** Input + output tokens this session has spent. */
   tokens: number;
+  /** The team's tokens today as last read, and this session's total at that moment. */
+  teamTokens?: { total: number; readAt: number; sessionTokensAtRead: number };
   stepsAtWrapUp: number;
   briefed: boolean;
   /** The log's tail when the session started: extraction reads what came after. */
@@ -108,8 +109,14 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     controller.abort(new SessionAbort(reason));
   };
   localSessions.set(session.id, () => abort("user"));
+  let state: SessionState | undefined;
+  let reportedSteps = 0;
   const heartbeat = setInterval(() => {
-    heartbeatSession(db, session.id)
+    // The step count rides on the heartbeat, written only when it changed: the UI sees
+    // progress within seconds, and a tool round saves a write.
+    const steps = state && state.steps !== reportedSteps ? state.steps : undefined;
+    if (steps !== undefined) reportedSteps = steps;
+    heartbeatSession(db, session.id, steps)
       .then((beat) => {
         if (!beat.alive) abort("lost");
         else if (beat.stopRequested) abort("user");
@@ -118,7 +125,6 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     // Several beats fit in the stale window, so one slow beat never looks like a death.
   }, Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5));
 
-  let state: SessionState | undefined;
   try {
     const agent = await requireAgent(db, agentId);
     const conversation = await getBackgroundConversation(db, agentId);
@@ -386,7 +392,6 @@ async function runTurn(
           usage: event.usage,
           durationMs: Date.now() - callStarted,
         }),
-        updateSessionSteps(db, state.session.id, state.steps),
       ]);
     },
     onStepEnd: async (step) => {
@@ -401,6 +406,21 @@ async function runTurn(
   return last?.finishReason === "tool-calls" && state.steps >= config.maxStepsPerSession;
 }
 
+const TEAM_TOKENS_TTL_MS = 30_000;
+
+/**
+ * The team's tokens today: read from the usage rows at most every 30 s, with this
+ * session's own spending since that read added, so a tool round needs no query for it.
+ * Other sessions of the team are counted at the next read.
+ */
+async function teamTokensToday(deps: EngineDeps, state: SessionState): Promise<number> {
+  const cached = state.teamTokens;
+  if (cached && Date.now() - cached.readAt < TEAM_TOKENS_TTL_MS) return cached.total + (state.tokens - cached.sessionTokensAtRead);
+  const total = await getTeamTokensToday(deps.db, state.team.id);
+  state.teamTokens = { total, readAt: Date.now(), sessionTokensAtRead: state.tokens };
+  return total;
+}
+
 /** Refuses the next model call when the session or its team has spent its tokens. */
 async function checkBudgets(deps: EngineDeps, state: SessionState): Promise<void> {
   const { sessionTokenBudget, teamDailyTokenBudget } = deps.config;
@@ -409,7 +429,7 @@ async function checkBudgets(deps: EngineDeps, state: SessionState): Promise<void
       `this session used ${state.tokens} tokens, over its budget of ${sessionTokenBudget} (SESSION_TOKEN_BUDGET)`,
     );
   }
-  const today = await getTeamTokensToday(deps.db, state.team.id);
+  const today = await teamTokensToday(deps, state);
   if (today >= teamDailyTokenBudget) {
     throw new BudgetExceeded(
       `the team "${state.team.name}" used ${today} tokens today, over its daily budget of ${teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET); it resumes tomorrow`,

@@ -2,8 +2,6 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
-import { lazyCommit } from "./lazy-commit";
-import { executePrepared } from "./prepared";
 
 /** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
 export const DEFAULT_STALE_SESSION_SECONDS = 15;
@@ -46,10 +44,10 @@ export async function claimSession(
 export type Heartbeat = { alive: boolean; stopRequested: boolean };
 
 /** Refreshes the lease; `alive: false` means another worker has taken the session over. */
-export async function heartbeatSession(db: Db, sessionId: string): Promise<Heartbeat> {
+export async function heartbeatSession(db: Db, sessionId: string, steps?: number): Promise<Heartbeat> {
   const [row] = await db
     .update(workSessions)
-    .set({ heartbeatAt: sql`now()` })
+    .set(steps === undefined ? { heartbeatAt: sql`now()` } : { heartbeatAt: sql`now()`, steps })
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")))
     .returning({ stopRequestedAt: workSessions.stopRequestedAt });
   return { alive: row !== undefined, stopRequested: row?.stopRequestedAt != null };
@@ -93,11 +91,6 @@ export async function endSession(
     .update(workSessions)
     .set({ status, steps: details.steps, error: details.error ?? null, endedAt: sql`now()` })
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
-}
-
-/** The step count people watch; written lazily (see lazyCommit) on every model call. */
-export async function updateSessionSteps(db: Db, sessionId: string, steps: number): Promise<void> {
-  await executePrepared(db, sql`update work_sessions set steps = ${steps} from ${lazyCommit(db)} where id = ${sessionId}`);
 }
 
 export async function getRunningSession(db: Db, agentId: string): Promise<WorkSession | null> {
