@@ -74,9 +74,10 @@ export async function startEmbeddedPostgres(options: {
   }
   await server.start();
   // If this process dies without stopping the server, don't leave Postgres running.
-  const child = (server as unknown as { process?: { kill: (signal: string) => void; exitCode: number | null } }).process;
+  const child = (server as unknown as { process?: { kill: (signal: string) => void; exitCode: number | null; signalCode: string | null } }).process;
+  const exited = () => !child || child.exitCode !== null || child.signalCode !== null;
   const orphanGuard = () => {
-    if (child && child.exitCode === null) child.kill("SIGINT");
+    if (!exited()) child?.kill("SIGINT");
   };
   process.on("exit", orphanGuard);
 
@@ -94,6 +95,9 @@ export async function startEmbeddedPostgres(options: {
     port,
     stop: async () => {
       process.removeListener("exit", orphanGuard);
+      // Ctrl-C reaches Postgres too (same process group); the library would then wait forever
+      // for an exit that already happened.
+      if (exited()) return;
       await server.stop();
     },
   };

@@ -33,12 +33,15 @@ export class JobQueue {
       monitorIntervalSeconds: 5,
       cronMonitorIntervalSeconds: 5,
     });
+    const holder: { queue?: JobQueue } = {};
     boss.on("error", (error) => {
-      if (!options.quiet) console.error(`[jobs] pg-boss (${role}):`, error.message);
+      // While stopping, a closing database (Ctrl-C reaches Postgres too) is expected, not news.
+      if (!options.quiet && !holder.queue?.stopping) console.error(`[jobs] pg-boss (${role}):`, error.message);
     });
     await boss.start();
     await ensureQueues(boss);
-    return new JobQueue(boss);
+    holder.queue = new JobQueue(boss);
+    return holder.queue;
   }
 
   /** Gives the agent a reason to run, in the caller's transaction (or on its own). */
@@ -83,7 +86,10 @@ export class JobQueue {
     });
   }
 
+  private stopping = false;
+
   async stop(options: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
+    this.stopping = true;
     await this.boss.stop({ graceful: options.graceful ?? true, timeout: options.timeoutMs ?? 30_000 });
   }
 }
