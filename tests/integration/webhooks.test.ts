@@ -3,7 +3,6 @@
 // Bad signature 401, stale timestamp 401, replay 409, unknown team 404, oversize 413.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineDeps } from "@/lib/agents/engine-config";
 import { getAgent, getBackgroundConversation, listMessages } from "@/lib/db/queries";
 import { AGENT_WAKE_QUEUE } from "@/lib/jobs/queues";
 import { signedWebhookHeaders, WEBHOOK_BODY_LIMIT_BYTES, WEBHOOK_MESSAGE_MAX_CHARS, webhookSignature } from "@/lib/webhooks";
@@ -22,14 +21,13 @@ async function loadRoutes() {
 
 let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
-let engine: EngineDeps;
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
   database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
-  engine = await webEngine();
+  await webEngine();
 });
 
 afterAll(async () => {
