@@ -90,6 +90,8 @@ export async function startApp(env: Record<string, string | undefined>, args: st
   for (const [key, value] of Object.entries(env)) if (/^OPENAI_/.test(key) && value) childEnv[key] = value;
   // Sign-in is off unless the test asks for it (a developer's own APP_PASSWORD must not leak in).
   if (env.APP_PASSWORD === undefined) delete childEnv.APP_PASSWORD;
+  // No proactive runs: a daily check-in firing mid-test would brief a second time.
+  childEnv.LEAD_SCHEDULE = env.LEAD_SCHEDULE ?? "off";
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", ...args], {
     cwd: root,
     env: childEnv as NodeJS.ProcessEnv,

@@ -11,6 +11,8 @@ export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
       NODE_ENV: "test",
+      // No proactive runs unless a test asks: a check-in firing mid-test adds work it did not plan.
+      LEAD_SCHEDULE: "off",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -63,6 +63,8 @@ export class JobQueue {
   }
 
   async scheduleLead(agentId: string, cron: string): Promise<void> {
+    // LEAD_SCHEDULE=off (or an agent's schedule "off") turns proactive runs off.
+    if (cron.trim().toLowerCase() === "off") return this.unscheduleLead(agentId);
     await this.boss.schedule(LEAD_SCHEDULE_QUEUE, cron, { agentId } satisfies LeadSchedulePayload, { key: agentId });
   }
 
