@@ -12,6 +12,7 @@ function stored(partial: Partial<Message> & Pick<Message, "role" | "content">): 
     thinking: null,
     toolCalls: null,
     toolCallId: null,
+    inboxItemId: null,
     previousMessageId: null,
     createdAt: new Date(),
     ...partial,

@@ -26,8 +26,9 @@ export const taskSources = ["user", "lead", "system", "schedule", "webhook"] as 
 export const taskStatuses = ["pending", "in_progress", "waiting_input", "completed", "failed", "cancelled"] as const;
 export const inboxItemTypes = ["briefing", "question", "alert"] as const;
 export const knowledgeItemTypes = ["fact", "technique", "pattern", "lesson"] as const;
-export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title"] as const;
+export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title", "draft"] as const;
 export const workSessionStatuses = ["running", "completed", "failed", "stopped", "interrupted"] as const;
+export const questionStatuses = ["open", "answered", "withdrawn"] as const;
 
 export type TeamStatus = (typeof teamStatuses)[number];
 export type AgentRole = (typeof agentRoles)[number];
@@ -39,6 +40,7 @@ export type InboxItemType = (typeof inboxItemTypes)[number];
 export type KnowledgeItemType = (typeof knowledgeItemTypes)[number];
 export type UsagePurpose = (typeof usagePurposes)[number];
 export type WorkSessionStatus = (typeof workSessionStatuses)[number];
+export type QuestionStatus = (typeof questionStatuses)[number];
 
 /** Seed 004's stored shape of one tool call on an assistant message. */
 export type StoredToolCall = { toolCallId: string; toolName: string; args: unknown };
@@ -138,6 +140,8 @@ export const messages = pgTable(
     thinking: text("thinking"),
     toolCalls: jsonb("tool_calls").$type<StoredToolCall[]>(),
     toolCallId: text("tool_call_id"),
+    /** A briefing in the chat names the inbox item it belongs to (no FK: messages are append-only, and both go with their team). */
+    inboxItemId: uuid("inbox_item_id"),
     previousMessageId: uuid("previous_message_id"),
     // clock_timestamp, not now(): now() is the transaction's start and would tie for rows written together.
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
@@ -204,11 +208,16 @@ export const inboxItems = pgTable(
     title: text("title").notNull(),
     summary: text("summary").notNull(),
     content: text("content").notNull(),
+    /** The task an alert or question is about. */
+    taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    /** What makes an alert one of a kind ("task-failed:<id>"): raising it again finds it there and adds nothing. */
+    dedupeKey: text("dedupe_key"),
     readAt: timestamp("read_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [
     check("inbox_items_type_check", oneOf("type", inboxItemTypes)),
+    uniqueIndex("inbox_items_dedupe_key_idx").on(t.dedupeKey).where(sql`dedupe_key is not null`),
     index("inbox_items_created_at_idx").on(t.createdAt),
     index("inbox_items_unread_idx").on(t.createdAt).where(sql`read_at is null`),
     index("inbox_items_agent_id_idx").on(t.agentId),
@@ -244,9 +253,8 @@ export const usage = pgTable(
   "usage",
   {
     id: uuid("id").primaryKey().defaultRandom(),
-    agentId: uuid("agent_id")
-      .notNull()
-      .references(() => agents.id, { onDelete: "cascade" }),
+    /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
+    agentId: uuid("agent_id").references(() => agents.id, { onDelete: "cascade" }),
     conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
     purpose: text("purpose").$type<UsagePurpose>().notNull(),
     model: text("model").notNull(),
@@ -286,6 +294,72 @@ export const workSessions = pgTable(
     index("work_sessions_agent_started_idx").on(t.agentId, t.startedAt),
     index("work_sessions_running_heartbeat_idx").on(t.heartbeatAt).where(sql`status = 'running'`),
   ],
+);
+
+/**
+ * An agent's queue of input (seed 001: one inbound queue per agent). Everyone but the
+ * agent's own session writes here — a report, a question, an answer, a webhook, a
+ * cancellation notice — and wakes the agent; the session moves queued input into its
+ * work log only between model calls. So the log shows exactly what each answer
+ * answered, and input that lands during a call always gets a next step.
+ */
+export const agentInputs = pgTable(
+  "agent_inputs",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    content: text("content").notNull(),
+    /** The recipient's task this input is about (a report on work delegated from it), so the session focuses on it. */
+    taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
+      .default(sql`clock_timestamp()`)
+      .notNull(),
+  },
+  (t) => [index("agent_inputs_agent_created_idx").on(t.agentId, t.createdAt)],
+);
+
+/**
+ * A question an agent asked (requestInput): its id is what the answer names, so the
+ * answer resumes only the task that asked.
+ */
+export const questions = pgTable(
+  "questions",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    /** Who asks. */
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** The asker's task that waits for the answer. */
+    taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    /** Who is asked: the asker's lead. */
+    recipientAgentId: uuid("recipient_agent_id").references(() => agents.id, { onDelete: "cascade" }),
+    question: text("question").notNull(),
+    status: text("status").$type<QuestionStatus>().notNull().default("open"),
+    answer: text("answer"),
+    createdAt: createdAt(),
+    answeredAt: timestamp("answered_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    check("questions_status_check", oneOf("status", questionStatuses)),
+    index("questions_recipient_status_idx").on(t.recipientAgentId, t.status),
+    index("questions_task_id_idx").on(t.taskId),
+  ],
+);
+
+/** Worker processes and their own heartbeat: whether background work has anyone to run it. */
+export const workers = pgTable(
+  "workers",
+  {
+    /** host:pid, as in work_sessions.worker. */
+    id: text("id").primaryKey(),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+    heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+    stoppedAt: timestamp("stopped_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("workers_heartbeat_idx").on(t.heartbeatAt)],
 );
 
 /**
@@ -341,3 +415,6 @@ export type Usage = InferSelectModel<typeof usage>;
 export type WorkSession = InferSelectModel<typeof workSessions>;
 export type Session = InferSelectModel<typeof sessions>;
 export type WebhookSecret = InferSelectModel<typeof webhookSecrets>;
+export type AgentInput = InferSelectModel<typeof agentInputs>;
+export type Question = InferSelectModel<typeof questions>;
+export type Worker = InferSelectModel<typeof workers>;

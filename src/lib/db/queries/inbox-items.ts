@@ -10,11 +10,26 @@ export type NewInboxItem = {
   title: string;
   summary: string;
   content: string;
+  taskId?: string | null;
+  dedupeKey?: string | null;
 };
 
 export async function createInboxItem(db: Db, input: NewInboxItem): Promise<InboxItem> {
   const [item] = await db.insert(inboxItems).values(input).returning();
   return item!;
+}
+
+/**
+ * Creates the item unless one with the same dedupe key exists; returns null then.
+ * This is what makes an alert one per failed task, however often the failure is seen.
+ */
+export async function createInboxItemOnce(db: Db, input: NewInboxItem & { dedupeKey: string }): Promise<InboxItem | null> {
+  const [item] = await db
+    .insert(inboxItems)
+    .values(input)
+    .onConflictDoNothing({ target: inboxItems.dedupeKey, where: sql`dedupe_key is not null` })
+    .returning();
+  return item ?? null;
 }
 
 /** Newest first. */

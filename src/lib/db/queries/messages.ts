@@ -11,6 +11,8 @@ export type NewMessage = {
   thinking?: string | null;
   toolCalls?: StoredToolCall[] | null;
   toolCallId?: string | null;
+  /** A briefing names its inbox item. */
+  inboxItemId?: string | null;
   /**
    * The message this one must follow. Omitted: the current tail of the conversation.
    * Given: the append fails with a conflict when the tail has moved on, so a writer
@@ -60,8 +62,8 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, la
     with conversation as (
       select id, last_message_id from conversations where id = ${conversationId} for update
     ), appended as (
-      insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, previous_message_id)
-      select c.id, ${message.role}, ${message.content}, ${message.thinking ?? null}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, c.last_message_id
+      insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
+      select c.id, ${message.role}, ${message.content}, ${message.thinking ?? null}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, ${message.inboxItemId ?? null}::uuid, c.last_message_id
         from conversation c, ${lazyCommit(db, lazy)}
        where ${expected === undefined ? sql`true` : sql`c.last_message_id is not distinct from ${expected}::uuid`}
       returning *
@@ -121,6 +123,7 @@ type MessageRow = {
   thinking: string | null;
   tool_calls: StoredToolCall[] | null;
   tool_call_id: string | null;
+  inbox_item_id: string | null;
   previous_message_id: string | null;
   created_at: string | Date;
 };
@@ -134,13 +137,14 @@ function toMessage(row: MessageRow): Message {
     thinking: row.thinking,
     toolCalls: row.tool_calls,
     toolCallId: row.tool_call_id,
+    inboxItemId: row.inbox_item_id ?? null,
     previousMessageId: row.previous_message_id,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
 
 const messageColumns = sql.raw(
-  "m.id, m.conversation_id, m.role, m.content, m.thinking, m.tool_calls, m.tool_call_id, m.previous_message_id, m.created_at",
+  "m.id, m.conversation_id, m.role, m.content, m.thinking, m.tool_calls, m.tool_call_id, m.inbox_item_id, m.previous_message_id, m.created_at",
 );
 
 /**

@@ -1,0 +1,25 @@
+import type { Db } from "@/lib/db/client";
+import { createInboxItemOnce } from "@/lib/db/queries/inbox-items";
+import type { InboxItem } from "@/lib/db/schema";
+
+/**
+ * An `alert` in the person's inbox: something failed or cannot go on without them. Each
+ * alert has a key naming what it is about ("task-failed:<id>"); raising the same alert
+ * again adds nothing, so a failure seen by several sessions, retries or workers is one
+ * alert. Runs in the caller's transaction, with the change it reports.
+ */
+export async function raiseAlert(
+  db: Db,
+  alert: { teamId: string; agentId: string; taskId?: string | null; key: string; title: string; summary: string; content: string },
+): Promise<InboxItem | null> {
+  return createInboxItemOnce(db, {
+    teamId: alert.teamId,
+    agentId: alert.agentId,
+    type: "alert",
+    taskId: alert.taskId ?? null,
+    dedupeKey: alert.key,
+    title: alert.title.slice(0, 200),
+    summary: alert.summary.slice(0, 1000),
+    content: alert.content,
+  });
+}
