@@ -1,8 +1,8 @@
-import { generateText, Output } from "ai";
+import { Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { createKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
-import { recordModelUsage } from "@/lib/llm/usage";
+import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "./prompts";
@@ -41,25 +41,19 @@ export async function extractKnowledgeFromConversation(input: {
   messages: readonly Message[];
   maxInputChars: number;
   abortSignal?: AbortSignal;
+  /** How long the model call may take; MODEL_TIMEOUT_MS when not given. */
+  timeoutMs?: number;
 }): Promise<KnowledgeItem[]> {
   if (input.messages.length === 0) return [];
-  const started = Date.now();
-  const result = await generateText({
-    model: input.model.model,
-    instructions: EXTRACTION_INSTRUCTIONS,
-    prompt: renderSession(input.messages, input.maxInputChars),
-    output: Output.object({ schema: extractionSchema }),
-    abortSignal: input.abortSignal,
-    maxRetries: 2,
-  });
-  await recordModelUsage(input.db, {
-    agentId: input.agentId,
-    conversationId: input.conversationId,
-    purpose: "extraction",
-    model: input.model.modelId,
-    usage: result.usage,
-    durationMs: Date.now() - started,
-  });
+  const { db, model, agentId, conversationId, abortSignal, timeoutMs } = input;
+  const result = await generateModelText(
+    { db, model, purpose: "extraction", agentId, conversationId, abortSignal, timeoutMs },
+    {
+      instructions: EXTRACTION_INSTRUCTIONS,
+      prompt: renderSession(input.messages, input.maxInputChars),
+      output: Output.object({ schema: extractionSchema }),
+    },
+  );
   const existing = new Set((await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 })).map((item) => item.content.trim()));
   const created: KnowledgeItem[] = [];
   for (const item of result.output.items) {

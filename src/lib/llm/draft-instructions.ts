@@ -1,8 +1,10 @@
-import { generateText, Output } from "ai";
+import { Output } from "ai";
 import { z } from "zod";
+import type { Db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { describeModelError } from "./errors";
-import { chooseModel } from "./provider";
+import { generateModelText } from "./model-call";
+import { chooseModel, type ModelChoice } from "./provider";
 
 const draftSchema = z.object({
   instructions: z.string().min(1).describe("The lead's standing instructions (system prompt), in the second person, as short Markdown bullets"),
@@ -11,23 +13,29 @@ const draftSchema = z.object({
 /**
  * A first draft of a new team lead's instructions, written by the model from the team's
  * name and mission (structured output). The person edits it before the team is created.
+ * The call belongs to no agent yet: its usage row has no agent and the purpose "draft".
  */
-export async function draftLeadInstructions(input: { name: string; mission: string }, signal?: AbortSignal): Promise<string> {
-  const { model } = chooseModel();
+export async function draftLeadInstructions(
+  db: Db,
+  input: { name: string; mission: string },
+  options: { abortSignal?: AbortSignal; model?: ModelChoice; timeoutMs?: number } = {},
+): Promise<string> {
+  const { abortSignal, model = chooseModel(), timeoutMs } = options;
   try {
-    const { output } = await generateText({
-      model,
-      output: Output.object({ schema: draftSchema, name: "lead_instructions" }),
-      system:
-        "You write the standing instructions for the lead agent of a research team. The lead chats with a person, " +
-        "breaks the mission into tasks, delegates them to subordinates, keeps a knowledge base and sends briefings. " +
-        "Write 4 to 8 short bullets: how to approach the mission, what to delegate, when to brief, what a good briefing contains.",
-      prompt: `Team: ${input.name}\nMission: ${input.mission}`,
-      abortSignal: signal,
-      maxRetries: 1,
-    });
+    const { output } = await generateModelText(
+      { db, model, purpose: "draft", agentId: null, abortSignal, timeoutMs },
+      {
+        output: Output.object({ schema: draftSchema, name: "lead_instructions" }),
+        instructions:
+          "You write the standing instructions for the lead agent of a research team. The lead chats with a person, " +
+          "breaks the mission into tasks, delegates them to subordinates, keeps a knowledge base and sends briefings. " +
+          "Write 4 to 8 short bullets: how to approach the mission, what to delegate, when to brief, what a good briefing contains.",
+        prompt: `Team: ${input.name}\nMission: ${input.mission}`,
+      },
+    );
     return output.instructions.trim();
   } catch (error) {
+    // The error itself, not its message: the log keeps its cause and stack.
     console.error("Drafting lead instructions failed:", error);
     throw new CadreError("unavailable:model", `Could not draft the instructions. ${describeModelError(error)} You can still write them yourself.`, { cause: error });
   }

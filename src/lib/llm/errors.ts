@@ -1,11 +1,48 @@
-import { APICallError, RetryError } from "ai";
+import { AISDKError, APICallError, RetryError } from "ai";
+import postgres from "postgres";
+
+const modelTimeout = Symbol.for("cadre.model-timeout");
+
+/**
+ * A model call that did not answer within its time limit (MODEL_TIMEOUT_MS). Not named
+ * like an abort on purpose: the SDK treats "AbortError"/"TimeoutError" as the caller's
+ * cancellation, and this is a failure the person should hear about.
+ */
+export class ModelTimeoutError extends Error {
+  private readonly [modelTimeout] = true;
+
+  constructor(
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`The model did not answer within ${timeoutMs} ms.`, options);
+    this.name = "ModelTimeoutError";
+  }
+
+  /** By a marker, not instanceof, so a second copy of this module still recognises it (as the SDK does). */
+  static isInstance(error: unknown): error is ModelTimeoutError {
+    return typeof error === "object" && error !== null && modelTimeout in error;
+  }
+}
+
+/**
+ * True when a model call failed: any AI SDK error (API failures, retries given up, tool
+ * calls the model garbled, structured output that does not parse, and the SDK's own
+ * argument and prompt checks, which retrying would not fix either) and our per-call
+ * timeout. Not a model failure: the caller's abort (a Stop), and anything caused by the
+ * database, even when it surfaces through a model call.
+ */
+export function isModelFailure(error: unknown): boolean {
+  if (causedByDatabase(error)) return false;
+  return AISDKError.isInstance(error) || ModelTimeoutError.isInstance(error) || isTimeoutSignal(error);
+}
 
 /**
  * A model failure in words a person can act on. The raw error stays in the log;
  * this is what the chat, the work log and a failed task show.
  */
 export function describeModelError(error: unknown): string {
-  const root = error instanceof RetryError ? (error.lastError ?? error) : error;
+  const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
   if (APICallError.isInstance(root)) {
     const status = root.statusCode;
     if (status === 401 || status === 403) return `The model server refused the credentials (HTTP ${status}). Check OPENAI_API_KEY.`;
@@ -16,16 +53,41 @@ export function describeModelError(error: unknown): string {
     if (status !== undefined) return `The model server rejected the request (HTTP ${status}): ${root.message}`;
     return `Could not reach the model server at ${safeUrl(root.url)}: ${root.message}. Check OPENAI_BASE_URL and that the server is running.`;
   }
-  const message = root instanceof Error ? root.message : String(root);
-  // Our own per-call timeout aborts the call (or the wait between its retries).
-  if (root instanceof Error && (root.name === "AbortError" || root.name === "TimeoutError")) {
+  if (ModelTimeoutError.isInstance(root)) {
+    return `The model server did not answer in time (${formatSeconds(root.timeoutMs)}). Try again, or raise MODEL_TIMEOUT_MS for a slow local model.`;
+  }
+  // The SDK's own `timeout` option aborts with a TimeoutError. An abort that gets this far
+  // was not the caller's (callers check their own signal first): a model that reports its
+  // time limit as a plain AbortError.
+  if (isTimeoutSignal(root) || (root instanceof Error && root.name === "AbortError")) {
     return "The model server did not answer in time. Try again, or raise MODEL_TIMEOUT_MS for a slow local model.";
   }
+  const message = root instanceof Error ? root.message : String(root);
+  // Network failures and some servers' own time limits reach us as plain errors: the SDK
+  // has no class for them, so their messages are all there is to go on.
   if (/ECONNREFUSED|ENOTFOUND|fetch failed|ECONNRESET|socket hang up/i.test(message)) {
     return `Could not reach the model server (${message}). Check OPENAI_BASE_URL and that the server is running.`;
   }
   if (/timed? ?out|timeout/i.test(message)) return `The model server did not answer in time (${message}). Try again.`;
   return `The model call failed: ${message}`;
+}
+
+function isTimeoutSignal(error: unknown): boolean {
+  return error instanceof DOMException && error.name === "TimeoutError";
+}
+
+/** A Postgres error, or an error caused by one (drizzle wraps them in DrizzleQueryError). */
+function causedByDatabase(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof postgres.PostgresError) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+function formatSeconds(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
 }
 
 function safeUrl(url: string | undefined): string {

@@ -5,7 +5,8 @@ import { lazyCommit } from "./lazy-commit";
 import { executePrepared } from "./prepared";
 
 export type NewUsage = {
-  agentId: string;
+  /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
+  agentId: string | null;
   conversationId?: string | null;
   purpose: UsagePurpose;
   model: string;

@@ -1,3 +1,4 @@
+import { db } from "@/lib/db/client";
 import { parseJsonBody, route } from "@/lib/http";
 import { draftLeadInstructions } from "@/lib/llm/draft-instructions";
 import { draftInstructionsBody } from "./schema";
@@ -8,5 +9,5 @@ export const maxDuration = 120;
 /** POST /api/teams/draft {name, mission} → { instructions }: a draft of the lead's instructions, to edit before creating the team. */
 export const POST = route(async (request: Request) => {
   const body = await parseJsonBody(request, draftInstructionsBody);
-  return Response.json({ instructions: await draftLeadInstructions(body, request.signal) });
+  return Response.json({ instructions: await draftLeadInstructions(db(), body, { abortSignal: request.signal }) });
 });

@@ -1,0 +1,208 @@
+import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import type { Context } from "@ai-sdk/provider-utils";
+import {
+  gateway,
+  generateText,
+  streamText,
+  wrapLanguageModel,
+  type GenerateTextResult,
+  type LanguageModel,
+  type LanguageModelCallEndEvent,
+  type OutputInterface,
+  type StreamTextResult,
+  type ToolSet,
+} from "ai";
+import type { Db } from "@/lib/db/client";
+import type { UsagePurpose } from "@/lib/db/schema";
+import { env } from "@/lib/env";
+import { ModelTimeoutError } from "./errors";
+import type { ModelChoice } from "./provider";
+import { recordModelUsage } from "./usage";
+
+/**
+ * Retries after a failed attempt (a 429, a 5xx, a dropped connection): the SDK's backoff,
+ * honouring Retry-After. A timed-out attempt is not retried.
+ */
+export const MODEL_CALL_RETRIES = 2;
+
+/** Who a model call is for and what it may take: the part every call site shares. */
+export type ModelCall = {
+  db: Db;
+  model: ModelChoice;
+  /** The usage row's purpose. */
+  purpose: UsagePurpose;
+  /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
+  agentId: string | null;
+  conversationId?: string | null;
+  /** How long one model call may take (each attempt); MODEL_TIMEOUT_MS when not given. */
+  timeoutMs?: number;
+  /** The caller's cancellation (a Stop, a closed request): it reads as an abort, never as a timeout. */
+  abortSignal?: AbortSignal;
+  /** Where a usage row that could not be written is reported; console.error when not given. */
+  log?: (message: string, error?: unknown) => void;
+};
+
+/** What the helper sets for every call; a call site cannot override them. */
+type CommonOption = "model" | "abortSignal" | "maxRetries" | "timeout" | "experimental_onLanguageModelCallEnd";
+/** Omit over each branch of a union, so "prompt or messages, not both" survives. */
+type WithoutCommon<T> = T extends unknown ? Omit<T, CommonOption> : never;
+
+type GenerateOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<typeof generateText<TOOLS, Context, OUTPUT>>[0];
+type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<typeof streamText<TOOLS, Context, OUTPUT>>[0];
+
+/**
+ * `generateText` with what every model call needs: the per-call timeout, bounded retries,
+ * the caller's abort and one usage row per model call. The caller passes everything else
+ * (prompt, tools, output, prepareStep, stopWhen, callbacks); its `onLanguageModelCallEnd`
+ * runs alongside the usage write.
+ */
+export function generateModelText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string>>(
+  call: ModelCall,
+  options: WithoutCommon<GenerateOptions<TOOLS, OUTPUT>>,
+): Promise<GenerateTextResult<TOOLS, Context, OUTPUT>> {
+  // Putting back the keys WithoutCommon took out gives the full options; TypeScript cannot follow that through the generics.
+  return generateText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd) } as GenerateOptions<TOOLS, OUTPUT>);
+}
+
+/** `streamText` with the same common part as generateModelText. A timeout ends the stream with an error part (onError), not an abort. */
+export function streamModelText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string, never>>(
+  call: ModelCall,
+  options: WithoutCommon<StreamOptions<TOOLS, OUTPUT>>,
+): StreamTextResult<TOOLS, Context, OUTPUT> {
+  return streamText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd) } as StreamOptions<TOOLS, OUTPUT>);
+}
+
+function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((event: LanguageModelCallEndEvent<TOOLS>) => PromiseLike<void> | void) | undefined) {
+  return {
+    model: withTimeout(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS),
+    abortSignal: call.abortSignal,
+    maxRetries: MODEL_CALL_RETRIES,
+    onLanguageModelCallEnd: async (event: LanguageModelCallEndEvent<TOOLS>) => {
+      await Promise.all([recordCallUsage(call, event), onCallEnd?.(event)]);
+    },
+  };
+}
+
+/**
+ * The SDK swallows errors thrown by its callbacks, so a usage row that cannot be written
+ * is reported here rather than lost without a word.
+ */
+async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent<ToolSet>): Promise<void> {
+  try {
+    await recordModelUsage(call.db, {
+      agentId: call.agentId,
+      conversationId: call.conversationId ?? null,
+      purpose: call.purpose,
+      model: call.model.modelId,
+      usage: event.usage,
+      durationMs: Math.round(event.performance.responseTimeMs),
+    });
+  } catch (error) {
+    (call.log ?? console.error)(`Could not record the usage of a ${call.purpose} model call`, error);
+  }
+}
+
+/**
+ * The model with a time limit on each call (each attempt, when the SDK retries): a call
+ * that has not answered by then is aborted and fails with ModelTimeoutError, even if the
+ * model ignores its abort signal. Applied around the model rather than through the SDK's
+ * `timeout` option, whose step limit also covers prepareStep and tool runs and whose
+ * expiry reads as an abort.
+ */
+function withTimeout(model: LanguageModel, timeoutMs: number): LanguageModelV4 {
+  return wrapLanguageModel({
+    // A bare id means a gateway model, as it does for the SDK itself.
+    model: typeof model === "string" ? gateway(model) : model,
+    middleware: {
+      wrapGenerate: async ({ params, model: inner }) => {
+        const deadline = new Deadline(timeoutMs, params.abortSignal);
+        try {
+          return await deadline.race(inner.doGenerate({ ...params, abortSignal: deadline.signal }));
+        } catch (error) {
+          throw deadline.explain(error);
+        } finally {
+          deadline.clear();
+        }
+      },
+      wrapStream: async ({ params, model: inner }) => {
+        const deadline = new Deadline(timeoutMs, params.abortSignal);
+        const result = await deadline.race(inner.doStream({ ...params, abortSignal: deadline.signal })).catch((error: unknown) => {
+          deadline.clear();
+          throw deadline.explain(error);
+        });
+        return { ...result, stream: deadline.guard(result.stream) };
+      },
+    },
+  });
+}
+
+/** One model call's time limit, combined with the caller's signal. */
+class Deadline {
+  /** Aborts on the caller's abort or at the time limit, whichever comes first. */
+  readonly signal: AbortSignal;
+  private readonly expiry = new AbortController();
+  private readonly timer: ReturnType<typeof setTimeout>;
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly caller: AbortSignal | undefined,
+  ) {
+    this.timer = setTimeout(() => this.expiry.abort(new ModelTimeoutError(timeoutMs)), timeoutMs);
+    this.signal = caller ? AbortSignal.any([caller, this.expiry.signal]) : this.expiry.signal;
+  }
+
+  private get timedOut(): boolean {
+    return this.expiry.signal.aborted && !this.caller?.aborted;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+
+  /** Settles as the promise does, or rejects when the signal aborts, whether or not the model noticed. */
+  race<T>(promise: PromiseLike<T>): Promise<T> {
+    const signal = this.signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      Promise.resolve(promise)
+        .then(resolve, reject)
+        .finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  /** A timed-out call fails as a timeout whatever the model threw when aborted; anything else as it was. */
+  explain(error: unknown): unknown {
+    return this.timedOut && !ModelTimeoutError.isInstance(error) ? new ModelTimeoutError(this.timeoutMs, { cause: error }) : error;
+  }
+
+  /**
+   * The model's stream under the time limit, which runs until the stream ends. A timeout
+   * becomes an error part, which the SDK reports through onError like any model failure;
+   * the caller's abort errors the stream, which the SDK reports as an abort.
+   */
+  guard(stream: ReadableStream<LanguageModelV4StreamPart>): ReadableStream<LanguageModelV4StreamPart> {
+    const reader = stream.getReader();
+    return new ReadableStream<LanguageModelV4StreamPart>({
+      pull: async (controller) => {
+        try {
+          const next = await this.race(reader.read());
+          if (!next.done) return controller.enqueue(next.value);
+          this.clear();
+          controller.close();
+        } catch (error) {
+          this.clear();
+          reader.cancel().catch(() => {});
+          if (!this.timedOut) return controller.error(error);
+          controller.enqueue({ type: "error", error: this.explain(error) });
+          controller.close();
+        }
+      },
+      cancel: (reason) => {
+        this.clear();
+        return reader.cancel(reason);
+      },
+    });
+  }
+}

@@ -1,0 +1,287 @@
+// Every model call goes through one helper (src/lib/llm/model-call.ts): a per-call time
+// limit, bounded retries, the caller's abort kept apart from a timeout, one usage row per
+// model call. A model that never answers must not hang compaction, extraction, the chat
+// or drafting: each ends within its time limit and says why.
+import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import { stepCountIs, tool } from "ai";
+import { MockLanguageModelV4 } from "ai/test";
+import { and, eq, isNull } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
+import { streamChatReply } from "@/lib/agents/chat";
+import { compactConversation } from "@/lib/agents/compaction";
+import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
+import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import { usage } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
+import { draftLeadInstructions } from "@/lib/llm/draft-instructions";
+import { describeModelError, isModelFailure, ModelTimeoutError } from "@/lib/llm/errors";
+import { generateModelText, MODEL_CALL_RETRIES } from "@/lib/llm/model-call";
+import { OfflineModel } from "@/lib/llm/offline-model";
+import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { createTestEngine, type TestEngine } from "../support/engine";
+import { textReply, toolCallReply } from "../support/mock-model";
+
+const TIMEOUT_MS = 500;
+/** A timed-out call ends at its time limit, plus what a loaded machine adds. */
+const SLACK_MS = 2_500;
+
+let database: TestDatabase;
+let engine: TestEngine;
+let openai: FakeOpenAI;
+let fakeReply: () => FakeReply = () => ({ text: "Hello from the fake model." });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  engine = await createTestEngine(database, { config: { modelTimeoutMs: TIMEOUT_MS } });
+  openai = await startFakeOpenAI(() => fakeReply());
+});
+afterAll(async () => {
+  await engine?.close();
+  await openai?.close();
+  await database?.drop();
+});
+
+const choice = (model: ModelChoice["model"], modelId = "mock"): ModelChoice => ({ model, modelId, kind: "offline" });
+const offline = choice(new OfflineModel(), "offline");
+const fakeServer = (): ModelChoice => chooseModel(null, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" });
+
+/** A model that never answers. It gives up when its call is aborted, unless told to ignore that too. */
+function hangingModel(options: { ignoresAbort?: boolean } = {}): ModelChoice {
+  const never = (signal: AbortSignal | undefined) =>
+    new Promise<never>((_, reject) => {
+      if (!options.ignoresAbort) signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+  return choice(new MockLanguageModelV4({ doGenerate: ({ abortSignal }) => never(abortSignal), doStream: ({ abortSignal }) => never(abortSignal) }));
+}
+
+/** A model that starts its answer, then stalls mid-stream. */
+function stallingModel(partial: string): ModelChoice {
+  return choice(
+    new MockLanguageModelV4({
+      doStream: async ({ abortSignal }) => ({
+        stream: new ReadableStream<LanguageModelV4StreamPart>({
+          start(controller) {
+            controller.enqueue({ type: "stream-start", warnings: [] });
+            controller.enqueue({ type: "text-start", id: "t1" });
+            controller.enqueue({ type: "text-delta", id: "t1", delta: partial });
+            abortSignal?.addEventListener("abort", () => controller.error(abortSignal.reason), { once: true });
+          },
+        }),
+      }),
+    }),
+  );
+}
+
+async function workLog(words = 12) {
+  const { lead } = await createTeamFixture(database.db);
+  const conversation = await getBackgroundConversation(database.db, lead.id);
+  await appendMessages(
+    database.db,
+    conversation.id,
+    Array.from({ length: words }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: `message ${i} ${"word ".repeat(30)}` })),
+  );
+  return { lead, conversation };
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ error: unknown; ms: number }> {
+  const started = Date.now();
+  try {
+    await work();
+    return { error: undefined, ms: Date.now() - started };
+  } catch (error) {
+    return { error, ms: Date.now() - started };
+  }
+}
+
+async function usageRows(purpose: "chat" | "compaction" | "extraction" | "draft" | "work", agentId: string | null) {
+  return database.db
+    .select()
+    .from(usage)
+    .where(and(eq(usage.purpose, purpose), agentId === null ? isNull(usage.agentId) : eq(usage.agentId, agentId)));
+}
+
+describe("compaction", () => {
+  it("is cut off when its model hangs, says it did not answer in time, and appends no summary", async () => {
+    const { lead, conversation } = await workLog();
+    const before = await getAllMessages(database.db, conversation.id);
+    const { error, ms } = await timed(() =>
+      compactConversation({ db: database.db, model: hangingModel(), agentId: lead.id, budget: 10, instructions: "", timeoutMs: TIMEOUT_MS }, conversation.id),
+    );
+    expect(ModelTimeoutError.isInstance(error)).toBe(true);
+    expect(isModelFailure(error)).toBe(true);
+    expect(describeModelError(error)).toMatch(/^The model server did not answer in time \(500 ms\)\. .*MODEL_TIMEOUT_MS/);
+    expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(await getAllMessages(database.db, conversation.id)).toHaveLength(before.length);
+  });
+
+  it("is cut off even when the model ignores its abort signal", async () => {
+    const { lead, conversation } = await workLog();
+    const { error, ms } = await timed(() =>
+      compactConversation(
+        { db: database.db, model: hangingModel({ ignoresAbort: true }), agentId: lead.id, budget: 10, instructions: "", timeoutMs: TIMEOUT_MS },
+        conversation.id,
+      ),
+    );
+    expect(ModelTimeoutError.isInstance(error)).toBe(true);
+    expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+  });
+
+  it("stopped by its caller reads as an abort, not a timeout and not a model failure", async () => {
+    const { lead, conversation } = await workLog();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 100);
+    const { error, ms } = await timed(() =>
+      compactConversation(
+        { db: database.db, model: hangingModel(), agentId: lead.id, budget: 10, instructions: "", timeoutMs: 10_000, abortSignal: stop.signal },
+        conversation.id,
+      ),
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).name).toBe("AbortError");
+    expect(ModelTimeoutError.isInstance(error)).toBe(false);
+    expect(isModelFailure(error)).toBe(false);
+    expect(ms).toBeLessThan(5_000);
+  });
+
+  it("records one usage row for its model call", async () => {
+    const { lead, conversation } = await workLog();
+    await compactConversation({ db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" }, conversation.id);
+    const rows = await usageRows("compaction", lead.id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ conversationId: conversation.id, model: "offline" });
+    expect(rows[0]!.inputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe("knowledge extraction", () => {
+  it("is cut off when its model hangs, says so, and records nothing", async () => {
+    const { lead, conversation } = await workLog();
+    const messages = await getAllMessages(database.db, conversation.id);
+    const { error, ms } = await timed(() =>
+      extractKnowledgeFromConversation({
+        db: database.db,
+        model: hangingModel(),
+        agentId: lead.id,
+        conversationId: conversation.id,
+        messages,
+        maxInputChars: 10_000,
+        timeoutMs: TIMEOUT_MS,
+      }),
+    );
+    expect(isModelFailure(error)).toBe(true);
+    expect(describeModelError(error)).toMatch(/did not answer in time/);
+    expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(await searchKnowledgeItems(database.db, { agentId: lead.id })).toEqual([]);
+    expect(await usageRows("extraction", lead.id)).toEqual([]);
+  });
+});
+
+describe("the chat", () => {
+  async function chatWith(model: ModelChoice) {
+    const { lead } = await createTeamFixture(database.db);
+    engine.deps.chooseModel = () => model;
+    const started = Date.now();
+    const response = await streamChatReply(engine.deps, lead.id, "hello?", new AbortController().signal);
+    const body = await response.text();
+    const ms = Date.now() - started;
+    const conversationId = (await getForegroundConversation(database.db, lead.id)).id;
+    await expect.poll(async () => (await getAllMessages(database.db, conversationId)).length).toBe(2);
+    return { body, ms, log: await getAllMessages(database.db, conversationId) };
+  }
+
+  it("ends a reply whose server never answers with the timeout in the stream and in the conversation", async () => {
+    fakeReply = () => ({ fault: "hang" });
+    const { body, ms, log } = await chatWith(fakeServer());
+    expect(body).toMatch(/"type":"error","errorText":"The model server did not answer in time \(500 ms\)\. Try again, or raise MODEL_TIMEOUT_MS/);
+    expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(log.map((m) => [m.role, m.content])).toEqual([
+      ["user", "hello?"],
+      ["assistant", "(error: The model server did not answer in time (500 ms). Try again, or raise MODEL_TIMEOUT_MS for a slow local model.)"],
+    ]);
+  });
+
+  it("keeps what a reply said before it stalled, then the timeout marker", async () => {
+    const { body, ms, log } = await chatWith(stallingModel("Let me think about"));
+    expect(body).toContain('"delta":"Let me think about"');
+    expect(body).toMatch(/"type":"error","errorText":"The model server did not answer in time/);
+    expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+    expect(log.at(-1)!.content).toMatch(/^Let me think about\n\n\(error: The model server did not answer in time \(500 ms\)/);
+  });
+});
+
+describe("drafting a lead's instructions", () => {
+  const team = { name: "Solar", mission: "Track the solar industry" };
+
+  it("records a usage row with no agent and the purpose draft", async () => {
+    const instructions = await draftLeadInstructions(database.db, team, { model: offline });
+    expect(instructions).toContain("Track the solar industry");
+    const rows = await usageRows("draft", null);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ agentId: null, conversationId: null, model: "offline" });
+    expect(rows[0]!.inputTokens).toBeGreaterThan(0);
+  });
+
+  it("gives up when the model hangs, says so, and logs the error with its cause", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const { error, ms } = await timed(() => draftLeadInstructions(database.db, team, { model: hangingModel(), timeoutMs: TIMEOUT_MS }));
+      expect(error).toBeInstanceOf(CadreError);
+      expect((error as CadreError).code).toBe("unavailable:model");
+      expect((error as CadreError).message).toMatch(/^Could not draft the instructions\. The model server did not answer in time \(500 ms\)/);
+      expect(ModelTimeoutError.isInstance((error as CadreError).cause)).toBe(true);
+      expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
+      expect(logged).toHaveBeenCalledWith(expect.stringContaining("Drafting lead instructions failed"), (error as CadreError).cause);
+    } finally {
+      logged.mockRestore();
+    }
+  });
+
+  it("retries a failing server a bounded number of times", async () => {
+    fakeReply = () => ({ fault: "status", status: 500, retryAfterSeconds: 0 });
+    const requestsBefore = openai.requests.length;
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      await expect(draftLeadInstructions(database.db, team, { model: fakeServer(), timeoutMs: 5_000 })).rejects.toThrow(
+        /The model server failed \(HTTP 500\)/,
+      );
+    } finally {
+      logged.mockRestore();
+    }
+    expect(openai.requests.length - requestsBefore).toBe(1 + MODEL_CALL_RETRIES);
+  });
+});
+
+describe("a tool loop through the helper", () => {
+  it("records one usage row per model call and still runs the caller's own onLanguageModelCallEnd", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const conversation = await getBackgroundConversation(database.db, lead.id);
+    const replies = [toolCallReply("lookUp", { query: "solar" }), textReply("Solar is up.")];
+    const model = choice(new MockLanguageModelV4({ doGenerate: async () => replies.shift()! }));
+    const seen: number[] = [];
+    const result = await generateModelText(
+      { db: database.db, model, purpose: "work", agentId: lead.id, conversationId: conversation.id, timeoutMs: TIMEOUT_MS },
+      {
+        instructions: "You are the lead.",
+        messages: [{ role: "user", content: "How is solar doing?" }],
+        tools: { lookUp: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }) => `${query}: up 3%` }) },
+        stopWhen: stepCountIs(4),
+        prepareStep: async ({ stepNumber }) => (stepNumber === 0 ? undefined : { messages: [{ role: "user", content: "How is solar doing? (reloaded)" }] }),
+        onLanguageModelCallEnd: (event) => {
+          seen.push(event.usage.inputTokens ?? 0);
+        },
+      },
+    );
+    expect(result.text).toBe("Solar is up.");
+    expect(seen).toEqual([10, 10]);
+    const rows = await usageRows("work", lead.id);
+    expect(rows.map((row) => [row.inputTokens, row.outputTokens, row.model, row.conversationId])).toEqual([
+      [10, 5, "mock", conversation.id],
+      [10, 5, "mock", conversation.id],
+    ]);
+  });
+});
