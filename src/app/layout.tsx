@@ -2,7 +2,9 @@ import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import { LiveEventsProvider } from "@/components/live-events";
 import { Nav } from "@/components/nav";
+import { WorkerBanner } from "@/components/worker-banner";
 import { hasPageSession, signInRequired } from "@/lib/auth";
+import { backgroundWorkStalled } from "@/lib/health";
 import { usingOfflineModel } from "@/lib/llm/provider";
 import "./globals.css";
 
@@ -19,6 +21,8 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   // Not requirePageSession: /sign-in shares this layout. Each page checks for itself; a
   // visitor who is not signed in gets neither the navigation nor the live event stream.
   const signedIn = await hasPageSession();
+  // Work that waits with no worker to do it: a banner on every page says how to start one.
+  const stalled = signedIn && (await backgroundWorkStalled());
   return (
     <html lang="en">
       <body>
@@ -30,6 +34,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             <div className="shell">
               <Nav offline={usingOfflineModel()} canSignOut={signInRequired()} />
               <main id="main" className="content">
+                <WorkerBanner stalled={stalled} />
                 {children}
               </main>
             </div>

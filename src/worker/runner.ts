@@ -6,6 +6,7 @@ import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { agentWakePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import { startWorkerHeartbeat } from "./liveness";
 
 export type WorkerOptions = {
   databaseUrl?: string;
@@ -62,6 +63,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     reap().catch((error) => log(`[worker] reaping stale sessions failed: ${error instanceof Error ? error.message : error}`));
   }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
 
+  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, log });
   log("[worker] ready: waiting for work.");
   return {
     jobs,
@@ -71,6 +73,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       clearInterval(reaper);
       // Sessions end after the step in flight, then pg-boss waits for their handlers.
       shutdown.abort();
+      await liveness.stop(); // no longer counted alive: it takes no new work from here
       await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error) => log(`[worker] stopping the queue: ${error}`));
       await listener.unlisten().catch(() => {});
       await database.close();

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabase } from "@/lib/db/client";
+import { createTask } from "@/lib/db/queries/tasks";
+import { registerWorker } from "@/lib/db/queries/workers";
 import { createTestDatabase, type TestDatabase } from "../support/database";
+import { createTeamFixture } from "../support/fixtures";
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -15,11 +18,35 @@ afterAll(async () => {
 });
 
 describe("GET /api/health", () => {
-  it("answers 200 {status: ok} when the database answers", async () => {
+  it("answers 200 with the database, the workers and the backlog when the database answers", async () => {
     const { GET } = await import("@/app/api/health/route");
     const response = await GET();
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: "ok" });
+    expect(await response.json()).toEqual({
+      status: "ok",
+      database: "ok",
+      workers: { alive: 0, lastSeenAt: null },
+      backlog: { agents: 0, oldestWaitingSince: null },
+    });
+  });
+
+  it("answers 200 degraded while a task waits and no worker is alive, ok again once one is", async () => {
+    const { GET } = await import("@/app/api/health/route");
+    const { lead } = await createTeamFixture(database.db);
+    const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "Research prices" });
+    const waiting = await GET();
+    expect(waiting.status).toBe(200);
+    expect(await waiting.json()).toEqual({
+      status: "degraded",
+      database: "ok",
+      workers: { alive: 0, lastSeenAt: null },
+      backlog: { agents: 1, oldestWaitingSince: task.createdAt.toISOString() },
+    });
+
+    await registerWorker(database.db, "health-test:1");
+    const served = await (await GET()).json();
+    expect(served).toMatchObject({ status: "ok", workers: { alive: 1 }, backlog: { agents: 1 } });
+    expect(Date.parse(served.workers.lastSeenAt)).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it("answers 503 with a JSON error when the database does not", async () => {

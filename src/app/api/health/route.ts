@@ -1,18 +1,16 @@
-import { db } from "@/lib/db/client";
-import { databaseAnswers } from "@/lib/db/health";
+import { checkHealth } from "@/lib/health";
 import { errorResponse, route } from "@/lib/http";
 
 export const dynamic = "force-dynamic";
 
-/** Open without a session (a probe for supervisors and load balancers); it says nothing but whether the database answers. */
+/**
+ * Open without a session (a probe for supervisors and load balancers). 200 while the
+ * database answers: `{ status: "ok" | "degraded", database, workers, backlog }`, where
+ * `degraded` means work waits and no worker is alive (src/lib/health.ts); 503 when it does not.
+ */
 export const GET = route(async (): Promise<Response> => {
-  let result: Awaited<ReturnType<typeof databaseAnswers>>;
-  try {
-    result = await databaseAnswers(db());
-  } catch (error) {
-    result = { ok: false, reason: error instanceof Error ? error.message : String(error) };
-  }
-  if (result.ok) return Response.json({ status: "ok" });
+  const result = await checkHealth();
+  if (result.ok) return Response.json(result.health, { headers: { "cache-control": "no-store" } });
   console.error("Health check: the database does not answer:", result.reason);
   return errorResponse(503, "unavailable:database", `The database does not answer (${result.reason}). Check DATABASE_URL and that Postgres is running.`);
 }, { public: true });

@@ -76,11 +76,6 @@ export async function finishSessionIfIdle(db: Db, sessionId: string, agentId: st
   });
 }
 
-/** Clears the wake flag before the session looks for work, so later wake-ups stand out. */
-export async function clearWakeRequest(db: Db, agentId: string): Promise<void> {
-  await db.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
-}
-
 export async function endSession(
   db: Db,
   sessionId: string,
@@ -91,6 +86,11 @@ export async function endSession(
     .update(workSessions)
     .set({ status, steps: details.steps, error: details.error ?? null, endedAt: sql`now()` })
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
+}
+
+export async function isSessionStopRequested(db: Db, sessionId: string): Promise<boolean> {
+  const [row] = await db.select({ stopRequestedAt: workSessions.stopRequestedAt }).from(workSessions).where(eq(workSessions.id, sessionId));
+  return row?.stopRequestedAt != null;
 }
 
 export async function getRunningSession(db: Db, agentId: string): Promise<WorkSession | null> {
@@ -131,12 +131,43 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
   return rows.map((row) => row.agentId);
 }
 
+/**
+ * "Someone asked for agent `a` and no session serves it": a wake-up, a pending task or
+ * queued input, and no running session. One definition for the worker's backlog and the
+ * health check's.
+ */
+const awaitingWork = sql`
+  (a.wake_requested_at is not null
+   or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending')
+   or exists (select 1 from agent_inputs i where i.agent_id = a.id))
+  and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`;
+
 /** Agents someone asked for that no session is serving: the backlog a starting worker drains. */
 export async function listAgentsAwaitingWork(db: Db): Promise<string[]> {
-  const rows = await db.execute<{ id: string }>(sql`
-    select a.id from agents a
-     where (a.wake_requested_at is not null
-            or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending'))
-       and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`);
+  const rows = await db.execute<{ id: string }>(sql`select a.id from agents a where ${awaitingWork}`);
   return rows.map((row) => row.id);
+}
+
+/** Work waiting for a worker in one team: how many of its agents wait, since when, and its lead (who hears about it). */
+export type WaitingTeam = { teamId: string; leadId: string; agents: number; waitingSince: Date };
+
+/**
+ * The backlog by team, for active teams only (a paused team's work waits for the person,
+ * not for a worker). An agent waits since the oldest of its wake-up, pending tasks and
+ * queued input.
+ */
+export async function listTeamsAwaitingWork(db: Db): Promise<WaitingTeam[]> {
+  const rows = await db.execute<{ team_id: string; lead_id: string; agents: number; waiting_since: string }>(sql`
+    with waiting as (
+      select a.team_id,
+             least(a.wake_requested_at,
+                   (select min(t.created_at) from tasks t where t.agent_id = a.id and t.status = 'pending'),
+                   (select min(i.created_at) from agent_inputs i where i.agent_id = a.id)) as since
+        from agents a join teams tm on tm.id = a.team_id and tm.status = 'active'
+       where ${awaitingWork})
+    select w.team_id, lead.id as lead_id, count(*)::int as agents, min(w.since) as waiting_since
+      from waiting w join agents lead on lead.team_id = w.team_id and lead.role = 'lead'
+     group by w.team_id, lead.id
+     order by waiting_since`);
+  return rows.map((row) => ({ teamId: row.team_id, leadId: row.lead_id, agents: row.agents, waitingSince: new Date(row.waiting_since) }));
 }
