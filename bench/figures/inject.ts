@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { assignTask, postToBackground } from "../../src/lib/agents/tasks";
+import { assignTask, queueInput } from "../../src/lib/agents/tasks";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { workSessions } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
@@ -14,7 +14,7 @@ const ROUNDS = 10;
 
 /**
  * A message posted into an agent's log while its session runs (the way a subordinate's
- * report arrives: postToBackground, committed) must be in the very next model call.
+ * report arrives: queueInput, committed) must be in the very next model call.
  * The model server posts it while it holds a step's answer, so the post has committed
  * before the session prepares its next call; latency runs from that commit to the
  * next request's arrival.
@@ -39,7 +39,7 @@ export async function injectFigure(database: BenchDatabase, jobs: JobQueue, mode
       if (rounds >= ROUNDS - 1) return { text: "Done, with every note read." };
       if (rounds >= 1) {
         const text = `Subordinate Scout reports: note ${s}.${rounds}, the launch moved.`;
-        await postToBackground(database.db, jobs, lead.id, text);
+        await queueInput(database.db, jobs, lead.id, text);
         pending = { text, postedAt: now() };
         posted += 1;
       }

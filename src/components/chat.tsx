@@ -5,7 +5,8 @@ import { DefaultChatTransport, getToolName, isToolUIPart } from "ai";
 import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, errorMessageFrom } from "@/lib/api-client";
-import { STOPPED_MARKER, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
 import { ToolCall } from "./tool-call";
@@ -15,7 +16,6 @@ type Props = {
   agentId: string;
   agentName: string;
   initialMessages: ChatMessage[];
-  briefings: { id: string; title: string }[];
 };
 
 function MessagePart({ part }: { part: ChatMessage["parts"][number] }) {
@@ -44,10 +44,9 @@ function MessagePart({ part }: { part: ChatMessage["parts"][number] }) {
 }
 
 /** The person's chat with a lead (flow 1): streamed replies, tool calls, Stop, briefings arriving live. */
-export function Chat({ agentId, agentName, initialMessages, briefings: initialBriefings }: Props) {
+export function Chat({ agentId, agentName, initialMessages }: Props) {
   const [input, setInput] = useState("");
   const [stoppedId, setStoppedId] = useState<string | null>(null);
-  const [briefings, setBriefings] = useState(initialBriefings);
   const [syncError, setSyncError] = useState<string | null>(null);
   const transport = useMemo(
     () =>
@@ -73,14 +72,9 @@ export function Chat({ agentId, agentName, initialMessages, briefings: initialBr
   const resync = useCallback(async () => {
     if (busyRef.current) return;
     try {
-      const [{ messages: stored }, inbox] = await Promise.all([
-        api<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?mode=foreground&limit=300`),
-        api<{ items: { id: string; agentId: string; title: string }[] }>("/api/inbox"),
-      ]);
+      const { messages: stored } = await api<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?mode=foreground&limit=300`);
       if (busyRef.current) return;
-      const mine = inbox.items.filter((item) => item.agentId === agentId);
-      setBriefings(mine.map(({ id, title }) => ({ id, title })));
-      setMessages(toChatMessages(stored, new Set(mine.map((item) => item.title))));
+      setMessages(toChatMessages(stored));
       setSyncError(null);
     } catch (cause) {
       setSyncError(`Could not load the latest messages: ${cause instanceof Error ? cause.message : cause}`);
@@ -127,7 +121,6 @@ export function Chat({ agentId, agentName, initialMessages, briefings: initialBr
     void stop();
   };
 
-  const briefingByTitle = new Map(briefings.map((item) => [item.title, item.id]));
   const errorText = error ? errorMessageFrom(error.message, "The reply failed. Try again.") : null;
 
   return (
@@ -142,10 +135,7 @@ export function Chat({ agentId, agentName, initialMessages, briefings: initialBr
           </li>
         )}
         {messages.map((message) => {
-          const briefingTitle = message.metadata?.briefing
-            ? /^\*\*(.+?)\*\*/.exec(message.parts.find((part) => part.type === "text")?.text ?? "")?.[1]
-            : undefined;
-          const briefingId = briefingTitle ? briefingByTitle.get(briefingTitle) : undefined;
+          const briefingId = message.metadata?.inboxItemId;
           const text = message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
           const stopped = message.id === stoppedId && !text.includes(STOPPED_MARKER);
           return (

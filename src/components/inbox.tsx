@@ -15,6 +15,7 @@ export type InboxRow = {
   summary: string;
   teamId: string;
   teamName: string;
+  agentId: string;
   agentName: string;
   read: boolean;
   createdAt: string;
@@ -29,7 +30,7 @@ export function InboxList({ items }: { items: InboxRow[] }) {
       <header className="page-header">
         <div>
           <h1>Inbox</h1>
-          <p className="lede">{unread === 0 ? "You're all caught up." : `${unread} unread briefing${unread === 1 ? "" : "s"}.`}</p>
+          <p className="lede">{unread === 0 ? "You're all caught up." : `${unread} unread item${unread === 1 ? "" : "s"}.`}</p>
         </div>
         <div className="header-actions">
           <button type="button" className="button" disabled={busy || unread === 0} onClick={() => run(() => api("/api/inbox/read-all", { method: "POST" }))}>
@@ -40,12 +41,12 @@ export function InboxList({ items }: { items: InboxRow[] }) {
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       {items.length === 0 ? (
         <EmptyState title="Nothing in your inbox yet">
-          <p>When a team lead has something you should know, its briefing lands here and in your chat with the lead.</p>
+          <p>When a team lead has something you should know, its briefing lands here and in your chat with the lead. When work fails, an alert lands here too.</p>
         </EmptyState>
       ) : (
         <ul className="inbox-list">
           {items.map((item) => (
-            <li key={item.id} className={item.read ? "inbox-item" : "inbox-item unread"}>
+            <li key={item.id} className={`inbox-item${item.read ? "" : " unread"}${item.type === "alert" ? " inbox-alert" : ""}`}>
               <span className="unread-dot" aria-hidden="true" />
               <div className="inbox-main">
                 <Link href={`/inbox/${item.id}`} className="inbox-title">
@@ -57,6 +58,12 @@ export function InboxList({ items }: { items: InboxRow[] }) {
                 </div>
                 <div className="meta">
                   <span className={`pill pill-${item.type}`}>{item.type}</span> {item.teamName} · {item.agentName} · <LocalTime value={item.createdAt} relative />
+                  {item.type === "alert" && (
+                    <>
+                      {" · "}
+                      <Link href={`/agents/${item.agentId}`}>Open {item.agentName}&apos;s work log</Link>
+                    </>
+                  )}
                 </div>
               </div>
               {!item.read && (

@@ -1,19 +1,30 @@
 import type { Message } from "@/lib/db/schema";
+import { parseLogInput, splitMarker } from "@/lib/agents/formats";
 import { parseToolOutput } from "@/lib/chat-messages";
 import { Markdown } from "./markdown";
 import { ToolCall } from "./tool-call";
 import { EmptyState, LocalTime } from "./ui";
 
-const MARKER = /^\((stopped by user|stopped: .*|error: .*)\)$/s;
+const INPUT_LABELS = {
+  task: "Task",
+  report: "Report",
+  failed: "Failed",
+  cancelled: "Cancelled",
+  removed: "Removed",
+  question: "Question",
+  answer: "Answer",
+  "task-cancelled": "Cancelled",
+  webhook: "Webhook",
+} as const;
 
 function kindOf(message: Message): { label: string; className: string } {
   if (message.role === "summary") return { label: "Summary", className: "log-summary" };
   if (message.role === "user") {
-    if (/^Subordinate .+? (reports|asks):/.test(message.content)) return { label: "Report", className: "log-injected" };
-    return { label: "Message", className: "log-injected" };
+    const input = parseLogInput(message.content);
+    if (input?.kind === "failed") return { label: INPUT_LABELS.failed, className: "log-injected log-error" };
+    return { label: input ? INPUT_LABELS[input.kind] : "Message", className: "log-injected" };
   }
-  const text = message.content.trim();
-  const marker = /\n\n(\((?:stopped by user|stopped: .*|error: .*)\))$/s.exec(text)?.[1] ?? (MARKER.test(text) ? text : undefined);
+  const marker = splitMarker(message.content.trim())?.marker;
   if (marker?.startsWith("(error")) return { label: "Error", className: "log-error" };
   if (marker) return { label: "Stopped", className: "log-stopped" };
   return { label: "Assistant", className: "log-assistant" };

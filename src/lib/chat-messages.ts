@@ -9,14 +9,15 @@ export type ApiMessage = {
   thinking: string | null;
   toolCalls: { toolCallId: string; toolName: string; args: unknown }[] | null;
   toolCallId: string | null;
+  /** Set on a briefing: the inbox item it belongs to. */
+  inboxItemId?: string | null;
   previousMessageId: string | null;
   createdAt: string | Date;
 };
 
-export type ChatMetadata = { briefing?: boolean; createdAt?: string };
+export type ChatMetadata = { briefing?: boolean; inboxItemId?: string; createdAt?: string };
 export type ChatMessage = UIMessage<ChatMetadata>;
 
-export const STOPPED_MARKER = "(stopped by user)";
 
 /** A stored tool result: JSON when it parses, else the text itself. */
 export function parseToolOutput(content: string): unknown {
@@ -27,19 +28,13 @@ export function parseToolOutput(content: string): unknown {
   }
 }
 
-/** Briefings are written as `**Title**\n\n…` into the lead's chat by createInboxItem. */
-export function isBriefing(message: Pick<ApiMessage, "role" | "content" | "toolCalls">, briefingTitles: ReadonlySet<string>): boolean {
-  if (message.role !== "assistant" || message.toolCalls?.length) return false;
-  const title = /^\*\*(.+?)\*\*\n/.exec(message.content)?.[1];
-  return title !== undefined && briefingTitles.has(title);
-}
 
 /**
  * One UI message per person turn and per reply: a reply's assistant rows and tool rows
  * merge into one message whose tool parts carry input and output. A briefing is a
  * message of its own; summaries are context for the model and are not shown.
  */
-export function toChatMessages(stored: ApiMessage[], briefingTitles: ReadonlySet<string> = new Set()): ChatMessage[] {
+export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   let reply: ChatMessage | undefined;
   for (const message of stored) {
@@ -48,9 +43,11 @@ export function toChatMessages(stored: ApiMessage[], briefingTitles: ReadonlySet
       reply = undefined;
       out.push({ id: message.id, role: "user", metadata: { createdAt }, parts: [{ type: "text", text: message.content }] });
     } else if (message.role === "assistant") {
-      const briefing = isBriefing(message, briefingTitles);
+      // createInboxItem writes a briefing with its inbox item's id: a message of its own.
+      const inboxItemId = message.inboxItemId ?? undefined;
+      const briefing = inboxItemId !== undefined;
       if (!reply || briefing || reply.metadata?.briefing) {
-        reply = { id: message.id, role: "assistant", metadata: { createdAt, briefing }, parts: [] };
+        reply = { id: message.id, role: "assistant", metadata: { createdAt, briefing, ...(inboxItemId ? { inboxItemId } : {}) }, parts: [] };
         out.push(reply);
       }
       if (message.content) reply.parts.push({ type: "text", text: message.content, state: "done" });

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { postToBackground } from "@/lib/agents/tasks";
+import { formatLogInput } from "@/lib/agents/formats";
+import { queueInput } from "@/lib/agents/tasks";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { requireTeam } from "@/lib/db/queries/teams";
@@ -81,7 +82,7 @@ export async function receiveWebhook(
     if (!(await recordWebhookDelivery(tx, teamId, expected))) {
       throw new CadreError("conflict:webhook_replay", "This delivery was already received (same timestamp and signature).");
     }
-    await postToBackground(tx, jobs, lead.id, message);
+    await queueInput(tx, jobs, lead.id, message);
   });
   return { leadId: lead.id, message };
 }
@@ -102,7 +103,7 @@ export function webhookMessage(nameHeader: string | null, body: Uint8Array): str
   if (shown.length > WEBHOOK_MESSAGE_MAX_CHARS) {
     shown = `${shown.slice(0, WEBHOOK_MESSAGE_MAX_CHARS)}\n… (truncated: ${shown.length - WEBHOOK_MESSAGE_MAX_CHARS} more characters)`;
   }
-  return `[webhook:${name}] ${shown || "(empty body)"}`;
+  return formatLogInput({ kind: "webhook", name, body: shown || "(empty body)" });
 }
 
 /** Letters, digits, `_` and `-`, at most 40: a NAME cannot break out of its brackets or forge another prefix. */

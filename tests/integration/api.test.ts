@@ -140,9 +140,14 @@ async function countRows(table: string): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 
 describe("GET /api/health", () => {
-  it("answers 200 {status: ok}", async () => {
+  it("answers 200 {status, database, workers, backlog}", async () => {
     const response = await api.health.GET();
-    expect(await expectJson(response)).toEqual({ status: "ok" });
+    expect(await expectJson(response)).toEqual({
+      status: "ok",
+      database: "ok",
+      workers: { alive: 0, lastSeenAt: null },
+      backlog: { agents: 0, oldestWaitingSince: null },
+    });
   });
 });
 
@@ -241,6 +246,8 @@ describe("/api/teams/:teamId", () => {
     expect(paused.team.status).toBe("paused");
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, leadId)).toHaveLength(0);
 
+    // Work given while paused waits; resuming wakes the agent it waits for.
+    await createTask(database.db, { agentId: leadId, source: "user", title: "Given while paused" });
     const resumed = await expectJson<{ team: ApiTeam }>(await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "active" }), params({ teamId })));
     expect(resumed.team.status).toBe("active");
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, leadId)).toHaveLength(1);
@@ -499,16 +506,16 @@ describe("GET /api/agents/:agentId/messages", () => {
     ]);
   });
 
-  it("answers the foreground conversation in chain order, each message exactly { id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt }", async () => {
+  it("answers the foreground conversation in chain order, each message exactly { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt }", async () => {
     const response = await api.messages.GET(jsonRequest("GET", `/api/agents/${lead.id}/messages`), params({ agentId: lead.id }));
     const body = await expectJson<{ messages: ApiMessage[] }>(response);
     expect(Object.keys(body)).toEqual(["messages"]);
-    const expected = foreground.map(({ id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt }) =>
-      wire({ id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt }),
+    const expected = foreground.map(({ id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt }) =>
+      wire({ id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt }),
     );
     expect(body.messages).toEqual(expected);
     for (const message of body.messages) {
-      expect(Object.keys(message).sort()).toEqual(["content", "createdAt", "id", "previousMessageId", "role", "thinking", "toolCallId", "toolCalls"]);
+      expect(Object.keys(message).sort()).toEqual(["content", "createdAt", "id", "inboxItemId", "previousMessageId", "role", "thinking", "toolCallId", "toolCalls"]);
     }
     expect(body.messages[1]!.toolCalls).toEqual([{ toolCallId: "call-1", toolName: "createTask", args: { title: "Prices" } }]);
     expect(body.messages[2]).toMatchObject({ role: "tool", toolCallId: "call-1", toolCalls: null });
@@ -661,10 +668,16 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
 });
 
 describe("POST /api/agents/:agentId/stop", () => {
-  it("answers {session: null} when the agent is not working", async () => {
+  it("answers {session: null, cancelled} when the agent is not working, and cancels what was about to start", async () => {
     const { lead } = await newTeam();
-    const body = await expectJson(await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), params({ agentId: lead.id })));
-    expect(body).toEqual({ session: null });
+    const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "About to start" });
+    const body = await expectJson<{ session: null; cancelled: ApiTask[] }>(
+      await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), params({ agentId: lead.id })),
+    );
+    expect(Object.keys(body).sort()).toEqual(["cancelled", "session"]);
+    expect(body.session).toBeNull();
+    expect(body.cancelled).toEqual([wire(await requireTask(database.db, task.id))]);
+    expect(body.cancelled[0]).toMatchObject({ status: "cancelled", result: "Stopped by the person." });
   });
 
   it("asks the running session to stop: {session} with stopRequestedAt", async () => {

@@ -48,7 +48,8 @@ describe("the full flow (offline model)", () => {
     const calls = leadLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? []);
     expect(calls).toContain("delegateToAgent");
     expect(calls).toContain("createInboxItem");
-    expect(leadLog.some((m) => m.role === "user" && m.content.startsWith("Subordinate Scout reports: "))).toBe(true);
+    const [delegated] = await listTasksByAgent(database.db, scout.id);
+    expect(leadLog.some((m) => m.role === "user" && m.content.startsWith(`Subordinate Scout reports (task id: ${delegated!.id}): `))).toBe(true);
     // every call has its result, linked by toolCallId, right after it in the chain
     for (const [i, message] of leadLog.entries()) {
       for (const call of message.toolCalls ?? []) {

@@ -1,11 +1,14 @@
+import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession, stopLocalSession, STOPPED_MARKER } from "@/lib/agents/agent";
+import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
+import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { stopAgent } from "@/lib/agents/stop";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { estimateTokens } from "@/lib/agents/compaction";
 import { streamChatReply } from "@/lib/agents/chat";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask, cancelTask, postToBackground } from "@/lib/agents/tasks";
+import { assignTask, cancelTask, queueInput } from "@/lib/agents/tasks";
 import {
   claimSession,
   getAllMessages,
@@ -16,7 +19,6 @@ import {
   getTask,
   listTasksByAgent,
   recordUsage,
-  requestSessionStop,
 } from "@/lib/db/queries";
 import { tasks, workSessions } from "@/lib/db/schema";
 import { startFakeTavily } from "../support/fake-tavily";
@@ -59,15 +61,14 @@ describe("work sessions", () => {
   });
 
   it("inject a report that lands mid-session into the very next model call", async () => {
-    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const scout = subordinates[0]!;
+    const { lead } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     let engine!: TestEngine;
     const prompts: string[] = [];
     const model = sessionModel(async (options, call) => {
       prompts.push(promptText(options.prompt));
       if (call === 0) {
         // The report arrives while the lead is thinking about its first step.
-        await postToBackground(database.db, engine.jobs, lead.id, "Subordinate Scout reports: the launch moved to May.");
+        await queueInput(database.db, engine.jobs, lead.id, "Subordinate Scout reports: the launch moved to May.");
         return toolCallReply("getTeamStatus", {});
       }
       return textReply("Noted the launch date.");
@@ -77,7 +78,11 @@ describe("work sessions", () => {
     await runWorkSession(engine.deps, lead.id);
     expect(prompts[0]).not.toContain("launch moved to May");
     expect(prompts[1]).toContain("Subordinate Scout reports: the launch moved to May.");
-    expect(scout.id).toBeTruthy();
+    // The log shows what each answer answered: the report after the first step, before the answer that saw it.
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.slice(0, 5).map((m) => m.role)).toEqual(["user", "assistant", "tool", "user", "assistant"]);
+    expect(log[3]!.content).toBe("Subordinate Scout reports: the launch moved to May.");
+    expect(log[4]!.content).toBe("Noted the launch date.");
   });
 
   it("never offer a subordinate the lead's tools, and offer a lead no subordinate tools", async () => {
@@ -120,12 +125,12 @@ describe("work sessions", () => {
     const model = sessionModel((options, call) => {
       const tools = offeredTools(options);
       if (tools.includes("requestInput")) {
-        return /Your lead .* answers: use the Q3 numbers/.test(promptText(options.prompt))
+        return /Your lead .* answers \(question id: [^)]+\): use the Q3 numbers/.test(promptText(options.prompt))
           ? toolCallReply("reportToLead", { result: "Q3 revenue grew 12%." })
           : call < 2 ? toolCallReply("requestInput", { question: "Which quarter?" }) : textReply("Waiting.");
       }
       const leadSaw = options.prompt.filter((message) => message.role !== "system");
-      return /asks: Which quarter\?/.test(promptText(leadSaw)) && !/use the Q3 numbers/.test(promptText(leadSaw))
+      return /asks \(question id: [^)]+\): Which quarter\?/.test(promptText(leadSaw)) && !/use the Q3 numbers/.test(promptText(leadSaw))
         ? toolCallReply("answerSubordinate", { agentId: scout.id, answer: "use the Q3 numbers" })
         : textReply("ok");
     });
@@ -133,18 +138,19 @@ describe("work sessions", () => {
     const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Revenue growth" });
     await runWorkSession(engine.deps, scout.id);
     expect((await getTask(database.db, task.id))!.status).toBe("waiting_input");
-    const leadLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(leadLog.some((m) => m.role === "user" && m.content.startsWith("Subordinate Scout asks: Which quarter?"))).toBe(true);
 
     await runWorkSession(engine.deps, lead.id);
-    const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, scout.id)).id);
-    expect(scoutLog.some((m) => m.role === "user" && m.content === "Your lead Team Lead answers: use the Q3 numbers".replace("Team Lead", lead.name))).toBe(true);
+    const leadLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(leadLog.some((m) => m.role === "user" && /^Subordinate Scout asks \(question id: [0-9a-f-]{36}, agent id: [0-9a-f-]{36}\): Which quarter\?$/.test(m.content))).toBe(true);
     expect((await getTask(database.db, task.id))!.status).toBe("in_progress");
 
     await runWorkSession(engine.deps, scout.id);
+    const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, scout.id)).id);
+    expect(scoutLog.some((m) => m.role === "user" && new RegExp(`^Your lead ${lead.name} answers \\(question id: [0-9a-f-]{36}\\): use the Q3 numbers$`).test(m.content))).toBe(true);
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Q3 revenue grew 12%." });
+    await runWorkSession(engine.deps, lead.id);
     const leadLogAfter = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(leadLogAfter.some((m) => m.content === "Subordinate Scout reports: Q3 revenue grew 12%.")).toBe(true);
+    expect(leadLogAfter.some((m) => m.content === `Subordinate Scout reports (task id: ${task.id}): Q3 revenue grew 12%.`)).toBe(true);
   });
 
   it("createInboxItem writes the inbox item and the full briefing into the lead's foreground conversation", async () => {
@@ -198,7 +204,7 @@ describe("limits, failures and stops", () => {
   it("a model failure leaves an (error: …) marker and fails the task with a reason", async () => {
     const { lead } = await createTeamFixture(database.db);
     const model = sessionModel(() => {
-      throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9"), { name: "AI_APICallError" });
+      throw new APICallError({ message: "connect ECONNREFUSED 127.0.0.1:9", url: "http://127.0.0.1:9/v1/chat/completions", requestBodyValues: {} });
     });
     const engine = await engineWith({ model });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Try" });
@@ -260,7 +266,7 @@ describe("limits, failures and stops", () => {
     // Wait for the delegation to land, then stop.
     for (let i = 0; i < 100 && (await listTasksByAgent(database.db, subordinates[0]!.id)).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     const stoppedAt = Date.now();
-    await requestSessionStop(database.db, lead.id);
+    await stopAgent(database.db, engine.jobs, lead.id);
     const outcome = await running;
     expect(outcome.status).toBe("stopped");
     console.log(`[stop] session stopped ${Date.now() - stoppedAt} ms after the request`);
@@ -284,7 +290,7 @@ describe("limits, failures and stops", () => {
       const running = runWorkSession(engine.deps, lead.id);
       await expect.poll(() => tavily.requests.length, { timeout: 5_000 }).toBe(1);
       const stoppedAt = Date.now();
-      await requestSessionStop(database.db, lead.id);
+      await stopAgent(database.db, engine.jobs, lead.id);
       expect((await running).status).toBe("stopped");
       console.log(`[stop] session in a hanging search stopped ${Date.now() - stoppedAt} ms after the request`);
       expect(Date.now() - stoppedAt).toBeLessThan(10_000);
@@ -302,7 +308,7 @@ describe("limits, failures and stops", () => {
     const child = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Child", parentTaskId: root.id });
     const grandchild = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Grandchild", parentTaskId: child.id });
     await database.db.update(tasks).set({ status: "completed" }).where(eq(tasks.id, grandchild.id));
-    const { task, cancelled } = await cancelTask(database.db, root.id);
+    const { task, cancelled } = await cancelTask(database.db, engine.jobs, root.id);
     expect(task.status).toBe("cancelled");
     expect(cancelled.map((t) => t.id).sort()).toEqual([root.id, child.id].sort());
     expect((await getTask(database.db, grandchild.id))!.status).toBe("completed");

@@ -45,10 +45,14 @@ export async function createTestEngine(
  * Runs sessions, one agent at a time, until no agent has anything left to do: the
  * worker's loop without the worker, for tests that want to look between sessions.
  */
-export async function runUntilQuiet(deps: EngineDeps, maxSessions = 30): Promise<{ agentId: string; outcome: SessionOutcome }[]> {
+export async function runUntilQuiet(
+  deps: EngineDeps,
+  maxSessions = 30,
+  options: { agentIds?: readonly string[] } = {},
+): Promise<{ agentId: string; outcome: SessionOutcome }[]> {
   const ran: { agentId: string; outcome: SessionOutcome }[] = [];
   for (let i = 0; i < maxSessions; i++) {
-    const [agentId] = await listAgentsAwaitingWork(deps.db);
+    const [agentId] = (await listAgentsAwaitingWork(deps.db)).filter((id) => !options.agentIds || options.agentIds.includes(id));
     if (!agentId) return ran;
     ran.push({ agentId, outcome: await runWorkSession(deps, agentId) });
   }

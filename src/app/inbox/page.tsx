@@ -22,6 +22,7 @@ export default async function InboxPage() {
           summary: item.summary,
           teamId: item.teamId,
           teamName: item.teamName,
+          agentId: item.agentId,
           agentName: item.agentName,
           read: item.readAt !== null,
           createdAt: item.createdAt.toISOString(),

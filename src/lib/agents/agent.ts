@@ -1,34 +1,16 @@
-import { generateText, stepCountIs, type ToolSet } from "ai";
-import { and, eq, inArray, sql } from "drizzle-orm";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
-import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
-import { listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
-import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
-import { getTeamTokensToday } from "@/lib/db/queries/usage";
-import { recordModelUsage } from "@/lib/llm/usage";
-import {
-  claimSession,
-  endSession,
-  finishSessionIfIdle,
-  heartbeatSession,
-} from "@/lib/db/queries/work-sessions";
-import { tasks, type Agent, type Conversation, type Task, type Team, type UsagePurpose, type WorkSession } from "@/lib/db/schema";
-import { describeModelError } from "@/lib/llm/errors";
-import type { ModelChoice } from "@/lib/llm/provider";
-import { ContextReader, loadContextForCall } from "./compaction";
+import { getLastMessage } from "@/lib/db/queries/messages";
+import { requireTeam } from "@/lib/db/queries/teams";
+import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
+import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { BudgetExceeded } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { extractKnowledgeFromConversation } from "./knowledge-items";
-import { BRIEFING_DECISION_PROMPT, taskMessage, workInstructions } from "./prompts";
-import { closeInterruptedToolCalls, StepRecorder } from "./step-recorder";
-import { cancelTask, postToBackground } from "./tasks";
-import { briefingTools, workTools, type ToolContext } from "./tools";
-
-export const STOPPED_MARKER = "(stopped by user)";
-export const errorMarker = (message: string) => `(error: ${message})`;
-export const stepLimitMarker = (limit: number) =>
-  `(stopped: this session reached its limit of ${limit} tool rounds; raise MAX_STEPS_PER_SESSION to allow longer sessions)`;
-
+import { budgetMarker, errorMarker } from "./formats";
+import { endWorkSession, type SessionEnding } from "./session-end";
+import { closeOpenToolCalls } from "./work-log";
+import { INTERRUPTED_RESULT } from "./model-messages";
+import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
 
 export type SessionOutcome = {
   status: "busy" | "completed" | "failed" | "stopped" | "interrupted" | "lost";
@@ -38,16 +20,6 @@ export type SessionOutcome = {
 };
 
 type StopReason = "user" | "lost";
-
-/** A session or team spent its token budget: the session stops and says why. */
-export class BudgetExceeded extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "BudgetExceeded";
-  }
-}
-
-export const budgetMarker = (message: string) => `(stopped: ${message})`;
 
 class SessionAbort extends Error {
   constructor(readonly reason: StopReason) {
@@ -67,31 +39,11 @@ export function stopLocalSession(sessionId: string): boolean {
   return stop !== undefined;
 }
 
-type SessionState = {
-  session: WorkSession;
-  agent: Agent;
-  team: Team;
-  conversation: Conversation;
-  model: ModelChoice;
-  steps: number;
-  /** Input + output tokens this session has spent. */
-  tokens: number;
-  /** The team's tokens today as last read, and this session's total at that moment. */
-  teamTokens?: { total: number; readAt: number; sessionTokensAtRead: number };
-  stepsAtWrapUp: number;
-  briefed: boolean;
-  /** The log's tail when the session started: extraction reads what came after. */
-  startTail: string | null;
-  signal: AbortSignal;
-  shuttingDown: () => boolean;
-  recorder?: StepRecorder;
-};
-
 /**
- * One work session of an agent (flow 2): claim the agent's lease, take its pending
- * tasks and unanswered messages, run the tool loop until nothing is left, then
- * extract knowledge and, for a lead, decide whether to brief. At most one runs per
- * agent (the lease in work_sessions); every step is stored as it completes.
+ * One work session of an agent (flow 2): claim the agent's lease, work until nothing
+ * is left (work-loop.ts), and end — normally, or by Stop, a model error, the step
+ * limit or a budget, each through endWorkSession in one transaction. At most one runs
+ * per agent (the lease in work_sessions); every step is stored as it completes.
  *
  * `shutdown` ends the session after the step in flight (the worker is stopping);
  * another worker picks the agent up again.
@@ -109,6 +61,8 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     controller.abort(new SessionAbort(reason));
   };
   localSessions.set(session.id, () => abort("user"));
+  // A Stop that landed between the claim and the line above reached no listener.
+  if (session.stopRequestedAt) abort("user");
   let state: SessionState | undefined;
   let reportedSteps = 0;
   const heartbeat = setInterval(() => {
@@ -121,9 +75,24 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
         if (!beat.alive) abort("lost");
         else if (beat.stopRequested) abort("user");
       })
-      .catch((error) => deps.log(`[session ${session.id}] heartbeat failed: ${error instanceof Error ? error.message : error}`));
+      .catch((error: unknown) => deps.log(`[session ${session.id}] heartbeat failed`, error));
     // Several beats fit in the stale window, so one slow beat never looks like a death.
   }, Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5));
+
+  const end = async (ending: SessionEnding, status: SessionOutcome["status"]): Promise<SessionOutcome> => {
+    const steps = state?.steps ?? 0;
+    if (state) {
+      try {
+        await endWorkSession(deps, { sessionId: session.id, agent: state.agent, conversationId: state.conversation.id, steps }, ending);
+      } catch (error) {
+        // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
+        await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch(() => {});
+        throw error;
+      }
+    }
+    const error = ending.status === "stopped" ? undefined : ending.reason;
+    return { status, sessionId: session.id, steps, ...(error ? { error } : {}) };
+  };
 
   try {
     const agent = await requireAgent(db, agentId);
@@ -138,301 +107,43 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       tokens: 0,
       stepsAtWrapUp: 0,
       briefed: false,
+      focus: undefined,
       startTail: (await getLastMessage(db, conversation.id))?.id ?? null,
       signal: controller.signal,
+      stop: () => abort("user"),
       shuttingDown: () => options.shutdown?.aborted === true,
     };
     // A worker that died mid-tool left calls without results; close them first.
-    await closeInterruptedToolCalls(db, conversation.id);
+    await closeOpenToolCalls(db, conversation.id, INTERRUPTED_RESULT);
     const outcome = await workUntilIdle(deps, state);
-    return { ...outcome, sessionId: session.id };
+    if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
+    if (outcome === "handed-over") {
+      return await end({ status: "interrupted", reason: `Handed over to a new session after ${state.steps} tool rounds (MAX_STEPS_PER_SESSION).` }, "interrupted");
+    }
+    return { status: "completed", sessionId: session.id, steps: state.steps };
   } catch (error) {
     const steps = state?.steps ?? 0;
     if (stopReason === "lost") return { status: "lost", sessionId: session.id, steps };
-    if (stopReason === "user" && state) {
-      await recordStop(deps, state);
-      return { status: "stopped", sessionId: session.id, steps };
+    if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
+    if (state && error instanceof StepLimitReached) {
+      return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
     }
     if (state && error instanceof BudgetExceeded) {
-      await state.recorder?.recordMissingResults(budgetMarker(error.message));
-      await appendMessage(db, state.conversation.id, { role: "assistant", content: budgetMarker(error.message) });
-      await failOpenTasks(deps, state.agent.id, error.message);
-      await endSession(db, session.id, "failed", { steps, error: error.message });
-      return { status: "failed", sessionId: session.id, steps, error: error.message };
+      return await end({ status: "failed", reason: error.message, marker: budgetMarker(error.message) }, "failed");
     }
     // An abort nobody asked for is the model call's own timeout.
-    if (state && (isModelFailure(error) || (error instanceof Error && error.name === "AbortError" && !state.signal.aborted))) {
-      const message = describeModelError(error);
-      deps.log(`[session ${session.id}] model failure: ${error instanceof Error ? error.message : error}`);
-      await state.recorder?.recordMissingResults(errorMarker(message));
-      await appendMessage(db, state.conversation.id, { role: "assistant", content: errorMarker(message) });
-      await failOpenTasks(deps, state.agent.id, message);
-      await endSession(db, session.id, "failed", { steps, error: message });
-      return { status: "failed", sessionId: session.id, steps, error: message };
+    if (state && isModelFailure(error)) {
+      deps.log(`[session ${session.id}] model failure`, error);
+      const reason = describeModelError(error);
+      return await end({ status: "failed", reason, marker: errorMarker(reason) }, "failed");
     }
     // Anything else (the database went away, a bug): leave the lease to expire and let
     // the job be retried with backoff; the next session continues from the stored log.
+    deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
     await endSession(db, session.id, "interrupted", { steps, error: error instanceof Error ? error.message : String(error) }).catch(() => {});
     throw error;
   } finally {
     clearInterval(heartbeat);
     localSessions.delete(session.id);
-  }
-}
-
-/** Model calls fail with API errors; the database and our own bugs fail differently. */
-function isModelFailure(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if ("cause" in error && error.cause && typeof error.cause === "object" && "code" in error.cause) {
-    const code = String((error.cause as { code: unknown }).code);
-    // Postgres SQLSTATEs are five characters; those are not the model's fault.
-    if (/^[0-9A-Z]{5}$/.test(code)) return false;
-  }
-  return /AI_|APICallError|RetryError|NoSuchTool|InvalidToolInput|TypeValidation|JSONParse|NoOutput|NoObject|Timeout/i.test(
-    `${error.name} ${error.constructor?.name ?? ""}`,
-  );
-}
-
-async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<Omit<SessionOutcome, "sessionId">> {
-  const { db } = deps;
-  for (;;) {
-    if (state.shuttingDown()) {
-      await endSession(db, state.session.id, "interrupted", { steps: state.steps, error: "The worker shut down; another worker continues." });
-      await deps.jobs.nudgeAgent(state.agent.id);
-      return { status: "interrupted", steps: state.steps };
-    }
-    state.agent = await requireAgent(db, state.agent.id);
-    state.team = await requireTeam(db, state.agent.teamId);
-    const paused = state.team.status === "paused";
-
-    await settleFinishedTasks(deps, state);
-    const started = paused ? [] : await startPendingTasks(deps, state);
-    if (!paused && (started.length > 0 || (await awaitsReply(deps, state)))) {
-      const limited = await runTurn(deps, state, { purpose: "work", tools: (context) => workTools(context) });
-      await settleFinishedTasks(deps, state);
-      if (limited) {
-        const message = `The session reached its limit of ${deps.config.maxStepsPerSession} tool rounds.`;
-        await appendMessage(db, state.conversation.id, { role: "assistant", content: stepLimitMarker(deps.config.maxStepsPerSession) });
-        await failOpenTasks(deps, state.agent.id, message);
-        await endSession(db, state.session.id, "failed", { steps: state.steps, error: message });
-        return { status: "failed", steps: state.steps, error: message };
-      }
-      continue;
-    }
-    if (!paused && state.steps > state.stepsAtWrapUp) {
-      await wrapUp(deps, state);
-      state.stepsAtWrapUp = state.steps;
-      continue;
-    }
-    if (await finishSessionIfIdle(db, state.session.id, state.agent.id, state.steps)) {
-      return { status: "completed", steps: state.steps };
-    }
-  }
-}
-
-/** Pending tasks become in_progress and enter the work log, each in one transaction. */
-async function startPendingTasks(deps: EngineDeps, state: SessionState): Promise<Task[]> {
-  const pending = await listTasksByAgent(deps.db, state.agent.id, ["pending"]);
-  const started: Task[] = [];
-  for (const task of pending.reverse()) {
-    const begun = await deps.db.transaction(async (tx) => {
-      const updated = await setTaskStatus(tx, task.id, "in_progress");
-      if (updated) await appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(updated) });
-      return updated;
-    });
-    if (begun) started.push(begun);
-  }
-  return started;
-}
-
-/** Something in the log wants an answer: new input, a tool result, or a turn cut short. */
-async function awaitsReply(deps: EngineDeps, state: SessionState): Promise<boolean> {
-  const tail = await getLastMessage(deps.db, state.conversation.id);
-  if (!tail) return false;
-  return tail.role === "user" || tail.role === "tool" || tail.role === "summary" || (tail.role === "assistant" && (tail.toolCalls?.length ?? 0) > 0);
-}
-
-/**
- * When a turn has ended, an in_progress task with nothing delegated still open is
- * done: its result is the turn's last words. A subordinate that finishes without
- * reporting reports anyway, so its lead is never left waiting.
- */
-async function settleFinishedTasks(deps: EngineDeps, state: SessionState): Promise<void> {
-  if (await awaitsReply(deps, state)) return;
-  const inProgress = await listTasksByAgent(deps.db, state.agent.id, ["in_progress"]);
-  if (inProgress.length === 0) return;
-  const tail = await getLastMessage(deps.db, state.conversation.id);
-  const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
-  for (const task of inProgress) {
-    if ((await listOpenSubtasks(deps.db, task.id)).length > 0) continue;
-    const parentAgentId = state.agent.role === "subordinate" ? state.agent.parentAgentId : null;
-    // Completion and the report it implies stand or fall together.
-    await deps.db.transaction(async (tx) => {
-      const completed = await setTaskStatus(tx, task.id, "completed", result);
-      if (completed && parentAgentId) {
-        await postToBackground(tx, deps.jobs, parentAgentId, `Subordinate ${state.agent.name} reports: ${result}`);
-      }
-    });
-  }
-}
-
-async function failOpenTasks(deps: EngineDeps, agentId: string, reason: string): Promise<void> {
-  await deps.db
-    .update(tasks)
-    .set({ status: "failed", result: reason, updatedAt: sql`now()`, completedAt: sql`now()` })
-    .where(and(eq(tasks.agentId, agentId), inArray(tasks.status, ["in_progress"])));
-}
-
-/** A stopped session says so in its log, and what it was working on is cancelled, with everything delegated from it. */
-async function recordStop(deps: EngineDeps, state: SessionState): Promise<void> {
-  await state.recorder?.recordMissingResults(STOPPED_MARKER);
-  await appendMessage(deps.db, state.conversation.id, { role: "assistant", content: STOPPED_MARKER });
-  for (const task of await listTasksByAgent(deps.db, state.agent.id, openTaskStatuses)) {
-    if (task.status !== "pending") await cancelTask(deps.db, task.id, "Stopped by the person.");
-  }
-  await endSession(deps.db, state.session.id, "stopped", { steps: state.steps, error: "Stopped by the person." });
-}
-
-/**
- * After the work: knowledge extraction over what the session added to the log and,
- * for a lead that has not briefed yet, the briefing decision as one more turn.
- */
-async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
-  const messages = await getMessagesSince(deps.db, state.conversation.id, state.startTail);
-  await extractKnowledgeFromConversation({
-    db: deps.db,
-    model: state.model,
-    agentId: state.agent.id,
-    conversationId: state.conversation.id,
-    messages,
-    maxInputChars: deps.config.contextTokenBudget * 4 * 0.8,
-    abortSignal: state.signal,
-  });
-  state.startTail = messages.at(-1)?.id ?? state.startTail;
-  if (state.agent.role === "lead" && !state.briefed) {
-    await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT });
-    await runTurn(deps, state, { purpose: "briefing", tools: (context) => briefingTools(context), maxSteps: 2 });
-  }
-}
-
-/**
- * Runs the model with tools until it stops calling them. Before every model call:
- * compaction when over budget, then the context reloaded from the database — that
- * reload is the injection: whatever reached the log since the last step (a report,
- * an answer, a webhook) is in the next call. Returns true when the step limit cut
- * the turn short.
- */
-async function runTurn(
-  deps: EngineDeps,
-  state: SessionState,
-  turn: { purpose: UsagePurpose; tools: (context: ToolContext) => ToolSet; maxSteps?: number },
-): Promise<boolean> {
-  const { db, config } = deps;
-  const remaining = Math.min(turn.maxSteps ?? Infinity, config.maxStepsPerSession - state.steps);
-  if (remaining <= 0) return true;
-
-  const recorder = new StepRecorder(db, state.conversation.id);
-  state.recorder = recorder;
-  const toolContext: ToolContext = {
-    db,
-    jobs: deps.jobs,
-    agent: state.agent,
-    team: state.team,
-    conversationId: state.conversation.id,
-    search: config.search,
-    currentTaskIds: async () =>
-      (await listTasksByAgent(db, state.agent.id, ["in_progress", "waiting_input"])).reverse().map((task) => task.id),
-    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
-  };
-  const tools = recorder.wrapTools(turn.tools(toolContext));
-  const instructions = async () => {
-    const [members, openTasks] = await Promise.all([listTeamAgents(db, state.team.id), listTasksByAgent(db, state.agent.id, openTaskStatuses)]);
-    return workInstructions({ agent: state.agent, team: state.team, members, openTasks: openTasks.reverse() });
-  };
-  const history = new ContextReader(db, state.conversation.id);
-  // Independent reads go out together: each round trip sits between two model calls.
-  const prepare = async () => {
-    const [system, context] = await Promise.all([instructions(), history.read(), checkBudgets(deps, state)]);
-    const messages = await loadContextForCall(
-      { db, model: state.model, agentId: state.agent.id, budget: config.contextTokenBudget, instructions: system, abortSignal: state.signal },
-      history,
-      context,
-    );
-    return { instructions: system, messages };
-  };
-
-  const first = await prepare();
-  let callStarted = Date.now();
-  const result = await generateText({
-    model: state.model.model,
-    instructions: first.instructions,
-    messages: first.messages,
-    tools,
-    toolCallConcurrency: 1,
-    stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
-    abortSignal: state.signal,
-    maxRetries: 2,
-    timeout: { stepMs: config.modelTimeoutMs },
-    prepareStep: async ({ stepNumber }) => {
-      if (stepNumber === 0) return undefined;
-      const next = await prepare();
-      callStarted = Date.now();
-      return next;
-    },
-    onLanguageModelCallEnd: async (event) => {
-      state.steps += 1;
-      state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
-      await Promise.all([
-        recorder.recordModelResponse(event.content),
-        recordModelUsage(db, {
-          agentId: state.agent.id,
-          conversationId: state.conversation.id,
-          purpose: turn.purpose,
-          model: state.model.modelId,
-          usage: event.usage,
-          durationMs: Date.now() - callStarted,
-        }),
-      ]);
-    },
-    onStepEnd: async (step) => {
-      // A stop gives the step's open calls their marker itself.
-      if (state.signal.aborted) return;
-      const errors = step.content.flatMap((part) => (part.type === "tool-error" ? [{ toolCallId: part.toolCallId, error: part.error }] : []));
-      await recorder.recordMissingResults("(no result: the tool did not run)", errors);
-    },
-  });
-  if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
-  const last = result.steps.at(-1);
-  return last?.finishReason === "tool-calls" && state.steps >= config.maxStepsPerSession;
-}
-
-const TEAM_TOKENS_TTL_MS = 30_000;
-
-/**
- * The team's tokens today: read from the usage rows at most every 30 s, with this
- * session's own spending since that read added, so a tool round needs no query for it.
- * Other sessions of the team are counted at the next read.
- */
-async function teamTokensToday(deps: EngineDeps, state: SessionState): Promise<number> {
-  const cached = state.teamTokens;
-  if (cached && Date.now() - cached.readAt < TEAM_TOKENS_TTL_MS) return cached.total + (state.tokens - cached.sessionTokensAtRead);
-  const total = await getTeamTokensToday(deps.db, state.team.id);
-  state.teamTokens = { total, readAt: Date.now(), sessionTokensAtRead: state.tokens };
-  return total;
-}
-
-/** Refuses the next model call when the session or its team has spent its tokens. */
-async function checkBudgets(deps: EngineDeps, state: SessionState): Promise<void> {
-  const { sessionTokenBudget, teamDailyTokenBudget } = deps.config;
-  if (state.tokens >= sessionTokenBudget) {
-    throw new BudgetExceeded(
-      `this session used ${state.tokens} tokens, over its budget of ${sessionTokenBudget} (SESSION_TOKEN_BUDGET)`,
-    );
-  }
-  const today = await teamTokensToday(deps, state);
-  if (today >= teamDailyTokenBudget) {
-    throw new BudgetExceeded(
-      `the team "${state.team.name}" used ${today} tokens today, over its daily budget of ${teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET); it resumes tomorrow`,
-    );
   }
 }

@@ -1,18 +1,17 @@
-import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, streamText, toUIMessageStream } from "ai";
+import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, toUIMessageStream } from "ai";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage } from "@/lib/db/queries/messages";
-import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
 import { getTeamTokensToday } from "@/lib/db/queries/usage";
-import { recordModelUsage } from "@/lib/llm/usage";
 import { CadreError } from "@/lib/errors";
 import { describeModelError } from "@/lib/llm/errors";
-import { STOPPED_MARKER, errorMarker } from "./agent";
+import { streamModelText, type ModelCall } from "@/lib/llm/model-call";
+import { STOPPED_MARKER, errorMarker } from "./formats";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { chatInstructions } from "./prompts";
-import { StepRecorder } from "./step-recorder";
+import { StepRecorder, stepToolErrors } from "./step-recorder";
 import { foregroundTools, type ToolContext } from "./tools";
 
 const MAX_CHAT_STEPS = 6;
@@ -54,30 +53,30 @@ export async function streamChatReply(
     team,
     conversationId: conversation.id,
     search: config.search,
-    currentTaskIds: async () => (await listTasksByAgent(db, agent.id, ["in_progress"])).reverse().map((task) => task.id),
+    // The chat serves no task: what it hands out stands on its own.
+    focusTaskId: () => null,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   const tools = recorder.wrapTools(foregroundTools(context));
   const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
   const history = new ContextReader(db, conversation.id);
   const loadMessages = () =>
-    loadContextForCall({ db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal }, history);
+    loadContextForCall(
+      { db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs },
+      history,
+    );
 
   let partial = "";
   let finished = false;
-  let callStarted = Date.now();
-  const result = streamText({
-    model: model.model,
+  const call: ModelCall = { db, model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, abortSignal: signal, log: deps.log };
+  const result = streamModelText(call, {
     instructions,
     messages: await loadMessages(),
     tools,
     toolCallConcurrency: 1,
     stopWhen: stepCountIs(MAX_CHAT_STEPS),
-    abortSignal: signal,
-    maxRetries: 2,
     prepareStep: async ({ stepNumber }) => {
       if (stepNumber === 0) return undefined;
-      callStarted = Date.now();
       return { messages: await loadMessages() };
     },
     onChunk: ({ chunk }) => {
@@ -86,20 +85,11 @@ export async function streamChatReply(
     onLanguageModelCallEnd: async (event) => {
       partial = "";
       await recorder.recordModelResponse(event.content);
-      await recordModelUsage(db, {
-        agentId: agent.id,
-        conversationId: conversation.id,
-        purpose: "chat",
-        model: model.modelId,
-        usage: event.usage,
-        durationMs: Date.now() - callStarted,
-      });
     },
     onStepEnd: async (step) => {
       // A stop gives the step's open calls their marker itself.
       if (signal.aborted) return;
-      const errors = step.content.flatMap((part) => (part.type === "tool-error" ? [{ toolCallId: part.toolCallId, error: part.error }] : []));
-      await recorder.recordMissingResults("(no result: the tool did not run)", errors);
+      await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
     },
     onEnd: () => {
       finished = true;
@@ -113,7 +103,7 @@ export async function streamChatReply(
     onError: async ({ error }) => {
       if (finished || signal.aborted) return;
       finished = true;
-      deps.log(`[chat ${agent.id}] model failure: ${error instanceof Error ? error.message : error}`);
+      deps.log(`[chat ${agent.id}] model failure`, error);
       const message = describeModelError(error);
       await recorder.recordMissingResults(errorMarker(message));
       await recorder.recordPartialText(partial, errorMarker(message));

@@ -1,9 +1,9 @@
-import { generateText, type ModelMessage } from "ai";
+import type { ModelMessage } from "ai";
 import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
-import { recordModelUsage } from "@/lib/llm/usage";
 import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
+import { generateModelText } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { toModelMessages } from "./model-messages";
 import { COMPACTION_INSTRUCTIONS } from "./prompts";
@@ -17,6 +17,14 @@ export function estimateTokens(value: string | readonly ModelMessage[]): number 
 /** What a model call on this context would cost: the system prompt plus the messages. */
 export function estimateContextTokens(context: readonly Message[], instructions: string, maxToolResultChars?: number): number {
   return estimateTokens(instructions) + estimateTokens(toModelMessages(context, { maxToolResultChars }));
+}
+
+/**
+ * Where compaction starts: a little under the budget, because the estimate counts the
+ * stored messages and the provider's prompt wraps each of them in a few more characters.
+ */
+export function compactionThreshold(budget: number): number {
+  return Math.floor(budget * 0.95);
 }
 
 /** The largest tool result a model call carries, so one huge page cannot blow the budget. */
@@ -33,11 +41,13 @@ export type CompactionOptions = {
   /** The system prompt the next call carries: it counts against the budget too. */
   instructions: string;
   abortSignal?: AbortSignal;
+  /** How long the summary's model call may take; MODEL_TIMEOUT_MS when not given. */
+  timeoutMs?: number;
 };
 
 export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
   const context = await getConversationContext(options.db, conversationId);
-  return estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) > options.budget;
+  return estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) > compactionThreshold(options.budget);
 }
 
 /** Renders a context for the summarizer, each message cut so the whole fits the budget. */
@@ -71,23 +81,15 @@ function renderForSummary(context: readonly Message[], budget: number): string {
 }
 
 export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
-  const started = Date.now();
-  const result = await generateText({
-    model: options.model.model,
-    instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
-    prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
-    maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
-    abortSignal: options.abortSignal,
-    maxRetries: 2,
-  });
-  await recordModelUsage(options.db, {
-    agentId: options.agentId,
-    conversationId: context[0]?.conversationId ?? null,
-    purpose: "compaction",
-    model: options.model.modelId,
-    usage: result.usage,
-    durationMs: Date.now() - started,
-  });
+  const { db, model, agentId, abortSignal, timeoutMs } = options;
+  const result = await generateModelText(
+    { db, model, purpose: "compaction", agentId, conversationId: context[0]?.conversationId ?? null, abortSignal, timeoutMs },
+    {
+      instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
+      prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
+      maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+    },
+  );
   // A summary longer than a quarter of the budget would crowd out the work itself.
   const limit = Math.floor(options.budget * 4 * 0.25);
   const text = result.text.trim() || "(The summarizer returned nothing.)";
@@ -133,6 +135,11 @@ export class ContextReader {
   private context: Message[] = [];
   private tail: string | null | undefined;
 
+  /** The last message of the context as last read: what the next answer must follow. */
+  get lastMessageId(): string | null {
+    return this.tail ?? null;
+  }
+
   constructor(
     private readonly db: Db,
     readonly conversationId: string,
@@ -164,7 +171,7 @@ export async function loadContextForCall(
 ): Promise<ModelMessage[]> {
   const maxToolResultChars = toolResultLimit(options.budget);
   const messages = toModelMessages(await context, { maxToolResultChars });
-  if (estimateTokens(options.instructions) + estimateTokens(messages) <= options.budget) return messages;
+  if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
   await compactConversation(options, reader.conversationId);
   return toModelMessages(await reader.read(), { maxToolResultChars });
 }

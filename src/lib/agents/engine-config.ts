@@ -27,7 +27,8 @@ export type EngineDeps = {
   jobs: JobQueue;
   config: EngineConfig;
   chooseModel: (override?: string | null) => ModelChoice;
-  log: (line: string) => void;
+  /** A line for the operator's log; an error keeps its cause and stack. */
+  log: (message: string, error?: unknown) => void;
 };
 
 export function engineConfigFromEnv(): EngineConfig {
@@ -50,6 +51,6 @@ export function engineDeps(db: Db, jobs: JobQueue, overrides: Partial<Omit<Engin
     jobs,
     config: overrides.config ?? engineConfigFromEnv(),
     chooseModel: overrides.chooseModel ?? ((override) => chooseModel(override)),
-    log: overrides.log ?? ((line) => console.log(line)),
+    log: overrides.log ?? ((message, error) => (error === undefined ? console.log(message) : console.error(message, error))),
   };
 }

@@ -1,9 +1,10 @@
 import { asSchema, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { appendMessage, getConversationContext, type NewMessage } from "@/lib/db/queries/messages";
+import { appendMessage, type NewMessage } from "@/lib/db/queries/messages";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
-import { INTERRUPTED_RESULT, toolOutputToText } from "./model-messages";
+import { toolOutputToText } from "./model-messages";
+import { describeToolError } from "./tools/tool-errors";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
 
@@ -17,6 +18,8 @@ export class StepRecorder {
   private readonly openCalls = new Map<string, string>();
   private lastAssistant: Promise<Message | null> = Promise.resolve(null);
   readonly executedTools: string[] = [];
+  /** Why the latest answer could not be stored; the SDK would swallow it, so the turn checks. */
+  private failure: unknown;
   toolCallCount = 0;
 
   constructor(
@@ -24,8 +27,13 @@ export class StepRecorder {
     private readonly conversationId: string,
   ) {}
 
-  /** Stores the model's answer for one step (text, reasoning, tool calls). */
-  recordModelResponse(content: readonly ResponsePart[]): Promise<Message | null> {
+  /**
+   * Stores the model's answer for one step (text, reasoning, tool calls). Given
+   * `after` — the last message of the context the call was given — it lands right
+   * after that message or not at all (a `conflict:message_chain`): an answer is never
+   * stored after input its call did not see.
+   */
+  recordModelResponse(content: readonly ResponsePart[], after?: string | null): Promise<Message | null> {
     let text = "";
     let thinking = "";
     const toolCalls: StoredToolCall[] = [];
@@ -38,11 +46,27 @@ export class StepRecorder {
     }
     for (const call of toolCalls) this.openCalls.set(call.toolCallId, call.toolName);
     this.toolCallCount += toolCalls.length;
-    const row: NewMessage = { role: "assistant", content: text, thinking: thinking || null, toolCalls: toolCalls.length ? toolCalls : null };
+    const row: NewMessage = {
+      role: "assistant",
+      content: text,
+      thinking: thinking || null,
+      toolCalls: toolCalls.length ? toolCalls : null,
+      ...(after !== undefined ? { previousMessageId: after } : {}),
+    };
     // Committed lazily: its tool's result, committed durably, flushes it too; a Postgres
     // crash before that loses only this step, the one in flight.
-    this.lastAssistant = appendMessage(this.db, this.conversationId, row, { lazyCommit: true });
+    this.lastAssistant = appendMessage(this.db, this.conversationId, row, { lazyCommit: true }).catch((error: unknown) => {
+      this.failure ??= error;
+      // Its calls were never stored: nothing may be recorded as their results.
+      this.openCalls.clear();
+      return null;
+    });
     return this.lastAssistant;
+  }
+
+  /** Rethrows the failure to store an answer, so the session ends loudly instead of working on an answer it lost. */
+  throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
   }
 
   /** Stores what the text of an unfinished step was, when it was cut off. */
@@ -87,9 +111,7 @@ export class StepRecorder {
    */
   async recordMissingResults(fallback: string, errors: readonly { toolCallId: string; error: unknown }[] = []): Promise<void> {
     await this.lastAssistant;
-    for (const { toolCallId, error } of errors) {
-      await this.recordResult(toolCallId, `Error: ${error instanceof Error ? error.message : String(error)}`);
-    }
+    for (const { toolCallId, error } of errors) await this.recordResult(toolCallId, describeToolError(error));
     for (const toolCallId of [...this.openCalls.keys()]) await this.recordResult(toolCallId, fallback);
   }
 
@@ -107,8 +129,9 @@ export class StepRecorder {
         // Converted once here: given a bare zod schema, the SDK converts it to JSON Schema again on every step.
         inputSchema: asSchema(definition.inputSchema),
         execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
-          // The call's own row goes first, so a result never precedes its call.
+          // The call's own row goes first, so a result never precedes its call; with no row, no tool runs.
           await this.lastAssistant;
+          this.throwIfFailed();
           try {
             const output = await execute(input, options);
             this.executedTools.push(name);
@@ -118,7 +141,7 @@ export class StepRecorder {
             // An aborted tool gets its marker from whoever aborted it.
             const aborted = options.abortSignal?.aborted || (error instanceof Error && error.name === "AbortError");
             if (!aborted) {
-              await this.recordResult(options.toolCallId, `Error: ${error instanceof Error ? error.message : String(error)}`);
+              await this.recordResult(options.toolCallId, describeToolError(error));
             }
             throw error;
           }
@@ -130,25 +153,15 @@ export class StepRecorder {
 }
 
 /**
- * Gives every tool call in the context that has no result an explicit "interrupted"
- * one. A call is left without a result only when its worker died mid-tool; its
- * effect, if any, was rolled back with it (see runEffect), so the agent may safely
- * call it again. Returns how many calls were closed.
+ * The errors of a step's tool calls that never reached their tool: a malformed or
+ * unknown call (the SDK keeps the original error on the call, with the fields to fix)
+ * or a tool that threw. For recordMissingResults.
  */
-export async function closeInterruptedToolCalls(db: Db, conversationId: string): Promise<number> {
-  const context = await getConversationContext(db, conversationId);
-  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
-  let closed = 0;
-  for (const message of context) {
-    for (const call of message.toolCalls ?? []) {
-      if (answered.has(call.toolCallId)) continue;
-      try {
-        await appendMessage(db, conversationId, { role: "tool", toolCallId: call.toolCallId, content: INTERRUPTED_RESULT });
-        closed += 1;
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-      }
-    }
+export function stepToolErrors(content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[]) {
+  const errors: { toolCallId: string; error: unknown }[] = [];
+  for (const part of content) {
+    if (!part.toolCallId) continue;
+    if ((part.type === "tool-call" && part.invalid) || part.type === "tool-error") errors.push({ toolCallId: part.toolCallId, error: part.error });
   }
-  return closed;
+  return errors;
 }

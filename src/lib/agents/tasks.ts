@@ -1,11 +1,14 @@
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
-import { addUserMessage } from "@/lib/db/queries/messages";
-import { getBackgroundConversation } from "@/lib/db/queries/conversations";
+import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
+import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
+import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
+import { createTask, getTask, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
-import { createTask, listTasksByAgent, openTaskStatuses, requireTask, type NewTask } from "@/lib/db/queries/tasks";
-import type { Task } from "@/lib/db/schema";
+import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
+import { raiseAlert } from "./alerts";
+import { formatLogInput, type LogInput } from "./formats";
 
 /** Creates a task and wakes its agent, in one transaction: a task never waits unnoticed. */
 export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promise<Task> {
@@ -17,41 +20,161 @@ export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promis
 }
 
 /**
- * Puts a message into an agent's background conversation and wakes it, in one
- * transaction. A running session sees it before its next model call.
+ * Puts input into an agent's queue and wakes it, in one transaction. The agent's
+ * session moves it into the work log before its next model call (see work-loop.ts);
+ * `taskId` names the recipient's task it is about, so the session takes it up with
+ * that task in focus.
  */
-export async function postToBackground(db: Db, jobs: JobQueue, agentId: string, content: string): Promise<void> {
+export async function queueInput(db: Db, jobs: JobQueue, agentId: string, input: LogInput | string, taskId: string | null = null): Promise<void> {
   await db.transaction(async (tx) => {
-    const conversation = await getBackgroundConversation(tx, agentId);
-    await addUserMessage(tx, conversation.id, content);
+    await insertAgentInput(tx, { agentId, content: typeof input === "string" ? input : formatLogInput(input), taskId });
     await jobs.wakeAgent(tx, agentId);
   });
 }
 
+export type TaskEnd =
+  | { status: "completed"; result: string }
+  | { status: "failed"; reason: string }
+  | { status: "cancelled"; reason: string; removed?: boolean };
+
 /**
- * Cancels a task and every open task delegated from it, at any depth. Agents left
- * with nothing open have their running session stopped. Returns what was cancelled.
+ * Ends a task and tells whoever waits on it, in the caller's transaction: its lead
+ * hears the outcome of a subordinate's task exactly once (the status change is the
+ * guard: a task already final changes nothing and tells nobody), and a failure is an
+ * alert in the person's inbox. Work delegated from a task that failed is cancelled
+ * with it. Returns the ended task, or null when it was already final.
  */
-export async function cancelTask(db: Db, taskId: string, reason = "Cancelled by the person."): Promise<{ task: Task; cancelled: Task[] }> {
-  const task = await requireTask(db, taskId);
-  const cancelled = await db.transaction(async (tx) => {
-    const rows = await tx.execute<{ id: string; agent_id: string }>(sql`
-      with recursive tree as (
-        select id from tasks where id = ${taskId}
-        union all
-        select t.id from tasks t join tree on t.parent_task_id = tree.id
-      )
-      update tasks set status = 'cancelled', result = coalesce(result, ${reason}), updated_at = now(), completed_at = now()
-       where id in (select id from tree) and status in ('pending', 'in_progress', 'waiting_input')
-      returning id, agent_id`);
-    return rows;
-  });
-  const agentIds = [...new Set(cancelled.map((row) => row.agent_id))];
-  for (const agentId of agentIds) {
-    const open = await listTasksByAgent(db, agentId, openTaskStatuses);
-    if (open.length === 0) await requestSessionStop(db, agentId);
+export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskEnd): Promise<Task | null> {
+  const result = end.status === "completed" ? end.result : end.reason;
+  const task = await setTaskStatus(db, taskId, end.status, result);
+  if (!task) return null;
+  await withdrawQuestionsOfTask(db, task.id);
+  const agent = await getAgent(db, task.agentId);
+  if (!agent) return task;
+
+  if (agent.role === "subordinate" && agent.parentAgentId) {
+    const parent = task.parentTaskId ? await getTask(db, task.parentTaskId) : null;
+    // When the lead's own task was cancelled or failed, the work under it went with it: nothing to report.
+    const parentGone = parent !== null && (parent.status === "cancelled" || parent.status === "failed");
+    if (!(end.status === "cancelled" && parentGone)) {
+      const outcome: LogInput =
+        end.status === "completed"
+          ? { kind: "report", agentName: agent.name, taskId: task.id, result: end.result }
+          : end.status === "failed"
+            ? { kind: "failed", agentName: agent.name, taskId: task.id, reason: end.reason }
+            : end.removed
+              ? { kind: "removed", agentName: agent.name, taskId: task.id }
+              : { kind: "cancelled", agentName: agent.name, taskId: task.id, reason: end.reason };
+      await queueInput(db, jobs, agent.parentAgentId, outcome, task.parentTaskId);
+    }
   }
-  const cancelledTasks: Task[] = [];
-  for (const row of cancelled) cancelledTasks.push(await requireTask(db, row.id));
-  return { task: (await requireTask(db, task.id)) ?? task, cancelled: cancelledTasks };
+  if (end.status === "failed") {
+    await raiseAlert(db, {
+      teamId: agent.teamId,
+      agentId: agent.id,
+      taskId: task.id,
+      key: `task-failed:${task.id}`,
+      title: `${agent.name} could not finish "${task.title}"`,
+      summary: end.reason,
+      content: `**${agent.name}** stopped working on the task **${task.title}**.\n\n${end.reason}\n\nThe agent's work log shows what happened up to that point.`,
+    });
+    for (const child of await listOpenSubtasksDeep(db, task.id)) {
+      await endTask(db, jobs, child.id, { status: "cancelled", reason: `Its parent task failed: ${end.reason}` });
+    }
+  }
+  return task;
+}
+
+async function listOpenSubtasksDeep(db: Db, taskId: string): Promise<Task[]> {
+  return (await listOpenTaskTree(db, taskId)).filter((task) => task.id !== taskId);
+}
+
+/**
+ * Cancels open tasks with everything delegated from them, in the caller's
+ * transaction, parents first (so a lead whose own task is cancelled is not told about
+ * the work under it). Returns the tasks it ended.
+ */
+export async function cancelTrees(
+  db: Db,
+  jobs: JobQueue,
+  rootIds: readonly string[],
+  reason: string,
+  options: { removed?: boolean } = {},
+): Promise<{ task: Task; statusBefore: TaskStatus }[]> {
+  const cancelled: { task: Task; statusBefore: TaskStatus }[] = [];
+  for (const rootId of rootIds) {
+    for (const task of await listOpenTaskTree(db, rootId)) {
+      const ended = await endTask(db, jobs, task.id, { status: "cancelled", reason, removed: options.removed && task.id === rootId });
+      if (ended) cancelled.push({ task: ended, statusBefore: task.status });
+    }
+  }
+  return cancelled;
+}
+
+/**
+ * Cancels a task and every open task delegated from it, at any depth, in one
+ * transaction. Each agent that was working on a cancelled task hears so in its work
+ * log and goes on with its other tasks; an agent left with nothing open has its
+ * session stopped instead. Returns the task and what was cancelled.
+ */
+export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = "Cancelled by the person."): Promise<{ task: Task; cancelled: Task[] }> {
+  await requireTask(db, taskId);
+  const cancelled = await db.transaction(async (tx) => {
+    const ended = await cancelTrees(tx, jobs, [taskId], reason);
+    for (const agentId of new Set(ended.map(({ task }) => task.agentId))) {
+      if ((await listTasksByAgent(tx, agentId, openTaskStatuses)).length === 0) {
+        await requestSessionStop(tx, agentId);
+        continue;
+      }
+      // Only work under way needs telling: a pending task never reached the agent's log.
+      const underWay = ended.filter(({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending");
+      for (const { task } of underWay) {
+        await queueInput(tx, jobs, agentId, { kind: "task-cancelled", taskId: task.id, title: task.title, reason }, task.id);
+      }
+    }
+    return ended.map(({ task }) => task);
+  });
+  return { task: await requireTask(db, taskId), cancelled };
+}
+
+/**
+ * Removes a subordinate (and its own subordinates, by cascade). Its unfinished work
+ * ends first, in the same transaction: each lead hears "was removed" for a task it
+ * delegated, and a running session is told to stop.
+ */
+export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string): Promise<void> {
+  await db.transaction(async (tx) => {
+    const removed = await tx.execute<{ id: string }>(sql`
+      with recursive tree as (
+        select id from agents where id = ${agentId}
+        union all
+        select a.id from agents a join tree on a.parent_agent_id = tree.id
+      )
+      select id from tree`);
+    const ids = removed.map((row) => row.id);
+    for (const id of ids) {
+      await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, id)).for("update");
+      const open = await listTasksByAgent(tx, id, openTaskStatuses);
+      await cancelTrees(
+        tx,
+        jobs,
+        open.map((task) => task.id),
+        "The agent was removed.",
+        { removed: true },
+      );
+      await requestSessionStop(tx, id);
+    }
+    await deleteAgent(tx, agentId);
+  });
+}
+
+/** Wakes every agent of the team that has work waiting: a pending task or queued input. */
+export async function wakeAgentsWithWork(db: Db, jobs: JobQueue, teamId: string): Promise<void> {
+  const rows = await db.execute<{ id: string }>(sql`
+    select a.id from agents a
+     where a.team_id = ${teamId}
+       and (exists (select 1 from tasks t where t.agent_id = a.id and t.status in ('pending', 'in_progress'))
+            or exists (select 1 from agent_inputs i where i.agent_id = a.id)
+            or a.wake_requested_at is not null)`);
+  for (const { id } of rows) await jobs.wakeAgent(db, id);
 }

@@ -3,6 +3,7 @@ import { createTeamWithLead, updateTeam } from "@/lib/db/queries/teams";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { env } from "@/lib/env";
 import type { EngineDeps } from "./engine-config";
+import { wakeAgentsWithWork } from "./tasks";
 
 /** Standing instructions for a new lead when the person does not write their own. */
 export function defaultLeadInstructions(mission: string): string {
@@ -40,18 +41,19 @@ async function syncLeadSchedule(engine: EngineDeps, leadId: string, status: Team
     if (status === "active") await engine.jobs.scheduleLead(leadId, schedule ?? env().LEAD_SCHEDULE);
     else await engine.jobs.unscheduleLead(leadId);
   } catch (error) {
-    engine.log(`[teams] could not update the schedule of lead ${leadId}: ${error instanceof Error ? error.message : error}`);
+    engine.log(`[teams] could not update the schedule of lead ${leadId}`, error);
   }
 }
 
 /** Pausing a team stops its proactive runs; its agents leave new tasks pending until it resumes. */
 export async function setTeamStatus(engine: EngineDeps, teamId: string, status: TeamStatus): Promise<Team> {
-  const team = await updateTeam(engine.db, teamId, { status });
+  const team = await engine.db.transaction(async (tx) => {
+    const updated = await updateTeam(tx, teamId, { status });
+    // Work that waited while the team was paused starts now, for every agent that has some.
+    if (status === "active") await wakeAgentsWithWork(tx, engine.jobs, teamId);
+    return updated;
+  });
   const lead = await getTeamLead(engine.db, teamId);
-  if (lead) {
-    await syncLeadSchedule(engine, lead.id, status, lead.schedule);
-    // Work that waited while the team was paused starts now.
-    if (status === "active") await engine.jobs.wakeAgent(engine.db, lead.id);
-  }
+  if (lead) await syncLeadSchedule(engine, lead.id, status, lead.schedule);
   return team;
 }

@@ -6,6 +6,7 @@ import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-mod
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
 const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 const TASK_ID = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+const QUESTION_ID = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b";
 
 /** Tools shaped like the product's, whose execute only records the call. */
 function recordingTools() {
@@ -151,7 +152,7 @@ describe("OfflineModel", () => {
   it("answers a subordinate's question so it can carry on", async () => {
     const calls: unknown[] = [];
     const answerSubordinate = tool({
-      inputSchema: z.object({ agentId: z.string(), answer: z.string() }),
+      inputSchema: z.object({ questionId: z.string(), answer: z.string() }),
       execute: async (input) => {
         calls.push(input);
         return "Answer delivered.";
@@ -160,11 +161,11 @@ describe("OfflineModel", () => {
     const result = await generateText({
       model,
       instructions: `You are the lead (your id: ${LEAD_ID}).`,
-      messages: [{ role: "user", content: `Subordinate Scout asks: which quarter?\n(agent id: ${SCOUT_ID})` }],
+      messages: [{ role: "user", content: `Subordinate Scout asks (question id: ${QUESTION_ID}, agent id: ${SCOUT_ID}): which quarter?` }],
       tools: { answerSubordinate },
       stopWhen: stepCountIs(3),
     });
-    expect(calls).toEqual([{ agentId: SCOUT_ID, answer: "Offline model: use your best judgement and report what you find." }]);
+    expect(calls).toEqual([{ questionId: QUESTION_ID, answer: "Offline model: use your best judgement and report what you find." }]);
     expect(result.text).toBe("Answered the subordinate.");
   });
 

@@ -1,3 +1,4 @@
+import { parseLogInput } from "@/lib/agents/formats";
 import type {
   JSONSchema7,
   LanguageModelV4,
@@ -153,24 +154,23 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
 function answerUser(options: LanguageModelV4CallOptions, text: string): Decision {
   const system = systemText(options.prompt);
   const looksLikeTask = TASK_WORDS.test(text);
-  if (/reports:/i.test(text) && offered(options, "createInboxItem")) {
-    const report = text.slice(text.search(/reports:/i) + "reports:".length).trim() || text;
+  const input = parseLogInput(text);
+  if (input?.kind === "report" && offered(options, "createInboxItem")) {
     return tool("createInboxItem", {
-      title: `Briefing: ${truncate(report, 60)}`,
-      summary: firstSentence(report),
-      content: `## What the team found\n\n${report}`,
+      title: `Briefing: ${truncate(input.result, 60)}`,
+      summary: firstSentence(input.result),
+      content: `## What the team found\n\n${input.result}`,
     });
   }
-  if (text.includes(" asks: ") && offered(options, "answerSubordinate")) {
-    // requestInput signs the question with "(agent id: …)"; otherwise look the name up in the team list.
-    const name = /(\S+) asks: /.exec(text)?.[1] ?? "";
-    const line = system.split("\n").find((l) => name && l.includes(name) && UUID.test(l))
-      ?? system.split("\n").find((l) => /\bid\b/i.test(l) && UUID.test(l));
-    const agentId = new RegExp(`agent id:\\s*(${UUID.source})`, "i").exec(text)?.[1] ?? (line ? UUID.exec(line)?.[0] : undefined);
-    if (agentId) {
-      return tool("answerSubordinate", { agentId, answer: "Offline model: use your best judgement and report what you find." });
-    }
+  if (input?.kind === "failed" || input?.kind === "cancelled" || input?.kind === "removed") {
+    const why = input.kind === "failed" ? `could not finish its task: ${input.reason}` : input.kind === "cancelled" ? "had its task cancelled." : "was removed from the team.";
+    return { kind: "text", text: `${input.agentName} ${why}` };
   }
+  if (input?.kind === "question" && offered(options, "answerSubordinate")) {
+    return tool("answerSubordinate", { questionId: input.questionId, answer: "Offline model: use your best judgement and report what you find." });
+  }
+  if (input?.kind === "answer" && offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
+  if (input?.kind === "task-cancelled") return { kind: "text", text: "Dropped the cancelled task." };
   if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
   const subordinateId = firstSubordinateId(system);
   if (offered(options, "delegateToAgent") && subordinateId && looksLikeTask) {

@@ -31,7 +31,7 @@ export default async function BriefingPage({ params }: Props) {
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/inbox">Inbox</Link> <span aria-hidden="true">/</span> <span>{item.type}</span>
       </nav>
-      <article className="briefing">
+      <article className={item.type === "alert" ? "briefing briefing-alert" : "briefing"}>
         <header className="page-header">
           <div>
             <h1>{item.title}</h1>
@@ -42,9 +42,15 @@ export default async function BriefingPage({ params }: Props) {
           </div>
           <div className="header-actions">
             <MarkUnreadButton itemId={item.id} />
-            <Link href={`/teams/${item.teamId}/chat`} className="button button-primary">
-              Open in chat
-            </Link>
+            {item.type === "alert" ? (
+              <Link href={`/agents/${item.agentId}`} className="button button-primary">
+                Open work log
+              </Link>
+            ) : (
+              <Link href={`/teams/${item.teamId}/chat`} className="button button-primary">
+                Open in chat
+              </Link>
+            )}
           </div>
         </header>
         <div className="summary-box">

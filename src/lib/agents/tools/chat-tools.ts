@@ -13,12 +13,16 @@ export function chatTools(context: ToolContext) {
       inputSchema: z.object({
         title: z.string().min(1).max(200),
         description: z.string().max(8000).default(""),
-        agentId: z.uuid().optional().describe("Who does it: yourself (default) or a subordinate's id"),
+        agentId: z.string().optional().describe("Who does it: yourself (default) or a subordinate's id"),
       }),
       execute: async ({ title, description, agentId }, { toolCallId }) => {
         const members = await listTeamAgents(context.db, context.team.id);
-        const assignee = members.find((member) => member.id === (agentId ?? context.agent.id));
-        if (!assignee) return `Not created: ${agentId} is not a member of your team.`;
+        // A name instead of an id is understood; an id that is no member's is refused with the team list.
+        const wanted = agentId?.trim().toLowerCase() || context.agent.id;
+        const assignee = members.find((member) => member.id === wanted) ?? members.find((member) => member.name.trim().toLowerCase() === wanted);
+        if (!assignee) {
+          return `Not created: "${agentId}" is not a member of your team. Members: ${members.map((member) => `${member.name} (id: ${member.id})`).join(", ")}.`;
+        }
         return context.effect(toolCallId, async (tx) => {
           const task = await assignTask(tx, context.jobs, { agentId: assignee.id, source: "user", title, description });
           return { created: true, taskId: task.id, assignedTo: assignee.name };

@@ -16,8 +16,11 @@ export type ToolContext = {
   /** The conversation the tool runs in: the agent's background one, or the foreground chat. */
   conversationId: string;
   search: SearchConfig;
-  /** The tasks the agent is working on right now (in_progress), oldest first. */
-  currentTaskIds: () => Promise<string[]>;
+  /**
+   * The task the agent's current turn serves (see work-loop.ts): what it delegates,
+   * asks or reports belongs to it. Null in the chat and in a turn about no task.
+   */
+  focusTaskId: () => string | null;
   /**
    * Runs a tool's writes in the transaction that records its result: a crash keeps
    * both or neither. Every tool that changes the database goes through it.

@@ -1,18 +1,24 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { getAgent } from "@/lib/db/queries/agents";
+import { createQuestion } from "@/lib/db/queries/questions";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
-import { postToBackground } from "../tasks";
+import { endTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
+import { optionalId } from "./tool-errors";
 
-/** The task a report or question is about: the one named, if it is the caller's own, else its current one. */
+/**
+ * The task a report or question is about: the one named, if it is the caller's own and
+ * still open, else the task in focus. A garbled or foreign id is ignored, not an error:
+ * local models mangle ids often, and the focus is what they meant.
+ */
 async function resolveTaskId(context: ToolContext, taskId: string | undefined): Promise<string | null> {
-  if (taskId) {
-    const task = await getTask(context.db, taskId);
-    if (task && task.agentId === context.agent.id) return task.id;
+  const named = optionalId(taskId);
+  if (named) {
+    const task = await getTask(context.db, named);
+    if (task && task.agentId === context.agent.id && (task.status === "in_progress" || task.status === "waiting_input")) return task.id;
   }
-  const [current] = await context.currentTaskIds();
-  return current ?? null;
+  return context.focusTaskId();
 }
 
 async function requireLead(context: ToolContext) {
@@ -21,31 +27,41 @@ async function requireLead(context: ToolContext) {
   return lead;
 }
 
+const taskIdField = z.string().optional().describe("The task this is about; leave it out for the task you are working on");
+
 export function subordinateTools(context: ToolContext) {
   return {
     requestInput: tool({
       description: "Ask your lead a question you cannot answer yourself. Your task waits until the lead answers.",
-      inputSchema: z.object({ question: z.string().min(1).max(4000), taskId: z.uuid().optional() }),
+      inputSchema: z.object({ question: z.string().min(1).max(4000), taskId: taskIdField }),
       execute: async ({ question, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
         return context.effect(toolCallId, async (tx) => {
-          if (id) await setTaskStatus(tx, id, "waiting_input");
-          await postToBackground(tx, context.jobs, lead.id, `Subordinate ${context.agent.name} asks: ${question}\n(agent id: ${context.agent.id})`);
+          const task = id ? await setTaskStatus(tx, id, "waiting_input") : null;
+          const asked = await createQuestion(tx, { agentId: context.agent.id, taskId: task?.id ?? null, recipientAgentId: lead.id, question });
+          await queueInput(
+            tx,
+            context.jobs,
+            lead.id,
+            { kind: "question", agentName: context.agent.name, agentId: context.agent.id, questionId: asked.id, question },
+            task?.parentTaskId ?? null,
+          );
           return "Question sent to your lead. Stop here; you will be woken with the answer.";
         });
       },
     }),
     reportToLead: tool({
       description: "Report the result of your task to your lead. This completes the task.",
-      inputSchema: z.object({ result: z.string().min(1).max(20000), taskId: z.uuid().optional() }),
+      inputSchema: z.object({ result: z.string().min(1).max(20000), taskId: taskIdField }),
       execute: async ({ result, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
-        // The task's completion, the report in the lead's log and this result: once, together.
+        // The task's completion, the report in the lead's queue and this result: once, together.
         return context.effect(toolCallId, async (tx) => {
-          if (id) await setTaskStatus(tx, id, "completed", result);
-          await postToBackground(tx, context.jobs, lead.id, `Subordinate ${context.agent.name} reports: ${result}`);
+          if (id && (await endTask(tx, context.jobs, id, { status: "completed", result }))) return "Report sent to your lead.";
+          // No open task to complete (a report on work outside any task): the lead still hears it.
+          await queueInput(tx, context.jobs, lead.id, { kind: "report", agentName: context.agent.name, taskId: null, result });
           return "Report sent to your lead.";
         });
       },

@@ -1,42 +1,72 @@
 import { tool } from "ai";
-import { and, eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { createInboxItem } from "@/lib/db/queries/inbox-items";
-import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { answerQuestion, getQuestion, listOpenQuestionsFor } from "@/lib/db/queries/questions";
+import { getTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
-import { tasks, type Agent } from "@/lib/db/schema";
-import { assignTask, postToBackground } from "../tasks";
+import type { Agent, Question } from "@/lib/db/schema";
+import { formatBriefing } from "../formats";
+import { assignTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
+import { optionalId } from "./tool-errors";
 
-/** A subordinate of the caller's own team, or null: the model's word is never enough. */
-async function findSubordinate(context: ToolContext, agentId: string): Promise<Agent | null> {
-  const members = await listTeamAgents(context.db, context.team.id);
-  return members.find((member) => member.id === agentId && member.role === "subordinate") ?? null;
+/**
+ * A subordinate of the caller's own team, or null: the model's word is never enough.
+ * Found by id, or by name when the model sent the name instead (weaker models do).
+ */
+async function findSubordinate(context: ToolContext, idOrName: string | undefined): Promise<Agent | null> {
+  if (!idOrName?.trim()) return null;
+  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter((member) => member.role === "subordinate");
+  const id = optionalId(idOrName);
+  const wanted = idOrName.trim().toLowerCase();
+  return subordinates.find((member) => member.id === id) ?? subordinates.find((member) => member.name.trim().toLowerCase() === wanted) ?? null;
+}
+
+async function teamList(context: ToolContext): Promise<string> {
+  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter((member) => member.role === "subordinate");
+  return subordinates.length ? subordinates.map((member) => `${member.name} (id: ${member.id})`).join(", ") : "none";
+}
+
+/**
+ * The open question an answer is for: the one named when it is open and was asked of
+ * this lead; otherwise, when the model named only the subordinate (or a garbled id),
+ * that subordinate's oldest open question.
+ */
+async function findOpenQuestion(context: ToolContext, questionId: string | undefined, subordinate: Agent | null): Promise<Question | null> {
+  const named = optionalId(questionId);
+  if (named) {
+    const question = await getQuestion(context.db, named);
+    if (question && question.status === "open" && question.recipientAgentId === context.agent.id) return question;
+  }
+  const open = await listOpenQuestionsFor(context.db, context.agent.id);
+  return open.find((question) => subordinate === null || question.agentId === subordinate.id) ?? null;
 }
 
 export function teamLeadTools(context: ToolContext) {
   return {
     delegateToAgent: tool({
-      description: "Hand a task to one of your subordinates. They work on it in the background and report back to you.",
+      description:
+        "Hand a task to one of your subordinates. They work on it in the background and report back to you. It belongs to the task in focus.",
       inputSchema: z.object({
-        agentId: z.uuid().describe("The subordinate's id, from your team list"),
+        agentId: z.string().min(1).describe("The subordinate's id, from your team list"),
         title: z.string().min(1).max(200),
         description: z.string().max(8000).default(""),
       }),
       execute: async ({ agentId, title, description }, { toolCallId }) => {
         const subordinate = await findSubordinate(context, agentId);
-        if (!subordinate) return `Not delegated: ${agentId} is not a subordinate in your team. Use getTeamStatus to see your team.`;
-        const [parentTaskId] = await context.currentTaskIds();
+        if (!subordinate) return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
+        const focus = context.focusTaskId();
+        const parent = focus ? await getTask(context.db, focus) : null;
         return context.effect(toolCallId, async (tx) => {
           const task = await assignTask(tx, context.jobs, {
             agentId: subordinate.id,
             source: "lead",
             title,
             description,
-            parentTaskId: parentTaskId ?? null,
+            parentTaskId: parent?.agentId === context.agent.id ? parent.id : null,
           });
           return { delegated: true, taskId: task.id, to: subordinate.name };
         });
@@ -60,6 +90,11 @@ export function teamLeadTools(context: ToolContext) {
                 .map((task) => ({ id: task.id, title: task.title, status: task.status, result: task.result?.slice(0, 300) ?? null })),
             })),
           ),
+          openQuestions: (await listOpenQuestionsFor(context.db, context.agent.id)).map((question) => ({
+            questionId: question.id,
+            from: members.find((member) => member.id === question.agentId)?.name ?? question.agentId,
+            question: question.question.slice(0, 500),
+          })),
         };
       },
     }),
@@ -77,23 +112,30 @@ export function teamLeadTools(context: ToolContext) {
         context.effect(toolCallId, async (tx) => {
           const created = await createInboxItem(tx, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content });
           const foreground = await getForegroundConversation(tx, context.agent.id);
-          await appendMessage(tx, foreground.id, { role: "assistant", content: `**${title}**\n\n${content}` });
+          await appendMessage(tx, foreground.id, { role: "assistant", content: formatBriefing(title, content), inboxItemId: created.id });
           return { sent: true, inboxItemId: created.id };
         }),
     }),
     answerSubordinate: tool({
-      description: "Answer a question a subordinate asked you (requestInput). They continue their task with your answer.",
-      inputSchema: z.object({ agentId: z.uuid(), answer: z.string().min(1).max(8000) }),
-      execute: async ({ agentId, answer }, { toolCallId }) => {
-        const subordinate = await findSubordinate(context, agentId);
-        if (!subordinate) return `Not sent: ${agentId} is not a subordinate in your team.`;
+      description:
+        "Answer a question a subordinate asked you (requestInput), naming its question id. The task that asked continues with your answer.",
+      inputSchema: z.object({
+        questionId: z.string().optional().describe("The question id from the subordinate's message"),
+        agentId: z.string().optional().describe("The subordinate who asked, if you do not have the question id"),
+        answer: z.string().min(1).max(8000),
+      }),
+      execute: async ({ questionId, agentId, answer }, { toolCallId }) => {
+        const subordinate = agentId ? await findSubordinate(context, agentId) : null;
+        const question = await findOpenQuestion(context, questionId, subordinate);
+        if (!question) return "Not sent: there is no open question from your subordinates with that id. getTeamStatus lists the open ones.";
+        const asker = await findSubordinate(context, question.agentId);
+        if (!asker) return "Not sent: the subordinate who asked is no longer in your team.";
         return context.effect(toolCallId, async (tx) => {
-          await tx
-            .update(tasks)
-            .set({ status: "in_progress" })
-            .where(and(eq(tasks.agentId, subordinate.id), inArray(tasks.status, ["waiting_input"])));
-          await postToBackground(tx, context.jobs, subordinate.id, `Your lead ${context.agent.name} answers: ${answer}`);
-          return { sent: true, to: subordinate.name };
+          if (!(await answerQuestion(tx, question.id, answer))) return "Not sent: that question was already answered or withdrawn.";
+          // Only the task that asked resumes.
+          if (question.taskId) await setTaskStatus(tx, question.taskId, "in_progress");
+          await queueInput(tx, context.jobs, asker.id, { kind: "answer", leadName: context.agent.name, questionId: question.id, answer }, question.taskId);
+          return { sent: true, to: asker.name, questionId: question.id };
         });
       },
     }),

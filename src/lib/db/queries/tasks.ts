@@ -84,6 +84,29 @@ export async function setTaskStatus(
   return task ?? null;
 }
 
+/**
+ * The open tasks of the tree under `taskId` (itself included), parents before their
+ * children, each locked for the caller's transaction.
+ */
+export async function listOpenTaskTree(db: Db, taskId: string): Promise<Task[]> {
+  const rows = await db.execute<{ id: string }>(sql`
+    with recursive tree as (
+      select id, 0 as depth from tasks where id = ${taskId}
+      union all
+      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id
+    )
+    select tree.id from tree join tasks t on t.id = tree.id
+     where t.status in ('pending', 'in_progress', 'waiting_input')
+     order by tree.depth
+     for update of t`);
+  const found: Task[] = [];
+  for (const { id } of rows) {
+    const task = await getTask(db, id);
+    if (task) found.push(task);
+  }
+  return found;
+}
+
 /** Tasks delegated from this one that are still open. */
 export function listOpenSubtasks(db: Db, parentTaskId: string): Promise<Task[]> {
   return db

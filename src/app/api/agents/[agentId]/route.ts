@@ -1,4 +1,5 @@
-import { deleteAgent, requireAgent, updateAgent } from "@/lib/db/queries/agents";
+import { removeSubordinate } from "@/lib/agents/tasks";
+import { requireAgent, updateAgent } from "@/lib/db/queries/agents";
 import { getTeam } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
 import { parseId, parseJsonBody, route } from "@/lib/http";
@@ -28,7 +29,7 @@ export const PATCH = route(async (request: Request, { params }: Params) => {
 
 export const DELETE = route(async (_request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
-  const { db } = await webEngine();
-  await deleteAgent(db, agentId);
+  const { db, jobs } = await webEngine();
+  await removeSubordinate(db, jobs, agentId);
   return new Response(null, { status: 204 });
 });

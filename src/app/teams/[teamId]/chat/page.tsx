@@ -12,7 +12,6 @@ import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
-import { listInboxView } from "@/lib/db/queries/views";
 import { isUuid } from "@/lib/ids";
 
 export const dynamic = "force-dynamic";
@@ -34,12 +33,10 @@ export default async function ChatPage({ params }: Props) {
   const lead = await getTeamLead(db(), team.id);
   if (!lead) notFound();
   const conversation = await getConversationByMode(db(), lead.id, "foreground");
-  const [stored, inbox, session] = await Promise.all([
+  const [stored, session] = await Promise.all([
     conversation ? listMessages(db(), conversation.id, { limit: 300 }) : Promise.resolve([]),
-    listInboxView(db()),
     getRunningSession(db(), lead.id),
   ]);
-  const briefings = inbox.filter((item) => item.agentId === lead.id);
 
   return (
     <div className="page page-chat">
@@ -61,8 +58,7 @@ export default async function ChatPage({ params }: Props) {
       <Chat
         agentId={lead.id}
         agentName={lead.name}
-        initialMessages={toChatMessages(stored, new Set(briefings.map((item) => item.title)))}
-        briefings={briefings.map(({ id, title }) => ({ id, title }))}
+        initialMessages={toChatMessages(stored)}
       />
     </div>
   );

@@ -11,8 +11,8 @@ type Params = { params: Promise<{ agentId: string }> };
 
 /** The API's message shape (seed 004): no conversation id, tool calls as {toolCallId, toolName, args}. */
 function toApiMessage(message: Message) {
-  const { id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt } = message;
-  return { id, role, content, thinking, toolCalls, toolCallId, previousMessageId, createdAt };
+  const { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt } = message;
+  return { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt };
 }
 
 export const GET = route(async (request: Request, { params }: Params) => {

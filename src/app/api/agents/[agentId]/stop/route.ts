@@ -1,15 +1,17 @@
-import { requireAgent } from "@/lib/db/queries/agents";
-import { requestSessionStop } from "@/lib/db/queries/work-sessions";
+import { stopAgent } from "@/lib/agents/stop";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ agentId: string }> };
 
-/** Stops the agent's running work session (flow 7). `session` is null when it was not working. */
+/**
+ * Stops the agent (flow 7): its running work session, if any (`session`, with
+ * stopRequestedAt; null when it was not working), and every task it was given so far,
+ * including what was about to start (`cancelled`).
+ */
 export const POST = route(async (_request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
-  const { db } = await webEngine();
-  await requireAgent(db, agentId);
-  return Response.json({ session: await requestSessionStop(db, agentId) });
+  const { db, jobs } = await webEngine();
+  return Response.json(await stopAgent(db, jobs, agentId));
 });

@@ -7,7 +7,7 @@ type Params = { params: Promise<{ taskId: string }> };
 
 export const POST = route(async (_request: Request, { params }: Params) => {
   const taskId = parseId((await params).taskId, "task");
-  const { db } = await webEngine();
-  const { task } = await cancelTask(db, taskId);
+  const { db, jobs } = await webEngine();
+  const { task } = await cancelTask(db, jobs, taskId);
   return Response.json({ task });
 });

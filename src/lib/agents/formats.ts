@@ -1,0 +1,129 @@
+// How input and markers read in an agent's work log: built here and parsed here, the one
+// place that knows the wording. Pure and client-safe (the work log and the chat render
+// with it), so it imports nothing from the engine.
+
+/** Ends a session the person stopped. */
+export const STOPPED_MARKER = "(stopped by user)";
+export const errorMarker = (message: string) => `(error: ${message})`;
+export const stepLimitMarker = (limit: number) =>
+  `(stopped: this session reached its limit of ${limit} tool rounds; raise MAX_STEPS_PER_SESSION to allow longer sessions)`;
+export const budgetMarker = (message: string) => `(stopped: ${message})`;
+
+/** A marker alone, or a marker after text cut short ("…partial text\n\n(stopped by user)"). */
+const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by user|stopped: [\s\S]*|error: [\s\S]*)\))$/;
+
+/** The marker a message ends with, and the text before it; null when it has none. */
+export function splitMarker(content: string): { text: string; marker: string } | null {
+  const match = MARKER_AT_END.exec(content);
+  if (!match) return null;
+  return { text: content.slice(0, match.index), marker: match[1]! };
+}
+
+/** What reached an agent's work log from someone else, in the words the agent reads. */
+export type LogInput =
+  | { kind: "task"; taskId: string; from: string; title: string; description: string }
+  /** taskId null: a report on work outside any task. */
+  | { kind: "report"; agentName: string; taskId: string | null; result: string }
+  | { kind: "failed"; agentName: string; taskId: string; reason: string }
+  | { kind: "cancelled"; agentName: string; taskId: string; reason: string }
+  | { kind: "removed"; agentName: string; taskId: string }
+  | { kind: "question"; agentName: string; agentId: string; questionId: string; question: string }
+  | { kind: "answer"; leadName: string; questionId: string; answer: string }
+  | { kind: "task-cancelled"; taskId: string; title: string; reason: string }
+  | { kind: "webhook"; name: string; body: string };
+
+/** The outcomes a lead hears about a delegated task: exactly one per task. */
+export type SubordinateOutcome = Extract<LogInput, { kind: "report" | "failed" | "cancelled" | "removed" }>;
+
+export function isSubordinateOutcome(input: LogInput | null): input is SubordinateOutcome {
+  return input !== null && (input.kind === "report" || input.kind === "failed" || input.kind === "cancelled" || input.kind === "removed");
+}
+
+const taskSources = { user: "the person", lead: "your lead", system: "the system", schedule: "your schedule", webhook: "a webhook" } as const;
+
+export function formatLogInput(input: LogInput): string {
+  switch (input.kind) {
+    case "task":
+      return [`Task from ${input.from} (task id: ${input.taskId}): ${input.title}`, input.description.trim()].filter(Boolean).join("\n\n");
+    case "report":
+      return input.taskId
+        ? `Subordinate ${input.agentName} reports (task id: ${input.taskId}): ${input.result}`
+        : `Subordinate ${input.agentName} reports: ${input.result}`;
+    case "failed":
+      return `Subordinate ${input.agentName} failed (task id: ${input.taskId}): ${input.reason}`;
+    case "cancelled":
+      return `Subordinate ${input.agentName} was cancelled (task id: ${input.taskId}): ${input.reason}`;
+    case "removed":
+      return `Subordinate ${input.agentName} was removed (task id: ${input.taskId}): the task did not finish.`;
+    case "question":
+      return `Subordinate ${input.agentName} asks (question id: ${input.questionId}, agent id: ${input.agentId}): ${input.question}`;
+    case "answer":
+      return `Your lead ${input.leadName} answers (question id: ${input.questionId}): ${input.answer}`;
+    case "task-cancelled":
+      return `Your task was cancelled (task id: ${input.taskId}): ${input.title}. ${input.reason} Drop that work; your other tasks go on.`;
+    case "webhook":
+      return `[webhook:${input.name}] ${input.body}`;
+  }
+}
+
+export function taskSourceWords(source: keyof typeof taskSources): string {
+  return taskSources[source];
+}
+
+const UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
+const parsers: { pattern: RegExp; parse: (match: RegExpExecArray) => LogInput }[] = [
+  {
+    pattern: new RegExp(`^Task from (.+?) \\(task id: (${UUID})\\): (.*?)(?:\\n\\n([\\s\\S]*))?$`, "s"),
+    parse: (m) => ({ kind: "task", from: m[1]!, taskId: m[2]!, title: m[3]!, description: m[4] ?? "" }),
+  },
+  {
+    pattern: new RegExp(`^Subordinate (.+?) reports \\(task id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "report", agentName: m[1]!, taskId: m[2]!, result: m[3]! }),
+  },
+  {
+    pattern: /^Subordinate (.+?) reports: ([\s\S]*)$/,
+    parse: (m) => ({ kind: "report", agentName: m[1]!, taskId: null, result: m[2]! }),
+  },
+  {
+    pattern: new RegExp(`^Subordinate (.+?) failed \\(task id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "failed", agentName: m[1]!, taskId: m[2]!, reason: m[3]! }),
+  },
+  {
+    pattern: new RegExp(`^Subordinate (.+?) was cancelled \\(task id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "cancelled", agentName: m[1]!, taskId: m[2]!, reason: m[3]! }),
+  },
+  {
+    pattern: new RegExp(`^Subordinate (.+?) was removed \\(task id: (${UUID})\\)`),
+    parse: (m) => ({ kind: "removed", agentName: m[1]!, taskId: m[2]! }),
+  },
+  {
+    pattern: new RegExp(`^Subordinate (.+?) asks \\(question id: (${UUID}), agent id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "question", agentName: m[1]!, questionId: m[2]!, agentId: m[3]!, question: m[4]! }),
+  },
+  {
+    pattern: new RegExp(`^Your lead (.+?) answers \\(question id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "answer", leadName: m[1]!, questionId: m[2]!, answer: m[3]! }),
+  },
+  {
+    pattern: new RegExp(`^Your task was cancelled \\(task id: (${UUID})\\): (.*?)\\. ([\\s\\S]*?) Drop that work; your other tasks go on\\.$`),
+    parse: (m) => ({ kind: "task-cancelled", taskId: m[1]!, title: m[2]!, reason: m[3]! }),
+  },
+  {
+    pattern: /^\[webhook:([A-Za-z0-9_-]+)\] ([\s\S]*)$/,
+    parse: (m) => ({ kind: "webhook", name: m[1]!, body: m[2]! }),
+  },
+];
+
+/** Reads a user message of a work log back; null for anything else (a prompt of the engine's own). */
+export function parseLogInput(content: string): LogInput | null {
+  for (const { pattern, parse } of parsers) {
+    const match = pattern.exec(content);
+    if (match) return parse(match);
+  }
+  return null;
+}
+
+/** How a briefing reads in the person's chat: its title in bold, then the briefing. */
+export function formatBriefing(title: string, content: string): string {
+  return `**${title}**\n\n${content}`;
+}

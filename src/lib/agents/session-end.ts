@@ -1,0 +1,108 @@
+import { eq, sql } from "drizzle-orm";
+import type { Db } from "@/lib/db/client";
+import { appendMessage } from "@/lib/db/queries/messages";
+import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { endSession } from "@/lib/db/queries/work-sessions";
+import { agents, type Agent } from "@/lib/db/schema";
+import { raiseAlert } from "./alerts";
+import type { EngineDeps } from "./engine-config";
+import { STOPPED_MARKER } from "./formats";
+import { cancelTrees, endTask } from "./tasks";
+import { closeOpenToolCalls, logAwaitsReply, moveQueuedInput } from "./work-log";
+
+/** How a session ends when it did not simply run out of work (that is finishSessionIfIdle). */
+export type SessionEnding =
+  /** The person pressed Stop: what the session was working on is cancelled. */
+  | { status: "stopped" }
+  /** A model error, the step limit or a budget: what it was working on failed, and the person gets an alert. */
+  | { status: "failed"; reason: string; marker: string }
+  /** The worker is shutting down: another worker continues from the stored log. */
+  | { status: "interrupted"; reason: string };
+
+export type EndingSession = { sessionId: string; agent: Agent; conversationId: string; steps: number };
+
+/**
+ * Ends a work session in one transaction, the one place that does: the log gets its
+ * marker (and every open tool call a result), the tasks it was working on end (each
+ * lead told, each failure alerted: see endTask), the session row is closed, and work
+ * that arrived meanwhile — a task, queued input — gets a new session at once. A crash
+ * leaves all of it or none: the next session never finds a marker without its tasks
+ * settled.
+ */
+export async function endWorkSession(deps: EngineDeps, session: EndingSession, ending: SessionEnding): Promise<void> {
+  const { agent, conversationId } = session;
+  await deps.db.transaction(async (tx) => {
+    // The lock a session is claimed and finished under: a wake-up cannot slip between the check below and the end.
+    const [locked] = await tx.select({ wakeRequestedAt: agents.wakeRequestedAt }).from(agents).where(eq(agents.id, agent.id)).for("update");
+    // The agent was removed under the session: its log, tasks and session row went with it.
+    if (!locked) return;
+    if (ending.status !== "interrupted") {
+      // A stopped agent drops what was queued for it too: it shows in the log, under the marker.
+      if (ending.status === "stopped") await moveQueuedInput(tx, agent.id, conversationId, "all");
+      const marker = ending.status === "stopped" ? STOPPED_MARKER : ending.marker;
+      await closeOpenToolCalls(tx, conversationId, marker);
+      await appendMessage(tx, conversationId, { role: "assistant", content: marker });
+      await endOpenWork(deps, tx, session, ending);
+    }
+    const error = ending.status === "stopped" ? "Stopped by the person." : ending.reason;
+    await endSession(tx, session.sessionId, ending.status, { steps: session.steps, error });
+    // Every end looks for work that is waiting, as a normal end does (finishSessionIfIdle).
+    if (ending.status === "interrupted" || locked.wakeRequestedAt || (await hasWaitingWork(tx, agent.id))) {
+      await deps.jobs.wakeAgent(tx, agent.id);
+    }
+  });
+}
+
+async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, ending: Exclude<SessionEnding, { status: "interrupted" }>): Promise<void> {
+  const { agent } = session;
+  if (ending.status === "stopped") {
+    const open = await listTasksByAgent(tx, agent.id, ["in_progress", "waiting_input"]);
+    await cancelTrees(
+      tx,
+      deps.jobs,
+      open.map((task) => task.id),
+      "Stopped by the person.",
+    );
+    return;
+  }
+  // A task waiting for an answer is not what failed; the answer starts a new session.
+  const failed = await listTasksByAgent(tx, agent.id, ["in_progress"]);
+  for (const task of failed) await endTask(tx, deps.jobs, task.id, { status: "failed", reason: ending.reason });
+  if (failed.length === 0) {
+    // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
+    await raiseAlert(tx, {
+      teamId: agent.teamId,
+      agentId: agent.id,
+      key: `session-failed:${session.sessionId}`,
+      title: `${agent.name} stopped working`,
+      summary: ending.reason,
+      content: `**${agent.name}**'s work session stopped.\n\n${ending.reason}\n\nThe agent's work log shows what happened up to that point.`,
+    });
+  }
+}
+
+/** A pending task or queued input of an agent whose team is active. */
+async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
+  const [row] = await db.execute<{ waiting: boolean }>(sql`
+    select exists (
+      select 1 from agents a join teams t on t.id = a.team_id
+       where a.id = ${agentId} and t.status = 'active'
+         and (exists (select 1 from tasks k where k.agent_id = a.id and k.status = 'pending')
+              or exists (select 1 from agent_inputs i where i.agent_id = a.id))
+    ) as waiting`);
+  return row?.waiting === true;
+}
+
+/**
+ * The Stop of an agent that has no session running: input waiting in its queue goes
+ * into the work log under the "(stopped by user)" marker, and no wake-up is left, so
+ * nothing is about to start. In the caller's transaction, under the agent's lock.
+ */
+export async function stopAgentWithoutSession(tx: Db, agentId: string, conversationId: string): Promise<void> {
+  const moved = await moveQueuedInput(tx, agentId, conversationId, "all");
+  if (moved.length > 0 || (await logAwaitsReply(tx, conversationId))) {
+    await closeOpenToolCalls(tx, conversationId, STOPPED_MARKER);
+    await appendMessage(tx, conversationId, { role: "assistant", content: STOPPED_MARKER });
+  }
+  await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
+}

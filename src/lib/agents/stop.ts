@@ -1,0 +1,36 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "@/lib/db/client";
+import { getBackgroundConversation } from "@/lib/db/queries/conversations";
+import { listTasksByAgent, openTaskStatuses } from "@/lib/db/queries/tasks";
+import { requestSessionStop } from "@/lib/db/queries/work-sessions";
+import { agents, type Task, type WorkSession } from "@/lib/db/schema";
+import { notFound } from "@/lib/errors";
+import type { JobQueue } from "@/lib/jobs/job-queue";
+import { stopAgentWithoutSession } from "./session-end";
+import { cancelTrees } from "./tasks";
+
+/**
+ * The person's Stop: the agent drops everything it was given so far. In one
+ * transaction under the agent's lock (the lock a session is claimed under, so a
+ * session is either running and told, or not yet claimed and finds nothing): its open
+ * tasks are cancelled with what was delegated from them; a running session is told to
+ * stop at once and ends with the "(stopped by user)" marker; with none running, input
+ * waiting in its queue goes into the work log under that marker. So Stop also stops
+ * what was about to start. Work given after the Stop runs as usual.
+ */
+export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
+  return db.transaction(async (tx) => {
+    const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
+    if (!agent) throw notFound("agent", agentId);
+    const open = await listTasksByAgent(tx, agentId, openTaskStatuses);
+    const cancelled = await cancelTrees(
+      tx,
+      jobs,
+      open.map((task) => task.id),
+      "Stopped by the person.",
+    );
+    const session = await requestSessionStop(tx, agentId);
+    if (!session) await stopAgentWithoutSession(tx, agentId, (await getBackgroundConversation(tx, agentId)).id);
+    return { session, cancelled: cancelled.map(({ task }) => task) };
+  });
+}

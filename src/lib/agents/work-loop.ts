@@ -1,0 +1,287 @@
+import { stepCountIs, type ToolSet } from "ai";
+import type { Db } from "@/lib/db/client";
+import { requireAgent } from "@/lib/db/queries/agents";
+import { getOldestAgentInput } from "@/lib/db/queries/agent-inputs";
+import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
+import { hasOpenQuestion } from "@/lib/db/queries/questions";
+import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
+import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
+import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
+import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
+import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
+import type { ModelChoice } from "@/lib/llm/provider";
+import { checkBudgets } from "./budgets";
+import { ContextReader, loadContextForCall } from "./compaction";
+import type { EngineDeps } from "./engine-config";
+import { stepLimitMarker } from "./formats";
+import { extractKnowledgeFromConversation } from "./knowledge-items";
+import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
+import { StepRecorder, stepToolErrors } from "./step-recorder";
+import { endTask } from "./tasks";
+import { briefingTools, workTools, type ToolContext } from "./tools";
+import { awaitsReply, moveQueuedInput } from "./work-log";
+
+export type SessionState = {
+  session: WorkSession;
+  agent: Agent;
+  team: Team;
+  conversation: Conversation;
+  model: ModelChoice;
+  steps: number;
+  /** Input + output tokens this session has spent. */
+  tokens: number;
+  /** The team's tokens today as last read, and this session's total at that moment. */
+  teamTokens?: { total: number; readAt: number; sessionTokensAtRead: number };
+  stepsAtWrapUp: number;
+  briefed: boolean;
+  /**
+   * The task the current turn serves: its result is that turn's last words, and what
+   * the agent delegates or asks in it belongs to it. Null: a turn about no task (a
+   * webhook, a report on work delegated outside any task); undefined: no turn yet.
+   */
+  focus: string | null | undefined;
+  /** The log's tail when the session started: extraction reads what came after. */
+  startTail: string | null;
+  signal: AbortSignal;
+  /** Aborts the session as the person's Stop does. */
+  stop: () => void;
+  shuttingDown: () => boolean;
+  recorder?: StepRecorder;
+};
+
+/** A turn reached MAX_STEPS_PER_SESSION rounds without finishing: the session ends, and what it was working on fails. */
+export class StepLimitReached extends Error {
+  readonly marker: string;
+  constructor(limit: number) {
+    super(`The session reached its limit of ${limit} tool rounds.`);
+    this.name = "StepLimitReached";
+    this.marker = stepLimitMarker(limit);
+  }
+}
+
+/**
+ * The session's loop: take the next piece of work (queued input for one task, or one
+ * pending task), run a turn with that task in focus, settle it, and again; when
+ * nothing is left, wrap up once (knowledge, a lead's briefing decision) and end if no
+ * wake-up came meanwhile. New input after the wrap-up sends it back to work.
+ */
+export async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<"completed" | "interrupted" | "handed-over"> {
+  const { db } = deps;
+  for (;;) {
+    if (state.shuttingDown()) return "interrupted";
+    // A long run of turns (many tasks, many reports) hands over to a fresh session between turns.
+    if (state.steps >= deps.config.maxStepsPerSession) return "handed-over";
+    state.agent = await requireAgent(db, state.agent.id);
+    state.team = await requireTeam(db, state.agent.teamId);
+    // The NOTIFY and the heartbeat usually get there first; this catches a Stop that reached neither yet.
+    if (await isSessionStopRequested(db, state.session.id)) {
+      state.stop();
+      state.signal.throwIfAborted();
+    }
+    const paused = state.team.status === "paused";
+
+    if (!paused && ((await takeNextWork(deps, state)) || awaitsReply(await getLastMessage(db, state.conversation.id)))) {
+      await runTurn(deps, state, { purpose: "work", tools: (context) => workTools(context), takesInput: true });
+      if (state.shuttingDown()) return "interrupted";
+      await settleFocus(deps, state);
+      continue;
+    }
+    if (!paused && state.steps > state.stepsAtWrapUp) {
+      await wrapUp(deps, state);
+      state.stepsAtWrapUp = state.steps;
+      continue;
+    }
+    if (await finishSessionIfIdle(db, state.session.id, state.agent.id, state.steps)) return "completed";
+  }
+}
+
+/**
+ * Puts the next piece of work into the log and focuses on it, oldest kind first:
+ * queued input (for the task the oldest input is about, with input about no task), a
+ * task left in progress with nothing under way (after a crash), then the oldest
+ * pending task. Returns false when there is none.
+ */
+async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<boolean> {
+  const { db } = deps;
+  const agentId = state.agent.id;
+  const oldest = await getOldestAgentInput(db, agentId);
+  if (oldest) {
+    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId });
+    if (moved.length > 0) {
+      state.focus = await openTaskOf(db, agentId, oldest.taskId);
+      return true;
+    }
+  }
+  for (const task of (await listTasksByAgent(db, agentId, ["in_progress"])).reverse()) {
+    if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
+    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task) });
+    state.focus = task.id;
+    return true;
+  }
+  for (const task of await listPendingTasks(db, agentId)) {
+    const begun = await db.transaction(async (tx) => {
+      const updated = await setTaskStatus(tx, task.id, "in_progress");
+      if (updated) {
+        await appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(updated) });
+      }
+      return updated;
+    });
+    if (begun) {
+      state.focus = begun.id;
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The task id when it is this agent's and still open; null otherwise (input about work that ended). */
+async function openTaskOf(db: Db, agentId: string, taskId: string | null): Promise<string | null> {
+  if (!taskId) return null;
+  const task = await getTask(db, taskId);
+  return task && task.agentId === agentId && (openTaskStatuses as readonly string[]).includes(task.status) ? task.id : null;
+}
+
+/** Delegated work still open, or a question still unanswered: the task is waiting, not stalled. */
+async function hasWorkUnderWay(db: Db, taskId: string): Promise<boolean> {
+  return (await listOpenSubtasks(db, taskId)).length > 0 || (await hasOpenQuestion(db, taskId));
+}
+
+/**
+ * After a work turn: the task in focus is done when nothing it started is still open —
+ * its result is the turn's last words. A subordinate that ends without reportToLead
+ * reports anyway (endTask tells the lead), so its lead is never left waiting.
+ */
+async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void> {
+  const { db } = deps;
+  if (!state.focus) return;
+  const tail = await getLastMessage(db, state.conversation.id);
+  if (awaitsReply(tail)) return;
+  const task = await getTask(db, state.focus);
+  if (!task || task.status !== "in_progress" || (await hasWorkUnderWay(db, task.id))) return;
+  const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
+  await db.transaction((tx) => endTask(tx, deps.jobs, task.id, { status: "completed", result }));
+}
+
+/**
+ * After the work: knowledge extraction over what the session added to the log and,
+ * for a lead that has not briefed yet, the briefing decision as one more turn.
+ */
+async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
+  const messages = await getMessagesSince(deps.db, state.conversation.id, state.startTail);
+  await extractKnowledgeFromConversation({
+    db: deps.db,
+    model: state.model,
+    agentId: state.agent.id,
+    conversationId: state.conversation.id,
+    messages,
+    maxInputChars: deps.config.contextTokenBudget * 4 * 0.8,
+    abortSignal: state.signal,
+    timeoutMs: deps.config.modelTimeoutMs,
+  });
+  state.startTail = messages.at(-1)?.id ?? state.startTail;
+  if (state.agent.role === "lead" && !state.briefed) {
+    await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT });
+    state.focus = null;
+    await runTurn(deps, state, { purpose: "briefing", tools: (context) => briefingTools(context), maxSteps: 2, takesInput: false });
+  }
+}
+
+/**
+ * Runs the model with tools until it stops calling them. Before every model call:
+ * input queued for the task in focus moves into the log (that is the injection: a
+ * report that arrives mid-turn is in the next call), the context is compacted when
+ * over budget and read. Each answer is stored right after the context its call was
+ * given, or the session fails loudly. Throws StepLimitReached when the session's
+ * step limit cut the turn short.
+ */
+async function runTurn(
+  deps: EngineDeps,
+  state: SessionState,
+  turn: { purpose: UsagePurpose; tools: (context: ToolContext) => ToolSet; maxSteps?: number; takesInput: boolean },
+): Promise<void> {
+  const { db, config } = deps;
+  // Each turn may take the limit's rounds: the limit stops a runaway turn, not a session with many tasks.
+  const turnStartSteps = state.steps;
+  const remaining = Math.min(turn.maxSteps ?? Infinity, config.maxStepsPerSession);
+
+  const recorder = new StepRecorder(db, state.conversation.id);
+  state.recorder = recorder;
+  const toolContext: ToolContext = {
+    db,
+    jobs: deps.jobs,
+    agent: state.agent,
+    team: state.team,
+    conversationId: state.conversation.id,
+    search: config.search,
+    focusTaskId: () => state.focus ?? null,
+    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
+  };
+  const tools = recorder.wrapTools(turn.tools(toolContext));
+  const instructions = async () => {
+    const [members, openTasks] = await Promise.all([listTeamAgents(db, state.team.id), listTasksByAgent(db, state.agent.id, openTaskStatuses)]);
+    return workInstructions({ agent: state.agent, team: state.team, members, openTasks: openTasks.reverse(), focus: state.focus ?? null });
+  };
+  const history = new ContextReader(db, state.conversation.id);
+  let contextTail: string | null = null;
+  // Independent reads go out together: each round trip sits between two model calls.
+  const prepare = async () => {
+    if (turn.takesInput) await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: state.focus ?? null });
+    const [system, context] = await Promise.all([instructions(), history.read(), checkBudgets(deps, state)]);
+    const messages = await loadContextForCall(
+      {
+        db,
+        model: state.model,
+        agentId: state.agent.id,
+        budget: config.contextTokenBudget,
+        instructions: system,
+        abortSignal: state.signal,
+        timeoutMs: config.modelTimeoutMs,
+      },
+      history,
+      context,
+    );
+    contextTail = history.lastMessageId;
+    return { instructions: system, messages };
+  };
+
+  const first = await prepare();
+  const call: ModelCall = {
+    db,
+    model: state.model,
+    purpose: turn.purpose,
+    agentId: state.agent.id,
+    conversationId: state.conversation.id,
+    timeoutMs: config.modelTimeoutMs,
+    abortSignal: state.signal,
+    log: deps.log,
+  };
+  const result = await generateModelText(call, {
+    instructions: first.instructions,
+    messages: first.messages,
+    tools,
+    toolCallConcurrency: 1,
+    stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
+    prepareStep: async ({ stepNumber }) => {
+      recorder.throwIfFailed();
+      return stepNumber === 0 ? undefined : prepare();
+    },
+    // The usage row is the helper's; this stores the answer, right after the context it was given.
+    onLanguageModelCallEnd: async (event) => {
+      state.steps += 1;
+      state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
+      await recorder.recordModelResponse(event.content, contextTail);
+    },
+    onStepEnd: async (step) => {
+      // A stop gives the step's open calls their marker itself.
+      if (state.signal.aborted) return;
+      await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
+    },
+  });
+  // The SDK swallows a callback's error: an answer that could not be stored ends the session here.
+  recorder.throwIfFailed();
+  if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
+  const last = result.steps.at(-1);
+  if (last?.finishReason === "tool-calls" && state.steps - turnStartSteps >= config.maxStepsPerSession && !state.shuttingDown()) {
+    throw new StepLimitReached(config.maxStepsPerSession);
+  }
+}
