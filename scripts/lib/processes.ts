@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { migrateDatabase, redactUrl } from "../../src/lib/db/migrate";
-import { startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
+import { PostgresSetupError, startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
 
 const bin = (name: string) => path.join(process.cwd(), "node_modules", ".bin", name);
 
@@ -12,22 +12,39 @@ export function log(line: string): void {
 
 /**
  * DATABASE_URL when it is set; otherwise an embedded Postgres under .data/ so a
- * fresh clone runs with no setup. Either way the migrations are applied.
+ * fresh clone runs with no setup. Either way the migrations are applied. When that
+ * cannot be done, says what to do in one line and exits (no stack trace).
  */
 export async function prepareDatabase(): Promise<{ url: string; local?: LocalPostgres }> {
   const configured = process.env.DATABASE_URL?.trim();
   let local: LocalPostgres | undefined;
   let url = configured;
-  if (!url) {
-    local = await startEmbeddedPostgres({ dataDir: ".data/postgres", database: "cadre", log });
-    url = local.url;
-    log(`DATABASE_URL is not set: using the embedded Postgres at ${redactUrl(url)} (data in .data/postgres).`);
-  } else {
-    log(`Using DATABASE_URL ${redactUrl(url)}.`);
+  try {
+    if (!url) {
+      local = await startEmbeddedPostgres({ dataDir: ".data/postgres", database: "cadre", log });
+      url = local.url;
+      const where = path.relative(process.cwd(), local.dataDir);
+      const data = where && !where.startsWith("..") ? where : `${local.dataDir}, linked from .data/postgres`;
+      log(`DATABASE_URL is not set: using the embedded Postgres at ${redactUrl(url)} (data in ${data}).`);
+    } else {
+      log(`Using DATABASE_URL ${redactUrl(url)}.`);
+    }
+    await migrateDatabase(url);
+  } catch (error) {
+    await local?.stop().catch(() => {});
+    log(startFailure(error, Boolean(configured)));
+    process.exit(1);
   }
-  await migrateDatabase(url);
   log("Migrations applied.");
   return { url, local };
+}
+
+/** One line for a database that could not be started or prepared, ending with what to do. */
+function startFailure(error: unknown, configured: boolean): string {
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.replace(/[.\s]+$/, "");
+  if (error instanceof PostgresSetupError) return `${message}.`;
+  if (configured) return `${message}. Check DATABASE_URL (is that Postgres running and reachable?).`;
+  return `Could not start the embedded Postgres: ${message}. Set DATABASE_URL to a Postgres you run yourself.`;
 }
 
 /** Where the web server listens: everywhere only when sign-in protects it. */
