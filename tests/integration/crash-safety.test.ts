@@ -119,7 +119,9 @@ describe("crash safety", () => {
       inboxItems: await count(sql`select count(*) as n from inbox_items`),
       inboxResults: await count(sql`select count(*) as n from messages where role = 'tool' and content like '%"sent":true,"inboxItemId"%'`),
       briefingsInChat: await count(sql`select count(*) as n from messages m join conversations c on c.id = m.conversation_id where c.mode = 'foreground' and m.role = 'assistant'`),
-      reports: await count(sql`select count(*) as n from messages where role = 'user' and content like 'Subordinate Scout reports:%'`),
+      // In the lead's log, or still in its queue.
+      reports: await count(sql`select (select count(*) from messages where role = 'user' and content like 'Subordinate Scout reports %')
+                                    + (select count(*) from agent_inputs where content like 'Subordinate Scout reports %') as n`),
       reportResults: await count(sql`select count(*) as n from messages where role = 'tool' and content = 'Report sent to your lead.'`),
       subtasksCompleted: await count(sql`select count(*) as n from tasks where source = 'lead' and status = 'completed'`),
     };

@@ -1,6 +1,6 @@
 import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { STOPPED_MARKER } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
@@ -35,8 +35,11 @@ beforeAll(async () => {
   // What the worker does: a stop NOTIFY reaches the session of this process at once.
   await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
 });
+// Each engine holds a pg-boss pool: close them as each test ends, so parallel test files stay under max_connections.
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
+});
 afterAll(async () => {
-  for (const engine of engines) await engine.close();
   await database?.drop();
 });
 

@@ -7,7 +7,7 @@
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { APICallError } from "ai";
 import { and, eq, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { parseLogInput, STOPPED_MARKER } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
@@ -28,8 +28,11 @@ beforeAll(async () => {
   database = await createTestDatabase({ max: 20 });
   await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
 });
+// Each engine holds a pg-boss pool: close them as each test ends, so parallel test files stay under max_connections.
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
+});
 afterAll(async () => {
-  for (const engine of engines) await engine.close();
   await database?.drop();
 });
 

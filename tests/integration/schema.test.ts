@@ -30,11 +30,13 @@ describe("migrations", () => {
       sql`select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`,
     );
     expect(tables.map((t) => t.table_name).filter((name) => !name.startsWith("__"))).toEqual([
+      "agent_inputs",
       "agents",
       "conversations",
       "inbox_items",
       "knowledge_items",
       "messages",
+      "questions",
       "sessions",
       "tasks",
       "teams",
@@ -42,6 +44,7 @@ describe("migrations", () => {
       "webhook_deliveries",
       "webhook_secrets",
       "work_sessions",
+      "workers",
     ]);
     const sequenceColumns = await database.db.execute(
       sql`select 1 from information_schema.columns where table_schema = 'public' and column_name = 'sequence_number'`,
@@ -137,7 +140,9 @@ describe("messages schema", () => {
       database.db.execute(sql`update messages set previous_message_id = null where id = ${second.id}`),
     );
     expect(failure.message).toMatch(/append-only/);
-    expect(first.id).toBeTruthy();
+    // The chain is as it was: the second message still follows the first.
+    const [row] = await database.db.execute<{ previous_message_id: string | null }>(sql`select previous_message_id from messages where id = ${second.id}`);
+    expect(row!.previous_message_id).toBe(first.id);
   });
 
   it("rejects a tool row without toolCallId and an unknown role", async () => {

@@ -3,7 +3,9 @@
 // Bad signature 401, stale timestamp 401, replay 409, unknown team 404, oversize 413.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { asc, eq } from "drizzle-orm";
 import { getAgent, getBackgroundConversation, listMessages } from "@/lib/db/queries";
+import { agentInputs } from "@/lib/db/schema";
 import { AGENT_WAKE_QUEUE } from "@/lib/jobs/queues";
 import { signedWebhookHeaders, WEBHOOK_BODY_LIMIT_BYTES, WEBHOOK_MESSAGE_MAX_CHARS, webhookSignature } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
@@ -75,9 +77,12 @@ async function teamWithSecret() {
   return { ...fixture, secret };
 }
 
+/** What reached the lead: its work log, then the input queued for its next step. */
 async function backgroundContents(agentId: string): Promise<string[]> {
   const conversation = await getBackgroundConversation(database.db, agentId);
-  return (await listMessages(database.db, conversation.id, { limit: 500 })).map((message) => `${message.role}: ${message.content}`);
+  const logged = (await listMessages(database.db, conversation.id, { limit: 500 })).map((message) => `${message.role}: ${message.content}`);
+  const queued = await database.db.select().from(agentInputs).where(eq(agentInputs.agentId, agentId)).orderBy(asc(agentInputs.createdAt));
+  return [...logged, ...queued.map((input) => `user: ${input.content}`)];
 }
 
 async function expectAccepted(response: Response, leadId: string) {

@@ -42,7 +42,8 @@ export type FakeFault =
   | { fault: "reset" }
   | { fault: "hang" }
   | { fault: "cut" }
-  | { fault: "malformed-tool-call" };
+  /** A tool call whose arguments are not JSON; `id`, `name` and `arguments` default to a fixed id, the first tool, `{"query": "cats`. */
+  | { fault: "malformed-tool-call"; id?: string; name?: string; arguments?: string };
 
 export type FakeReply = FakeAnswer | FakeFault;
 
@@ -58,10 +59,16 @@ export type FakeOpenAI = {
 
 const defaultHandler: FakeOpenAIHandler = () => ({ text: "Hello from the fake model." });
 
-export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler): Promise<FakeOpenAI> {
+export type FakeOpenAIOptions = {
+  /** Keep every request in `requests` (default true). Long runs turn it off to bound memory. */
+  record?: boolean;
+};
+
+export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler, options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   let current = handler;
   let closed = false;
   const requests: RecordedRequest[] = [];
+  let received = 0;
   const sockets = new Set<Socket>();
 
   const server = createServer((req, res) => {
@@ -80,7 +87,8 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
       return sendJson(res, 404, { error: { message: `No route for ${req.method} ${req.url}`, type: "invalid_request_error" } });
     }
     const request = JSON.parse(await readBody(req)) as FakeChatRequest;
-    requests.push(request);
+    received += 1;
+    if (options.record !== false) requests.push(request);
     const reply = await current(request);
     // Gone: the client aborted, or close() destroyed the socket while the handler ran.
     const gone = () => closed || res.destroyed;
@@ -107,8 +115,8 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
           }
           return void res.end();
         case "malformed-tool-call": {
-          const name = request.tools?.[0]?.function.name ?? "unknownTool";
-          const call = { id: "call_malformed", type: "function", function: { name, arguments: '{"query": "cats' } };
+          const name = reply.name ?? request.tools?.[0]?.function.name ?? "unknownTool";
+          const call = { id: reply.id ?? "call_malformed", type: "function", function: { name, arguments: reply.arguments ?? '{"query": "cats' } };
           return send(request, res, { text: "", toolCalls: [] }, [call], gone);
         }
       }
@@ -117,7 +125,7 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
     if (reply.delayMs) await sleep(reply.delayMs);
     if (gone()) return;
     const calls = (reply.toolCalls ?? []).map((call, index) => ({
-      id: call.id ?? `call_${requests.length}_${index}`,
+      id: call.id ?? `call_${received}_${index}`,
       type: "function",
       function: { name: call.name, arguments: JSON.stringify(call.arguments) },
     }));

@@ -1,3 +1,4 @@
+import { parseLogInput } from "@/lib/agents/formats";
 import { lastUserText, type FakeChatRequest, type FakeReply } from "./fake-openai";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
@@ -27,7 +28,7 @@ export function teamPlay(request: FakeChatRequest): FakeReply {
     return { toolCalls: [{ name: "tavilySearch", arguments: { query: "solar panel prices 2026" } }] };
   }
   if (last.role === "tool") return { text: "Done for now." };
-  if (/reports:/.test(text)) {
+  if (parseLogInput(text)?.kind === "report") {
     return { toolCalls: [{ name: "createInboxItem", arguments: { title: "Solar prices fell", summary: "Prices fell 12%.", content: "## Solar\nPrices fell 12% this year." } }] };
   }
   if (/Decide whether to brief/.test(text)) return { text: "No briefing needed." };

@@ -35,10 +35,6 @@ export type LogInput =
 /** The outcomes a lead hears about a delegated task: exactly one per task. */
 export type SubordinateOutcome = Extract<LogInput, { kind: "report" | "failed" | "cancelled" | "removed" }>;
 
-export function isSubordinateOutcome(input: LogInput | null): input is SubordinateOutcome {
-  return input !== null && (input.kind === "report" || input.kind === "failed" || input.kind === "cancelled" || input.kind === "removed");
-}
-
 const taskSources = { user: "the person", lead: "your lead", system: "the system", schedule: "your schedule", webhook: "a webhook" } as const;
 
 export function formatLogInput(input: LogInput): string {

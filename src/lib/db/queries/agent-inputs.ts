@@ -36,8 +36,3 @@ export async function takeAgentInputs(db: Db, agentId: string, scope: { taskId: 
     .map((row) => ({ id: row.id, agentId: row.agent_id, content: row.content, taskId: row.task_id, createdAt: new Date(row.created_at) }))
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 }
-
-export async function countAgentInputs(db: Db, agentId: string): Promise<number> {
-  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(agentInputs).where(eq(agentInputs.agentId, agentId));
-  return row?.n ?? 0;
-}

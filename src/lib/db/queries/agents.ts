@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { agents, conversations, type Agent } from "../schema";
@@ -20,10 +20,6 @@ export async function getTeamLead(db: Db, teamId: string): Promise<Agent | null>
     .from(agents)
     .where(and(eq(agents.teamId, teamId), eq(agents.role, "lead")));
   return lead ?? null;
-}
-
-export function listSubordinates(db: Db, parentAgentId: string): Promise<Agent[]> {
-  return db.select().from(agents).where(eq(agents.parentAgentId, parentAgentId)).orderBy(asc(agents.createdAt));
 }
 
 export type NewSubordinate = { name: string; instructions: string; parentAgentId?: string; model?: string | null };

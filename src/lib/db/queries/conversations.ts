@@ -46,8 +46,3 @@ export function getBackgroundConversation(db: Db, agentId: string): Promise<Conv
 export function getForegroundConversation(db: Db, agentId: string): Promise<Conversation> {
   return getOrCreateConversation(db, agentId, "foreground");
 }
-
-export async function getConversation(db: Db, conversationId: string): Promise<Conversation | null> {
-  const [conversation] = await db.select().from(conversations).where(eq(conversations.id, conversationId));
-  return conversation ?? null;
-}

@@ -42,11 +42,6 @@ export async function countUnreadInboxItems(db: Db): Promise<number> {
   return row?.unread ?? 0;
 }
 
-export async function getInboxItem(db: Db, itemId: string): Promise<InboxItem | null> {
-  const [item] = await db.select().from(inboxItems).where(eq(inboxItems.id, itemId));
-  return item ?? null;
-}
-
 export async function setInboxItemRead(db: Db, itemId: string, read: boolean): Promise<InboxItem> {
   const [item] = await db
     .update(inboxItems)

@@ -93,13 +93,6 @@ export async function appendMessage(db: Db, conversationId: string, message: New
   return appended!;
 }
 
-/** Creates a message: seed 004's name for a single append. */
-export const createMessage = appendMessage;
-
-export function addUserMessage(db: Db, conversationId: string, content: string): Promise<Message> {
-  return appendMessage(db, conversationId, { role: "user", content });
-}
-
 /** Stores one tool result, linked to its call by toolCallId. Non-string results are stored as JSON. */
 export function addToolResultMessage(db: Db, conversationId: string, toolCallId: string, result: unknown): Promise<Message> {
   const content = typeof result === "string" ? result : JSON.stringify(result ?? null);
@@ -174,9 +167,6 @@ export async function getMessagesAfterSummary(db: Db, conversationId: string): P
   return context[0]?.role === "summary" ? context.slice(1) : context;
 }
 
-/** Seed 004 spells it both ways. */
-export const getMessageAfterSummary = getMessagesAfterSummary;
-
 /**
  * A page of history, newest last: at most `limit` messages before message `before`
  * (or up to the tail). Walks the chain backwards, so a page costs the same at any depth.
@@ -225,9 +215,4 @@ export async function getMessagesSince(db: Db, conversationId: string, afterMess
 /** The whole conversation in chain order (admin views, knowledge extraction over a full log). */
 export function getAllMessages(db: Db, conversationId: string): Promise<Message[]> {
   return getMessagesSince(db, conversationId, null);
-}
-
-export async function getMessage(db: Db, messageId: string): Promise<Message | null> {
-  const [row] = await db.select().from(messages).where(eq(messages.id, messageId));
-  return row ?? null;
 }
