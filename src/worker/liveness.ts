@@ -9,26 +9,21 @@ import { markWorkerStopped, recordWorkerHeartbeat, registerWorker } from "@/lib/
  */
 export async function startWorkerHeartbeat(
   db: Db,
-  options: { workerId: string; staleSeconds: number; log: (line: string) => void },
+  options: { workerId: string; staleSeconds: number; log: (message: string, error?: unknown) => void },
 ): Promise<{ stop: () => Promise<void> }> {
   const { workerId, log } = options;
   await registerWorker(db, workerId);
   let beating: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
-    beating = recordWorkerHeartbeat(db, workerId).catch((error: unknown) => log(`[worker] could not record its heartbeat: ${reason(error)}`));
+    beating = recordWorkerHeartbeat(db, workerId).catch((error: unknown) => log("[worker] could not record its heartbeat", error));
   }, Math.max(500, (options.staleSeconds * 1000) / 5));
   timer.unref();
   return {
     stop: async () => {
       clearInterval(timer);
       await beating; // a beat in flight must not land after the stop
-      await markWorkerStopped(db, workerId).catch((error: unknown) => log(`[worker] could not record that it stopped: ${reason(error)}`));
+      await markWorkerStopped(db, workerId).catch((error: unknown) => log("[worker] could not record that it stopped", error));
     },
   };
 }
 
-/** The message and its cause: drizzle's "Failed query: …" alone does not say what went wrong. */
-function reason(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  return error.cause instanceof Error ? `${error.message} (${error.cause.message})` : error.message;
-}

@@ -13,7 +13,8 @@ export type WorkerOptions = {
   /** Sessions this process runs at once (different agents). */
   concurrency?: number;
   deps?: Partial<Omit<EngineDeps, "db" | "jobs">>;
-  log?: (line: string) => void;
+  /** A line for the operator; an error keeps its cause and stack. */
+  log?: (message: string, error?: unknown) => void;
 };
 
 export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDeps; stop: () => Promise<void> };
@@ -25,7 +26,7 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
-  const log = options.log ?? ((line: string) => console.log(line));
+  const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : console.error(message, error)));
   const database = createDatabase(url, { max: 10 });
   const jobs = await JobQueue.start(url, "worker");
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
@@ -58,9 +59,14 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   };
   await reap();
   await drainBacklog();
-  await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error) => log(`[worker] could not sync lead schedules: ${error}`));
+  await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error: unknown) => log("[worker] could not sync lead schedules", error));
+  let reaps = 0;
   const reaper = setInterval(() => {
-    reap().catch((error) => log(`[worker] reaping stale sessions failed: ${error instanceof Error ? error.message : error}`));
+    reap().catch((error: unknown) => log("[worker] reaping stale sessions failed", error));
+    // Now and then the backlog again: a nudge lost with a database restart, or a wake job
+    // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
+    // one per agent (singleton key), so an agent already queued costs nothing.
+    if (++reaps % 10 === 0) drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
   }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
 
   const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, log });
@@ -74,7 +80,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       // Sessions end after the step in flight, then pg-boss waits for their handlers.
       shutdown.abort();
       await liveness.stop(); // no longer counted alive: it takes no new work from here
-      await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error) => log(`[worker] stopping the queue: ${error}`));
+      await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error: unknown) => log("[worker] stopping the queue", error));
       await listener.unlisten().catch(() => {});
       await database.close();
     },

@@ -104,7 +104,8 @@ describe("worker liveness", () => {
       databaseUrl: database.url,
       concurrency: 1,
       deps: { config: { ...engineConfigFromEnv(), worker: id, staleSessionSeconds: STALE } },
-      log: (line) => lines.push(line),
+      // The error itself reaches the log, cause included (drizzle's "Failed query" alone says little).
+      log: (message, error) => lines.push(`${message} ${error instanceof Error ? `${error.message} ${error.cause instanceof Error ? error.cause.message : ""}` : ""}`),
     });
     try {
       await database.db.execute(sql`alter table workers rename to workers_elsewhere`);

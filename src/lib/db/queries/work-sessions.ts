@@ -142,9 +142,14 @@ const awaitingWork = sql`
    or exists (select 1 from agent_inputs i where i.agent_id = a.id))
   and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`;
 
-/** Agents someone asked for that no session is serving: the backlog a starting worker drains. */
+/**
+ * Agents of active teams someone asked for that no session is serving: the backlog a
+ * worker drains at start and now and then. A paused team's work waits for its resume,
+ * which wakes its agents itself.
+ */
 export async function listAgentsAwaitingWork(db: Db): Promise<string[]> {
-  const rows = await db.execute<{ id: string }>(sql`select a.id from agents a where ${awaitingWork}`);
+  const rows = await db.execute<{ id: string }>(sql`
+    select a.id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork}`);
   return rows.map((row) => row.id);
 }
 
