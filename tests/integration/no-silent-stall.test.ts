@@ -251,16 +251,47 @@ describe("Stop", () => {
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "cancelled", result: "Stopped by the person." });
   });
 
-  it("drops queued input under the marker when no session runs, and work given after it runs", async () => {
+  it("on a lead: its subordinates' work is cancelled and their sessions stop; a report that comes anyway is refused", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    let reported: Promise<void> | undefined;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const engine = await engineWith({
+      model: sessionModel(async (options, call) => {
+        if (whoIs(options) !== "Scout") return textReply("ok");
+        if (call === 0) {
+          // The Scout is mid-call when the person stops its lead; it answers anyway.
+          reported = held;
+          await held;
+          return toolCallReply("reportToLead", { result: "Late findings." });
+        }
+        return textReply("Done.");
+      }),
+    });
+    const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
+    await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, root.id));
+    const dig = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Dig", parentTaskId: root.id });
+    const running = runWorkSession(engine.deps, scout.id);
+    await expect.poll(() => reported !== undefined, { timeout: 5_000 }).toBe(true);
+    await stopAgent(database.db, engine.jobs, lead.id);
+    release();
+    expect((await running).status).toBe("stopped");
+    expect(await getTask(database.db, dig.id)).toMatchObject({ status: "cancelled", result: "Stopped by the person." });
+    // The lead stopped its own work: it hears nothing about the work under it, and no late report.
+    expect(await queued(lead.id)).toEqual([]);
+  });
+
+  it("leaves input that is not a task for after the Stop, with work given after it", async () => {
     const { lead } = await createTeamFixture(database.db);
-    const engine = await engineWith({ model: sessionModel(() => textReply("done")) });
+    const engine = await engineWith({ model: sessionModel((options) => textReply(lastMessage(options).startsWith("[webhook") ? "Looked at the deploy." : "done")) });
     await queueInput(database.db, engine.jobs, lead.id, "[webhook:deploy] {}");
     await stopAgent(database.db, engine.jobs, lead.id);
-    expect(await queued(lead.id)).toEqual([]);
-    expect((await backgroundLog(lead.id)).map((m) => m.content)).toEqual(["[webhook:deploy] {}", STOPPED_MARKER]);
     const after = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Later" });
     await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
     expect(await getTask(database.db, after.id)).toMatchObject({ status: "completed" });
+    expect((await backgroundLog(lead.id)).map((m) => m.content)).toContain("Looked at the deploy.");
+    expect(await queued(lead.id)).toEqual([]);
   });
 });
 

@@ -8,7 +8,7 @@ import { raiseAlert } from "./alerts";
 import type { EngineDeps } from "./engine-config";
 import { STOPPED_MARKER } from "./formats";
 import { cancelTrees, endTask } from "./tasks";
-import { closeOpenToolCalls, logAwaitsReply, moveQueuedInput } from "./work-log";
+import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 
 /** How a session ends when it did not simply run out of work (that is finishSessionIfIdle). */
 export type SessionEnding =
@@ -37,8 +37,6 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
     // The agent was removed under the session: its log, tasks and session row went with it.
     if (!locked) return;
     if (ending.status !== "interrupted") {
-      // A stopped agent drops what was queued for it too: it shows in the log, under the marker.
-      if (ending.status === "stopped") await moveQueuedInput(tx, agent.id, conversationId, "all");
       const marker = ending.status === "stopped" ? STOPPED_MARKER : ending.marker;
       await closeOpenToolCalls(tx, conversationId, marker);
       await appendMessage(tx, conversationId, { role: "assistant", content: marker });
@@ -62,6 +60,7 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
       deps.jobs,
       open.map((task) => task.id),
       "Stopped by the person.",
+      { quietFor: agent.id },
     );
     return;
   }
@@ -94,15 +93,12 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
 }
 
 /**
- * The Stop of an agent that has no session running: input waiting in its queue goes
- * into the work log under the "(stopped by user)" marker, and no wake-up is left, so
- * nothing is about to start. In the caller's transaction, under the agent's lock.
+ * The Stop of an agent that has no session running: a log left waiting for a reply (a
+ * session that died mid-turn) gets the "(stopped by user)" marker, so nothing takes
+ * that turn up again. In the caller's transaction, under the agent's lock.
  */
-export async function stopAgentWithoutSession(tx: Db, agentId: string, conversationId: string): Promise<void> {
-  const moved = await moveQueuedInput(tx, agentId, conversationId, "all");
-  if (moved.length > 0 || (await logAwaitsReply(tx, conversationId))) {
-    await closeOpenToolCalls(tx, conversationId, STOPPED_MARKER);
-    await appendMessage(tx, conversationId, { role: "assistant", content: STOPPED_MARKER });
-  }
-  await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
+export async function stopAgentWithoutSession(tx: Db, conversationId: string): Promise<void> {
+  if (!(await logAwaitsReply(tx, conversationId))) return;
+  await closeOpenToolCalls(tx, conversationId, STOPPED_MARKER);
+  await appendMessage(tx, conversationId, { role: "assistant", content: STOPPED_MARKER });
 }

@@ -10,13 +10,13 @@ import { stopAgentWithoutSession } from "./session-end";
 import { cancelTrees } from "./tasks";
 
 /**
- * The person's Stop: the agent drops everything it was given so far. In one
+ * The person's Stop: the agent drops every task it was given so far. In one
  * transaction under the agent's lock (the lock a session is claimed under, so a
- * session is either running and told, or not yet claimed and finds nothing): its open
- * tasks are cancelled with what was delegated from them; a running session is told to
- * stop at once and ends with the "(stopped by user)" marker; with none running, input
- * waiting in its queue goes into the work log under that marker. So Stop also stops
- * what was about to start. Work given after the Stop runs as usual.
+ * session is either running and told, or not yet claimed and finds nothing to start):
+ * its open tasks — pending ones too — are cancelled with what was delegated from them;
+ * a running session is told to stop at once and ends with the "(stopped by user)"
+ * marker. Input queued for the agent that is not a task (a webhook, a report) is new
+ * work and is handled after the Stop, like work given after it.
  */
 export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
   return db.transaction(async (tx) => {
@@ -28,9 +28,10 @@ export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promis
       jobs,
       open.map((task) => task.id),
       "Stopped by the person.",
+      { quietFor: agentId },
     );
     const session = await requestSessionStop(tx, agentId);
-    if (!session) await stopAgentWithoutSession(tx, agentId, (await getBackgroundConversation(tx, agentId)).id);
-    return { session, cancelled: cancelled.map(({ task }) => task) };
+    if (!session) await stopAgentWithoutSession(tx, (await getBackgroundConversation(tx, agentId)).id);
+    return { session, cancelled };
   });
 }

@@ -3,7 +3,7 @@ import type { Db } from "@/lib/db/client";
 import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
-import { createTask, getTask, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
+import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
@@ -78,29 +78,32 @@ export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskE
       summary: end.reason,
       content: `**${agent.name}** stopped working on the task **${task.title}**.\n\n${end.reason}\n\nThe agent's work log shows what happened up to that point.`,
     });
-    for (const child of await listOpenSubtasksDeep(db, task.id)) {
-      await endTask(db, jobs, child.id, { status: "cancelled", reason: `Its parent task failed: ${end.reason}` });
-    }
+    const delegated = await listOpenSubtasks(db, task.id);
+    await cancelTrees(
+      db,
+      jobs,
+      delegated.map((child) => child.id),
+      `Its parent task failed: ${end.reason}`,
+    );
   }
   return task;
-}
-
-async function listOpenSubtasksDeep(db: Db, taskId: string): Promise<Task[]> {
-  return (await listOpenTaskTree(db, taskId)).filter((task) => task.id !== taskId);
 }
 
 /**
  * Cancels open tasks with everything delegated from them, in the caller's
  * transaction, parents first (so a lead whose own task is cancelled is not told about
- * the work under it). Returns the tasks it ended.
+ * the work under it). Each agent that was working on a cancelled task hears so in its
+ * work log and goes on with its other tasks; an agent left with nothing open has its
+ * session stopped instead. `quietFor`: an agent that is being stopped anyway. Returns
+ * the tasks it ended.
  */
 export async function cancelTrees(
   db: Db,
   jobs: JobQueue,
   rootIds: readonly string[],
   reason: string,
-  options: { removed?: boolean } = {},
-): Promise<{ task: Task; statusBefore: TaskStatus }[]> {
+  options: { removed?: boolean; quietFor?: string } = {},
+): Promise<Task[]> {
   const cancelled: { task: Task; statusBefore: TaskStatus }[] = [];
   for (const rootId of rootIds) {
     for (const task of await listOpenTaskTree(db, rootId)) {
@@ -108,32 +111,24 @@ export async function cancelTrees(
       if (ended) cancelled.push({ task: ended, statusBefore: task.status });
     }
   }
-  return cancelled;
+  for (const agentId of new Set(cancelled.map(({ task }) => task.agentId))) {
+    if (agentId === options.quietFor) continue;
+    if ((await listTasksByAgent(db, agentId, openTaskStatuses)).length === 0) {
+      await requestSessionStop(db, agentId);
+      continue;
+    }
+    // Only work under way needs telling: a pending task never reached the agent's log.
+    for (const { task } of cancelled.filter(({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending")) {
+      await queueInput(db, jobs, agentId, { kind: "task-cancelled", taskId: task.id, title: task.title, reason }, task.id);
+    }
+  }
+  return cancelled.map(({ task }) => task);
 }
 
-/**
- * Cancels a task and every open task delegated from it, at any depth, in one
- * transaction. Each agent that was working on a cancelled task hears so in its work
- * log and goes on with its other tasks; an agent left with nothing open has its
- * session stopped instead. Returns the task and what was cancelled.
- */
+/** Cancels a task and every open task delegated from it, at any depth, in one transaction (see cancelTrees). */
 export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = "Cancelled by the person."): Promise<{ task: Task; cancelled: Task[] }> {
   await requireTask(db, taskId);
-  const cancelled = await db.transaction(async (tx) => {
-    const ended = await cancelTrees(tx, jobs, [taskId], reason);
-    for (const agentId of new Set(ended.map(({ task }) => task.agentId))) {
-      if ((await listTasksByAgent(tx, agentId, openTaskStatuses)).length === 0) {
-        await requestSessionStop(tx, agentId);
-        continue;
-      }
-      // Only work under way needs telling: a pending task never reached the agent's log.
-      const underWay = ended.filter(({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending");
-      for (const { task } of underWay) {
-        await queueInput(tx, jobs, agentId, { kind: "task-cancelled", taskId: task.id, title: task.title, reason }, task.id);
-      }
-    }
-    return ended.map(({ task }) => task);
-  });
+  const cancelled = await db.transaction((tx) => cancelTrees(tx, jobs, [taskId], reason));
   return { task: await requireTask(db, taskId), cancelled };
 }
 
@@ -160,7 +155,7 @@ export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string)
         jobs,
         open.map((task) => task.id),
         "The agent was removed.",
-        { removed: true },
+        { removed: true, quietFor: id },
       );
       await requestSessionStop(tx, id);
     }

@@ -1,5 +1,6 @@
 import { tool } from "ai";
 import { z } from "zod";
+import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
@@ -27,6 +28,12 @@ async function requireLead(context: ToolContext) {
   return lead;
 }
 
+/** What a tool says about a task that ended under it (cancelled while the agent worked). */
+async function endedTask(db: Db, taskId: string, what: string): Promise<string> {
+  const task = await getTask(db, taskId);
+  return `${what}: the task "${task?.title ?? taskId}" is ${task?.status ?? "gone"} already. Drop it and go on with your other work.`;
+}
+
 const taskIdField = z.string().optional().describe("The task this is about; leave it out for the task you are working on");
 
 export function subordinateTools(context: ToolContext) {
@@ -39,6 +46,7 @@ export function subordinateTools(context: ToolContext) {
         const id = await resolveTaskId(context, taskId);
         return context.effect(toolCallId, async (tx) => {
           const task = id ? await setTaskStatus(tx, id, "waiting_input") : null;
+          if (id && !task) return await endedTask(tx, id, "Question not sent");
           const asked = await createQuestion(tx, { agentId: context.agent.id, taskId: task?.id ?? null, recipientAgentId: lead.id, question });
           await queueInput(
             tx,
@@ -59,8 +67,11 @@ export function subordinateTools(context: ToolContext) {
         const id = await resolveTaskId(context, taskId);
         // The task's completion, the report in the lead's queue and this result: once, together.
         return context.effect(toolCallId, async (tx) => {
-          if (id && (await endTask(tx, context.jobs, id, { status: "completed", result }))) return "Report sent to your lead.";
-          // No open task to complete (a report on work outside any task): the lead still hears it.
+          if (id) {
+            if (await endTask(tx, context.jobs, id, { status: "completed", result })) return "Report sent to your lead.";
+            return await endedTask(tx, id, "Report not sent");
+          }
+          // No task to complete (a report on work outside any task): the lead still hears it.
           await queueInput(tx, context.jobs, lead.id, { kind: "report", agentName: context.agent.name, taskId: null, result });
           return "Report sent to your lead.";
         });

@@ -60,6 +60,9 @@ export function teamLeadTools(context: ToolContext) {
         if (!subordinate) return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
         const focus = context.focusTaskId();
         const parent = focus ? await getTask(context.db, focus) : null;
+        if (parent && parent.agentId === context.agent.id && !["pending", "in_progress", "waiting_input"].includes(parent.status)) {
+          return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
+        }
         return context.effect(toolCallId, async (tx) => {
           const task = await assignTask(tx, context.jobs, {
             agentId: subordinate.id,
