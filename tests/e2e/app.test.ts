@@ -5,6 +5,8 @@
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { raiseAlert } from "@/lib/agents/alerts";
+import { getTeamLead } from "@/lib/db/queries/agents";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -260,6 +262,33 @@ describe("Cadre in a browser", () => {
     await page.goto(`${app.url}/inbox`);
     await settle(page);
     await page.getByText("You're all caught up.").waitFor();
+  }, 60_000);
+
+  it("shows an alert about failed work in the inbox with its own look and a link to the work log", async () => {
+    const lead = (await getTeamLead(database.db, teamId))!;
+    await raiseAlert(database.db, {
+      teamId,
+      agentId: lead.id,
+      key: `e2e-alert:${lead.id}`,
+      title: `${lead.name} could not finish "Price check"`,
+      summary: "The model server refused the credentials (HTTP 401). Check OPENAI_API_KEY.",
+      content: "The agent's work log shows what happened up to that point.",
+    });
+    await page.goto(`${app.url}/inbox`);
+    await settle(page);
+    const alert = page.locator(".inbox-item.inbox-alert.unread").first();
+    await alert.waitFor();
+    expect(await alert.locator(".pill-alert").textContent()).toBe("alert");
+    await shoot(page, "inbox-alert");
+    await alert.getByRole("link", { name: `Open ${lead.name}'s work log` }).click();
+    await page.waitForURL(`**/agents/${lead.id}`);
+    await page.goto(`${app.url}/inbox`);
+    await settle(page);
+    await page.locator(".inbox-item.inbox-alert a.inbox-title").first().click();
+    await page.waitForURL(/\/inbox\/[0-9a-f-]{36}$/);
+    await settle(page);
+    await page.getByRole("link", { name: "Open work log" }).waitFor();
+    await shoot(page, "alert");
   }, 60_000);
 
   it("searches knowledge, filters it, links to the source and deletes", async () => {

@@ -1,10 +1,9 @@
 import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runWorkSession } from "@/lib/agents/agent";
 import { STOPPED_MARKER } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
-import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { estimateTokens } from "@/lib/agents/compaction";
 import { streamChatReply } from "@/lib/agents/chat";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
@@ -23,31 +22,16 @@ import {
 import { tasks, workSessions } from "@/lib/db/schema";
 import { startFakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
-import { createTestEngine, type TestEngine } from "../support/engine";
+import type { TestDatabase } from "../support/database";
+import { useEngineTests, type TestEngine } from "../support/engine";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
 
+const tests = useEngineTests();
+const engineWith = tests.engineWith;
 let database: TestDatabase;
-const engines: TestEngine[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase({ max: 20 });
-  // What the worker does: a stop NOTIFY reaches the session of this process at once.
-  await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
+beforeAll(() => {
+  database = tests.database;
 });
-// Each engine holds a pg-boss pool: close them as each test ends, so parallel test files stay under max_connections.
-afterEach(async () => {
-  for (const engine of engines.splice(0)) await engine.close();
-});
-afterAll(async () => {
-  await database?.drop();
-});
-
-async function engineWith(...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never) {
-  const engine = await createTestEngine(database, ...args);
-  engines.push(engine);
-  return engine;
-}
 
 describe("work sessions", () => {
   it("use the agent's background conversation: the task as a user message, the answer as an assistant message", async () => {

@@ -7,40 +7,25 @@
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { APICallError } from "ai";
 import { and, eq, sql } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
-import { parseLogInput, STOPPED_MARKER } from "@/lib/agents/formats";
+import { beforeAll, describe, expect, it } from "vitest";
+import { runWorkSession } from "@/lib/agents/agent";
+import { parseLogInput } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/agents/tasks";
 import { setTeamStatus } from "@/lib/agents/teams";
 import { getAllMessages, getBackgroundConversation, getTask, listTasksByAgent } from "@/lib/db/queries";
 import { agentInputs, agents, inboxItems, questions, tasks, workSessions } from "@/lib/db/schema";
-import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
-import { createTestEngine, runUntilQuiet, type TestEngine } from "../support/engine";
+import type { TestDatabase } from "../support/database";
+import { runUntilQuiet, useEngineTests, type TestEngine } from "../support/engine";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
 
+const tests = useEngineTests();
+const engineWith = tests.engineWith;
 let database: TestDatabase;
-const engines: TestEngine[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase({ max: 20 });
-  await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
+beforeAll(() => {
+  database = tests.database;
 });
-// Each engine holds a pg-boss pool: close them as each test ends, so parallel test files stay under max_connections.
-afterEach(async () => {
-  for (const engine of engines.splice(0)) await engine.close();
-});
-afterAll(async () => {
-  await database?.drop();
-});
-
-async function engineWith(...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never) {
-  const engine = await createTestEngine(database, ...args);
-  engines.push(engine);
-  return engine;
-}
 
 const unreachable = () =>
   new APICallError({ message: "The model refused the key", url: "http://127.0.0.1:9/v1/chat/completions", requestBodyValues: {}, statusCode: 401 });

@@ -4,7 +4,10 @@ import { runWorkSession, type SessionOutcome } from "@/lib/agents/agent";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { OfflineModel } from "@/lib/llm/offline-model";
-import type { TestDatabase } from "./database";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { stopLocalSession } from "@/lib/agents/agent";
+import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import { createTestDatabase, type TestDatabase } from "./database";
 
 export type TestEngine = { deps: EngineDeps; jobs: JobQueue; logs: string[]; close: () => Promise<void> };
 
@@ -57,4 +60,33 @@ export async function runUntilQuiet(
     ran.push({ agentId, outcome: await runWorkSession(deps, agentId) });
   }
   throw new Error(`Still not quiet after ${maxSessions} sessions: ${JSON.stringify(ran.map((r) => r.outcome.status))}`);
+}
+
+/**
+ * A test file that runs sessions in-process: its own database (a stop NOTIFY reaches
+ * this process's sessions at once, as in a worker) and `engineWith(...)` for an engine
+ * per test. Engines close as each test ends — each holds a pg-boss pool, and parallel
+ * test files must stay under max_connections. Call at the top of the file.
+ */
+export function useEngineTests() {
+  const context = {
+    database: undefined as unknown as TestDatabase,
+    engineWith: async (...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never) => {
+      const engine = await createTestEngine(context.database, ...args);
+      engines.push(engine);
+      return engine;
+    },
+  };
+  const engines: TestEngine[] = [];
+  beforeAll(async () => {
+    context.database = await createTestDatabase({ max: 20 });
+    await context.database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
+  });
+  afterEach(async () => {
+    for (const engine of engines.splice(0)) await engine.close();
+  });
+  afterAll(async () => {
+    await context.database?.drop();
+  });
+  return context;
 }
