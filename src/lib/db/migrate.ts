@@ -10,7 +10,9 @@ export async function migrateDatabase(url: string): Promise<void> {
   try {
     await migrate(db, { migrationsFolder });
   } catch (error) {
-    throw new Error(`Could not apply migrations to ${redactUrl(url)}: ${(error as Error).message}`, { cause: error });
+    // Drizzle's "Failed query: <sql>" says which statement; its cause says why (e.g. "too many clients already").
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : undefined;
+    throw new Error(`Could not apply migrations to ${redactUrl(url)}: ${cause ?? (error as Error).message}`, { cause: error });
   } finally {
     await close();
   }
