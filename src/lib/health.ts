@@ -51,10 +51,8 @@ export async function checkHealth(options: { db?: Db; staleSeconds?: number } = 
  * worker. Alerts are best effort: failing to raise one is logged, the answer still stands.
  */
 export async function checkBackgroundWork(db: Db, options: { staleSeconds?: number } = {}): Promise<Omit<Health, "database">> {
-  const [liveness, waiting] = await Promise.all([
-    readWorkerLiveness(db, options.staleSeconds ?? env().SESSION_STALE_SECONDS),
-    listTeamsAwaitingWork(db),
-  ]);
+  const staleSeconds = options.staleSeconds ?? env().SESSION_STALE_SECONDS;
+  const [liveness, waiting] = await Promise.all([readWorkerLiveness(db, staleSeconds), listTeamsAwaitingWork(db, staleSeconds)]);
   if (liveness.alive === 0) {
     await raiseNoWorkerAlerts(db, liveness, waiting).catch((error: unknown) =>
       console.error("Could not raise the \"no worker is running\" alert:", error),

@@ -12,5 +12,7 @@ async function shutdown(signal: string) {
   console.log("[worker] stopped.");
   process.exit(0);
 }
+// A stray rejection must not end every session this worker runs: say so loudly and go on.
+process.on("unhandledRejection", (reason) => console.error("[worker] unhandled rejection (a bug; the worker goes on):", reason));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));

@@ -55,7 +55,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   // The backlog that exists now (tasks created while no worker ran, sessions of a
   // crashed worker) is nudged at once rather than waiting for the next wake-up.
   const drainBacklog = async () => {
-    for (const agentId of await listAgentsAwaitingWork(database.db)) await jobs.nudgeAgent(agentId);
+    for (const agentId of await listAgentsAwaitingWork(database.db, deps.config.staleSessionSeconds)) await jobs.nudgeAgent(agentId);
   };
   await reap();
   await drainBacklog();

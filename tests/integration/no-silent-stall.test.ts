@@ -9,11 +9,11 @@ import { APICallError } from "ai";
 import { and, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { parseLogInput } from "@/lib/agents/formats";
+import { parseLogInput, STOPPED_MARKER } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/agents/tasks";
 import { setTeamStatus } from "@/lib/agents/teams";
-import { getAllMessages, getBackgroundConversation, getTask, listTasksByAgent } from "@/lib/db/queries";
+import { appendMessage, claimSession, getAllMessages, getBackgroundConversation, getTask, listTasksByAgent } from "@/lib/db/queries";
 import { agentInputs, agents, inboxItems, questions, tasks, workSessions } from "@/lib/db/schema";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -458,5 +458,91 @@ describe("input that lands during a model call", () => {
       ["user", `Your lead ${lead.name} says: also check Q4.`],
       ["assistant", "Checked Q4 too."],
     ]);
+  });
+});
+
+describe("what a stranger found from outside", () => {
+  it("a task is not completed with words written before input about it arrived", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    let engine!: TestEngine;
+    let task!: { id: string };
+    engine = await engineWith({
+      model: sessionModel(async (options, call) => {
+        if (call === 0) {
+          // The lead's answer lands while the Scout's last call of the turn is in flight.
+          await queueInput(database.db, engine.jobs, scout.id, `Your lead ${lead.name} says: use Q3.`, task.id);
+          return textReply("Waiting for my lead.");
+        }
+        return textReply(lastMessage(options).includes("use Q3") ? "Q3 revenue grew 12%." : "?");
+      }),
+    });
+    task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Revenue" });
+    await runWorkSession(engine.deps, scout.id);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Q3 revenue grew 12%." });
+  });
+
+  it("a model error fails the task the turn served, not the agent's other tasks waiting on subordinates", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const engine = await engineWith({ model: sessionModel(() => { throw unreachable(); }) });
+    const waiting = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Waits on Scout" });
+    await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, waiting.id));
+    const dig = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Dig", parentTaskId: waiting.id });
+    await queueInput(database.db, engine.jobs, lead.id, "[webhook:deploy] {}");
+    expect((await runWorkSession(engine.deps, lead.id)).status).toBe("failed");
+    expect(await getTask(database.db, waiting.id)).toMatchObject({ status: "in_progress" });
+    expect(await getTask(database.db, dig.id)).toMatchObject({ status: "pending" });
+    const alerts = await database.db.select().from(inboxItems).where(and(eq(inboxItems.type, "alert"), eq(inboxItems.agentId, lead.id)));
+    expect(alerts).toHaveLength(1);
+  });
+
+  it("a Stop whose worker died before it ended is honoured by the next session", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    let calls = 0;
+    const engine = await engineWith({ model: sessionModel(() => (calls++, textReply("worked anyway"))) });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Stop me" });
+    // A session took the task, then its worker died mid-call; the person pressed Stop.
+    const dead = (await claimSession(database.db, lead.id, "dead-worker"))!;
+    await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, task.id));
+    await appendMessage(database.db, (await getBackgroundConversation(database.db, lead.id)).id, { role: "user", content: "Task from the person: Stop me" });
+    await stopAgent(database.db, engine.jobs, lead.id);
+    await database.db.update(workSessions).set({ heartbeatAt: new Date(Date.now() - 60_000) }).where(eq(workSessions.id, dead.id));
+    await runWorkSession(engine.deps, lead.id);
+    expect(calls).toBe(0);
+    expect((await backgroundLog(lead.id)).at(-1)).toMatchObject({ role: "assistant", content: STOPPED_MARKER });
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "cancelled" });
+  });
+
+  it("an answer with a garbled question id is refused while several questions are open, naming the ids", async () => {
+    const { subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
+    const engine = await engineWith({
+      model: sessionModel((options) => {
+        const last = parseLogInput(lastMessage(options));
+        if (whoIs(options) !== "Team") {
+          return last?.kind === "task" ? toolCallReply("requestInput", { question: `Which ${last.title}?` }) : textReply("Waiting.");
+        }
+        return textReply("ok");
+      }),
+    });
+    for (const [index, agent] of subordinates.entries()) {
+      await assignTask(database.db, engine.jobs, { agentId: agent.id, source: "lead", title: `Q${index}` });
+      await runWorkSession(engine.deps, agent.id);
+    }
+    const lead = (await database.db.select().from(agents).where(and(eq(agents.teamId, subordinates[0]!.teamId), eq(agents.role, "lead"))))[0]!;
+    const { teamLeadTools } = await import("@/lib/agents/tools/team-lead-tools");
+    const tools = teamLeadTools({
+      db: database.db,
+      jobs: engine.jobs,
+      agent: lead,
+      team: (await database.db.query.teams.findFirst({ where: (team, { eq: equals }) => equals(team.id, lead.teamId) }))!,
+      conversationId: (await getBackgroundConversation(database.db, lead.id)).id,
+      search: {},
+      focusTaskId: () => null,
+      effect: (_id, write) => database.db.transaction(write),
+    });
+    const answer = await tools.answerSubordinate.execute!({ questionId: "c388", answer: "the first" }, { toolCallId: "t1", messages: [], context: {} });
+    expect(String(answer)).toMatch(/^Not sent: "c388" is not an open question id, and 2 questions are open\. Call answerSubordinate again with questionId set to one of: /);
+    const open = await database.db.select().from(questions).where(eq(questions.status, "open"));
+    expect(open.filter((q) => subordinates.some((s) => s.id === q.agentId))).toHaveLength(2);
   });
 });

@@ -7,7 +7,7 @@ import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { BudgetExceeded } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker } from "./formats";
-import { endWorkSession, type SessionEnding } from "./session-end";
+import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
 import { closeOpenToolCalls } from "./work-log";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
@@ -83,7 +83,11 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     const steps = state?.steps ?? 0;
     if (state) {
       try {
-        await endWorkSession(deps, { sessionId: session.id, agent: state.agent, conversationId: state.conversation.id, steps }, ending);
+        await endWorkSession(
+          deps,
+          { sessionId: session.id, agent: state.agent, conversationId: state.conversation.id, steps, focus: state.focus ?? null },
+          ending,
+        );
       } catch (error) {
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
         await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch(() => {});
@@ -113,7 +117,9 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       stop: () => abort("user"),
       shuttingDown: () => options.shutdown?.aborted === true,
     };
-    // A worker that died mid-tool left calls without results; close them first.
+    // A Stop whose session died before ending gets its marker; then a worker that died
+    // mid-tool left calls without results: close them first.
+    await honourUnfinishedStop(db, agentId, conversation.id, session.id);
     await closeOpenToolCalls(db, conversation.id, INTERRUPTED_RESULT);
     const outcome = await workUntilIdle(deps, state);
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");

@@ -2,7 +2,7 @@ import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, st
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage } from "@/lib/db/queries/messages";
-import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
+import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { getTeamTokensToday } from "@/lib/db/queries/usage";
 import { CadreError } from "@/lib/errors";
 import { describeModelError } from "@/lib/llm/errors";
@@ -40,9 +40,13 @@ export async function streamChatReply(
       `The team "${team.name}" used ${spentToday} tokens today, over its daily budget of ${config.teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET). It can chat again tomorrow, or raise the budget.`,
     );
   }
-  const conversation = await getForegroundConversation(db, agent.id);
-  // Regenerating answers the stored history again; the person's message is already in it.
-  if (!options.regenerate) await appendMessage(db, conversation.id, { role: "user", content: text });
+  // Under the team's lock (writeUnderAgent): an agent or team deleted meanwhile is a 404, not a foreign-key violation.
+  const conversation = await writeUnderAgent(db, agent.id, async (tx) => {
+    const conversation = await getForegroundConversation(tx, agent.id);
+    // Regenerating answers the stored history again; the person's message is already in it.
+    if (!options.regenerate) await appendMessage(tx, conversation.id, { role: "user", content: text });
+    return conversation;
+  });
 
   const model = deps.chooseModel(agent.model);
   const recorder = new StepRecorder(db, conversation.id);
@@ -60,11 +64,15 @@ export async function streamChatReply(
   const tools = recorder.wrapTools(foregroundTools(context));
   const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
   const history = new ContextReader(db, conversation.id);
-  const loadMessages = () =>
-    loadContextForCall(
+  const loadMessages = async () => {
+    const messages = await loadContextForCall(
       { db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs },
       history,
     );
+    // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
+    if (messages.length === 0) throw agentDeleted(agent.id);
+    return messages;
+  };
 
   let partial = "";
   let finished = false;
@@ -77,6 +85,7 @@ export async function streamChatReply(
     stopWhen: stepCountIs(MAX_CHAT_STEPS),
     prepareStep: async ({ stepNumber }) => {
       if (stepNumber === 0) return undefined;
+      recorder.throwIfFailed(); // the last answer could not be stored (the agent was deleted meanwhile): stop here
       return { messages: await loadMessages() };
     },
     onChunk: ({ chunk }) => {
@@ -103,6 +112,7 @@ export async function streamChatReply(
     onError: async ({ error }) => {
       if (finished || signal.aborted) return;
       finished = true;
+      if (isAgentDeleted(error)) return; // nothing to log, and nowhere left to store a marker
       deps.log(`[chat ${agent.id}] model failure`, error);
       const message = describeModelError(error);
       await recorder.recordMissingResults(errorMarker(message));
@@ -112,10 +122,23 @@ export async function streamChatReply(
 
   const stream = createUIMessageStream({
     execute: ({ writer }) => {
-      writer.merge(toUIMessageStream({ stream: result.stream, onError: (error) => describeModelError(error) }));
+      writer.merge(toUIMessageStream({ stream: result.stream, onError: describeChatError }));
     },
     // The person sees what went wrong and what to do, never a bare "An error occurred".
-    onError: (error) => describeModelError(error),
+    onError: describeChatError,
   });
   return createUIMessageStreamResponse({ stream, consumeSseStream: consumeStream });
+}
+
+function agentDeleted(agentId: string): CadreError {
+  return new CadreError("not_found:agent", `No agent with id ${agentId}: it was deleted.`);
+}
+
+/** The agent, and its conversation with it, was deleted mid-reply (its team deleted, say): the reply ends, and it is no model failure. */
+function isAgentDeleted(error: unknown): boolean {
+  return error instanceof CadreError && (error.code === "not_found:agent" || error.code === "not_found:conversation");
+}
+
+function describeChatError(error: unknown): string {
+  return isAgentDeleted(error) ? "This agent was deleted while it answered; the rest of the reply was not kept." : describeModelError(error);
 }

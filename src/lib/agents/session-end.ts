@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
-import { endSession } from "@/lib/db/queries/work-sessions";
+import { endSession, getLatestEndedSession } from "@/lib/db/queries/work-sessions";
 import { agents, type Agent } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import type { EngineDeps } from "./engine-config";
@@ -19,7 +19,8 @@ export type SessionEnding =
   /** The worker is shutting down: another worker continues from the stored log. */
   | { status: "interrupted"; reason: string };
 
-export type EndingSession = { sessionId: string; agent: Agent; conversationId: string; steps: number };
+/** `focus`: the task the session was on when it ended (see work-loop.ts), or null. */
+export type EndingSession = { sessionId: string; agent: Agent; conversationId: string; steps: number; focus: string | null };
 
 /**
  * Ends a work session in one transaction, the one place that does: the log gets its
@@ -64,10 +65,10 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
     );
     return;
   }
-  // A task waiting for an answer is not what failed; the answer starts a new session.
-  const failed = await listTasksByAgent(tx, agent.id, ["in_progress"]);
-  for (const task of failed) await endTask(tx, deps.jobs, task.id, { status: "failed", reason: ending.reason });
-  if (failed.length === 0) {
+  // What failed is the turn, so the task it served fails: the agent's other tasks (waiting
+  // for subordinates or an answer) are not what broke, and their input starts a new session.
+  const failed = session.focus ? await endTask(tx, deps.jobs, session.focus, { status: "failed", reason: ending.reason }) : null;
+  if (!failed) {
     // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
     await raiseAlert(tx, {
       teamId: agent.teamId,
@@ -93,12 +94,21 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
 }
 
 /**
- * The Stop of an agent that has no session running: a log left waiting for a reply (a
- * session that died mid-turn) gets the "(stopped by user)" marker, so nothing takes
- * that turn up again. In the caller's transaction, under the agent's lock.
+ * A Stop that no session ended: the agent had no session running, or its worker died
+ * before the stop reached it. A log left waiting for a reply gets the "(stopped by user)"
+ * marker (and its open tool calls a result), so nothing takes that turn up again.
  */
-export async function stopAgentWithoutSession(tx: Db, conversationId: string): Promise<void> {
+export async function markStopped(tx: Db, conversationId: string): Promise<void> {
   if (!(await logAwaitsReply(tx, conversationId))) return;
   await closeOpenToolCalls(tx, conversationId, STOPPED_MARKER);
   await appendMessage(tx, conversationId, { role: "assistant", content: STOPPED_MARKER });
+}
+
+/**
+ * At the start of a session: when the previous one was asked to stop but ended without
+ * writing it (its worker died first), the Stop is honoured now, before any work is taken.
+ */
+export async function honourUnfinishedStop(db: Db, agentId: string, conversationId: string, sessionId: string): Promise<void> {
+  const previous = await getLatestEndedSession(db, agentId, sessionId);
+  if (previous?.stopRequestedAt && previous.status !== "stopped") await markStopped(db, conversationId);
 }

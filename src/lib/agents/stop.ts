@@ -1,12 +1,13 @@
 import { eq } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
+import { retryingTransaction } from "@/lib/db/transactions";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { listTasksByAgent, openTaskStatuses } from "@/lib/db/queries/tasks";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type WorkSession } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { stopAgentWithoutSession } from "./session-end";
+import { markStopped } from "./session-end";
 import { cancelTrees } from "./tasks";
 
 /**
@@ -19,7 +20,7 @@ import { cancelTrees } from "./tasks";
  * work and is handled after the Stop, like work given after it.
  */
 export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
-  return db.transaction(async (tx) => {
+  return retryingTransaction(db, async (tx) => {
     const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
     if (!agent) throw notFound("agent", agentId);
     const open = await listTasksByAgent(tx, agentId, openTaskStatuses);
@@ -31,7 +32,7 @@ export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promis
       { quietFor: agentId },
     );
     const session = await requestSessionStop(tx, agentId);
-    if (!session) await stopAgentWithoutSession(tx, (await getBackgroundConversation(tx, agentId)).id);
+    if (!session) await markStopped(tx, (await getBackgroundConversation(tx, agentId)).id);
     return { session, cancelled };
   });
 }

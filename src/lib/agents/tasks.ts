@@ -1,5 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
+import { retryingTransaction } from "@/lib/db/transactions";
 import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
@@ -128,7 +129,7 @@ export async function cancelTrees(
 /** Cancels a task and every open task delegated from it, at any depth, in one transaction (see cancelTrees). */
 export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = "Cancelled by the person."): Promise<{ task: Task; cancelled: Task[] }> {
   await requireTask(db, taskId);
-  const cancelled = await db.transaction((tx) => cancelTrees(tx, jobs, [taskId], reason));
+  const cancelled = await retryingTransaction(db, (tx) => cancelTrees(tx, jobs, [taskId], reason));
   return { task: await requireTask(db, taskId), cancelled };
 }
 
@@ -138,7 +139,7 @@ export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason 
  * delegated, and a running session is told to stop.
  */
 export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string): Promise<void> {
-  await db.transaction(async (tx) => {
+  await retryingTransaction(db, async (tx) => {
     const removed = await tx.execute<{ id: string }>(sql`
       with recursive tree as (
         select id from agents where id = ${agentId}

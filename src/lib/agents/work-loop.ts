@@ -1,7 +1,7 @@
 import { stepCountIs, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
-import { getOldestAgentInput } from "@/lib/db/queries/agent-inputs";
+import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
 import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
@@ -158,6 +158,9 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
   if (awaitsReply(tail)) return;
   const task = await getTask(db, state.focus);
   if (!task || task.status !== "in_progress" || (await hasWorkUnderWay(db, task.id))) return;
+  // Input about it arrived during the turn's last call (a report, an answer): the turn's last
+  // words were written without it. The next turn takes it up and settles the task then.
+  if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;
   const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
   await db.transaction((tx) => endTask(tx, deps.jobs, task.id, { status: "completed", result }));
 }

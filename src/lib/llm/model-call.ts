@@ -162,7 +162,12 @@ class Deadline {
   /** Settles as the promise does, or rejects when the signal aborts, whether or not the model noticed. */
   race<T>(promise: PromiseLike<T>): Promise<T> {
     const signal = this.signal;
-    if (signal.aborted) return Promise.reject(signal.reason);
+    if (signal.aborted) {
+      // The model's own promise may still reject (it was aborted too): observed here, or it
+      // would be an unhandled rejection that ends the worker process.
+      Promise.resolve(promise).catch(() => {});
+      return Promise.reject(signal.reason);
+    }
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => reject(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });

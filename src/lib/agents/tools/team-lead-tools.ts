@@ -32,17 +32,22 @@ async function teamList(context: ToolContext): Promise<string> {
 
 /**
  * The open question an answer is for: the one named when it is open and was asked of
- * this lead; otherwise, when the model named only the subordinate (or a garbled id),
- * that subordinate's oldest open question.
+ * this lead; otherwise (no id, or a garbled one) the named subordinate's oldest open
+ * question, or the only open question there is. Never a guess between several: the
+ * answer would resume a task that did not ask.
  */
-async function findOpenQuestion(context: ToolContext, questionId: string | undefined, subordinate: Agent | null): Promise<Question | null> {
+async function findOpenQuestion(context: ToolContext, questionId: string | undefined, subordinate: Agent | null): Promise<Question | string> {
   const named = optionalId(questionId);
   if (named) {
     const question = await getQuestion(context.db, named);
     if (question && question.status === "open" && question.recipientAgentId === context.agent.id) return question;
   }
   const open = await listOpenQuestionsFor(context.db, context.agent.id);
-  return open.find((question) => subordinate === null || question.agentId === subordinate.id) ?? null;
+  const candidates = subordinate ? open.filter((question) => question.agentId === subordinate.id) : open;
+  if (candidates.length === 1 || (subordinate && candidates.length > 0)) return candidates[0]!;
+  if (open.length === 0) return "Not sent: no question from your subordinates is waiting for an answer.";
+  const listed = open.map((question) => `${question.id} ("${question.question.slice(0, 80)}")`).join(", ");
+  return `Not sent: ${questionId ? `"${questionId}" is not an open question id` : "questionId is missing"}, and ${open.length} questions are open. Call answerSubordinate again with questionId set to one of: ${listed}.`;
 }
 
 export function teamLeadTools(context: ToolContext) {
@@ -130,7 +135,7 @@ export function teamLeadTools(context: ToolContext) {
       execute: async ({ questionId, agentId, answer }, { toolCallId }) => {
         const subordinate = agentId ? await findSubordinate(context, agentId) : null;
         const question = await findOpenQuestion(context, questionId, subordinate);
-        if (!question) return "Not sent: there is no open question from your subordinates with that id. getTeamStatus lists the open ones.";
+        if (typeof question === "string") return question;
         const asker = await findSubordinate(context, question.agentId);
         if (!asker) return "Not sent: the subordinate who asked is no longer in your team.";
         return context.effect(toolCallId, async (tx) => {

@@ -36,3 +36,13 @@ export async function takeAgentInputs(db: Db, agentId: string, scope: { taskId: 
     .map((row) => ({ id: row.id, agentId: row.agent_id, content: row.content, taskId: row.task_id, createdAt: new Date(row.created_at) }))
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
 }
+
+/** Whether input about this task waits in the agent's queue. */
+export async function hasAgentInputAbout(db: Db, agentId: string, taskId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: agentInputs.id })
+    .from(agentInputs)
+    .where(and(eq(agentInputs.agentId, agentId), eq(agentInputs.taskId, taskId)))
+    .limit(1);
+  return row !== undefined;
+}

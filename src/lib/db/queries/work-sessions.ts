@@ -93,6 +93,17 @@ export async function isSessionStopRequested(db: Db, sessionId: string): Promise
   return row?.stopRequestedAt != null;
 }
 
+/** The agent's most recent session other than `exceptId` that is no longer running. */
+export async function getLatestEndedSession(db: Db, agentId: string, exceptId: string): Promise<WorkSession | null> {
+  const [session] = await db
+    .select()
+    .from(workSessions)
+    .where(and(eq(workSessions.agentId, agentId), sql`${workSessions.status} <> 'running'`, sql`${workSessions.id} <> ${exceptId}`))
+    .orderBy(desc(workSessions.startedAt))
+    .limit(1);
+  return session ?? null;
+}
+
 export async function getRunningSession(db: Db, agentId: string): Promise<WorkSession | null> {
   const [session] = await db
     .select()
@@ -132,24 +143,29 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
 }
 
 /**
- * "Someone asked for agent `a` and no session serves it": a wake-up, a pending task or
- * queued input, and no running session. One definition for the worker's backlog and the
- * health check's.
+ * "Someone asked for agent `a` and no live session serves it": a wake-up, a pending task,
+ * queued input or a session whose worker died (its heartbeat went stale), and no running
+ * session with a fresh heartbeat. One definition for the worker's backlog and the health
+ * check's.
  */
-const awaitingWork = sql`
+function awaitingWork(staleAfterSeconds: number) {
+  const stale = sql`s.heartbeat_at < now() - make_interval(secs => ${staleAfterSeconds})`;
+  return sql`
   (a.wake_requested_at is not null
    or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending')
-   or exists (select 1 from agent_inputs i where i.agent_id = a.id))
-  and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running')`;
+   or exists (select 1 from agent_inputs i where i.agent_id = a.id)
+   or exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and ${stale}))
+  and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and not (${stale}))`;
+}
 
 /**
  * Agents of active teams someone asked for that no session is serving: the backlog a
  * worker drains at start and now and then. A paused team's work waits for its resume,
  * which wakes its agents itself.
  */
-export async function listAgentsAwaitingWork(db: Db): Promise<string[]> {
+export async function listAgentsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<string[]> {
   const rows = await db.execute<{ id: string }>(sql`
-    select a.id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork}`);
+    select a.id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork(staleAfterSeconds)}`);
   return rows.map((row) => row.id);
 }
 
@@ -161,15 +177,16 @@ export type WaitingTeam = { teamId: string; leadId: string; agents: number; wait
  * not for a worker). An agent waits since the oldest of its wake-up, pending tasks and
  * queued input.
  */
-export async function listTeamsAwaitingWork(db: Db): Promise<WaitingTeam[]> {
+export async function listTeamsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<WaitingTeam[]> {
   const rows = await db.execute<{ team_id: string; lead_id: string; agents: number; waiting_since: string }>(sql`
     with waiting as (
       select a.team_id,
              least(a.wake_requested_at,
                    (select min(t.created_at) from tasks t where t.agent_id = a.id and t.status = 'pending'),
-                   (select min(i.created_at) from agent_inputs i where i.agent_id = a.id)) as since
+                   (select min(i.created_at) from agent_inputs i where i.agent_id = a.id),
+                   (select min(s.heartbeat_at) from work_sessions s where s.agent_id = a.id and s.status = 'running')) as since
         from agents a join teams tm on tm.id = a.team_id and tm.status = 'active'
-       where ${awaitingWork})
+       where ${awaitingWork(staleAfterSeconds)})
     select w.team_id, lead.id as lead_id, count(*)::int as agents, min(w.since) as waiting_since
       from waiting w join agents lead on lead.team_id = w.team_id and lead.role = 'lead'
      group by w.team_id, lead.id
