@@ -7,12 +7,23 @@ import { database } from "@/lib/db/client";
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
  * or a 401 before anything renders. It is not the only check: route handlers, pages and
  * server actions verify the session themselves (src/lib/auth.ts), so a request that skips
- * this file (a forged `x-middleware-subrequest`, a matcher gap) gains nothing.
+ * this file (a forged `x-middleware-subrequest`, a matcher gap) gains nothing. It is the only
+ * check for one thing: a path Next cannot decode, which fails before any handler could see it.
  */
 export async function proxy(request: NextRequest): Promise<Response> {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith("/api/");
   const password = process.env.APP_PASSWORD?.trim();
+
+  // Next decodes a dynamic segment after this proxy and answers a bare text 500 when it cannot
+  // (`/api/agents/%`, `/teams/%ZZ`): the only place to answer such a path properly is here.
+  if (!isDecodablePath(pathname)) {
+    if (api) {
+      const message = "The path is not valid: a % in a URL must start an escape like %2F (write a literal % as %25).";
+      return Response.json({ error: { code: "bad_request:path", message } }, { status: 400 });
+    }
+    return NextResponse.rewrite(new URL(NOT_FOUND_PATH, request.url), { status: 404 });
+  }
 
   if (!password) {
     // Without a password Cadre serves this computer only; see isLoopbackHost for why the Host matters.
@@ -28,6 +39,19 @@ export async function proxy(request: NextRequest): Promise<Response> {
   const signIn = new URL(SIGN_IN_PATH, request.url);
   if (pathname !== "/") signIn.searchParams.set("next", `${pathname}${search}`);
   return NextResponse.redirect(signIn);
+}
+
+/** Where a page path that cannot be decoded is sent: Next's own not-found route (src/app/not-found.tsx). */
+const NOT_FOUND_PATH = "/_not-found";
+
+/** False for a path with a malformed percent-escape (`%`, `%ZZ`, a cut UTF-8 sequence). */
+function isDecodablePath(pathname: string): boolean {
+  try {
+    decodeURIComponent(pathname);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -7,7 +7,10 @@ describe("crossSiteReason", () => {
   it("lets the app's own origin through, also behind a reverse proxy, and requests without Origin (curl)", () => {
     expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://localhost:3000" }))).toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://LOCALHOST:3000" }))).toBeNull();
-    expect(crossSiteReason(post("http://127.0.0.1:3000/x", { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" }))).toBeNull();
+    // A proxy that passes the Host through needs no trust; one that sets X-Forwarded-Host needs TRUST_PROXY.
+    expect(crossSiteReason(post("http://127.0.0.1:3000/x", { origin: "https://cadre.example.org", host: "cadre.example.org" }))).toBeNull();
+    const proxied = { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" };
+    expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied), { trustProxy: true })).toBeNull();
     expect(crossSiteReason(post("http://cadre.example.org/x", { origin: "https://cadre.example.org:443" }))).toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/x", {}))).toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "same-origin" }))).toBeNull();
@@ -19,6 +22,16 @@ describe("crossSiteReason", () => {
     }
     expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "cross-site" }))).not.toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "same-site" }))).not.toBeNull();
+  });
+
+  it("ignores X-Forwarded-Host unless the operator declared a proxy (TRUST_PROXY)", () => {
+    // Any client can send the header: a foreign Origin that names it must not pass.
+    const forged = { origin: "http://evil.example", host: "localhost:3000", "x-forwarded-host": "evil.example" };
+    expect(crossSiteReason(post("http://localhost:3000/x", forged))).toMatch(/is not this server/);
+    expect(crossSiteReason(post("http://localhost:3000/x", forged), { trustProxy: false })).toMatch(/is not this server/);
+    const proxied = { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" };
+    expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied))).toMatch(/is not this server/);
+    expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied), { trustProxy: true })).toBeNull();
   });
 });
 

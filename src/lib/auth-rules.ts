@@ -67,15 +67,17 @@ function normaliseHost(protocol: string, host: string): string | undefined {
 /**
  * Why a state-changing request must be refused as cross-site, or null when it may go on.
  *
- * - `Origin` present: it must name the host the request was sent to (the `Host` header,
- *   the `X-Forwarded-Host` a reverse proxy sets, or the URL's host). `null`, a foreign
- *   origin or a non-http(s) one is refused.
+ * - `Origin` present: it must name the host the request was sent to: the `Host` header or
+ *   the URL's host (the address Next listens on), and `X-Forwarded-Host` only with
+ *   `trustProxy` (TRUST_PROXY=1: the operator says a reverse proxy sets it; any client can
+ *   send it, so otherwise it proves nothing). `null`, a foreign origin or a non-http(s) one
+ *   is refused.
  * - `Origin` absent: browsers send it with every cross-origin request and with every
  *   same-origin one that is not GET/HEAD, so its absence means a non-browser client
  *   (curl, a script), which has no ambient cookie to abuse; allowed, unless the browser's
  *   `Sec-Fetch-Site` says the request came from another site.
  */
-export function crossSiteReason(request: Request): string | null {
+export function crossSiteReason(request: Request, options: { trustProxy?: boolean } = {}): string | null {
   const origin = request.headers.get("origin");
   if (origin === null) {
     const site = request.headers.get("sec-fetch-site");
@@ -90,7 +92,7 @@ export function crossSiteReason(request: Request): string | null {
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `its Origin (${parsed.protocol}) is not http(s)`;
   const originHost = parsed.host.toLowerCase();
-  const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
+  const forwarded = options.trustProxy ? request.headers.get("x-forwarded-host")?.split(",")[0]?.trim() : undefined;
   const candidates = [request.headers.get("host"), forwarded, new URL(request.url).host].filter((host): host is string => Boolean(host));
   if (candidates.some((host) => normaliseHost(parsed.protocol, host) === originHost)) return null;
   return `its Origin (${origin.slice(0, 100)}) is not this server`;

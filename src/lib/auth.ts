@@ -99,7 +99,7 @@ export type Access = {
  */
 export async function checkApiAccess(request: Request | undefined, access: Access = {}): Promise<void> {
   if (request && !access.crossOrigin && isStateChanging(request.method)) {
-    const reason = crossSiteReason(request);
+    const reason = crossSiteReason(request, { trustProxy: env().TRUST_PROXY });
     if (reason) throw new CadreError("forbidden:origin", `Refused: ${reason}. Changes are only accepted from Cadre's own pages.`);
   }
   if (access.public) return;

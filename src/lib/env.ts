@@ -12,6 +12,15 @@ const positiveInt = (fallback: number) =>
     .transform((value) => (value === undefined ? fallback : Number(value)))
     .pipe(z.number().int().positive());
 
+/** A yes/no switch: 1/true/yes or 0/false/no (any case); unset or empty is no. */
+const flag = optional.pipe(
+  z
+    .string()
+    .regex(/^(1|0|true|false|yes|no)$/i, { message: "must be 1 or 0 (true/false, yes/no)" })
+    .optional()
+    .transform((value) => value !== undefined && /^(1|true|yes)$/i.test(value)),
+);
+
 const envSchema = z.object({
   DATABASE_URL: optional.pipe(z.url({ message: "DATABASE_URL must be a postgres:// URL" }).optional()),
   OPENAI_API_KEY: optional,
@@ -27,6 +36,8 @@ const envSchema = z.object({
   SESSION_STALE_SECONDS: positiveInt(15),
   LEAD_SCHEDULE: optional.transform((value) => value ?? "0 8 * * *"),
   APP_PASSWORD: optional,
+  /** Behind a reverse proxy the operator runs: X-Forwarded-Host counts as the host a request was sent to. Any client can send it, so never by default. */
+  TRUST_PROXY: flag,
   PORT: positiveInt(3000),
 });
 

@@ -3,7 +3,16 @@
  * (e.g. `not_found:agent`); route handlers turn it into a JSON response with the
  * matching status. The original error travels along as `cause`, never swallowed.
  */
-export type ErrorKind = "bad_request" | "not_found" | "conflict" | "unauthorized" | "forbidden" | "too_large" | "rate_limited" | "unavailable";
+export type ErrorKind =
+  | "bad_request"
+  | "not_found"
+  | "conflict"
+  | "unauthorized"
+  | "forbidden"
+  | "too_large"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "unavailable";
 
 const statusByKind: Record<ErrorKind, number> = {
   bad_request: 400,
@@ -12,6 +21,7 @@ const statusByKind: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   too_large: 413,
+  unsupported_media_type: 415,
   rate_limited: 429,
   unavailable: 503,
 };

@@ -49,6 +49,11 @@ function startListening(state: Hub): Promise<unknown> {
   return state.listening;
 }
 
+/** How many listeners the hub holds now (each open live-events stream is one): what a leak would show first. */
+export function countLiveSubscribers(): number {
+  return hub().listeners.size;
+}
+
 /** Calls `listener` for every change until the returned function is called. Resolves once LISTEN is active. */
 export async function subscribeToEvents(listener: Listener): Promise<() => void> {
   const state = hub();
@@ -60,4 +65,73 @@ export async function subscribeToEvents(listener: Listener): Promise<() => void>
     throw error;
   }
   return () => state.listeners.delete(listener);
+}
+
+/** What one consumer may leave unread before it is dropped: about a thousand events. */
+export const MAX_UNREAD_BYTES = 256 * 1024;
+const KEEP_ALIVE_MS = 15_000;
+
+/**
+ * The server-sent events of GET /api/events: a `ready` event, then one `data:` line per
+ * change, and a comment every 15 s so proxies keep the connection. Its subscription ends
+ * with the request, however that happens: the client goes away (`signal`), the reader
+ * cancels, or the reader falls `maxUnreadBytes` behind (a stuck or very slow client; the
+ * stream then closes, and EventSource reconnects and refetches after reading what was
+ * queued). So no subscriber outlives its consumer, and none holds more than the limit.
+ */
+export function liveEventStream(signal: AbortSignal, options: { maxUnreadBytes?: number } = {}): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let ended = false;
+
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(keepAlive);
+    unsubscribe?.();
+    signal.removeEventListener("abort", end);
+    try {
+      controller?.close();
+    } catch {
+      // already closed or cancelled
+    }
+  };
+  const send = (text: string) => {
+    if (ended || !controller) return;
+    // desiredSize is the limit minus what is queued and unread: at zero the reader is that far behind.
+    if ((controller.desiredSize ?? 0) <= 0) return end();
+    try {
+      controller.enqueue(encoder.encode(text));
+    } catch {
+      end();
+    }
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async start(streamController) {
+        controller = streamController;
+        if (signal.aborted) return end();
+        signal.addEventListener("abort", end, { once: true });
+        try {
+          const stop = await subscribeToEvents((event) => send(`data: ${JSON.stringify(event)}\n\n`));
+          unsubscribe = stop;
+          // The request may have ended while LISTEN was being set up.
+          if (ended) return void stop();
+        } catch (error) {
+          console.error(error);
+          send(`retry: 5000\nevent: failure\ndata: ${JSON.stringify({ message: "Live updates are unavailable: the database does not answer." })}\n\n`);
+          return end();
+        }
+        keepAlive = setInterval(() => send(": keep-alive\n\n"), KEEP_ALIVE_MS);
+        send("retry: 1000\nevent: ready\ndata: {}\n\n");
+      },
+      cancel() {
+        end();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: options.maxUnreadBytes ?? MAX_UNREAD_BYTES }),
+  );
 }

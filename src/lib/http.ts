@@ -89,9 +89,27 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
   return body;
 }
 
-/** Parses a JSON body (at most `maxBytes`, 1 MiB by default) against a schema; malformed JSON and wrong shapes are 400s, an oversize body 413. */
+/** `application/json`, with or without parameters (`; charset=utf-8`). */
+function isJsonContentType(value: string | null): boolean {
+  return value !== null && /^application\/json\s*(;|$)/i.test(value.trim());
+}
+
+/**
+ * Parses a JSON body (at most `maxBytes`, 1 MiB by default) against a schema; malformed JSON
+ * and wrong shapes are 400s, an oversize body 413, a body that is not declared
+ * `application/json` 415. The media type is defence in depth against cross-site requests: a
+ * page on another site can send text/plain, form and multipart bodies without asking, but a
+ * JSON one only after a CORS preflight, which Cadre never grants. A request with no body needs
+ * no Content-Type (there is nothing to misread); one whose body is empty gets the JSON error.
+ */
 export async function parseJsonBody<T extends z.ZodType>(request: Request, schema: T, options: { maxBytes?: number } = {}): Promise<z.infer<T>> {
+  const contentType = request.headers.get("content-type");
+  const json = isJsonContentType(contentType);
+  const declared = request.headers.get("content-length");
+  // Refused unread when the headers already say there is a body; else once it turns out to have one.
+  if (!json && declared !== null && declared.trim() !== "0") throw unsupportedMediaType(contentType);
   const bytes = await readBodyBytes(request, options.maxBytes ?? DEFAULT_BODY_LIMIT_BYTES);
+  if (!json && bytes.byteLength > 0) throw unsupportedMediaType(contentType);
   let body: unknown;
   try {
     body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -101,6 +119,11 @@ export async function parseJsonBody<T extends z.ZodType>(request: Request, schem
   const problem = forbiddenContent(body);
   if (problem) throw new CadreError("bad_request:validation", problem);
   return schema.parse(body);
+}
+
+function unsupportedMediaType(contentType: string | null): CadreError {
+  const given = contentType === null ? "no Content-Type" : `Content-Type ${contentType.slice(0, 100)}`;
+  return new CadreError("unsupported_media_type:content_type", `Send the body as JSON with Content-Type: application/json (this request had ${given}).`);
 }
 
 // Postgres text cannot hold U+0000: refused here, it would otherwise fail the query and surface as a 500.

@@ -3,7 +3,7 @@ import { formatLogInput } from "@/lib/agents/formats";
 import { queueInput } from "@/lib/agents/tasks";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { getTeamLead } from "@/lib/db/queries/agents";
-import { requireTeam } from "@/lib/db/queries/teams";
+import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { deleteWebhookDeliveriesOlderThan, getWebhookSecret, recordWebhookDelivery } from "@/lib/db/queries/webhooks";
 import { CadreError } from "@/lib/errors";
 
@@ -73,18 +73,20 @@ export async function receiveWebhook(
     throw unauthorized("timestamp", `The timestamp is ${when}; at most ${WEBHOOK_TOLERANCE_SECONDS} s either way is accepted. Check the sender's clock.`);
   }
 
-  const lead = await getTeamLead(db, teamId);
-  if (!lead) throw new CadreError("conflict:team_lead", "This team has no lead to receive the webhook.");
   const message = webhookMessage(delivery.headers.get(WEBHOOK_HEADERS.name), delivery.body);
   await deleteWebhookDeliveriesOlderThan(db, DELIVERY_MEMORY_SECONDS);
-  await db.transaction(async (tx) => {
+  // Under the team's lock: a team deleted meanwhile is a 404, not a foreign-key violation.
+  const leadId = await writeUnderTeam(db, teamId, async (tx) => {
+    const lead = await getTeamLead(tx, teamId);
+    if (!lead) throw new CadreError("conflict:team_lead", "This team has no lead to receive the webhook.");
     // Recorded in the same transaction as the message: a failure leaves no record, so the sender's retry is accepted.
     if (!(await recordWebhookDelivery(tx, teamId, expected))) {
       throw new CadreError("conflict:webhook_replay", "This delivery was already received (same timestamp and signature).");
     }
     await queueInput(tx, jobs, lead.id, message);
+    return lead.id;
   });
-  return { leadId: lead.id, message };
+  return { leadId, message };
 }
 
 /** `[webhook:NAME] <body>`: JSON pretty-printed, anything else as text, cut to a size the lead can read. */

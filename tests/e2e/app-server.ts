@@ -78,7 +78,8 @@ function build(): void {
   if (result.status !== 0) throw new Error(`next build failed:\n${result.stdout}\n${result.stderr}`);
 }
 
-export type AppServer = { url: string; output: () => string; stop: () => Promise<void> };
+/** `pid`: the supervisor's (scripts/start.ts); the web server and the worker are its children. */
+export type AppServer = { url: string; pid: number; output: () => string; stop: () => Promise<void> };
 
 /** `npm start` (scripts/start.ts) on a free port with the given environment; resolves when /api/health answers. */
 export async function startApp(env: Record<string, string | undefined>, args: string[] = []): Promise<AppServer> {
@@ -119,6 +120,7 @@ export async function startApp(env: Record<string, string | undefined>, args: st
 
   return {
     url,
+    pid: child.pid!,
     output: () => output,
     stop: async () => {
       if (child.exitCode !== null || !child.pid) return;

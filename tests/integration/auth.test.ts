@@ -20,7 +20,7 @@ const PASSWORD = vi.hoisted(() => {
 
 const ORIGIN = "http://localhost:3000";
 const FORGED = { "x-middleware-subrequest": "middleware:middleware:middleware:middleware:middleware" };
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** Reachable signed out, with what a bare request gets; everything else must be 401. */
 const PUBLIC: Record<string, number> = {
@@ -239,9 +239,16 @@ describe("signing in", () => {
 
   it("refuses bad sign-in bodies with 400, and a sign-in posted from another site with 403", async () => {
     for (const body of ["{", JSON.stringify({}), JSON.stringify({ password: 42 }), JSON.stringify({ password: "x", user: "admin" })]) {
-      const response = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", body }), { params: Promise.resolve({}) });
+      const response = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body }), {
+        params: Promise.resolve({}),
+      });
       expect(response.status).toBe(400);
     }
+    // The right password, but not sent as JSON (a form on another page could send this without a preflight): 415.
+    const asText = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", body: JSON.stringify({ password: PASSWORD }) }), { params: Promise.resolve({}) });
+    expect(asText.status).toBe(415);
+    expect(await errorCode(asText)).toBe("unsupported_media_type:content_type");
+    expect(asText.headers.get("set-cookie")).toBeNull();
     const crossSite = await signIn(signInRequest(PASSWORD, { origin: "https://evil.example" }), { params: Promise.resolve({}) });
     expect(crossSite.status).toBe(403);
     expect(crossSite.headers.get("set-cookie")).toBeNull();
@@ -304,13 +311,25 @@ describe("signed in", () => {
     expect(after!.n).toBe(before!.n);
     const [target] = await database.sql`select name from teams where id = ${team.id}`;
     expect(target!.name).toBe("Target");
-    // Same origin, or behind a reverse proxy that sets X-Forwarded-Host, is fine.
-    const proxied = new Request(`http://127.0.0.1:3000/api/teams/${team.id}`, {
-      method: "PATCH",
-      headers: { cookie, origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" },
-      body: JSON.stringify({ name: "Renamed" }),
-    });
-    expect((await teamRoute.handlers.PATCH!(proxied, { params: Promise.resolve({ teamId: team.id }) })).status).toBe(200);
+    // X-Forwarded-Host is the client's word unless the operator declared a proxy (TRUST_PROXY, unset
+    // here; tests/integration/trust-proxy.test.ts sets it): naming the foreign origin in it does not help.
+    const patch = (headers: Record<string, string>) =>
+      teamRoute.handlers.PATCH!(
+        new Request(`http://127.0.0.1:3000/api/teams/${team.id}`, {
+          method: "PATCH",
+          headers: { cookie, "content-type": "application/json", ...headers },
+          body: JSON.stringify({ name: "Renamed" }),
+        }),
+        { params: Promise.resolve({ teamId: team.id }) },
+      );
+    const forged = await patch({ origin: "http://evil.example", host: "127.0.0.1:3000", "x-forwarded-host": "evil.example" });
+    expect(forged.status).toBe(403);
+    expect(await errorCode(forged)).toBe("forbidden:origin");
+    expect((await patch({ origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" })).status).toBe(403);
+    const [unchanged] = await database.sql`select name from teams where id = ${team.id}`;
+    expect(unchanged!.name).toBe("Target");
+    // Same origin, or behind a reverse proxy that passes the Host through, is fine.
+    expect((await patch({ origin: "https://cadre.example.org", host: "cadre.example.org" })).status).toBe(200);
   });
 
   it("sign-out ends the session (the old cookie stops working) and clears the cookie; a form post is sent to /sign-in", async () => {

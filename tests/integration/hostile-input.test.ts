@@ -1,10 +1,13 @@
 // Hostile input (issue 5, item 5): a table of bad requests across every route — malformed JSON,
 // wrong types, missing fields, oversize bodies, garbage and unknown ids, SQL and HTML strings,
 // a client-sent system message, prototype-pollution keys, NUL bytes, huge numbers, arrays for
-// objects, foreign Origins. Each must get a 4xx JSON error (never a 5xx), and a fingerprint of
-// every table (row count + checksum of the rows, pg-boss's jobs and schedules too) taken before
-// and after must be identical: the database is unchanged.
+// objects, foreign Origins; and (issue 10) bodies that are not declared JSON, and paths whose
+// percent-encoding is malformed, which Next cannot decode and src/proxy.ts answers. Each must get
+// a 4xx JSON error (never a 5xx), and a fingerprint of every table (row count + checksum of the
+// rows, pg-boss's jobs and schedules too) taken before and after must be identical: the database
+// is unchanged.
 import { randomUUID } from "node:crypto";
+import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem, createKnowledgeItem, createTask } from "@/lib/db/queries";
 import { signedWebhookHeaders } from "@/lib/webhooks";
@@ -30,6 +33,7 @@ async function loadRoutes() {
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
     hook: await import("@/app/api/hooks/[teamId]/route"),
     signIn: await import("@/app/api/auth/sign-in/route"),
+    proxy: (await import("@/proxy")).proxy,
   };
 }
 
@@ -85,6 +89,13 @@ function request(method: string, path: string, init: Init = {}): Request {
     body: init.body as BodyInit | undefined,
   });
 }
+/** A body with no Content-Type at all (a string body would get text/plain from Request itself). */
+function untyped(method: string, path: string, body: string): Request {
+  return new Request(ORIGIN + path, { method, body: new TextEncoder().encode(body) });
+}
+/** What Next's proxy sees for a raw path: `new URL` keeps a malformed escape as it is. */
+const proxied = (method: string, path: string, body?: string) =>
+  api.proxy(new NextRequest(ORIGIN + path, { method, headers: { host: "localhost:3000", "content-type": "application/json" }, body }));
 const json = (value: unknown) => JSON.stringify(value);
 const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 const long = (length: number) => "x".repeat(length);
@@ -244,11 +255,55 @@ const cases: Case[] = [
   ["hook POST: a 100 KiB body", 413, () => api.hook.POST(request("POST", "/x", { body: long(100 * 1024) }), params({ teamId: ids.team }))],
   ["hook POST: SQL as team id", 404, () => api.hook.POST(request("POST", "/x", { body: "{}" }), params({ teamId: SQL }))],
   ["sign-in POST: sign-in is off without APP_PASSWORD", 404, () => api.signIn.POST(request("POST", "/api/auth/sign-in", { body: json({ password: SQL }) }))],
+
+  // --- bodies not declared JSON (issue 10): a page on another site can send these without a CORS preflight
+  ["teams POST: a JSON body sent as text/plain", 415, () => api.teams.POST(request("POST", "/api/teams", { body: json({ name: "n", mission: "m" }), headers: { "content-type": "text/plain" } }))],
+  ["teams POST: a form-encoded body", 415, () => api.teams.POST(request("POST", "/api/teams", { body: "name=n&mission=m", headers: { "content-type": "application/x-www-form-urlencoded" } }))],
+  [
+    "teams POST: a multipart body",
+    415,
+    () => {
+      const form = new FormData();
+      form.set("name", "n");
+      form.set("mission", "m");
+      return api.teams.POST(new Request(`${ORIGIN}/api/teams`, { method: "POST", body: form }));
+    },
+  ],
+  ["teams POST: a JSON body with no Content-Type", 415, () => api.teams.POST(untyped("POST", "/api/teams", json({ name: "n", mission: "m" })))],
+  ["teams POST: a JSON body as text/json", 415, () => api.teams.POST(request("POST", "/api/teams", { body: json({ name: "n", mission: "m" }), headers: { "content-type": "text/json" } }))],
+  ["teams POST: application/jsonx", 415, () => api.teams.POST(request("POST", "/api/teams", { body: json({ name: "n", mission: "m" }), headers: { "content-type": "application/jsonx" } }))],
+  ["teams POST: text/plain declared 2 MiB long", 415, () => api.teams.POST(request("POST", "/api/teams", { body: long(2 * MiB), headers: { "content-type": "text/plain", "content-length": String(2 * MiB) } }))],
+  ["teams/draft POST: text/plain", 415, () => api.draft.POST(request("POST", "/api/teams/draft", { body: json({ name: "n", mission: "m" }), headers: { "content-type": "text/plain" } }))],
+  ["team PATCH: a form-encoded body", 415, () => api.team.PATCH(request("PATCH", "/x", { body: "name=n", headers: { "content-type": "application/x-www-form-urlencoded" } }), params({ teamId: ids.team }))],
+  ["agents POST: text/plain", 415, () => api.teamAgents.POST(request("POST", "/x", { body: json({ name: "n" }), headers: { "content-type": "text/plain;charset=UTF-8" } }), params({ teamId: ids.team }))],
+  ["agent PATCH: no Content-Type", 415, () => api.agent.PATCH(untyped("PATCH", "/x", json({ name: "n" })), params({ agentId: ids.scout }))],
+  ["tasks POST: text/plain", 415, () => api.agentTasks.POST(request("POST", "/x", { body: json({ title: "t" }), headers: { "content-type": "text/plain" } }), params({ agentId: ids.scout }))],
+  ["chat POST: text/plain", 415, () => api.chat.POST(request("POST", "/x", { body: json({ messages: [userMessage("hi")] }), headers: { "content-type": "text/plain" } }), params({ agentId: ids.lead }))],
+  ["inbox PATCH: multipart/form-data", 415, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: "--b\r\n\r\n--b--", headers: { "content-type": "multipart/form-data; boundary=b" } }), params({ itemId: ids.inboxItem }))],
+
+  // --- paths Next cannot decode (issue 10): answered by src/proxy.ts before Next fails on them
+  ["GET /api/agents/%", 400, () => proxied("GET", "/api/agents/%")],
+  ["GET /api/agents/%ZZ/messages", 400, () => proxied("GET", "/api/agents/%ZZ/messages")],
+  ["GET /api/teams/%E0%A4%A (a cut UTF-8 sequence)", 400, () => proxied("GET", "/api/teams/%E0%A4%A")],
+  ["GET /api/agents/%C0%80 (an overlong NUL)", 400, () => proxied("GET", "/api/agents/%C0%80")],
+  ["POST /api/agents/%/tasks", 400, () => proxied("POST", "/api/agents/%/tasks", json({ title: "t" }))],
+  ["DELETE /api/teams/%ZZ", 400, () => proxied("DELETE", "/api/teams/%ZZ")],
+  ["POST /api/hooks/% (a public path)", 400, () => proxied("POST", "/api/hooks/%", "{}")],
 ];
 
 describe("hostile input", () => {
   it("has at least 50 cases", () => {
     expect(cases.length).toBeGreaterThanOrEqual(50);
+  });
+
+  it("sends a page path Next cannot decode to the not-found page (404), not to Next's bare 500", async () => {
+    for (const path of ["/teams/%", "/teams/%ZZ/chat", "/agents/%E0%A4%A", "/inbox/%"]) {
+      const response = await proxied("GET", path);
+      expect(response.status, path).toBe(404);
+      expect(new URL(response.headers.get("x-middleware-rewrite")!).pathname, path).toBe("/_not-found");
+    }
+    // A well-formed escape goes on as before.
+    expect((await proxied("GET", "/teams/%41bc")).headers.get("x-middleware-next")).toBe("1");
   });
 
   it("the fingerprint notices a change (control: one good request)", async () => {

@@ -170,6 +170,25 @@ describe("POST /api/hooks/:teamId", () => {
     }
   });
 
+  it("takes its raw body whatever its Content-Type (the signature covers the bytes; JSON routes alone insist on application/json)", async () => {
+    const { team, lead, secret } = await teamWithSecret();
+    const cases: { body: string; contentType?: string }[] = [
+      { body: "build 7 failed", contentType: "text/plain" },
+      { body: "status=failed&build=8", contentType: "application/x-www-form-urlencoded" },
+      { body: JSON.stringify({ build: 9 }) },
+    ];
+    for (const { body, contentType } of cases) {
+      const request = hookRequest(team.id, body, signedWebhookHeaders(secret, body));
+      if (contentType) request.headers.set("content-type", contentType);
+      else request.headers.delete("content-type");
+      await expectAccepted(await api.hook.POST(request, params(team.id)), lead.id);
+    }
+    const contents = (await backgroundContents(lead.id)).slice(-3);
+    expect(contents[0]).toBe("user: [webhook:hook] build 7 failed");
+    expect(contents[1]).toBe("user: [webhook:hook] status=failed&build=8");
+    expect(contents[2]).toContain('"build": 9');
+  });
+
   it("truncates what it shows the lead to a readable size", async () => {
     const { team, lead, secret } = await teamWithSecret();
     const body = JSON.stringify({ name: "bulk", rows: Array.from({ length: 1500 }, (_, i) => ({ i, v: "x".repeat(10) })) });

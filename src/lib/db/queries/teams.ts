@@ -1,7 +1,9 @@
 import { asc, desc, eq, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { agents, conversations, teams, type Agent, type Team, type TeamStatus } from "../schema";
+import { agents, conversations, tasks, teams, type Agent, type Task, type Team, type TeamStatus } from "../schema";
+import { requireAgent } from "./agents";
+import { requireTask } from "./tasks";
 
 export type NewTeam = { name: string; mission: string; leadName?: string; leadInstructions?: string };
 
@@ -70,4 +72,56 @@ export function listTeamAgents(db: Db, teamId: string): Promise<Agent[]> {
     .orderBy(sql`${agents.role} = 'lead' desc`, asc(agents.createdAt))
     .prepare("list_team_agents")
     .execute();
+}
+
+// Writes racing a deletion. Deleting a team (or a subordinate) cascades over everything under
+// it; a request writing under it at that moment must end as if it came a moment earlier (its
+// rows are deleted with the rest) or a moment later (404), never as a foreign-key violation or a
+// deadlock, which would be 500s. So every write the web makes under a team runs in a transaction
+// that first holds the team's row: FOR NO KEY UPDATE, which a team DELETE (FOR UPDATE) waits for
+// and which makes the web's writes under one team take turns (removing a subordinate, stopping,
+// cancelling and assigning lock agent and task rows in different orders; taking turns means
+// they never wait on each other crosswise). The foreign-key checks of the engine's own inserts
+// (FOR KEY SHARE) do not conflict with it. After the lock, the row written under is read again:
+// a removal that committed while this write waited shows as a 404.
+
+/** Holds the team's row for a write under it (see above); 404 when the team is gone. Call it first in the transaction. */
+export async function lockTeam(db: Db, teamId: string): Promise<Team> {
+  const [team] = await db.select().from(teams).where(eq(teams.id, teamId)).for("no key update");
+  if (!team) throw notFound("team", teamId);
+  return team;
+}
+
+/** Runs `write` in a transaction that holds the team first; 404 `not_found:team` when it is gone. */
+export function writeUnderTeam<T>(db: Db, teamId: string, write: (tx: Db, team: Team) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => write(tx, await lockTeam(tx, teamId)));
+}
+
+/** Runs `write` in a transaction that holds the agent's team first; 404 `not_found:agent` when the agent is gone. */
+export function writeUnderAgent<T>(db: Db, agentId: string, write: (tx: Db, agent: Agent) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    const [held] = await tx
+      .select({ id: teams.id })
+      .from(teams)
+      .innerJoin(agents, eq(agents.teamId, teams.id))
+      .where(eq(agents.id, agentId))
+      .for("no key update", { of: teams });
+    if (!held) throw notFound("agent", agentId);
+    return write(tx, await requireAgent(tx, agentId));
+  });
+}
+
+/** Runs `write` in a transaction that holds the team of the task's agent first; 404 `not_found:task` when the task is gone. */
+export function writeUnderTask<T>(db: Db, taskId: string, write: (tx: Db, task: Task) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    const [held] = await tx
+      .select({ id: teams.id })
+      .from(teams)
+      .innerJoin(agents, eq(agents.teamId, teams.id))
+      .innerJoin(tasks, eq(tasks.agentId, agents.id))
+      .where(eq(tasks.id, taskId))
+      .for("no key update", { of: teams });
+    if (!held) throw notFound("task", taskId);
+    return write(tx, await requireTask(tx, taskId));
+  });
 }

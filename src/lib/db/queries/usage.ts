@@ -16,15 +16,22 @@ export type NewUsage = {
   durationMs?: number;
 };
 
-/** One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log. */
-export async function recordUsage(db: Db, input: NewUsage): Promise<Usage> {
+/**
+ * One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log.
+ * Null when the agent was deleted while its call ran (a chat whose team was deleted mid-reply):
+ * its usage rows went with it, so there is nothing to record. The agent row is locked as the
+ * foreign key would lock it, so a deletion either waits for this row or is seen, never a violation.
+ */
+export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
   const rows = await executePrepared<{ id: string; created_at: string | Date }>(db, sql`
     insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms)
     select ${input.agentId}, ${input.conversationId ?? null}, ${input.purpose}, ${input.model},
            ${input.inputTokens ?? 0}, ${input.outputTokens ?? 0}, ${input.cachedTokens ?? 0}, ${input.durationMs ?? 0}
       from ${lazyCommit(db)}
+     where ${input.agentId}::uuid is null or exists (select 1 from agents where id = ${input.agentId}::uuid for key share)
     returning id, created_at`);
-  const row = rows[0]!;
+  const row = rows[0];
+  if (!row) return null;
   return {
     id: row.id,
     agentId: input.agentId,

@@ -1,5 +1,5 @@
 import { setTeamStatus } from "@/lib/agents/teams";
-import { deleteTeam, listTeamAgents, requireTeam, updateTeam } from "@/lib/db/queries/teams";
+import { deleteTeam, listTeamAgents, requireTeam, updateTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { updateTeamBody } from "./schema";
@@ -18,10 +18,11 @@ export const PATCH = route(async (request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
   const body = await parseJsonBody(request, updateTeamBody);
   const engine = await webEngine();
-  await requireTeam(engine.db, teamId);
   const { status, ...rest } = body;
-  let team = Object.keys(rest).length ? await updateTeam(engine.db, teamId, rest) : await requireTeam(engine.db, teamId);
-  if (status && status !== team.status) team = await setTeamStatus(engine, teamId, status);
+  const team = await writeUnderTeam(engine.db, teamId, async (tx, held) => {
+    const team = Object.keys(rest).length ? await updateTeam(tx, teamId, rest) : held;
+    return status && status !== team.status ? setTeamStatus({ ...engine, db: tx }, teamId, status) : team;
+  });
   return Response.json({ team });
 });
 

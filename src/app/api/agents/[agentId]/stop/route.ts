@@ -1,4 +1,5 @@
 import { stopAgent } from "@/lib/agents/stop";
+import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 
@@ -13,5 +14,5 @@ type Params = { params: Promise<{ agentId: string }> };
 export const POST = route(async (_request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
   const { db, jobs } = await webEngine();
-  return Response.json(await stopAgent(db, jobs, agentId));
+  return Response.json(await writeUnderAgent(db, agentId, (tx) => stopAgent(tx, jobs, agentId)));
 });

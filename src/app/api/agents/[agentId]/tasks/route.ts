@@ -1,6 +1,7 @@
 import { assignTask } from "@/lib/agents/tasks";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { createTaskBody } from "./schema";
@@ -18,8 +19,7 @@ export const GET = route(async (_request: Request, { params }: Params) => {
 export const POST = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
   const body = await parseJsonBody(request, createTaskBody);
-  const engine = await webEngine();
-  await requireAgent(engine.db, agentId);
-  const task = await assignTask(engine.db, engine.jobs, { agentId, source: "user", ...body });
+  const { db, jobs } = await webEngine();
+  const task = await writeUnderAgent(db, agentId, (tx) => assignTask(tx, jobs, { agentId, source: "user", ...body }));
   return Response.json({ task }, { status: 201 });
 });

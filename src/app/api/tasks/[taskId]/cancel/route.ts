@@ -1,4 +1,5 @@
 import { cancelTask } from "@/lib/agents/tasks";
+import { writeUnderTask } from "@/lib/db/queries/teams";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 
@@ -8,6 +9,6 @@ type Params = { params: Promise<{ taskId: string }> };
 export const POST = route(async (_request: Request, { params }: Params) => {
   const taskId = parseId((await params).taskId, "task");
   const { db, jobs } = await webEngine();
-  const { task } = await cancelTask(db, jobs, taskId);
+  const { task } = await writeUnderTask(db, taskId, (tx) => cancelTask(tx, jobs, taskId));
   return Response.json({ task });
 });

@@ -1,5 +1,5 @@
 import { createSubordinate } from "@/lib/db/queries/agents";
-import { requireTeam } from "@/lib/db/queries/teams";
+import { writeUnderTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { createAgentBody } from "./schema";
@@ -11,7 +11,6 @@ export const POST = route(async (request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
   const body = await parseJsonBody(request, createAgentBody);
   const { db } = await webEngine();
-  await requireTeam(db, teamId);
-  const agent = await createSubordinate(db, teamId, body);
+  const agent = await writeUnderTeam(db, teamId, (tx) => createSubordinate(tx, teamId, body));
   return Response.json({ agent }, { status: 201 });
 });

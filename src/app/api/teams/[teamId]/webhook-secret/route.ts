@@ -1,5 +1,5 @@
 import { deleteWebhookSecret, getWebhookSecret, setWebhookSecret } from "@/lib/db/queries/webhooks";
-import { requireTeam } from "@/lib/db/queries/teams";
+import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { notFound } from "@/lib/errors";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
@@ -21,8 +21,7 @@ export const GET = route(async (_request: Request, { params }: Params) => {
 export const POST = route(async (_request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
   const { db } = await webEngine();
-  await requireTeam(db, teamId);
-  const stored = await setWebhookSecret(db, teamId, generateWebhookSecret());
+  const stored = await writeUnderTeam(db, teamId, (tx) => setWebhookSecret(tx, teamId, generateWebhookSecret()));
   return Response.json({ secret: stored.secret, createdAt: stored.createdAt }, { status: 201, headers: { "cache-control": "no-store" } });
 });
 
