@@ -1,6 +1,7 @@
 import { sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import {
   type AnyPgColumn,
+  boolean,
   check,
   customType,
   foreignKey,
@@ -24,11 +25,16 @@ export const conversationModes = ["foreground", "background"] as const;
 export const messageRoles = ["user", "assistant", "tool", "summary"] as const;
 export const taskSources = ["user", "lead", "system", "schedule", "webhook"] as const;
 export const taskStatuses = ["pending", "in_progress", "waiting_input", "completed", "failed", "cancelled"] as const;
-export const inboxItemTypes = ["briefing", "question", "alert"] as const;
+export const inboxItemTypes = ["briefing", "question", "approval", "alert"] as const;
 export const knowledgeItemTypes = ["fact", "technique", "pattern", "lesson"] as const;
 export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title", "draft"] as const;
 export const workSessionStatuses = ["running", "completed", "failed", "stopped", "interrupted"] as const;
 export const questionStatuses = ["open", "answered", "withdrawn"] as const;
+export const approvalStatuses = ["pending", "approved", "denied", "withdrawn"] as const;
+export const toolPolicies = ["auto", "ask", "deny"] as const;
+export const notificationKinds = ["briefing", "question", "approval", "alert"] as const;
+export const notificationChannelTypes = ["webhook", "email"] as const;
+export const notificationStatuses = ["pending", "sent", "failed"] as const;
 
 export type TeamStatus = (typeof teamStatuses)[number];
 export type AgentRole = (typeof agentRoles)[number];
@@ -41,6 +47,11 @@ export type KnowledgeItemType = (typeof knowledgeItemTypes)[number];
 export type UsagePurpose = (typeof usagePurposes)[number];
 export type WorkSessionStatus = (typeof workSessionStatuses)[number];
 export type QuestionStatus = (typeof questionStatuses)[number];
+export type ApprovalStatus = (typeof approvalStatuses)[number];
+export type ToolPolicy = (typeof toolPolicies)[number];
+export type NotificationKind = (typeof notificationKinds)[number];
+export type NotificationChannelType = (typeof notificationChannelTypes)[number];
+export type NotificationStatus = (typeof notificationStatuses)[number];
 
 /** Seed 004's stored shape of one tool call on an assistant message. */
 export type StoredToolCall = { toolCallId: string; toolName: string; args: unknown };
@@ -212,6 +223,10 @@ export const inboxItems = pgTable(
     taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
     /** What makes an alert one of a kind ("task-failed:<id>"): raising it again finds it there and adds nothing. */
     dedupeKey: text("dedupe_key"),
+    /** A `question` item: the question the person answers (its state is the question's). */
+    questionId: uuid("question_id").references((): AnyPgColumn => questions.id, { onDelete: "cascade" }),
+    /** An `approval` item: the tool call the person decides on (its state is the approval's). */
+    approvalId: uuid("approval_id").references((): AnyPgColumn => approvals.id, { onDelete: "cascade" }),
     readAt: timestamp("read_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
@@ -221,6 +236,9 @@ export const inboxItems = pgTable(
     index("inbox_items_created_at_idx").on(t.createdAt),
     index("inbox_items_unread_idx").on(t.createdAt).where(sql`read_at is null`),
     index("inbox_items_agent_id_idx").on(t.agentId),
+    index("inbox_items_team_type_created_idx").on(t.teamId, t.type, t.createdAt),
+    uniqueIndex("inbox_items_question_id_idx").on(t.questionId).where(sql`question_id is not null`),
+    uniqueIndex("inbox_items_approval_id_idx").on(t.approvalId).where(sql`approval_id is not null`),
   ],
 );
 
@@ -334,7 +352,7 @@ export const questions = pgTable(
       .references(() => agents.id, { onDelete: "cascade" }),
     /** The asker's task that waits for the answer. */
     taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
-    /** Who is asked: the asker's lead. */
+    /** Who is asked: the asker's lead; null when the person is asked (askPerson). */
     recipientAgentId: uuid("recipient_agent_id").references(() => agents.id, { onDelete: "cascade" }),
     question: text("question").notNull(),
     status: text("status").$type<QuestionStatus>().notNull().default("open"),
@@ -346,6 +364,144 @@ export const questions = pgTable(
     check("questions_status_check", oneOf("status", questionStatuses)),
     index("questions_recipient_status_idx").on(t.recipientAgentId, t.status),
     index("questions_task_id_idx").on(t.taskId),
+  ],
+);
+
+/**
+ * A tool call that waits for the person's decision (policy `ask`). The call is stored in
+ * its conversation like any other; this row holds what the person decides and how far
+ * carrying it out got, so a decision reaches exactly the call it was made for (one row
+ * per call: the unique key) and a crash at any point leaves a state to go on from.
+ *
+ * pending → approved | denied (the person) | withdrawn (its task ended, or the chat moved
+ * on); then the session that owns the conversation resolves it: the tool runs with the
+ * approved input (`executionStartedAt` first, for tools whose effect lies outside Cadre),
+ * or the model gets "Denied by the person: REASON"; `resolvedAt` when its result is stored.
+ */
+export const approvals = pgTable(
+  "approvals",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    conversationId: uuid("conversation_id")
+      .notNull()
+      .references(() => conversations.id, { onDelete: "cascade" }),
+    /** The task the call served (a work turn's focus); null in the chat. */
+    taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    toolCallId: text("tool_call_id").notNull(),
+    toolName: text("tool_name").notNull(),
+    /** The input as the model sent it. */
+    input: jsonb("input").$type<unknown>().notNull(),
+    /** What the model said alongside the call: its stated reason. */
+    reason: text("reason").notNull().default(""),
+    status: text("status").$type<ApprovalStatus>().notNull().default("pending"),
+    /** The input the person approved (edited or as sent). */
+    approvedInput: jsonb("approved_input").$type<unknown>(),
+    /** Why the person denied it, or why it was withdrawn. */
+    decisionNote: text("decision_note"),
+    decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+    executionStartedAt: timestamp("execution_started_at", { withTimezone: true, mode: "date" }),
+    resolvedAt: timestamp("resolved_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check("approvals_status_check", oneOf("status", approvalStatuses)),
+    uniqueIndex("approvals_conversation_tool_call_idx").on(t.conversationId, t.toolCallId),
+    index("approvals_agent_unresolved_idx").on(t.agentId, t.createdAt).where(sql`resolved_at is null`),
+    index("approvals_task_id_idx").on(t.taskId),
+  ],
+);
+
+/**
+ * What happens when an agent calls a tool: `auto` runs it, `ask` waits for the person's
+ * approval, `deny` does not offer it. A row with no agent is the team's policy; a row
+ * with an agent overrides it for that agent. No row: the tool's default (tool-policies.ts).
+ */
+export const toolPolicyRules = pgTable(
+  "tool_policies",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    agentId: uuid("agent_id").references(() => agents.id, { onDelete: "cascade" }),
+    toolName: text("tool_name").notNull(),
+    policy: text("policy").$type<ToolPolicy>().notNull(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    check("tool_policies_policy_check", oneOf("policy", toolPolicies)),
+    uniqueIndex("tool_policies_team_tool_idx").on(t.teamId, t.toolName).where(sql`agent_id is null`),
+    uniqueIndex("tool_policies_agent_tool_idx").on(t.agentId, t.toolName).where(sql`agent_id is not null`),
+  ],
+);
+
+/**
+ * Where a team's notifications go outside the browser: a signed outbound webhook
+ * (Slack-compatible) or an email address. `kinds` picks which inbox items it gets.
+ */
+export const notificationChannels = pgTable(
+  "notification_channels",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    type: text("type").$type<NotificationChannelType>().notNull(),
+    name: text("name").notNull(),
+    /** webhook: where deliveries are POSTed. */
+    url: text("url"),
+    /** webhook: the HMAC-SHA256 key deliveries are signed with; shown once. */
+    secret: text("secret"),
+    /** email: the recipient. */
+    recipient: text("recipient"),
+    kinds: jsonb("kinds").$type<NotificationKind[]>().notNull(),
+    enabled: boolean("enabled").notNull().default(true),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    check("notification_channels_type_check", oneOf("type", notificationChannelTypes)),
+    check("notification_channels_target_check", sql`(type = 'webhook' and url is not null) or (type = 'email' and recipient is not null)`),
+    index("notification_channels_team_idx").on(t.teamId),
+  ],
+);
+
+/**
+ * One delivery of one inbox item (or a test) to one channel: the delivery log. Its id is
+ * the idempotency key a receiver sees on every attempt. The payload is kept as sent, so
+ * a retry sends the same thing even after the item changed or went.
+ */
+export const notifications = pgTable(
+  "notifications",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    channelId: uuid("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    inboxItemId: uuid("inbox_item_id").references(() => inboxItems.id, { onDelete: "set null" }),
+    /** An inbox item's type, or "test" for Send test. */
+    kind: text("kind").notNull(),
+    payload: jsonb("payload").$type<{ type: string; title: string; summary: string; link: string }>().notNull(),
+    status: text("status").$type<NotificationStatus>().notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    createdAt: createdAt(),
+    lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true, mode: "date" }),
+    sentAt: timestamp("sent_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    check("notifications_status_check", oneOf("status", notificationStatuses)),
+    index("notifications_team_created_idx").on(t.teamId, t.createdAt),
+    index("notifications_channel_created_idx").on(t.channelId, t.createdAt),
   ],
 );
 
@@ -418,3 +574,7 @@ export type WebhookSecret = InferSelectModel<typeof webhookSecrets>;
 export type AgentInput = InferSelectModel<typeof agentInputs>;
 export type Question = InferSelectModel<typeof questions>;
 export type Worker = InferSelectModel<typeof workers>;
+export type Approval = InferSelectModel<typeof approvals>;
+export type ToolPolicyRule = InferSelectModel<typeof toolPolicyRules>;
+export type NotificationChannel = InferSelectModel<typeof notificationChannels>;
+export type Notification = InferSelectModel<typeof notifications>;
