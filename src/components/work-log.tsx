@@ -13,6 +13,7 @@ const INPUT_LABELS = {
   removed: "Removed",
   question: "Question",
   answer: "Answer",
+  "person-answer": "Your answer",
   "task-cancelled": "Cancelled",
   webhook: "Webhook",
 } as const;

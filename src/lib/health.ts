@@ -4,6 +4,7 @@ import { databaseAnswers } from "@/lib/db/health";
 import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-sessions";
 import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/workers";
 import { env } from "@/lib/env";
+import { webEngine } from "@/lib/server";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */
 export const NO_WORKER_ALERT_AFTER_SECONDS = 60;
@@ -79,7 +80,9 @@ async function raiseNoWorkerAlerts(db: Db, liveness: WorkerLiveness, waiting: Wa
     // Waiting with no worker began when both were true: work waited and the last worker had gone.
     const since = lastSeen && lastSeen > team.waitingSince ? lastSeen : team.waitingSince;
     if (liveness.now.getTime() - since.getTime() < NO_WORKER_ALERT_AFTER_SECONDS * 1000) continue;
-    await raiseAlert(db, {
+    // The web process's queue: the alert goes out to the team's channels even with no worker running.
+    const { jobs } = await webEngine();
+    await raiseAlert(db, jobs, {
       teamId: team.teamId,
       agentId: team.leadId,
       key: `no-worker:${team.teamId}:${lastSeen?.toISOString() ?? "never"}`,

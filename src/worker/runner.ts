@@ -1,11 +1,12 @@
 import { createDatabase, type Database } from "@/lib/db/client";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
+import { resumeChat } from "@/lib/agents/chat";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
 import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedules";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
-import { agentWakePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import { agentWakePayload, chatResumePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { startWorkerHeartbeat } from "./liveness";
 
 export type WorkerOptions = {
@@ -40,6 +41,10 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
     if (outcome.status !== "busy") log(`[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`);
+  });
+  await jobs.workChatResumes(async (job) => {
+    const { agentId } = chatResumePayload.parse(job.data);
+    await resumeChat(deps, agentId);
   });
   await jobs.workLeadSchedules(async (job) => {
     const { agentId } = leadSchedulePayload.parse(job.data);

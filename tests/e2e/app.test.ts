@@ -5,7 +5,7 @@
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { raiseAlert } from "@/lib/agents/alerts";
+import { createInboxItemOnce } from "@/lib/db/queries/inbox-items";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { signedWebhookHeaders } from "@/lib/webhooks";
@@ -266,10 +266,11 @@ describe("Cadre in a browser", () => {
 
   it("shows an alert about failed work in the inbox with its own look and a link to the work log", async () => {
     const lead = (await getTeamLead(database.db, teamId))!;
-    await raiseAlert(database.db, {
+    await createInboxItemOnce(database.db, {
       teamId,
       agentId: lead.id,
-      key: `e2e-alert:${lead.id}`,
+      type: "alert",
+      dedupeKey: `e2e-alert:${lead.id}`,
       title: `${lead.name} could not finish "Price check"`,
       summary: "The model server refused the credentials (HTTP 401). Check OPENAI_API_KEY.",
       content: "The agent's work log shows what happened up to that point.",

@@ -307,7 +307,7 @@ describe("/api/teams/:teamId", () => {
       await expectError(await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), params({ agentId })), 404, "not_found:agent");
     }
     expect(await searchKnowledgeItems(database.db, { q: "doomed" })).toEqual([]);
-    const { items } = await expectJson<{ items: { id: string }[] }>(await api.inbox.GET());
+    const { items } = await expectJson<{ items: { id: string }[] }>(await api.inbox.GET(jsonRequest("GET", "/api/inbox")));
     expect(items.map((item) => item.id)).not.toContain(inbox.id);
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, lead.id)).toHaveLength(0);
 
@@ -700,7 +700,7 @@ describe("/api/inbox", () => {
   type ApiInboxItem = { id: string; teamId: string; agentId: string; type: string; title: string; readAt: string | null; createdAt: string };
 
   async function getInbox() {
-    return expectJson<{ items: ApiInboxItem[]; unreadCount: number }>(await api.inbox.GET());
+    return expectJson<{ items: ApiInboxItem[]; unreadCount: number }>(await api.inbox.GET(jsonRequest("GET", "/api/inbox")));
   }
 
   it("GET answers {items, unreadCount}, newest first, each with its teamId and agentId; PATCH {read} marks an item", async () => {

@@ -1,12 +1,16 @@
 import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, toUIMessageStream } from "ai";
-import { requireAgent } from "@/lib/db/queries/agents";
+import { getAgent, requireAgent } from "@/lib/db/queries/agents";
+import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { getTeamTokensToday } from "@/lib/db/queries/usage";
 import { CadreError } from "@/lib/errors";
-import { describeModelError } from "@/lib/llm/errors";
-import { streamModelText, type ModelCall } from "@/lib/llm/model-call";
+import type { Agent, Team } from "@/lib/db/schema";
+import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
+import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals } from "./approvals";
+import { applyToolPolicies, loadToolPolicies } from "./tool-policies";
 import { STOPPED_MARKER, errorMarker } from "./formats";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
@@ -43,44 +47,25 @@ export async function streamChatReply(
   // Under the team's lock (writeUnderAgent): an agent or team deleted meanwhile is a 404, not a foreign-key violation.
   const conversation = await writeUnderAgent(db, agent.id, async (tx) => {
     const conversation = await getForegroundConversation(tx, agent.id);
-    // Regenerating answers the stored history again; the person's message is already in it.
-    if (!options.regenerate) await appendMessage(tx, conversation.id, { role: "user", content: text });
+    // Calls still waiting for a decision: the person wrote instead of deciding, so they are withdrawn.
+    if (!options.regenerate) await withdrawApprovalsOfConversation(tx, conversation.id, "the person wrote a new message instead of deciding");
     return conversation;
   });
+  // Every decided call gets its result before the new message: a call and its result stay together.
+  await carryOutChatDecisions(deps, agent, team, conversation.id, signal);
+  // Regenerating answers the stored history again; the person's message is already in it.
+  if (!options.regenerate) await writeUnderAgent(db, agent.id, (tx) => appendMessage(tx, conversation.id, { role: "user", content: text }));
 
-  const model = deps.chooseModel(agent.model);
-  const recorder = new StepRecorder(db, conversation.id);
-  const context: ToolContext = {
-    db,
-    jobs: deps.jobs,
-    agent,
-    team,
-    conversationId: conversation.id,
-    search: config.search,
-    // The chat serves no task: what it hands out stands on its own.
-    focusTaskId: () => null,
-    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
-  };
-  const tools = recorder.wrapTools(foregroundTools(context));
-  const instructions = chatInstructions({ agent, team, members: await listTeamAgents(db, team.id) });
-  const history = new ContextReader(db, conversation.id);
-  const loadMessages = async () => {
-    const messages = await loadContextForCall(
-      { db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs },
-      history,
-    );
-    // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
-    if (messages.length === 0) throw agentDeleted(agent.id);
-    return messages;
-  };
-
+  const turn = await prepareChatTurn(deps, agent, team, conversation.id, signal);
+  const { model, recorder, loadMessages } = turn;
   let partial = "";
   let finished = false;
   const call: ModelCall = { db, model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, abortSignal: signal, log: deps.log };
   const result = streamModelText(call, {
-    instructions,
+    instructions: turn.instructions,
     messages: await loadMessages(),
-    tools,
+    tools: turn.tools,
+    toolApproval: turn.toolApproval,
     toolCallConcurrency: 1,
     stopWhen: stepCountIs(MAX_CHAT_STEPS),
     prepareStep: async ({ stepNumber }) => {
@@ -98,7 +83,7 @@ export async function streamChatReply(
     onStepEnd: async (step) => {
       // A stop gives the step's open calls their marker itself.
       if (signal.aborted) return;
-      await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
+      await turn.onStepEnd(step);
     },
     onEnd: () => {
       finished = true;
@@ -128,6 +113,109 @@ export async function streamChatReply(
     onError: describeChatError,
   });
   return createUIMessageStreamResponse({ stream, consumeSseStream: consumeStream });
+}
+
+type ChatTurn = Awaited<ReturnType<typeof prepareChatTurn>>;
+
+/**
+ * What a chat turn needs, streamed to the page or run by a worker after a decision: the
+ * agent's chat tools under its policies, recorded step by step; the instructions; the
+ * context (calls waiting for a decision say so); and the end of a step, where calls held
+ * for approval are stored and announced.
+ */
+async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conversationId: string, signal?: AbortSignal) {
+  const { db, config } = deps;
+  const model = deps.chooseModel(agent.model);
+  const recorder = new StepRecorder(db, conversationId);
+  const context: ToolContext = {
+    db,
+    jobs: deps.jobs,
+    agent,
+    team,
+    conversationId,
+    search: config.search,
+    // The chat serves no task: what it hands out stands on its own.
+    focusTaskId: () => null,
+    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
+  };
+  const [{ tools, toolApproval }, members, awaitingDecision] = await Promise.all([
+    loadToolPolicies(db, agent).then((policyOf) => applyToolPolicies(recorder.wrapTools(foregroundTools(context)), policyOf)),
+    listTeamAgents(db, team.id),
+    awaitingDecisionCallIds(db, conversationId),
+  ]);
+  const instructions = chatInstructions({ agent, team, members });
+  const history = new ContextReader(db, conversationId);
+  const loadMessages = async () => {
+    const messages = await loadContextForCall(
+      { db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision },
+      history,
+    );
+    // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
+    if (messages.length === 0) throw agentDeleted(agent.id);
+    return messages;
+  };
+  const onStepEnd = async (step: { content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[]; text: string }) => {
+    const requests = approvalRequestsOf(step.content);
+    if (requests.length > 0 && (await recorder.stored())) {
+      recorder.holdForDecision(requests.map((request) => request.toolCallId));
+      await requestApprovals(db, deps.jobs, { agent, conversationId, taskId: null }, requests, step.text);
+      for (const request of requests) awaitingDecision.add(request.toolCallId);
+    }
+    await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
+  };
+  return { model, recorder, tools, toolApproval, instructions, loadMessages, onStepEnd };
+}
+
+/** Carries out the decisions made on this chat's calls (see carryOutDecisions); returns them. */
+async function carryOutChatDecisions(deps: EngineDeps, agent: Agent, team: Team, conversationId: string, signal?: AbortSignal) {
+  if (!(await hasDecidedUnresolvedApproval(deps.db, conversationId))) return [];
+  const turn = await prepareChatTurn(deps, agent, team, conversationId, signal);
+  return carryOutDecisions({ db: deps.db, tools: turn.tools, recorder: turn.recorder, abortSignal: signal }, conversationId);
+}
+
+/**
+ * After the person decided on calls made in the chat (from the inbox or the chat), in a
+ * worker: the decisions are carried out and, once no call of the reply waits any more,
+ * the reply goes on from their results, stored step by step like a streamed one. The page
+ * shows it through live updates. A model failure leaves its marker in the chat.
+ */
+export async function resumeChat(deps: EngineDeps, agentId: string): Promise<void> {
+  const { db, config } = deps;
+  const agent = await getAgent(db, agentId);
+  if (!agent) return; // deleted since: nothing left to resume
+  const team = await requireTeam(db, agent.teamId);
+  const conversation = await getForegroundConversation(db, agent.id);
+  const carried = (await carryOutChatDecisions(deps, agent, team, conversation.id)).filter((approval) => approval.status !== "withdrawn");
+  if (carried.length === 0 || (await hasPendingApproval(db, conversation.id))) return;
+  await noteDecisionsUnlessAtTail(db, conversation.id, carried);
+  const turn: ChatTurn = await prepareChatTurn(deps, agent, team, conversation.id);
+  const call: ModelCall = { db, model: turn.model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, log: deps.log };
+  try {
+    await generateModelText(call, {
+      instructions: turn.instructions,
+      messages: await turn.loadMessages(),
+      tools: turn.tools,
+      toolApproval: turn.toolApproval,
+      toolCallConcurrency: 1,
+      stopWhen: stepCountIs(MAX_CHAT_STEPS),
+      prepareStep: async ({ stepNumber }) => {
+        if (stepNumber === 0) return undefined;
+        turn.recorder.throwIfFailed();
+        return { messages: await turn.loadMessages() };
+      },
+      onLanguageModelCallEnd: async (event) => {
+        await turn.recorder.recordModelResponse(event.content);
+      },
+      onStepEnd: (step) => turn.onStepEnd(step),
+    });
+    turn.recorder.throwIfFailed();
+  } catch (error) {
+    if (isAgentDeleted(error)) return;
+    if (!isModelFailure(error)) throw error; // the database went away, a bug: the job is retried
+    deps.log(`[chat ${agent.id}] model failure while resuming after a decision`, error);
+    await turn.recorder.recordMissingResults(errorMarker(describeModelError(error)));
+    await appendMessage(db, conversation.id, { role: "assistant", content: errorMarker(describeModelError(error)) });
+  }
 }
 
 function agentDeleted(agentId: string): CadreError {

@@ -43,6 +43,8 @@ export type CompactionOptions = {
   abortSignal?: AbortSignal;
   /** How long the summary's model call may take; MODEL_TIMEOUT_MS when not given. */
   timeoutMs?: number;
+  /** Calls in the context that wait for the person's decision (see approvals.ts). */
+  awaitingDecision?: ReadonlySet<string>;
 };
 
 export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
@@ -107,8 +109,9 @@ export async function compactConversation(options: CompactionOptions, conversati
     const context = await getConversationContext(options.db, conversationId);
     const last = context.at(-1);
     if (!last || last.role === "summary") return null;
-    // A call whose results are not all in yet would be cut off from them: wait for them.
-    if (last.role === "assistant" && last.toolCalls?.length) return null;
+    // A call whose result is not in yet (the step in flight, or a call waiting for the
+    // person's approval) would be cut off from it by a summary: wait until it is.
+    if (hasCallWithoutResult(context)) return null;
     const summary = await generateConversationSummary(options, context);
     try {
       return await appendMessage(options.db, conversationId, { role: "summary", content: summary, previousMessageId: last.id });
@@ -118,6 +121,11 @@ export async function compactConversation(options: CompactionOptions, conversati
     }
   }
   return null;
+}
+
+function hasCallWithoutResult(context: readonly Message[]): boolean {
+  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  return context.some((message) => message.toolCalls?.some((call) => !answered.has(call.toolCallId)));
 }
 
 export async function compactIfNeeded(options: CompactionOptions, conversationId: string): Promise<Message | null> {
@@ -169,9 +177,9 @@ export async function loadContextForCall(
   reader: ContextReader,
   context: Message[] | Promise<Message[]> = reader.read(),
 ): Promise<ModelMessage[]> {
-  const maxToolResultChars = toolResultLimit(options.budget);
-  const messages = toModelMessages(await context, { maxToolResultChars });
+  const settings = { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision };
+  const messages = toModelMessages(await context, settings);
   if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
   await compactConversation(options, reader.conversationId);
-  return toModelMessages(await reader.read(), { maxToolResultChars });
+  return toModelMessages(await reader.read(), settings);
 }

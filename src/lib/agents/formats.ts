@@ -29,6 +29,7 @@ export type LogInput =
   | { kind: "removed"; agentName: string; taskId: string }
   | { kind: "question"; agentName: string; agentId: string; questionId: string; question: string }
   | { kind: "answer"; leadName: string; questionId: string; answer: string }
+  | { kind: "person-answer"; questionId: string; answer: string }
   | { kind: "task-cancelled"; taskId: string; title: string; reason: string }
   | { kind: "webhook"; name: string; body: string };
 
@@ -55,6 +56,8 @@ export function formatLogInput(input: LogInput): string {
       return `Subordinate ${input.agentName} asks (question id: ${input.questionId}, agent id: ${input.agentId}): ${input.question}`;
     case "answer":
       return `Your lead ${input.leadName} answers (question id: ${input.questionId}): ${input.answer}`;
+    case "person-answer":
+      return `The person answers (question id: ${input.questionId}): ${input.answer}`;
     case "task-cancelled":
       return `Your task was cancelled (task id: ${input.taskId}): ${input.title}. ${input.reason} Drop that work; your other tasks go on.`;
     case "webhook":
@@ -101,6 +104,10 @@ const parsers: { pattern: RegExp; parse: (match: RegExpExecArray) => LogInput }[
     parse: (m) => ({ kind: "answer", leadName: m[1]!, questionId: m[2]!, answer: m[3]! }),
   },
   {
+    pattern: new RegExp(`^The person answers \\(question id: (${UUID})\\): ([\\s\\S]*)$`),
+    parse: (m) => ({ kind: "person-answer", questionId: m[1]!, answer: m[2]! }),
+  },
+  {
     pattern: new RegExp(`^Your task was cancelled \\(task id: (${UUID})\\): (.*?)\\. ([\\s\\S]*?) Drop that work; your other tasks go on\\.$`),
     parse: (m) => ({ kind: "task-cancelled", taskId: m[1]!, title: m[2]!, reason: m[3]! }),
   },
@@ -117,6 +124,32 @@ export function parseLogInput(content: string): LogInput | null {
     if (match) return parse(match);
   }
   return null;
+}
+
+/** The result a model gets for a call the person denied. */
+export const deniedResult = (reason: string) => `Denied by the person: ${reason.trim() || "no reason given"}`;
+/** The result of a call whose approval was withdrawn before the person decided. */
+export const withdrawnResult = (why: string) => `(not run: ${why})`;
+/** The result of a call outside Cadre that a dead worker cut off: it may or may not have happened. */
+export const OUTCOME_UNKNOWN_RESULT = "(outcome unknown: the worker stopped during this call)";
+/** What a model sees for a call still waiting for the person (it has no stored result yet). */
+export const AWAITING_APPROVAL_RESULT = "(waiting for the person's approval: do not call it again; you will get its result when they decide)";
+
+/** A note for calls that waited for the person while the log moved on: what was decided (the results stand with the calls). */
+export function formatDecisions(decisions: readonly { toolName: string; toolCallId: string; status: string; decisionNote: string | null }[]): string {
+  const lines = decisions.map((decision) =>
+    decision.status === "approved"
+      ? `- ${decision.toolName} (call ${decision.toolCallId}): approved; it ran, and its result is with the call.`
+      : decision.status === "denied"
+        ? `- ${decision.toolName} (call ${decision.toolCallId}): ${deniedResult(decision.decisionNote ?? "")}`
+        : `- ${decision.toolName} (call ${decision.toolCallId}): ${withdrawnResult(decision.decisionNote ?? "withdrawn")}`,
+  );
+  return `The person decided on the calls you were waiting for:\n${lines.join("\n")}\nGo on from there.`;
+}
+
+/** How a question to the person reads in the chat (and its inbox item's title). */
+export function formatPersonQuestion(question: string): string {
+  return `**Question for you**\n\n${question}`;
 }
 
 /** How a briefing reads in the person's chat: its title in bold, then the briefing. */

@@ -1,6 +1,7 @@
 import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from "ai";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import type { NewMessage } from "@/lib/db/queries/messages";
+import { AWAITING_APPROVAL_RESULT } from "./formats";
 
 /** How a summary reads to the model: a user turn it can tell apart from the person's words. */
 export const SUMMARY_PREFIX = "[Summary of the conversation so far]\n";
@@ -18,7 +19,10 @@ type StoredLike = Pick<Message, "id" | "role" | "content" | "thinking" | "toolCa
  * message moves after the results, as providers require. A call without a stored
  * result gets an explicit "interrupted" result so the history stays valid.
  */
-export function toModelMessages(stored: readonly StoredLike[], options: { maxToolResultChars?: number } = {}): ModelMessage[] {
+export function toModelMessages(
+  stored: readonly StoredLike[],
+  options: { maxToolResultChars?: number; awaitingDecision?: ReadonlySet<string> } = {},
+): ModelMessage[] {
   const resultsByCallId = new Map<string, StoredLike>();
   for (const message of stored) {
     if (message.role === "tool" && message.toolCallId && !resultsByCallId.has(message.toolCallId)) {
@@ -53,7 +57,9 @@ export function toModelMessages(stored: readonly StoredLike[], options: { maxToo
           const results: ToolContent = calls.map((call) => {
             const result = resultsByCallId.get(call.toolCallId);
             if (result) used.add(result.id);
-            return toolResultPart(call, clip(result?.content, options.maxToolResultChars));
+            // A call waiting for the person has no result yet, on purpose: the model is told so, not that it broke.
+            const content = result?.content ?? (options.awaitingDecision?.has(call.toolCallId) ? AWAITING_APPROVAL_RESULT : undefined);
+            return toolResultPart(call, clip(content, options.maxToolResultChars));
           });
           out.push({ role: "tool", content: results });
         }

@@ -70,7 +70,7 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
   const failed = session.focus ? await endTask(tx, deps.jobs, session.focus, { status: "failed", reason: ending.reason }) : null;
   if (!failed) {
     // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
-    await raiseAlert(tx, {
+    await raiseAlert(tx, deps.jobs, {
       teamId: agent.teamId,
       agentId: agent.id,
       key: `session-failed:${session.sessionId}`,

@@ -64,6 +64,28 @@ export class StepRecorder {
     return this.lastAssistant;
   }
 
+  /**
+   * Calls of the latest step that wait for the person's decision: they keep no result for
+   * now, on purpose, so nothing fills one in as the step ends (see approvals.ts).
+   */
+  holdForDecision(toolCallIds: readonly string[]): void {
+    for (const toolCallId of toolCallIds) this.openCalls.delete(toolCallId);
+    this.heldForDecision += toolCallIds.length;
+  }
+
+  /** How many calls this recorder held for a decision. */
+  heldForDecision = 0;
+
+  /** A call stored earlier (held for a decision) that is about to run: its result is recorded like any other. */
+  expectResult(toolCallId: string, toolName: string): void {
+    this.openCalls.set(toolCallId, toolName);
+  }
+
+  /** Whether the latest answer was stored (its calls exist in the log). */
+  async stored(): Promise<boolean> {
+    return (await this.lastAssistant) !== null;
+  }
+
   /** Rethrows the failure to store an answer, so the session ends loudly instead of working on an answer it lost. */
   throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure;

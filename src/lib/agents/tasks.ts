@@ -4,6 +4,7 @@ import { retryingTransaction } from "@/lib/db/transactions";
 import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
+import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
 import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
@@ -50,6 +51,8 @@ export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskE
   const task = await setTaskStatus(db, taskId, end.status, result);
   if (!task) return null;
   await withdrawQuestionsOfTask(db, task.id);
+  // Its calls waiting for the person are withdrawn; the agent's session stores their "not run" results.
+  if ((await withdrawApprovalsOfTask(db, task.id, `its task "${task.title}" was ${task.status}`)).length > 0) await jobs.wakeAgent(db, task.agentId);
   const agent = await getAgent(db, task.agentId);
   if (!agent) return task;
 
@@ -70,7 +73,7 @@ export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskE
     }
   }
   if (end.status === "failed") {
-    await raiseAlert(db, {
+    await raiseAlert(db, jobs, {
       teamId: agent.teamId,
       agentId: agent.id,
       taskId: task.id,

@@ -3,6 +3,7 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message } from "@/lib/db/schema";
+import { awaitingDecisionCallIds } from "@/lib/db/queries/approvals";
 
 /**
  * Moves queued input (see queueInput) into the agent's work log, oldest first, in one
@@ -47,10 +48,14 @@ export async function logAwaitsReply(db: Db, conversationId: string): Promise<bo
 export async function closeOpenToolCalls(db: Db, conversationId: string, content: string): Promise<number> {
   const context = await getConversationContext(db, conversationId);
   const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  const open = context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
+  if (open.length === 0) return 0;
+  // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends.
+  const awaiting = await awaitingDecisionCallIds(db, conversationId);
   let closed = 0;
   for (const message of context) {
     for (const call of message.toolCalls ?? []) {
-      if (answered.has(call.toolCallId)) continue;
+      if (answered.has(call.toolCallId) || awaiting.has(call.toolCallId)) continue;
       try {
         // A savepoint: inside a caller's transaction a duplicate must not abort it.
         await db.transaction((tx) => appendMessages(tx, conversationId, [{ role: "tool", toolCallId: call.toolCallId, content }]));

@@ -4,12 +4,14 @@ import { requireAgent } from "@/lib/db/queries/agents";
 import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
 import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
+import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
@@ -17,6 +19,7 @@ import { stepLimitMarker } from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
+import { applyToolPolicies, loadToolPolicies } from "./tool-policies";
 import { endTask } from "./tasks";
 import { briefingTools, workTools, type ToolContext } from "./tools";
 import { awaitsReply, moveQueuedInput } from "./work-log";
@@ -80,7 +83,7 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
     }
     const paused = state.team.status === "paused";
 
-    if (!paused && ((await takeNextWork(deps, state)) || awaitsReply(await getLastMessage(db, state.conversation.id)))) {
+    if (!paused && ((await takeNextWork(deps, state)) || (await logAwaitsModel(db, state.conversation.id)))) {
       await runTurn(deps, state, { purpose: "work", tools: (context) => workTools(context), takesInput: true });
       if (state.shuttingDown()) return "interrupted";
       await settleFocus(deps, state);
@@ -104,6 +107,22 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
 async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<boolean> {
   const { db } = deps;
   const agentId = state.agent.id;
+  // The person decided on calls that waited: carry the decisions out, and go on with a
+  // task whose calls all have their results now (its turn continues from them).
+  if (await hasDecidedUnresolvedApproval(db, state.conversation.id)) {
+    const recorder = new StepRecorder(db, state.conversation.id);
+    const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
+    const carried = await carryOutDecisions(
+      { db, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = taskId) },
+      state.conversation.id,
+    );
+    const [ready] = await tasksReadyToGoOn(db, carried);
+    if (ready !== undefined) {
+      state.focus = ready;
+      await noteDecisionsUnlessAtTail(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
+      return true;
+    }
+  }
   const oldest = await getOldestAgentInput(db, agentId);
   if (oldest) {
     const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId });
@@ -141,9 +160,36 @@ async function openTaskOf(db: Db, agentId: string, taskId: string | null): Promi
   return task && task.agentId === agentId && (openTaskStatuses as readonly string[]).includes(task.status) ? task.id : null;
 }
 
-/** Delegated work still open, or a question still unanswered: the task is waiting, not stalled. */
+/** Delegated work still open, a question unanswered or a call waiting for the person: the task is waiting, not stalled. */
 async function hasWorkUnderWay(db: Db, taskId: string): Promise<boolean> {
-  return (await listOpenSubtasks(db, taskId)).length > 0 || (await hasOpenQuestion(db, taskId));
+  return (await listOpenSubtasks(db, taskId)).length > 0 || (await hasOpenQuestion(db, taskId)) || (await hasUnresolvedApprovalOfTask(db, taskId));
+}
+
+/**
+ * Something in the log wants the model's answer — unless it is a step whose calls wait
+ * for the person: then the person answers first (a decision wakes the agent again).
+ */
+async function logAwaitsModel(db: Db, conversationId: string): Promise<boolean> {
+  return awaitsReply(await getLastMessage(db, conversationId)) && !(await hasPendingApproval(db, conversationId));
+}
+
+/**
+ * A turn's tools: the role's tools, each recording its result, under the agent's tool
+ * policies (a denied tool is not offered; an `ask` tool's calls wait for the person).
+ */
+async function sessionTools(deps: EngineDeps, state: SessionState, recorder: StepRecorder, offer: (context: ToolContext) => ToolSet) {
+  const { db } = deps;
+  const context: ToolContext = {
+    db,
+    jobs: deps.jobs,
+    agent: state.agent,
+    team: state.team,
+    conversationId: state.conversation.id,
+    search: deps.config.search,
+    focusTaskId: () => state.focus ?? null,
+    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
+  };
+  return applyToolPolicies(recorder.wrapTools(offer(context)), await loadToolPolicies(db, state.agent));
 }
 
 /**
@@ -209,17 +255,10 @@ async function runTurn(
 
   const recorder = new StepRecorder(db, state.conversation.id);
   state.recorder = recorder;
-  const toolContext: ToolContext = {
-    db,
-    jobs: deps.jobs,
-    agent: state.agent,
-    team: state.team,
-    conversationId: state.conversation.id,
-    search: config.search,
-    focusTaskId: () => state.focus ?? null,
-    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
-  };
-  const tools = recorder.wrapTools(turn.tools(toolContext));
+  const [{ tools, toolApproval }, awaitingDecision] = await Promise.all([
+    sessionTools(deps, state, recorder, turn.tools),
+    awaitingDecisionCallIds(db, state.conversation.id),
+  ]);
   const instructions = async () => {
     const [members, openTasks] = await Promise.all([listTeamAgents(db, state.team.id), listTasksByAgent(db, state.agent.id, openTaskStatuses)]);
     return workInstructions({ agent: state.agent, team: state.team, members, openTasks: openTasks.reverse(), focus: state.focus ?? null });
@@ -239,6 +278,7 @@ async function runTurn(
         instructions: system,
         abortSignal: state.signal,
         timeoutMs: config.modelTimeoutMs,
+        awaitingDecision,
       },
       history,
       context,
@@ -262,6 +302,7 @@ async function runTurn(
     instructions: first.instructions,
     messages: first.messages,
     tools,
+    toolApproval,
     toolCallConcurrency: 1,
     stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
     prepareStep: async ({ stepNumber }) => {
@@ -277,6 +318,13 @@ async function runTurn(
     onStepEnd: async (step) => {
       // A stop gives the step's open calls their marker itself.
       if (state.signal.aborted) return;
+      // Calls held for the person's approval: stored, announced, and the turn ends here (the SDK stops).
+      const requests = approvalRequestsOf(step.content);
+      if (requests.length > 0 && (await recorder.stored())) {
+        recorder.holdForDecision(requests.map((request) => request.toolCallId));
+        await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
+        for (const request of requests) awaitingDecision.add(request.toolCallId);
+      }
       await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
     },
   });
@@ -284,7 +332,8 @@ async function runTurn(
   recorder.throwIfFailed();
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
-  if (last?.finishReason === "tool-calls" && state.steps - turnStartSteps >= config.maxStepsPerSession && !state.shuttingDown()) {
+  const waitsForPerson = recorder.heldForDecision > 0;
+  if (last?.finishReason === "tool-calls" && !waitsForPerson && state.steps - turnStartSteps >= config.maxStepsPerSession && !state.shuttingDown()) {
     throw new StepLimitReached(config.maxStepsPerSession);
   }
 }

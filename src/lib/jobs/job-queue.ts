@@ -1,7 +1,14 @@
 import { sql } from "drizzle-orm";
 import { fromDrizzle, PgBoss, type Job } from "pg-boss";
 import type { Db } from "@/lib/db/client";
-import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE, type AgentWakePayload, type LeadSchedulePayload } from "./queues";
+import {
+  AGENT_WAKE_QUEUE,
+  CHAT_RESUME_QUEUE,
+  LEAD_SCHEDULE_QUEUE,
+  type AgentWakePayload,
+  type ChatResumePayload,
+  type LeadSchedulePayload,
+} from "./queues";
 
 export type JobQueueRole = "web" | "worker";
 
@@ -62,6 +69,21 @@ export class JobQueue {
     });
   }
 
+  /** The chat with this agent has a decision to carry out, in the caller's transaction: a worker resumes the reply. */
+  async resumeChat(db: Db, agentId: string): Promise<void> {
+    await this.boss.send(CHAT_RESUME_QUEUE, { agentId } satisfies ChatResumePayload, {
+      db: fromDrizzle(db, sql),
+      // One queued resume per chat: it carries out every decision there is when it runs.
+      singletonKey: agentId,
+    });
+  }
+
+  async workChatResumes(handler: (job: Job<ChatResumePayload>) => Promise<void>): Promise<void> {
+    await this.boss.work<ChatResumePayload>(CHAT_RESUME_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 2 }, async ([job]) => {
+      if (job) await handler(job);
+    });
+  }
+
   async scheduleLead(agentId: string, cron: string): Promise<void> {
     // LEAD_SCHEDULE=off (or an agent's schedule "off") turns proactive runs off.
     if (cron.trim().toLowerCase() === "off") return this.unscheduleLead(agentId);
@@ -111,4 +133,15 @@ async function ensureQueues(boss: PgBoss): Promise<void> {
     heartbeatSeconds: 15,
   });
   await boss.createQueue(LEAD_SCHEDULE_QUEUE, { policy: "short", notify: true, retryLimit: 2, retryDelay: 5 });
+  await boss.createQueue(CHAT_RESUME_QUEUE, {
+    // "stately" by agent: one resume of a chat at a time, and one queued behind it for a decision made meanwhile.
+    policy: "stately",
+    notify: true,
+    retryLimit: 5,
+    retryDelay: 2,
+    retryBackoff: true,
+    retryDelayMax: 60,
+    expireInSeconds: 60 * 30,
+    heartbeatSeconds: 15,
+  });
 }

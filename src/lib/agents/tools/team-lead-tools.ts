@@ -2,7 +2,8 @@ import { tool } from "ai";
 import { z } from "zod";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
-import { createInboxItem } from "@/lib/db/queries/inbox-items";
+import { postToInbox } from "../inbox";
+import { askPerson } from "../questions";
 import { answerQuestion, getQuestion, listOpenQuestionsFor } from "@/lib/db/queries/questions";
 import { getTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
@@ -113,16 +114,35 @@ export function teamLeadTools(context: ToolContext) {
         title: z.string().min(1).max(200),
         summary: z.string().min(1).max(1000).describe("One or two sentences for the inbox"),
         content: z.string().min(1).max(20000).describe("The full briefing, in Markdown"),
-        type: z.enum(["briefing", "question", "alert"]).default("briefing"),
+        // Weaker models send "question" here too: a briefing it is (askPerson asks).
+        type: z.preprocess((value) => (value === "alert" ? "alert" : "briefing"), z.enum(["briefing", "alert"])).default("briefing"),
       }),
       execute: ({ title, summary, content, type }, { toolCallId }) =>
-        // The inbox item, the briefing in the chat and the tool's result stand or fall together.
+        // The inbox item (and its notifications), the briefing in the chat and the tool's result stand or fall together.
         context.effect(toolCallId, async (tx) => {
-          const created = await createInboxItem(tx, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content });
+          const created = (await postToInbox(tx, context.jobs, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content }))!;
           const foreground = await getForegroundConversation(tx, context.agent.id);
           await appendMessage(tx, foreground.id, { role: "assistant", content: formatBriefing(title, content), inboxItemId: created.id });
           return { sent: true, inboxItemId: created.id };
         }),
+    }),
+    askPerson: tool({
+      description:
+        "Ask the person a question only they can answer (a decision, a preference, access). It reaches their inbox and your chat with them; the task you are working on waits until they answer, and you are woken with the answer. To pass on a subordinate's question, ask it in your own words.",
+      inputSchema: z.object({
+        question: z.string().min(1).max(4000),
+        taskId: z.string().optional().describe("The task this is about; leave it out for the task you are working on"),
+      }),
+      execute: async ({ question, taskId }, { toolCallId }) => {
+        const named = optionalId(taskId);
+        const task = named ? await getTask(context.db, named) : null;
+        const about = task && task.agentId === context.agent.id ? task.id : context.focusTaskId();
+        return context.effect(toolCallId, async (tx) => {
+          const asked = await askPerson(tx, context.jobs, context.agent, { question, taskId: about });
+          if (!asked) return "Not asked: the task you are working on has ended already. Drop it and go on with your other work.";
+          return { asked: true, questionId: asked.id, note: "Stop working on this task now; you will be woken with the person's answer." };
+        });
+      },
     }),
     answerSubordinate: tool({
       description:

@@ -1,7 +1,7 @@
-import { count, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, count, desc, eq, isNull, lt, or, sql, type SQL } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { inboxItems, type InboxItem, type InboxItemType } from "../schema";
+import { approvals, inboxItems, questions, type Approval, type InboxItem, type InboxItemType, type Question } from "../schema";
 
 export type NewInboxItem = {
   teamId: string;
@@ -12,6 +12,8 @@ export type NewInboxItem = {
   content: string;
   taskId?: string | null;
   dedupeKey?: string | null;
+  questionId?: string | null;
+  approvalId?: string | null;
 };
 
 export async function createInboxItem(db: Db, input: NewInboxItem): Promise<InboxItem> {
@@ -32,14 +34,70 @@ export async function createInboxItemOnce(db: Db, input: NewInboxItem & { dedupe
   return item ?? null;
 }
 
-/** Newest first. */
-export function listInboxItems(db: Db, limit = 100): Promise<InboxItem[]> {
-  return db.select().from(inboxItems).orderBy(desc(inboxItems.createdAt)).limit(limit);
+/** An inbox item with what the person can still do about it: the question or approval it carries, in its current state. */
+export type InboxItemView = InboxItem & { question: Question | null; approval: Approval | null };
+
+export type InboxFilter = { type?: InboxItemType; teamId?: string; before?: Date; limit?: number };
+
+function viewQuery(db: Db, where: SQL | undefined) {
+  return db
+    .select({ item: inboxItems, question: questions, approval: approvals })
+    .from(inboxItems)
+    .leftJoin(questions, eq(questions.id, inboxItems.questionId))
+    .leftJoin(approvals, eq(approvals.id, inboxItems.approvalId))
+    .where(where);
+}
+
+/** Newest first, optionally of one type or team, before a time (paging back). */
+export async function listInboxItems(db: Db, filter: InboxFilter = {}): Promise<InboxItemView[]> {
+  const rows = await viewQuery(
+    db,
+    and(
+      filter.type ? eq(inboxItems.type, filter.type) : undefined,
+      filter.teamId ? eq(inboxItems.teamId, filter.teamId) : undefined,
+      filter.before ? lt(inboxItems.createdAt, filter.before) : undefined,
+    ),
+  )
+    .orderBy(desc(inboxItems.createdAt))
+    .limit(filter.limit ?? 100);
+  return rows.map(({ item, question, approval }) => ({ ...item, question, approval }));
+}
+
+export async function getInboxItemView(db: Db, itemId: string): Promise<InboxItemView | null> {
+  const [row] = await viewQuery(db, eq(inboxItems.id, itemId));
+  return row ? { ...row.item, question: row.question, approval: row.approval } : null;
 }
 
 export async function countUnreadInboxItems(db: Db): Promise<number> {
   const [row] = await db.select({ unread: count() }).from(inboxItems).where(isNull(inboxItems.readAt));
   return row?.unread ?? 0;
+}
+
+/**
+ * What the navigation badge counts: items not read yet, and questions and approvals that
+ * still wait for the person even after they were opened. Each item counts once.
+ */
+export async function countInboxNeedingAttention(db: Db): Promise<{ unread: number; waiting: number; badge: number }> {
+  const waiting = or(eq(questions.status, "open"), eq(approvals.status, "pending"));
+  const [row] = await db
+    .select({
+      unread: sql<number>`count(*) filter (where ${inboxItems.readAt} is null)`.mapWith(Number),
+      waiting: sql<number>`count(*) filter (where ${waiting})`.mapWith(Number),
+      badge: sql<number>`count(*) filter (where ${inboxItems.readAt} is null or ${waiting})`.mapWith(Number),
+    })
+    .from(inboxItems)
+    .leftJoin(questions, and(eq(questions.id, inboxItems.questionId), eq(questions.status, "open")))
+    .leftJoin(approvals, and(eq(approvals.id, inboxItems.approvalId), eq(approvals.status, "pending")))
+    .where(or(isNull(inboxItems.readAt), sql`${questions.id} is not null`, sql`${approvals.id} is not null`));
+  return { unread: row?.unread ?? 0, waiting: row?.waiting ?? 0, badge: row?.badge ?? 0 };
+}
+
+/** The item that carries a question or an approval, marked read once the person acted on it. */
+export async function markInboxItemOfRead(db: Db, link: { questionId: string } | { approvalId: string }): Promise<void> {
+  await db
+    .update(inboxItems)
+    .set({ readAt: sql`coalesce(${inboxItems.readAt}, now())` })
+    .where("questionId" in link ? eq(inboxItems.questionId, link.questionId) : eq(inboxItems.approvalId, link.approvalId));
 }
 
 export async function setInboxItemRead(db: Db, itemId: string, read: boolean): Promise<InboxItem> {

@@ -1,0 +1,14 @@
+import { answerQuestionFromPerson } from "@/lib/agents/questions";
+import { parseId, parseJsonBody, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+import { answerBody } from "./schema";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ questionId: string }> };
+
+export const POST = route(async (request: Request, { params }: Params) => {
+  const questionId = parseId((await params).questionId, "question");
+  const body = await parseJsonBody(request, answerBody);
+  const { db, jobs } = await webEngine();
+  return Response.json({ question: await answerQuestionFromPerson(db, jobs, questionId, body.answer) });
+});

@@ -1,0 +1,153 @@
+import { asSchema, type ToolSet } from "ai";
+import type { Db } from "@/lib/db/client";
+import { getAgent } from "@/lib/db/queries/agents";
+import { writeUnderTeam } from "@/lib/db/queries/teams";
+import { listToolPolicyRules, listToolPolicyRulesFor, setToolPolicyRule } from "@/lib/db/queries/tool-policies";
+import type { Agent, AgentRole, ToolPolicy } from "@/lib/db/schema";
+import { CadreError, notFound } from "@/lib/errors";
+import { foregroundTools, workTools, type ToolContext } from "./tools";
+
+/** Where a tool's effect lands: inside Cadre (its writes commit with its result) or outside it. */
+export type ToolEffects = "cadre" | "outside";
+
+export type ToolInfo = {
+  name: string;
+  description: string;
+  /** Where an agent is offered it: a lead's or a subordinate's work, or the chat. */
+  availableTo: ("lead" | "subordinate" | "chat")[];
+  effects: ToolEffects;
+  defaultPolicy: ToolPolicy;
+};
+
+/**
+ * Cadre's own tools read or write Cadre's database, and their writes commit with their
+ * result (context.effect), so they run without asking by default. A tool that acts
+ * outside Cadre — a message leaving the building, an MCP server's side effect — asks first.
+ */
+const OUTSIDE_EFFECTS = new Set<string>();
+
+export function toolEffects(toolName: string): ToolEffects {
+  return OUTSIDE_EFFECTS.has(toolName) ? "outside" : "cadre";
+}
+
+export function defaultToolPolicy(toolName: string): ToolPolicy {
+  return toolEffects(toolName) === "outside" ? "ask" : "auto";
+}
+
+/**
+ * The tools' definitions without a caller: the factories read their context only when a
+ * tool runs, so a context that is never used gives the names, descriptions and schemas.
+ */
+function definitions(role: AgentRole, where: "work" | "chat"): ToolSet {
+  const unused = new Proxy({} as ToolContext, {
+    get: (_target, key) => (key === "agent" ? { role } : undefined),
+  });
+  return where === "work" ? workTools(unused) : foregroundTools(unused);
+}
+
+let catalogue: ToolInfo[] | undefined;
+
+/** Every built-in tool, once, with who is offered it: what the team page lists for policies. */
+export function toolCatalogue(): ToolInfo[] {
+  if (catalogue) return catalogue;
+  const byName = new Map<string, ToolInfo>();
+  const offers: [AgentRole, "work" | "chat", ToolInfo["availableTo"][number]][] = [
+    ["lead", "work", "lead"],
+    ["subordinate", "work", "subordinate"],
+    ["lead", "chat", "chat"],
+  ];
+  for (const [role, where, label] of offers) {
+    for (const [name, definition] of Object.entries(definitions(role, where))) {
+      const info: ToolInfo = byName.get(name) ?? {
+        name,
+        description: typeof definition.description === "string" ? definition.description : "",
+        availableTo: [],
+        effects: toolEffects(name),
+        defaultPolicy: defaultToolPolicy(name),
+      };
+      info.availableTo.push(label);
+      byName.set(name, info);
+    }
+  }
+  catalogue = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return catalogue;
+}
+
+export function isKnownTool(toolName: string): boolean {
+  return toolCatalogue().some((info) => info.name === toolName);
+}
+
+/** What applies to this agent for each tool: its own rule, else the team's, else the tool's default. */
+export async function loadToolPolicies(db: Db, agent: Pick<Agent, "id" | "teamId">): Promise<(toolName: string) => ToolPolicy> {
+  const rules = await listToolPolicyRulesFor(db, agent.teamId, agent.id);
+  const own = new Map(rules.filter((rule) => rule.agentId === agent.id).map((rule) => [rule.toolName, rule.policy]));
+  const team = new Map(rules.filter((rule) => rule.agentId === null).map((rule) => [rule.toolName, rule.policy]));
+  return (toolName) => own.get(toolName) ?? team.get(toolName) ?? defaultToolPolicy(toolName);
+}
+
+/**
+ * The tools an agent is offered under its policies (a `deny` tool is not offered at all)
+ * and the SDK's `toolApproval` for the `ask` ones: their calls are not executed, and the
+ * step's result carries a `tool-approval-request` for each (see approvals.ts).
+ */
+export function applyToolPolicies<T extends ToolSet>(tools: T, policyOf: (toolName: string) => ToolPolicy) {
+  const offered: ToolSet = {};
+  for (const [name, definition] of Object.entries(tools)) {
+    if (policyOf(name) !== "deny") offered[name] = definition;
+  }
+  return {
+    tools: offered as T,
+    toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) => (policyOf(toolCall.toolName) === "ask" ? ("user-approval" as const) : undefined),
+  };
+}
+
+/**
+ * Checks input the person edited against the tool's schema before it is approved, so an
+ * edit that the tool would refuse is a 400 that names the field, not a failed call later.
+ */
+export async function validateToolInput(toolName: string, role: AgentRole, mode: "background" | "foreground", input: unknown): Promise<unknown> {
+  const definition = definitions(role, mode === "background" ? "work" : "chat")[toolName];
+  if (!definition) return input;
+  const checked = await asSchema(definition.inputSchema).validate?.(input);
+  if (!checked || checked.success) return checked ? checked.value : input;
+  const issues = (checked.error as { issues?: { path: PropertyKey[]; message: string }[] }).issues
+    ?.map((issue) => `${issue.path.map(String).join(".") || "input"}: ${issue.message}`)
+    .join("; ");
+  throw new CadreError("bad_request:approval_input", `The edited input does not fit ${toolName}: ${issues || checked.error.message}`, { cause: checked.error });
+}
+
+export type ToolPolicies = {
+  tools: ToolInfo[];
+  /** The team's rules by tool name (a tool without one has its default). */
+  team: Record<string, ToolPolicy>;
+  /** Each agent's overrides by tool name. */
+  agents: Record<string, Record<string, ToolPolicy>>;
+};
+
+export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPolicies> {
+  const rules = await listToolPolicyRules(db, teamId);
+  const team: Record<string, ToolPolicy> = {};
+  const agents: Record<string, Record<string, ToolPolicy>> = {};
+  for (const rule of rules) {
+    if (rule.agentId === null) team[rule.toolName] = rule.policy;
+    else (agents[rule.agentId] ??= {})[rule.toolName] = rule.policy;
+  }
+  return { tools: toolCatalogue(), team, agents };
+}
+
+/**
+ * Sets the team's rule for a tool, or an agent's override (the agent must be of the team),
+ * under the team's lock; a policy of null removes the rule. An unknown tool is a 400.
+ */
+export async function setToolPolicy(db: Db, teamId: string, rule: { toolName: string; policy: ToolPolicy | null; agentId: string | null }): Promise<void> {
+  if (!isKnownTool(rule.toolName)) {
+    throw new CadreError("bad_request:tool", `There is no tool "${rule.toolName}". Tools: ${toolCatalogue().map((tool) => tool.name).join(", ")}.`);
+  }
+  await writeUnderTeam(db, teamId, async (tx) => {
+    if (rule.agentId) {
+      const agent = await getAgent(tx, rule.agentId);
+      if (!agent || agent.teamId !== teamId) throw notFound("agent", rule.agentId);
+    }
+    await setToolPolicyRule(tx, { teamId, ...rule });
+  });
+}

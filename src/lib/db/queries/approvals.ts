@@ -1,0 +1,149 @@
+import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { approvals, type Approval } from "../schema";
+
+export type NewApproval = {
+  teamId: string;
+  agentId: string;
+  conversationId: string;
+  taskId: string | null;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  reason: string;
+};
+
+/** One row per waiting call; a redelivered step finds its call's row there and adds nothing. */
+export async function createApproval(db: Db, input: NewApproval): Promise<Approval | null> {
+  const [row] = await db
+    .insert(approvals)
+    .values({ ...input, input: input.input ?? {} })
+    .onConflictDoNothing({ target: [approvals.conversationId, approvals.toolCallId] })
+    .returning();
+  return row ?? null;
+}
+
+export async function getApproval(db: Db, approvalId: string): Promise<Approval | null> {
+  const [row] = await db.select().from(approvals).where(eq(approvals.id, approvalId));
+  return row ?? null;
+}
+
+/** The row locked for a decision: two decisions on one approval take turns, and the second sees the first. */
+export async function lockApproval(db: Db, approvalId: string): Promise<Approval> {
+  const [row] = await db.select().from(approvals).where(eq(approvals.id, approvalId)).for("update");
+  if (!row) throw notFound("approval", approvalId);
+  return row;
+}
+
+export async function recordDecision(
+  db: Db,
+  approvalId: string,
+  decision: { status: "approved"; approvedInput: unknown } | { status: "denied" | "withdrawn"; note: string },
+): Promise<Approval | null> {
+  const [row] = await db
+    .update(approvals)
+    .set(
+      decision.status === "approved"
+        ? { status: "approved", approvedInput: decision.approvedInput ?? {}, decidedAt: sql`now()` }
+        : { status: decision.status, decisionNote: decision.note, decidedAt: sql`now()` },
+    )
+    .where(and(eq(approvals.id, approvalId), eq(approvals.status, "pending")))
+    .returning();
+  return row ?? null;
+}
+
+/** Calls of a conversation still waiting for their outcome to be stored, oldest first. */
+export function listUnresolvedApprovals(db: Db, conversationId: string): Promise<Approval[]> {
+  return db
+    .select()
+    .from(approvals)
+    .where(and(eq(approvals.conversationId, conversationId), isNull(approvals.resolvedAt)))
+    .orderBy(asc(approvals.createdAt));
+}
+
+export async function hasUnresolvedApprovalOfTask(db: Db, taskId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: approvals.id })
+    .from(approvals)
+    .where(and(eq(approvals.taskId, taskId), isNull(approvals.resolvedAt)))
+    .limit(1);
+  return row !== undefined;
+}
+
+/** A call of this task still waiting for the person's decision. */
+export async function hasPendingApprovalOfTask(db: Db, taskId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: approvals.id })
+    .from(approvals)
+    .where(and(eq(approvals.taskId, taskId), eq(approvals.status, "pending")))
+    .limit(1);
+  return row !== undefined;
+}
+
+/** Whether a decision waits to be carried out in this conversation (the agent has something to do). */
+export async function hasDecidedUnresolvedApproval(db: Db, conversationId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: approvals.id })
+    .from(approvals)
+    .where(and(eq(approvals.conversationId, conversationId), isNull(approvals.resolvedAt), sql`${approvals.status} <> 'pending'`))
+    .limit(1);
+  return row !== undefined;
+}
+
+export async function markExecutionStarted(db: Db, approvalId: string): Promise<void> {
+  await db.update(approvals).set({ executionStartedAt: sql`now()` }).where(eq(approvals.id, approvalId));
+}
+
+export async function markResolved(db: Db, approvalId: string): Promise<void> {
+  await db
+    .update(approvals)
+    .set({ resolvedAt: sql`now()` })
+    .where(and(eq(approvals.id, approvalId), isNull(approvals.resolvedAt)));
+}
+
+/** A task that ended has nothing left to approve: its waiting calls are withdrawn. */
+export async function withdrawApprovalsOfTask(db: Db, taskId: string, note: string): Promise<Approval[]> {
+  return db
+    .update(approvals)
+    .set({ status: "withdrawn", decisionNote: note, decidedAt: sql`now()` })
+    .where(and(eq(approvals.taskId, taskId), eq(approvals.status, "pending")))
+    .returning();
+}
+
+export async function withdrawApprovalsOfConversation(db: Db, conversationId: string, note: string): Promise<Approval[]> {
+  return db
+    .update(approvals)
+    .set({ status: "withdrawn", decisionNote: note, decidedAt: sql`now()` })
+    .where(and(eq(approvals.conversationId, conversationId), eq(approvals.status, "pending")))
+    .returning();
+}
+
+/** An agent's approvals, newest first (the chat and the agent page show them). */
+export function listAgentApprovals(db: Db, agentId: string, limit = 100): Promise<Approval[]> {
+  return db.select().from(approvals).where(eq(approvals.agentId, agentId)).orderBy(desc(approvals.createdAt)).limit(limit);
+}
+
+export function listApprovalsByIds(db: Db, ids: readonly string[]): Promise<Approval[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.select().from(approvals).where(inArray(approvals.id, [...ids]));
+}
+
+/** Tool call ids of a conversation that still wait for the person: their calls have no result yet, on purpose. */
+export async function awaitingDecisionCallIds(db: Db, conversationId: string): Promise<Set<string>> {
+  const rows = await db
+    .select({ toolCallId: approvals.toolCallId })
+    .from(approvals)
+    .where(and(eq(approvals.conversationId, conversationId), eq(approvals.status, "pending")));
+  return new Set(rows.map((row) => row.toolCallId));
+}
+
+/** Whether the conversation has a call waiting for the person. */
+export async function hasPendingApproval(db: Db, conversationId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: approvals.id })
+    .from(approvals)
+    .where(and(eq(approvals.conversationId, conversationId), eq(approvals.status, "pending")))
+    .limit(1);
+  return row !== undefined;
+}
