@@ -22,6 +22,8 @@ export const OFFLINE_EXPLANATION =
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 const TASK_WORDS = /\btask\b|research|find|investigate|look|monitor|analy|track|compare|summar|check|report/i;
+/** A task that asks to be asked ("ask me first", "ask the person"): the lead puts a question to the person. */
+const ASK_PERSON_WORDS = /\bask (?:me|the person)\b/i;
 const CHAT_WORK_WORDS = /research|find out|investigate|look into|monitor|analy|track|compare|\bdig\b/i;
 
 type Decision = { kind: "text"; text: string } | { kind: "tool"; toolName: string; args: Record<string, unknown> };
@@ -105,6 +107,9 @@ function decide(options: LanguageModelV4CallOptions): Decision {
 /** The next step of a chain once the previous step's tools have answered. */
 function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMessage): Decision {
   const results = message.content.flatMap((part) => (part.type === "tool-result" ? [part] : []));
+  // A call the person denied (or that was withdrawn) is not tried again.
+  const refused = results.find((part) => /^(Denied by the person|\(not run)/.test(outputText(part.output)));
+  if (refused) return { kind: "text", text: `I did not run ${refused.toolName}: ${truncate(outputText(refused.output), 300)}. I will not try it again.` };
   const failed = results.find((part) => part.output.type.startsWith("error") || part.output.type === "execution-denied");
   if (failed) return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
   const names = results.map((part) => part.toolName);
@@ -146,6 +151,7 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
     return { kind: "text", text: `I've created a task for the team: ${typeof title === "string" ? title : "new task"}.` };
   }
   if (names.includes("answerSubordinate")) return { kind: "text", text: "Answered the subordinate." };
+  if (names.includes("askPerson")) return { kind: "text", text: "Asked the person; waiting for their answer." };
   if (names.includes("requestInput")) return { kind: "text", text: "Asked the lead; waiting for an answer." };
   const shown = results.map((part) => `${part.toolName}: ${truncate(outputText(part.output), 300)}`).join("\n");
   return { kind: "text", text: shown ? `Here is what I found.\n${shown}` : "Done." };
@@ -170,6 +176,19 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
     return tool("answerSubordinate", { questionId: input.questionId, answer: "Offline model: use your best judgement and report what you find." });
   }
   if (input?.kind === "answer" && offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
+  if (input?.kind === "person-answer") {
+    // The person's answer is the work: hand it on like a task.
+    const subordinate = firstSubordinateId(system);
+    if (offered(options, "delegateToAgent") && subordinate) {
+      return tool("delegateToAgent", { agentId: subordinate, title: truncate(input.answer, 80), description: `The person answered: ${input.answer}` });
+    }
+    if (offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
+    return { kind: "text", text: `The person answered: ${truncate(input.answer, 300)}` };
+  }
+  if (/^The person decided on the calls you were waiting for/.test(text)) return { kind: "text", text: "Noted the person's decisions; going on from their results." };
+  if (ASK_PERSON_WORDS.test(text) && offered(options, "askPerson") && (!input || input.kind === "task")) {
+    return tool("askPerson", { question: `Before I start on "${taskTitle(text)}": what matters most to you here?` });
+  }
   if (input?.kind === "task-cancelled") return { kind: "text", text: "Dropped the cancelled task." };
   if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
   const subordinateId = firstSubordinateId(system);
