@@ -14,7 +14,7 @@ CREATE TABLE "approvals" (
 	"decided_at" timestamp with time zone,
 	"execution_started_at" timestamp with time zone,
 	"resolved_at" timestamp with time zone,
-	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"created_at" timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
 	CONSTRAINT "approvals_status_check" CHECK (status in ('pending', 'approved', 'denied', 'withdrawn'))
 );
 --> statement-breakpoint

@@ -1,4 +1,4 @@
-import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4Prompt } from "@ai-sdk/provider";
+import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4Prompt, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 
 const usage = (input = 10, output = 5) => ({
@@ -52,4 +52,31 @@ export function sessionModel(
       return work(options, workCalls++);
     },
   });
+}
+
+/** A generate result as the stream a chat reads: the same content, in stream parts. */
+function toStream(generated: LanguageModelV4GenerateResult): ReadableStream<LanguageModelV4StreamPart> {
+  const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
+  for (const content of generated.content) {
+    if (content.type === "text") {
+      parts.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: content.text }, { type: "text-end", id: "t" });
+    } else if (content.type === "tool-call") {
+      parts.push(content);
+    }
+  }
+  parts.push({ type: "finish", finishReason: generated.finishReason, usage: generated.usage });
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(part);
+      controller.close();
+    },
+  });
+}
+
+/** sessionModel that also streams (the chat streams; a chat resumed by a worker generates). */
+export function chatAndSessionModel(work: Parameters<typeof sessionModel>[0]) {
+  const model = sessionModel(work);
+  let streamed = 0;
+  model.doStream = async (options: LanguageModelV4CallOptions) => ({ stream: toStream(await work(options, streamed++)) });
+  return model;
 }

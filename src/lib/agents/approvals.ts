@@ -148,6 +148,11 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
   if (approval.status === "denied") return storeOutcome(db, approval, deniedResult(approval.decisionNote ?? ""));
   if (approval.status === "withdrawn") return storeOutcome(db, approval, withdrawnResult(approval.decisionNote ?? "withdrawn before the person decided"));
 
+  // Approved, but the task it was for ended since (a Stop, a cancel): nothing of it runs any more.
+  const task = approval.taskId ? await getTask(db, approval.taskId) : null;
+  if (task && !["in_progress", "waiting_input", "pending"].includes(task.status)) {
+    return storeOutcome(db, approval, withdrawnResult(`its task "${task.title}" was ${task.status}`));
+  }
   const tool = run.tools[approval.toolName];
   if (!tool?.execute) return storeOutcome(db, approval, withdrawnResult(`${approval.toolName} is no longer offered to this agent`));
   if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") return storeOutcome(db, approval, OUTCOME_UNKNOWN_RESULT);

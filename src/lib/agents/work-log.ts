@@ -3,7 +3,7 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message } from "@/lib/db/schema";
-import { awaitingDecisionCallIds } from "@/lib/db/queries/approvals";
+import { unresolvedCallIds } from "@/lib/db/queries/approvals";
 
 /**
  * Moves queued input (see queueInput) into the agent's work log, oldest first, in one
@@ -50,8 +50,9 @@ export async function closeOpenToolCalls(db: Db, conversationId: string, content
   const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
   const open = context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
   if (open.length === 0) return 0;
-  // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends.
-  const awaiting = await awaitingDecisionCallIds(db, conversationId);
+  // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends,
+  // and a decided one gets its result when the decision is carried out (approvals.ts).
+  const awaiting = await unresolvedCallIds(db, conversationId);
   let closed = 0;
   for (const message of context) {
     for (const call of message.toolCalls ?? []) {

@@ -407,7 +407,10 @@ export const approvals = pgTable(
     decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
     executionStartedAt: timestamp("execution_started_at", { withTimezone: true, mode: "date" }),
     resolvedAt: timestamp("resolved_at", { withTimezone: true, mode: "date" }),
-    createdAt: createdAt(),
+    // clock_timestamp, not now(): the calls of one step are stored in one transaction, in their order.
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
+      .default(sql`clock_timestamp()`)
+      .notNull(),
   },
   (t) => [
     check("approvals_status_check", oneOf("status", approvalStatuses)),

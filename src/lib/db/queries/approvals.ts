@@ -147,3 +147,12 @@ export async function hasPendingApproval(db: Db, conversationId: string): Promis
     .limit(1);
   return row !== undefined;
 }
+
+/** Tool call ids of a conversation whose approval is not carried out yet: their result comes from carrying it out, nothing else. */
+export async function unresolvedCallIds(db: Db, conversationId: string): Promise<Set<string>> {
+  const rows = await db
+    .select({ toolCallId: approvals.toolCallId })
+    .from(approvals)
+    .where(and(eq(approvals.conversationId, conversationId), isNull(approvals.resolvedAt)));
+  return new Set(rows.map((row) => row.toolCallId));
+}
