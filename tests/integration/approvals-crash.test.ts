@@ -1,0 +1,243 @@
+// Durable approvals under kill -9: real worker processes, a scripted model that makes two
+// approval-gated calls in one step, a "person" deciding at random moments (approve, edit
+// and approve, deny) while workers are SIGKILLed at random. Afterwards every decision must
+// have reached its own call, each approved call must have run exactly once with the input
+// that was approved, no denied call may have run, and nothing may be left waiting.
+import { randomUUID } from "node:crypto";
+import { and, eq, isNull, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseLogInput } from "@/lib/agents/formats";
+import { decideApproval } from "@/lib/agents/approvals";
+import { assignTask } from "@/lib/agents/tasks";
+import { setToolPolicy } from "@/lib/agents/tool-policies";
+import { approvals, knowledgeItems, messages, type Approval } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { startFakeOpenAI, lastUserText, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
+import { createTeamFixture } from "../support/fixtures";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
+
+const KILLS = 16;
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+let database: TestDatabase;
+let jobs: JobQueue;
+let openai: FakeOpenAI;
+let tavily: FakeTavily;
+const live: WorkerProcess[] = [];
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
+const lastCallName = (request: FakeChatRequest) =>
+  request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
+
+/**
+ * The lead delegates and briefs; Scout searches, then records two findings in ONE step
+ * (two calls, each waiting for its own approval), then reports. Each finding's text is
+ * unique, so a call that ran twice shows as two knowledge items.
+ */
+function approvalPlay(request: FakeChatRequest): FakeReply {
+  if (request.response_format) return { text: '{"items":[]}' };
+  const tools = toolNames(request);
+  if (tools.length === 0) return { text: "Summary of the work so far." };
+  const last = request.messages.at(-1)!;
+  const text = lastUserText(request);
+  if (tools.includes("reportToLead")) {
+    if (last.role === "tool" && lastCallName(request) === "tavilySearch") {
+      const nonce = randomUUID();
+      return {
+        toolCalls: [
+          { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding one ${nonce}` } },
+          { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding two ${nonce}` } },
+        ],
+        text: "Recording two findings.",
+      };
+    }
+    if (last.role === "tool" || /^The person decided/.test(text)) return { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings recorded." } }] };
+    if (/^(Task from|\(Resuming task)/.test(text)) return { toolCalls: [{ name: "tavilySearch", arguments: { query: "tidal power" } }] };
+    return { text: "Nothing to do." };
+  }
+  if (last.role === "tool") return { text: "Done for now." };
+  if (parseLogInput(text)?.kind === "report") return { text: "Scout reported." };
+  if (/Decide whether to brief/.test(text)) return { text: "No briefing needed." };
+  const system = String(request.messages.find((m) => m.role === "system")?.content ?? "");
+  const subordinate = system.split("\n").find((line) => line.startsWith("- ") && UUID.test(line));
+  if (subordinate && /^Task/.test(text)) {
+    return { toolCalls: [{ name: "delegateToAgent", arguments: { agentId: UUID.exec(subordinate)![0], title: "Tidal power", description: text } }] };
+  }
+  return { text: "Nothing to do." };
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase({ max: 5 });
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
+  openai = await startFakeOpenAI(async (request) => {
+    await pause(10 + Math.random() * 60);
+    return approvalPlay(request);
+  });
+  tavily = await startFakeTavily(async ({ query }) => {
+    await pause(20 + Math.random() * 80);
+    return { results: [{ title: `About ${query}`, url: "https://example.com/tidal", content: "Tidal output grew." }] };
+  });
+});
+afterAll(async () => {
+  await Promise.all(live.splice(0).map((worker) => worker.stop("SIGKILL")));
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
+  await openai?.close();
+  await tavily?.close();
+  await database?.drop();
+});
+
+function startWorker() {
+  const worker = startWorkerProcess({
+    DATABASE_URL: database.url,
+    OPENAI_BASE_URL: openai.url,
+    LLM_MODEL: "fake-model",
+    TAVILY_API_KEY: "tvly-test",
+    TAVILY_BASE_URL: tavily.url,
+    WORKER_CONCURRENCY: "4",
+    SESSION_STALE_SECONDS: "2",
+  });
+  live.push(worker);
+  return worker;
+}
+
+async function count(query: ReturnType<typeof sql>): Promise<number> {
+  const [row] = await database.db.execute<{ n: string }>(query);
+  return Number(row?.n ?? 0);
+}
+
+type Decided = { approval: Approval; as: "approved" | "edited" | "denied" };
+
+describe("approvals under kill -9", () => {
+  it(`survive ${KILLS} killed workers: each decision reaches its call, approved calls run once, denied ones never`, { timeout: 300_000 }, async () => {
+    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(database.db, { subordinates: ["Scout"] })));
+    for (const { team } of teams) await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
+    let assigned = 0;
+    const assign = async () => {
+      const { lead } = teams[assigned % teams.length]!;
+      assigned += 1;
+      await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: `Tidal power #${assigned}` });
+    };
+    for (let i = 0; i < 6; i++) await assign();
+
+    const decided = new Map<string, Decided>();
+    let secondDecisions = 0;
+    let deciding = true;
+    // The person: decides what waits, at random moments, in random order, now and then twice.
+    const person = (async () => {
+      while (deciding) {
+        await pause(50 + Math.random() * 250);
+        const pending = await database.db.select().from(approvals).where(eq(approvals.status, "pending"));
+        for (const approval of pending.sort(() => Math.random() - 0.5)) {
+          if (Math.random() < 0.3) continue; // decide later
+          const roll = Math.random();
+          const as = roll < 0.4 ? "approved" : roll < 0.7 ? "edited" : "denied";
+          const decision =
+            as === "approved"
+              ? ({ decision: "approve" } as const)
+              : as === "edited"
+                ? ({ decision: "approve", input: { type: "fact", content: `edited ${approval.id}` } } as const)
+                : ({ decision: "deny", reason: `no ${approval.id}` } as const);
+          try {
+            await decideApproval(database.db, jobs, approval.id, decision);
+            decided.set(approval.id, { approval, as });
+            if (Math.random() < 0.2) await decideApproval(database.db, jobs, approval.id, { decision: "approve" });
+          } catch (error) {
+            if (!(error instanceof CadreError && error.code.startsWith("conflict:approval"))) throw error;
+            secondDecisions += 1;
+          }
+        }
+      }
+    })();
+
+    startWorker();
+    startWorker();
+    let kills = 0;
+    try {
+      while (kills < KILLS) {
+        await pause(200 + Math.random() * 600);
+        const ready = live.filter((worker) => worker.output.join("").includes("[worker] ready"));
+        if (ready.length === 0) continue;
+        const victim = ready[Math.floor(Math.random() * ready.length)]!;
+        live.splice(live.indexOf(victim), 1);
+        await victim.stop("SIGKILL");
+        kills += 1;
+        startWorker();
+        if (kills % 4 === 0) await assign();
+      }
+      const open = sql`select count(*) as n from tasks where status in ('pending', 'in_progress', 'waiting_input')`;
+      await waitFor(
+        async () =>
+          (await count(open)) === 0 &&
+          (await count(sql`select count(*) as n from approvals where resolved_at is null`)) === 0 &&
+          (await count(sql`select count(*) as n from work_sessions where status = 'running'`)) === 0,
+        { timeoutMs: 120_000, what: "every task final and every approval carried out" },
+      ).catch(async (error) => {
+        const left = await database.db.execute(sql`select title, status from tasks where status not in ('completed','failed','cancelled')`);
+        const unresolved = await database.db.select().from(approvals).where(isNull(approvals.resolvedAt));
+        throw new Error(`${error.message}: tasks ${JSON.stringify(left)} approvals ${JSON.stringify(unresolved)}\n${live.map((w) => w.output.join("").slice(-1500)).join("\n---\n")}`);
+      });
+    } finally {
+      deciding = false;
+      await person;
+    }
+
+    const all = await database.db.select().from(approvals);
+    let ranTwice = 0;
+    let wrongCall = 0;
+    let lost = 0;
+    const itemsWith = async (content: string) => (await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.content, content))).length;
+    for (const approval of all) {
+      const [result] = await database.db
+        .select()
+        .from(messages)
+        .where(and(eq(messages.conversationId, approval.conversationId), eq(messages.toolCallId, approval.toolCallId)));
+      const original = (approval.input as { content: string }).content;
+      const choice = decided.get(approval.id);
+      if (!result || !approval.resolvedAt) {
+        lost += 1;
+        continue;
+      }
+      if (!choice) {
+        // Never decided by the person: only a withdrawal (its task ended) may have settled it.
+        if (approval.status !== "withdrawn" || !result.content.startsWith("(not run")) wrongCall += 1;
+        if ((await itemsWith(original)) > 0) wrongCall += 1;
+        continue;
+      }
+      if (choice.as === "denied") {
+        if (result.content !== `Denied by the person: no ${approval.id}`) wrongCall += 1;
+        if ((await itemsWith(original)) > 0) wrongCall += 1;
+        continue;
+      }
+      const ran = choice.as === "edited" ? `edited ${approval.id}` : original;
+      const withdrawnMeanwhile = result.content.startsWith("(not run");
+      const times = await itemsWith(ran);
+      if (times > 1) ranTwice += times - 1;
+      if (!withdrawnMeanwhile && times === 0) lost += 1;
+      if (!withdrawnMeanwhile && !result.content.includes('"saved":true')) wrongCall += 1;
+      if (choice.as === "edited" && (await itemsWith(original)) > 0) wrongCall += 1;
+    }
+    const figures = {
+      pending: all.length,
+      decided: decided.size,
+      approved: [...decided.values()].filter((d) => d.as !== "denied").length,
+      denied: [...decided.values()].filter((d) => d.as === "denied").length,
+      secondDecisionsRefused: secondDecisions,
+      tasks: await count(sql`select count(*) as n from tasks`),
+      completed: await count(sql`select count(*) as n from tasks where status = 'completed'`),
+      interruptedSessions: await count(sql`select count(*) as n from work_sessions where status = 'interrupted'`),
+    };
+    console.log(
+      `[approvals] pending: ${figures.pending}, decided: ${figures.decided}, killed mid-way: ${kills}, ran twice: ${ranTwice}, wrong call: ${wrongCall}, lost: ${lost}`,
+      figures,
+    );
+    expect(kills).toBe(KILLS);
+    expect(figures.pending).toBeGreaterThanOrEqual(8);
+    expect(figures.decided).toBeGreaterThan(0);
+    expect(ranTwice).toBe(0);
+    expect(wrongCall).toBe(0);
+    expect(lost).toBe(0);
+  });
+});
