@@ -703,7 +703,7 @@ describe("/api/inbox", () => {
     return expectJson<{ items: ApiInboxItem[]; unreadCount: number }>(await api.inbox.GET(jsonRequest("GET", "/api/inbox")));
   }
 
-  it("GET answers {items, unreadCount}, newest first, each with its teamId and agentId; PATCH {read} marks an item", async () => {
+  it("GET answers {items, unreadCount, waitingCount, badgeCount}, newest first, each with its teamId and agentId; PATCH {read} marks an item", async () => {
     const one = await newTeam();
     const two = await newTeam();
     const created: InboxItem[] = [];
@@ -711,9 +711,10 @@ describe("/api/inbox", () => {
       created.push(await createInboxItem(database.db, { teamId: fixture.team.id, agentId: fixture.lead.id, type: "briefing", title, summary: `${title} summary`, content: `## ${title}` }));
     }
     const inbox = await getInbox();
-    expect(Object.keys(inbox).sort()).toEqual(["items", "unreadCount"]);
+    expect(Object.keys(inbox).sort()).toEqual(["badgeCount", "items", "unreadCount", "waitingCount"]);
     const ours = inbox.items.filter((item) => created.some((c) => c.id === item.id));
-    expect(ours).toEqual(wire([...created].reverse()));
+    // Each item carries the question or approval it asks about: none for briefings.
+    expect(ours).toEqual(wire([...created].reverse().map((item) => ({ ...item, question: null, approval: null }))));
     expect(ours.map((item) => [item.teamId, item.agentId])).toEqual([
       [one.team.id, one.lead.id],
       [two.team.id, two.lead.id],

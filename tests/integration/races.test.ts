@@ -10,7 +10,9 @@ import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { streamChatReply } from "@/lib/agents/chat";
-import { createInboxItem, createKnowledgeItem, createTask, getTeam } from "@/lib/db/queries";
+import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, getTeam } from "@/lib/db/queries";
+import { createApproval } from "@/lib/db/queries/approvals";
+import { createQuestion } from "@/lib/db/queries/questions";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { signedWebhookHeaders } from "@/lib/webhooks";
@@ -36,6 +38,9 @@ async function loadRoutes() {
     inboxItem: await import("@/app/api/inbox/[itemId]/route"),
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
     hook: await import("@/app/api/hooks/[teamId]/route"),
+    decision: await import("@/app/api/approvals/[approvalId]/decision/route"),
+    answer: await import("@/app/api/questions/[questionId]/answer/route"),
+    toolPolicies: await import("@/app/api/teams/[teamId]/tool-policies/route"),
   };
 }
 
@@ -116,6 +121,18 @@ async function round(index: number): Promise<{ key: string; status: number; body
   const item = await createInboxItem(database.db, { teamId: team.id, agentId: scout.id, type: "briefing", title: "t", summary: "s", content: "c" });
   const knowledge = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Panels got cheaper." });
   const { secret } = await setWebhookSecret(database.db, team.id, `whsec_race_${index}`);
+  const background = await getBackgroundConversation(database.db, scout.id);
+  const approval = (await createApproval(database.db, {
+    teamId: team.id,
+    agentId: scout.id,
+    conversationId: background.id,
+    taskId: task.id,
+    toolCallId: `race-${index}`,
+    toolName: "addKnowledgeItem",
+    input: { type: "fact", content: "Panels got cheaper." },
+    reason: "",
+  }))!;
+  const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
   const hookBody = JSON.stringify({ name: "race", index });
 
   const writes: Shot[] = [
@@ -145,6 +162,15 @@ async function round(index: number): Promise<{ key: string; status: number; body
     },
     { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { read: true }), params({ itemId: item.id })) },
     { key: "DELETE /api/knowledge/[itemId]", run: () => api.knowledgeItem.DELETE(request("DELETE"), params({ itemId: knowledge.id })) },
+    {
+      key: "POST /api/approvals/[approvalId]/decision",
+      run: () => api.decision.POST(request("POST", index % 2 ? { decision: "approve" } : { decision: "deny", reason: "no" }), params({ approvalId: approval.id })),
+    },
+    { key: "POST /api/questions/[questionId]/answer", run: () => api.answer.POST(request("POST", { answer: "yes" }), params({ questionId: question.id })) },
+    {
+      key: "PUT /api/teams/[teamId]/tool-policies",
+      run: () => api.toolPolicies.PUT(request("PUT", { toolName: "tavilySearch", policy: "ask", agentId: scout.id }), params({ teamId: team.id })),
+    },
     { key: "GET /api/agents/[agentId]/messages", run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })) },
   ];
   // The deletes land anywhere from before the first write to after the last (a chat's reply included).
