@@ -9,7 +9,9 @@
 import { randomUUID } from "node:crypto";
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInboxItem, createKnowledgeItem, createTask } from "@/lib/db/queries";
+import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation } from "@/lib/db/queries";
+import { createApproval } from "@/lib/db/queries/approvals";
+import { createQuestion } from "@/lib/db/queries/questions";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -34,12 +36,16 @@ async function loadRoutes() {
     hook: await import("@/app/api/hooks/[teamId]/route"),
     signIn: await import("@/app/api/auth/sign-in/route"),
     proxy: (await import("@/proxy")).proxy,
+    inbox: await import("@/app/api/inbox/route"),
+    decision: await import("@/app/api/approvals/[approvalId]/decision/route"),
+    answer: await import("@/app/api/questions/[questionId]/answer/route"),
+    toolPolicies: await import("@/app/api/teams/[teamId]/tool-policies/route"),
   };
 }
 
 let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
-const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeItem: "", secret: "" };
+const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeItem: "", secret: "", approval: "", question: "", otherAgent: "" };
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
@@ -58,7 +64,30 @@ beforeAll(async () => {
     params: Promise.resolve({ teamId: team.id }),
   });
   const { secret } = (await secretResponse.json()) as { secret: string };
-  Object.assign(ids, { team: team.id, lead: lead.id, scout: scout.id, task: task.id, inboxItem: inboxItem.id, knowledgeItem: knowledgeItem.id, secret });
+  const approval = await createApproval(database.db, {
+    teamId: team.id,
+    agentId: scout.id,
+    conversationId: (await getBackgroundConversation(database.db, scout.id)).id,
+    taskId: task.id,
+    toolCallId: "hostile-call",
+    toolName: "addKnowledgeItem",
+    input: { type: "fact", content: "Panels got cheaper." },
+    reason: "",
+  });
+  const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
+  const other = await createTeamFixture(database.db);
+  Object.assign(ids, {
+    team: team.id,
+    lead: lead.id,
+    scout: scout.id,
+    task: task.id,
+    inboxItem: inboxItem.id,
+    knowledgeItem: knowledgeItem.id,
+    secret,
+    approval: approval!.id,
+    question: question.id,
+    otherAgent: other.lead.id,
+  });
 });
 
 afterAll(async () => {
@@ -289,6 +318,30 @@ const cases: Case[] = [
   ["POST /api/agents/%/tasks", 400, () => proxied("POST", "/api/agents/%/tasks", json({ title: "t" }))],
   ["DELETE /api/teams/%ZZ", 400, () => proxied("DELETE", "/api/teams/%ZZ")],
   ["POST /api/hooks/% (a public path)", 400, () => proxied("POST", "/api/hooks/%", "{}")],
+  // The person in the loop: decisions, answers, tool policies, inbox filters.
+  ["decision POST: deny without a reason", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "deny" }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: deny with a blank reason", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "deny", reason: "   " }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: an unknown decision", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "maybe" }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: input as an array", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve", input: [1, 2] }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: edited input that does not fit the tool", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve", input: { type: "rumour", content: 5 } }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: an unknown field", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve", force: true }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: a NUL byte in the reason", 400, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "deny", reason: "a\u0000b" }) }), params({ approvalId: ids.approval }))],
+  ["decision POST: a garbage id", 404, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve" }) }), params({ approvalId: SQL }))],
+  ["decision POST: an unknown uuid", 404, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve" }) }), params({ approvalId: randomUUID() }))],
+  ["decision POST: from a foreign Origin", 403, () => api.decision.POST(request("POST", "/x", { body: json({ decision: "approve" }), headers: { origin: "https://evil.example" } }), params({ approvalId: ids.approval }))],
+  ["answer POST: an empty answer", 400, () => api.answer.POST(request("POST", "/x", { body: json({ answer: "" }) }), params({ questionId: ids.question }))],
+  ["answer POST: a number as answer", 400, () => api.answer.POST(request("POST", "/x", { body: json({ answer: 42 }) }), params({ questionId: ids.question }))],
+  ["answer POST: an 8001-character answer", 400, () => api.answer.POST(request("POST", "/x", { body: json({ answer: long(8001) }) }), params({ questionId: ids.question }))],
+  ["answer POST: not JSON", 400, () => api.answer.POST(request("POST", "/x", { body: "answer=yes" }), params({ questionId: ids.question }))],
+  ["answer POST: an unknown question", 404, () => api.answer.POST(request("POST", "/x", { body: json({ answer: "yes" }) }), params({ questionId: randomUUID() }))],
+  ["answer POST: a lead's question is not the person's to answer", 404, () => api.answer.POST(request("POST", "/x", { body: json({ answer: "yes" }) }), params({ questionId: ids.task }))],
+  ["tool-policies PUT: an unknown tool", 400, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "launchMissiles", policy: "ask" }) }), params({ teamId: ids.team }))],
+  ["tool-policies PUT: an unknown policy", 400, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "sometimes" }) }), params({ teamId: ids.team }))],
+  ["tool-policies PUT: SQL as agentId", 400, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask", agentId: SQL }) }), params({ teamId: ids.team }))],
+  ["tool-policies PUT: another team's agent", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask", agentId: ids.otherAgent }) }), params({ teamId: ids.team }))],
+  ["tool-policies PUT: an unknown team", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask" }) }), params({ teamId: randomUUID() }))],
+  ["inbox GET: an unknown type", 400, () => api.inbox.GET(request("GET", "/api/inbox?type=spam"))],
+  ["inbox GET: a date that is not one", 400, () => api.inbox.GET(request("GET", "/api/inbox?before=yesterday"))],
 ];
 
 describe("hostile input", () => {
