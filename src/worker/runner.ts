@@ -5,6 +5,7 @@ import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedul
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
+import { workNotifications } from "@/lib/notifications/deliver";
 import { agentWakePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { startWorkerHeartbeat } from "./liveness";
 
@@ -22,7 +23,8 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
 
 /**
  * A worker process: works agents' wake-ups (one session per agent, any number of
- * agents at once), the leads' schedules, and keeps an eye on dead workers' sessions.
+ * agents at once), the leads' schedules and notification deliveries, and keeps an eye on
+ * dead workers' sessions.
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
@@ -45,6 +47,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     const { agentId } = leadSchedulePayload.parse(job.data);
     await runScheduledLeadCheckIn(deps, agentId);
   });
+  await workNotifications(database.db, jobs, log);
 
   const reap = async () => {
     for (const agentId of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {
