@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { streamChatReply } from "@/lib/agents/chat";
 import { createInboxItem, createKnowledgeItem, createTask, getTeam } from "@/lib/db/queries";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
@@ -36,6 +37,9 @@ async function loadRoutes() {
     inboxItem: await import("@/app/api/inbox/[itemId]/route"),
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
     hook: await import("@/app/api/hooks/[teamId]/route"),
+    notificationChannels: await import("@/app/api/teams/[teamId]/notification-channels/route"),
+    notificationChannel: await import("@/app/api/notification-channels/[channelId]/route"),
+    notificationTest: await import("@/app/api/notification-channels/[channelId]/test/route"),
   };
 }
 
@@ -117,6 +121,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
   const knowledge = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Panels got cheaper." });
   const { secret } = await setWebhookSecret(database.db, team.id, `whsec_race_${index}`);
   const hookBody = JSON.stringify({ name: "race", index });
+  // Port 9 (discard): nothing in this file works the queue, so nothing is sent anyway.
+  const channel = await insertNotificationChannel(database.db, team.id, { type: "webhook", name: "Race", url: "http://127.0.0.1:9/x", secret: "whsec_race", kinds: ["alert"] });
 
   const writes: Shot[] = [
     { key: "POST /api/agents/[agentId]/tasks", run: () => api.agentTasks.POST(request("POST", { title: "Race task" }), params({ agentId: scout.id })) },
@@ -145,6 +151,13 @@ async function round(index: number): Promise<{ key: string; status: number; body
     },
     { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { read: true }), params({ itemId: item.id })) },
     { key: "DELETE /api/knowledge/[itemId]", run: () => api.knowledgeItem.DELETE(request("DELETE"), params({ itemId: knowledge.id })) },
+    {
+      key: "POST /api/teams/[teamId]/notification-channels",
+      run: () => api.notificationChannels.POST(request("POST", { type: "webhook", name: "New", url: "https://example.com/hook", kinds: ["alert"] }), params({ teamId: team.id })),
+    },
+    { key: "PATCH /api/notification-channels/[channelId]", run: () => api.notificationChannel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })) },
+    { key: "POST /api/notification-channels/[channelId]/test", run: () => api.notificationTest.POST(request("POST"), params({ channelId: channel.id })) },
+    ...(index % 2 ? [] : [{ key: "DELETE /api/notification-channels/[channelId]", run: () => api.notificationChannel.DELETE(request("DELETE"), params({ channelId: channel.id })) }]),
     { key: "GET /api/agents/[agentId]/messages", run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })) },
   ];
   // The deletes land anywhere from before the first write to after the last (a chat's reply included).
