@@ -154,8 +154,8 @@ export class JobQueue {
 }
 
 /**
- * How a notification is retried: 9 attempts over about 8 minutes (2, 4, 8 … s apart, at most
- * 5 min), so a receiver that is down for a few minutes still gets it. A worker killed
+ * How a notification is retried: 9 attempts over 8 to 14 minutes (2-4, 4-8, 8-16 … s apart, at
+ * most 5 min), so a receiver that is down for a few minutes still gets it. A worker killed
  * mid-delivery stops sending heartbeats; after 10 s the supervisor fails the attempt and it is
  * retried like any other failure (never lost). The give-up queue hears of a delivery whose
  * last attempt failed either way.
