@@ -4,4 +4,8 @@ export async function register(): Promise<void> {
   // Workers cannot report their own absence: the web process looks for work waiting with no worker.
   const { watchForStalledWork } = await import("@/lib/health");
   watchForStalledWork();
+  // Notifications go out from the web process too: the "no worker is running" alert must
+  // reach the person exactly when no worker runs. pg-boss gives each delivery to one process.
+  const { deliverNotificationsFromWeb } = await import("@/lib/server");
+  void deliverNotificationsFromWeb();
 }

@@ -37,7 +37,8 @@ async function copyText(text: string, field: HTMLInputElement | null): Promise<b
   }
 }
 
-function CopyField({ label, value, buttonLabel, autoFocus = false }: { label: string; value: string; buttonLabel: string; autoFocus?: boolean }) {
+/** A read-only field with a copy button: secrets shown once, URLs to paste elsewhere. */
+export function CopyField({ label, value, buttonLabel, autoFocus = false }: { label: string; value: string; buttonLabel: string; autoFocus?: boolean }) {
   const id = useId();
   const field = useRef<HTMLInputElement>(null);
   const [copied, setCopied] = useState<"yes" | "no" | null>(null);

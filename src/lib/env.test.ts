@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseEnv } from "./env";
+import { parseEnv, publicUrl, smtpSettings } from "./env";
 
 describe("TRUST_PROXY", () => {
   it("is off unless set to a yes, and names itself when it is neither yes nor no", () => {
@@ -8,5 +8,25 @@ describe("TRUST_PROXY", () => {
     for (const value of ["1", "true", "TRUE", "yes", " 1 "]) expect(parseEnv({ TRUST_PROXY: value }).TRUST_PROXY, value).toBe(true);
     for (const value of ["0", "false", "no"]) expect(parseEnv({ TRUST_PROXY: value }).TRUST_PROXY, value).toBe(false);
     expect(() => parseEnv({ TRUST_PROXY: "nginx" })).toThrow(/TRUST_PROXY: must be 1 or 0/);
+  });
+});
+
+describe("notification settings", () => {
+  it("takes PUBLIC_URL as an http(s) URL without its trailing slash, else the web server's own address", () => {
+    expect(publicUrl(parseEnv({ PUBLIC_URL: "https://cadre.example.com/" }))).toBe("https://cadre.example.com");
+    expect(publicUrl(parseEnv({ PORT: "4000" }))).toBe("http://localhost:4000");
+    expect(() => parseEnv({ PUBLIC_URL: "cadre.example.com" })).toThrow(/PUBLIC_URL must be an http\(s\) URL/);
+    expect(() => parseEnv({ PUBLIC_URL: "ftp://cadre.example.com" })).toThrow(/PUBLIC_URL must be an http\(s\) URL/);
+  });
+
+  it("needs SMTP_URL (smtp:// or smtps://) and SMTP_FROM together", () => {
+    expect(smtpSettings(parseEnv({}))).toBeNull();
+    expect(smtpSettings(parseEnv({ SMTP_URL: "smtps://u:p@mail.example.com:465", SMTP_FROM: "Cadre <c@example.com>" }))).toEqual({
+      url: "smtps://u:p@mail.example.com:465",
+      from: "Cadre <c@example.com>",
+    });
+    expect(() => parseEnv({ SMTP_URL: "smtp://mail.example.com" })).toThrow(/SMTP_FROM: must be set too when SMTP_URL is/);
+    expect(() => parseEnv({ SMTP_FROM: "c@example.com" })).toThrow(/SMTP_URL: must be set too when SMTP_FROM is/);
+    expect(() => parseEnv({ SMTP_URL: "http://mail.example.com", SMTP_FROM: "c@example.com" })).toThrow(/SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/);
   });
 });

@@ -39,17 +39,36 @@ const envSchema = z.object({
   /** Behind a reverse proxy the operator runs: X-Forwarded-Host counts as the host a request was sent to. Any client can send it, so never by default. */
   TRUST_PROXY: flag,
   PORT: positiveInt(3000),
+  /** The address people use to reach Cadre, for links in notifications; unset: the web server's own (see publicUrl()). */
+  PUBLIC_URL: optional.pipe(
+    z
+      .url({ protocol: /^https?$/, message: "PUBLIC_URL must be an http(s) URL, such as https://cadre.example.com" })
+      .transform((value) => value.replace(/\/+$/, ""))
+      .optional(),
+  ),
+  /** Email notifications: the SMTP server (smtp:// or smtps://, credentials in the URL). Needs SMTP_FROM. */
+  SMTP_URL: optional.pipe(z.url({ protocol: /^smtps?$/, message: "SMTP_URL must be an smtp:// or smtps:// URL, such as smtp://user:pass@host:587" }).optional()),
+  SMTP_FROM: optional.pipe(z.string().regex(/@/, { message: "SMTP_FROM must be an address, such as Cadre <cadre@example.com>" }).optional()),
+  /**
+   * The first delay between attempts to deliver a notification (seconds, doubled each time).
+   * Not for operators: the tests shorten it so a retried delivery does not take minutes.
+   */
+  NOTIFICATION_RETRY_DELAY_SECONDS: positiveInt(2),
 });
 
 export type Env = z.infer<typeof envSchema>;
 
+/** Half an SMTP setup would make email channels look usable and then fail every delivery: refuse it at start instead. */
+function checkTogether(env: Env): string[] {
+  if ((env.SMTP_URL === undefined) === (env.SMTP_FROM === undefined)) return [];
+  return [env.SMTP_URL === undefined ? "SMTP_URL: must be set too when SMTP_FROM is (email notifications need both)" : "SMTP_FROM: must be set too when SMTP_URL is (email notifications need both)"];
+}
+
 /** Parses an environment; throws one message that names every bad variable. */
 export function parseEnv(source: Record<string, string | undefined>): Env {
   const result = envSchema.safeParse(source);
-  if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
-    throw new Error(`Invalid environment:\n  ${problems.join("\n  ")}`);
-  }
+  const problems = result.success ? checkTogether(result.data) : result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  if (!result.success || problems.length > 0) throw new Error(`Invalid environment:\n  ${problems.join("\n  ")}`);
   return result.data;
 }
 
@@ -70,4 +89,16 @@ export function databaseUrl(): string {
     );
   }
   return url;
+}
+
+/** Where people reach Cadre, without a trailing slash: PUBLIC_URL, else the web server's own address on this machine. */
+export function publicUrl(source: Env = env()): string {
+  return source.PUBLIC_URL ?? `http://localhost:${source.PORT}`;
+}
+
+export type SmtpSettings = { url: string; from: string };
+
+/** The SMTP server email notifications go through, or null when SMTP_URL and SMTP_FROM are unset. */
+export function smtpSettings(source: Env = env()): SmtpSettings | null {
+  return source.SMTP_URL && source.SMTP_FROM ? { url: source.SMTP_URL, from: source.SMTP_FROM } : null;
 }

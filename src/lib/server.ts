@@ -16,3 +16,14 @@ export function webEngine(): Promise<EngineDeps> {
     });
   return holder.cadreEngine;
 }
+
+/** The web process delivers notifications beside the workers (see instrumentation.ts); a failure to start is logged, the server goes on. */
+export async function deliverNotificationsFromWeb(): Promise<void> {
+  try {
+    const engine = await webEngine();
+    const { workNotifications } = await import("@/lib/notifications/deliver");
+    await workNotifications(engine.db, engine.jobs, engine.log);
+  } catch (error) {
+    console.error("[notifications] the web process could not start delivering notifications; workers still do:", error);
+  }
+}

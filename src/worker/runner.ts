@@ -7,6 +7,7 @@ import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { agentWakePayload, chatResumePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import { workNotifications } from "@/lib/notifications/deliver";
 import { startWorkerHeartbeat } from "./liveness";
 
 export type WorkerOptions = {
@@ -23,7 +24,8 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
 
 /**
  * A worker process: works agents' wake-ups (one session per agent, any number of
- * agents at once), the leads' schedules, and keeps an eye on dead workers' sessions.
+ * agents at once), the leads' schedules and notification deliveries, and keeps an eye on
+ * dead workers' sessions.
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
@@ -50,6 +52,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     const { agentId } = leadSchedulePayload.parse(job.data);
     await runScheduledLeadCheckIn(deps, agentId);
   });
+  await workNotifications(database.db, jobs, log);
 
   const reap = async () => {
     for (const agentId of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {

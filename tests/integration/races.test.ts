@@ -14,6 +14,7 @@ import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversa
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
@@ -41,6 +42,9 @@ async function loadRoutes() {
     decision: await import("@/app/api/approvals/[approvalId]/decision/route"),
     answer: await import("@/app/api/questions/[questionId]/answer/route"),
     toolPolicies: await import("@/app/api/teams/[teamId]/tool-policies/route"),
+    notificationChannels: await import("@/app/api/teams/[teamId]/notification-channels/route"),
+    notificationChannel: await import("@/app/api/notification-channels/[channelId]/route"),
+    notificationTest: await import("@/app/api/notification-channels/[channelId]/test/route"),
   };
 }
 
@@ -134,6 +138,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
   }))!;
   const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
   const hookBody = JSON.stringify({ name: "race", index });
+  // Port 9 (discard): nothing in this file works the queue, so nothing is sent anyway.
+  const channel = await insertNotificationChannel(database.db, team.id, { type: "webhook", name: "Race", url: "http://127.0.0.1:9/x", secret: "whsec_race", kinds: ["alert"] });
 
   const writes: Shot[] = [
     { key: "POST /api/agents/[agentId]/tasks", run: () => api.agentTasks.POST(request("POST", { title: "Race task" }), params({ agentId: scout.id })) },
@@ -171,6 +177,13 @@ async function round(index: number): Promise<{ key: string; status: number; body
       key: "PUT /api/teams/[teamId]/tool-policies",
       run: () => api.toolPolicies.PUT(request("PUT", { toolName: "tavilySearch", policy: "ask", agentId: scout.id }), params({ teamId: team.id })),
     },
+    {
+      key: "POST /api/teams/[teamId]/notification-channels",
+      run: () => api.notificationChannels.POST(request("POST", { type: "webhook", name: "New", url: "https://example.com/hook", kinds: ["alert"] }), params({ teamId: team.id })),
+    },
+    { key: "PATCH /api/notification-channels/[channelId]", run: () => api.notificationChannel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })) },
+    { key: "POST /api/notification-channels/[channelId]/test", run: () => api.notificationTest.POST(request("POST"), params({ channelId: channel.id })) },
+    ...(index % 2 ? [] : [{ key: "DELETE /api/notification-channels/[channelId]", run: () => api.notificationChannel.DELETE(request("DELETE"), params({ channelId: channel.id })) }]),
     { key: "GET /api/agents/[agentId]/messages", run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })) },
   ];
   // The deletes land anywhere from before the first write to after the last (a chat's reply included).

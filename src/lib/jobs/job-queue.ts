@@ -1,16 +1,32 @@
 import { sql } from "drizzle-orm";
-import { fromDrizzle, PgBoss, type Job } from "pg-boss";
+import { fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
 import type { Db } from "@/lib/db/client";
+import { env } from "@/lib/env";
 import {
   AGENT_WAKE_QUEUE,
   CHAT_RESUME_QUEUE,
   LEAD_SCHEDULE_QUEUE,
+  NOTIFICATION_GIVE_UP_QUEUE,
+  NOTIFICATION_QUEUE,
+  notificationPayload,
   type AgentWakePayload,
   type ChatResumePayload,
   type LeadSchedulePayload,
+  type NotificationPayload,
 } from "./queues";
 
 export type JobQueueRole = "web" | "worker";
+
+/** One attempt at delivering a notification, as its handler sees it (pg-boss's retry count kept here). */
+export type NotificationAttempt = {
+  notificationId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** No retry follows this one if it fails. */
+  lastAttempt: boolean;
+  /** Aborted when this worker loses the job (stopping, or its claim lapsed). */
+  signal: AbortSignal;
+};
 
 /**
  * Cadre's one handle on pg-boss: wake an agent, schedule a lead, work the queues.
@@ -27,7 +43,11 @@ export class JobQueue {
     this.boss = boss;
   }
 
-  static async start(connectionString: string, role: JobQueueRole, options: { quiet?: boolean } = {}): Promise<JobQueue> {
+  static async start(
+    connectionString: string,
+    role: JobQueueRole,
+    options: { quiet?: boolean; notificationRetryDelaySeconds?: number } = {},
+  ): Promise<JobQueue> {
     const boss = new PgBoss({
       connectionString,
       schema: "pgboss",
@@ -46,7 +66,7 @@ export class JobQueue {
       if (!options.quiet && !holder.queue?.stopping) console.error(`[jobs] pg-boss (${role}):`, error.message);
     });
     await boss.start();
-    await ensureQueues(boss);
+    await ensureQueues(boss, { notificationRetryDelaySeconds: options.notificationRetryDelaySeconds ?? env().NOTIFICATION_RETRY_DELAY_SECONDS });
     holder.queue = new JobQueue(boss);
     return holder.queue;
   }
@@ -110,6 +130,38 @@ export class JobQueue {
     });
   }
 
+  /**
+   * Queues the delivery of a notification in the caller's transaction: the row and its job
+   * commit together or not at all. The job's id is the notification's, so sending it twice
+   * queues it once.
+   */
+  async sendNotification(db: Db, notificationId: string): Promise<void> {
+    await this.boss.send(NOTIFICATION_QUEUE, { notificationId } satisfies NotificationPayload, { db: fromDrizzle(db, sql), id: notificationId });
+  }
+
+  /**
+   * Delivers notifications: `deliver` throws to have the attempt retried (with backoff, see
+   * ensureQueues); `giveUp` hears of each delivery pg-boss stopped retrying, also when its
+   * last attempt ended with a dead worker rather than an error.
+   */
+  async workNotifications(
+    deliver: (attempt: NotificationAttempt) => Promise<void>,
+    giveUp: (notificationId: string) => Promise<void>,
+  ): Promise<void> {
+    await this.boss.work(
+      NOTIFICATION_QUEUE,
+      { batchSize: 1, localConcurrency: 4, includeMetadata: true, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+      async ([job]: JobWithMetadata<unknown>[]) => {
+        if (!job) return;
+        const { notificationId } = notificationPayload.parse(job.data);
+        await deliver({ notificationId, attempt: job.retryCount + 1, lastAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+      },
+    );
+    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
+      if (job) await giveUp(notificationPayload.parse(job.data).notificationId);
+    });
+  }
+
   private stopping = false;
 
   async stop(options: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
@@ -118,7 +170,27 @@ export class JobQueue {
   }
 }
 
-async function ensureQueues(boss: PgBoss): Promise<void> {
+/**
+ * How a notification is retried: 9 attempts over 8 to 14 minutes (2-4, 4-8, 8-16 … s apart, at
+ * most 5 min), so a receiver that is down for a few minutes still gets it. A worker killed
+ * mid-delivery stops sending heartbeats; after 10 s the supervisor fails the attempt and it is
+ * retried like any other failure (never lost). The give-up queue hears of a delivery whose
+ * last attempt failed either way.
+ */
+function notificationQueuePolicy(retryDelaySeconds: number) {
+  return {
+    retryLimit: 8,
+    retryDelay: retryDelaySeconds,
+    retryBackoff: true,
+    retryDelayMax: Math.max(retryDelaySeconds, 300),
+    // A webhook attempt takes at most 10 s and an email one about 30; the heartbeat notices a dead worker much sooner.
+    expireInSeconds: 120,
+    heartbeatSeconds: 10,
+    deadLetter: NOTIFICATION_GIVE_UP_QUEUE,
+  } satisfies Omit<Queue, "name">;
+}
+
+async function ensureQueues(boss: PgBoss, settings: { notificationRetryDelaySeconds: number }): Promise<void> {
   await boss.createQueue(AGENT_WAKE_QUEUE, {
     // "short": one queued job per agent key, any number active; the session lease in
     // work_sessions, not pg-boss, guarantees one session per agent.
@@ -144,4 +216,13 @@ async function ensureQueues(boss: PgBoss): Promise<void> {
     expireInSeconds: 60 * 30,
     heartbeatSeconds: 15,
   });
+
+  // The give-up queue first: a queue's dead letter must exist when the queue names it.
+  // No NOTIFY: pg-boss files dead letters without one, so its worker polls (every 5 s).
+  await boss.createQueue(NOTIFICATION_GIVE_UP_QUEUE, { policy: "standard", retryLimit: 5, retryDelay: 10 });
+  const policy = notificationQueuePolicy(settings.notificationRetryDelaySeconds);
+  await boss.createQueue(NOTIFICATION_QUEUE, { policy: "standard", notify: true, ...policy });
+  // createQueue keeps an existing queue as it was: bring its retry policy up to date, so a
+  // changed policy reaches installations whose queue was made by an older version.
+  await boss.updateQueue(NOTIFICATION_QUEUE, policy);
 }

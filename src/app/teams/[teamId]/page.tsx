@@ -3,6 +3,7 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
+import { NotificationChannels } from "@/components/notification-channels";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
 import { StatusBadge } from "@/components/ui";
 import { WebhookSecretPanel } from "@/components/webhook-secret";
@@ -11,7 +12,9 @@ import { db } from "@/lib/db/client";
 import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
 import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
+import { smtpSettings } from "@/lib/env";
 import { isUuid } from "@/lib/ids";
+import { listTeamNotifications } from "@/lib/notifications/channels";
 import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/webhooks";
 
 export const dynamic = "force-dynamic";
@@ -31,6 +34,7 @@ export default async function TeamPage({ params }: Props) {
   const team = await getTeam(db(), teamId);
   if (!team) notFound();
   const [agents, webhook] = await Promise.all([listTeamAgents(db(), team.id), getWebhookSecretStatus(db(), team.id)]);
+  const notifications = await listTeamNotifications(db(), team.id);
   const working = new Set(
     (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
   );
@@ -100,6 +104,16 @@ export default async function TeamPage({ params }: Props) {
             nameHeader: WEBHOOK_HEADERS.name,
             toleranceSeconds: WEBHOOK_TOLERANCE_SECONDS,
           }}
+        />
+      </section>
+
+      <section aria-labelledby="notifications-heading" className="section">
+        <h2 id="notifications-heading">Notifications</h2>
+        <NotificationChannels
+          teamId={team.id}
+          initial={notifications}
+          emailAvailable={smtpSettings() !== null}
+          signing={{ timestampHeader: WEBHOOK_HEADERS.timestamp, signatureHeader: WEBHOOK_HEADERS.signature }}
         />
       </section>
     </div>

@@ -1,0 +1,112 @@
+import type { Notification } from "@/lib/db/schema";
+import { signedWebhookHeaders } from "@/lib/webhooks";
+import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
+
+// Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
+// so a receiver verifies both the same way:
+//
+//   content-type: application/json
+//   x-cadre-timestamp: <unix seconds of this attempt>
+//   x-cadre-signature: sha256=<hex HMAC-SHA256(channel secret, `${timestamp}.${raw body}`)>
+//   idempotency-key, x-cadre-delivery: <notification id> (the same on every attempt)
+//
+// The body carries Slack's `text` beside Cadre's own fields, so a Slack incoming-webhook URL
+// works as the channel's URL with nothing in between (Slack ignores the other fields).
+
+export const WEBHOOK_NOTIFICATION_TIMEOUT_MS = 10_000;
+export const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", delivery: "x-cadre-delivery" } as const;
+
+const ERROR_BODY_CHARS = 200;
+
+export type WebhookNotificationBody = { id: string; type: string; title: string; summary: string; link: string; text: string };
+
+/** What a receiver gets: the same bytes on every attempt (the payload was fixed when the notification was made). */
+export function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
+  const { type, title, summary, link } = notification.payload;
+  return JSON.stringify({ id: notification.id, type, title, summary, link, text: slackText(notification.payload) } satisfies WebhookNotificationBody);
+}
+
+/** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
+export function slackText(payload: Notification["payload"]): string {
+  const escape = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return `*${escape(payload.title)}*\n${escape(payload.summary)}\n<${escape(payload.link)}|Open in Cadre>`;
+}
+
+/**
+ * POSTs the notification to the channel's URL. A 2xx is delivered; anything else (another
+ * status, a redirect, no connection, no answer within 10 s) throws a DeliveryError that says
+ * what happened, for the delivery log and a retry.
+ */
+export async function postWebhookNotification(
+  channel: { url: string; secret: string },
+  notification: Pick<Notification, "id" | "payload">,
+  signal?: AbortSignal,
+): Promise<void> {
+  const body = webhookNotificationBody(notification);
+  const target = shownUrl(channel.url);
+  const timeout = AbortSignal.timeout(WEBHOOK_NOTIFICATION_TIMEOUT_MS);
+  let response: Response;
+  try {
+    response = await fetch(channel.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "user-agent": "Cadre-Notifications",
+        ...signedWebhookHeaders(channel.secret, body),
+        [NOTIFICATION_HEADERS.idempotencyKey]: notification.id,
+        [NOTIFICATION_HEADERS.delivery]: notification.id,
+      },
+      body,
+      // A redirect would turn the POST into a GET elsewhere: say so rather than follow it.
+      redirect: "manual",
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+  } catch (error) {
+    throw new DeliveryError(describeFetchFailure(error, target, timeout), { cause: error });
+  }
+  if (response.ok) {
+    await response.body?.cancel().catch(() => {});
+    return;
+  }
+  const excerpt = await readExcerpt(response);
+  const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get("location") ?? "?"}; use the final URL)` : "";
+  throw new DeliveryError(`HTTP ${response.status} from ${target}${redirect}${excerpt ? `: ${excerpt}` : ""}`);
+}
+
+function describeFetchFailure(error: unknown, target: string, timeout: AbortSignal): string {
+  if (timeout.aborted || isTimeout(error)) return `no answer from ${target} within ${WEBHOOK_NOTIFICATION_TIMEOUT_MS / 1000} s`;
+  if (error instanceof Error && error.name === "AbortError") return `the attempt to reach ${target} was interrupted (the worker stopped); it is retried`;
+  const code = networkErrorCode(error);
+  return `could not connect to ${target}: ${code ?? (error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error))}`;
+}
+
+/** The URL as the log shows it: without credentials or query string (where tokens tend to live). */
+function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return url;
+  }
+}
+
+/** The first characters of an error answer, read no further than needed: a receiver may send a lot. */
+async function readExcerpt(response: Response): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    while (text.length < ERROR_BODY_CHARS * 4) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    // What was read so far is enough to go on.
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > ERROR_BODY_CHARS ? `${flat.slice(0, ERROR_BODY_CHARS)}…` : flat;
+}
