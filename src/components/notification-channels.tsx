@@ -6,7 +6,7 @@ import type { NotificationChannelType, NotificationKind, NotificationStatus } fr
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { ErrorNote, LocalTime, StatusBadge } from "./ui";
 import { useAction } from "./use-action";
-import { CopyField } from "./webhook-secret";
+import { SecretReveal } from "./webhook-secret";
 
 /** A channel as GET /api/teams/:id/notification-channels returns it (never its secret). */
 export type ChannelView = {
@@ -93,17 +93,9 @@ export function NotificationChannels({
       )}
 
       {secret && (
-        <div className="secret-reveal">
-          <CopyField label={`Signing secret of ${secret.channel}`} value={secret.value} buttonLabel="Copy secret" autoFocus />
-          <p className="notice" role="status">
-            Copy it now if the receiver checks signatures: <strong>you will not see it again.</strong> Slack does not need it.
-          </p>
-          <div className="form-actions">
-            <button type="button" className="button" onClick={() => setSecret(null)}>
-              I have saved it
-            </button>
-          </div>
-        </div>
+        <SecretReveal label={`Signing secret of ${secret.channel}`} value={secret.value} onDone={() => setSecret(null)}>
+          Copy it now if the receiver checks signatures: <strong>you will not see it again.</strong> Slack does not need it.
+        </SecretReveal>
       )}
 
       <AddChannelForm

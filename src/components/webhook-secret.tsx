@@ -1,6 +1,6 @@
 "use client";
 
-import { useEffect, useId, useRef, useState, useSyncExternalStore } from "react";
+import { useEffect, useId, useRef, useState, useSyncExternalStore, type ReactNode } from "react";
 import { api, ApiError, messageOf } from "@/lib/api-client";
 import { ErrorNote, LocalTime } from "./ui";
 
@@ -76,6 +76,23 @@ export function CopyField({ label, value, buttonLabel, autoFocus = false }: { la
  * create / rotate (the new secret is shown once, here, and never again), remove, and how a
  * sender signs a delivery to this team's endpoint.
  */
+/** A secret shown once: copy it, read why it matters, say it is saved. */
+export function SecretReveal({ label, value, onDone, children }: { label: string; value: string; onDone: () => void; children: ReactNode }) {
+  return (
+    <div className="secret-reveal">
+      <CopyField label={label} value={value} buttonLabel="Copy secret" autoFocus />
+      <p className="notice" role="status">
+        {children}
+      </p>
+      <div className="form-actions">
+        <button type="button" className="button" onClick={onDone}>
+          I have saved it
+        </button>
+      </div>
+    </div>
+  );
+}
+
 export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: string; initial: Status; signing: WebhookSigning }) {
   const origin = useOrigin();
   const [status, setStatus] = useState<Status>(initial);
@@ -158,17 +175,9 @@ export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: strin
       </p>
 
       {secret && (
-        <div className="secret-reveal">
-          <CopyField label="New webhook secret" value={secret} buttonLabel="Copy secret" autoFocus />
-          <p className="notice" role="status">
-            Copy it now and keep it with the sender: <strong>you will not see it again.</strong> If it is lost, rotate it.
-          </p>
-          <div className="form-actions">
-            <button type="button" className="button" onClick={() => setSecret(null)}>
-              I have saved it
-            </button>
-          </div>
-        </div>
+        <SecretReveal label="New webhook secret" value={secret} onDone={() => setSecret(null)}>
+          Copy it now and keep it with the sender: <strong>you will not see it again.</strong> If it is lost, rotate it.
+        </SecretReveal>
       )}
 
       <CopyField label="Endpoint URL" value={endpoint} buttonLabel="Copy URL" />

@@ -5,30 +5,22 @@
 // that was approved, no denied call may have run, and nothing may be left waiting.
 import { randomUUID } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseLogInput } from "@/lib/agents/formats";
 import { decideApproval } from "@/lib/agents/approvals";
 import { assignTask } from "@/lib/agents/tasks";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { approvals, knowledgeItems, messages, type Approval } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { JobQueue } from "@/lib/jobs/job-queue";
-import { startFakeOpenAI, lastUserText, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
-import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
+import { lastUserText, type FakeChatRequest, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
-import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
+import { toolNames } from "../support/team-play";
+import { pause, useWorkerFleet } from "../support/worker-fleet";
+import { waitFor } from "../support/worker-process";
 
 const KILLS = 16;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-let database: TestDatabase;
-let jobs: JobQueue;
-let openai: FakeOpenAI;
-let tavily: FakeTavily;
-const live: WorkerProcess[] = [];
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
 const lastCallName = (request: FakeChatRequest) =>
   request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
 
@@ -69,56 +61,20 @@ function approvalPlay(request: FakeChatRequest): FakeReply {
   return { text: "Nothing to do." };
 }
 
-beforeAll(async () => {
-  database = await createTestDatabase({ max: 5 });
-  jobs = await JobQueue.start(database.url, "web", { quiet: true });
-  openai = await startFakeOpenAI(async (request) => {
-    await pause(10 + Math.random() * 60);
-    return approvalPlay(request);
-  });
-  tavily = await startFakeTavily(async ({ query }) => {
-    await pause(20 + Math.random() * 80);
-    return { results: [{ title: `About ${query}`, url: "https://example.com/tidal", content: "Tidal output grew." }] };
-  });
-});
-afterAll(async () => {
-  await Promise.all(live.splice(0).map((worker) => worker.stop("SIGKILL")));
-  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
-  await openai?.close();
-  await tavily?.close();
-  await database?.drop();
-});
-
-function startWorker() {
-  const worker = startWorkerProcess({
-    DATABASE_URL: database.url,
-    OPENAI_BASE_URL: openai.url,
-    LLM_MODEL: "fake-model",
-    TAVILY_API_KEY: "tvly-test",
-    TAVILY_BASE_URL: tavily.url,
-    WORKER_CONCURRENCY: "4",
-    SESSION_STALE_SECONDS: "2",
-  });
-  live.push(worker);
-  return worker;
-}
-
-async function count(query: ReturnType<typeof sql>): Promise<number> {
-  const [row] = await database.db.execute<{ n: string }>(query);
-  return Number(row?.n ?? 0);
-}
+const fleet = useWorkerFleet(approvalPlay);
+const count = (query: ReturnType<typeof sql>) => fleet.count(query);
 
 type Decided = { approval: Approval; as: "approved" | "edited" | "denied" };
 
 describe("approvals under kill -9", () => {
   it(`survive ${KILLS} killed workers: each decision reaches its call, approved calls run once, denied ones never`, { timeout: 300_000 }, async () => {
-    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(database.db, { subordinates: ["Scout"] })));
-    for (const { team } of teams) await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
+    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(fleet.database.db, { subordinates: ["Scout"] })));
+    for (const { team } of teams) await setToolPolicy(fleet.database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
     let assigned = 0;
     const assign = async () => {
       const { lead } = teams[assigned % teams.length]!;
       assigned += 1;
-      await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: `Tidal power #${assigned}` });
+      await assignTask(fleet.database.db, fleet.jobs, { agentId: lead.id, source: "user", title: `Tidal power #${assigned}` });
     };
     for (let i = 0; i < 6; i++) await assign();
 
@@ -129,7 +85,7 @@ describe("approvals under kill -9", () => {
     const person = (async () => {
       while (deciding) {
         await pause(50 + Math.random() * 250);
-        const pending = await database.db.select().from(approvals).where(eq(approvals.status, "pending"));
+        const pending = await fleet.database.db.select().from(approvals).where(eq(approvals.status, "pending"));
         for (const approval of pending.sort(() => Math.random() - 0.5)) {
           if (Math.random() < 0.3) continue; // decide later
           const roll = Math.random();
@@ -141,9 +97,9 @@ describe("approvals under kill -9", () => {
                 ? ({ decision: "approve", input: { type: "fact", content: `edited ${approval.id}` } } as const)
                 : ({ decision: "deny", reason: `no ${approval.id}` } as const);
           try {
-            await decideApproval(database.db, jobs, approval.id, decision);
+            await decideApproval(fleet.database.db, fleet.jobs, approval.id, decision);
             decided.set(approval.id, { approval, as });
-            if (Math.random() < 0.2) await decideApproval(database.db, jobs, approval.id, { decision: "approve" });
+            if (Math.random() < 0.2) await decideApproval(fleet.database.db, fleet.jobs, approval.id, { decision: "approve" });
           } catch (error) {
             if (!(error instanceof CadreError && error.code.startsWith("conflict:approval"))) throw error;
             secondDecisions += 1;
@@ -152,19 +108,14 @@ describe("approvals under kill -9", () => {
       }
     })();
 
-    startWorker();
-    startWorker();
+    fleet.startWorker();
+    fleet.startWorker();
     let kills = 0;
     try {
       while (kills < KILLS) {
         await pause(200 + Math.random() * 600);
-        const ready = live.filter((worker) => worker.output.join("").includes("[worker] ready"));
-        if (ready.length === 0) continue;
-        const victim = ready[Math.floor(Math.random() * ready.length)]!;
-        live.splice(live.indexOf(victim), 1);
-        await victim.stop("SIGKILL");
+        if (!(await fleet.killOne())) continue;
         kills += 1;
-        startWorker();
         if (kills % 4 === 0) await assign();
       }
       const open = sql`select count(*) as n from tasks where status in ('pending', 'in_progress', 'waiting_input')`;
@@ -175,22 +126,22 @@ describe("approvals under kill -9", () => {
           (await count(sql`select count(*) as n from work_sessions where status = 'running'`)) === 0,
         { timeoutMs: 120_000, what: "every task final and every approval carried out" },
       ).catch(async (error) => {
-        const left = await database.db.execute(sql`select title, status from tasks where status not in ('completed','failed','cancelled')`);
-        const unresolved = await database.db.select().from(approvals).where(isNull(approvals.resolvedAt));
-        throw new Error(`${error.message}: tasks ${JSON.stringify(left)} approvals ${JSON.stringify(unresolved)}\n${live.map((w) => w.output.join("").slice(-1500)).join("\n---\n")}`);
+        const left = await fleet.database.db.execute(sql`select title, status from tasks where status not in ('completed','failed','cancelled')`);
+        const unresolved = await fleet.database.db.select().from(approvals).where(isNull(approvals.resolvedAt));
+        throw new Error(`${error.message}: tasks ${JSON.stringify(left)} approvals ${JSON.stringify(unresolved)}\n${fleet.live.map((w) => w.output.join("").slice(-1500)).join("\n---\n")}`);
       });
     } finally {
       deciding = false;
       await person;
     }
 
-    const all = await database.db.select().from(approvals);
+    const all = await fleet.database.db.select().from(approvals);
     let ranTwice = 0;
     let wrongCall = 0;
     let lost = 0;
-    const itemsWith = async (content: string) => (await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.content, content))).length;
+    const itemsWith = async (content: string) => (await fleet.database.db.select().from(knowledgeItems).where(eq(knowledgeItems.content, content))).length;
     for (const approval of all) {
-      const [result] = await database.db
+      const [result] = await fleet.database.db
         .select()
         .from(messages)
         .where(and(eq(messages.conversationId, approval.conversationId), eq(messages.toolCallId, approval.toolCallId)));

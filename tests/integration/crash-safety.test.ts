@@ -1,91 +1,37 @@
 // kill -9 a real worker at random points of work sessions, 50 times, then check that
 // nothing was lost or done twice. Prints its figures.
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { assignTask } from "@/lib/agents/tasks";
-import { JobQueue } from "@/lib/jobs/job-queue";
-import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
-import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
-import { createTestDatabase, type TestDatabase } from "../support/database";
 import { teamPlay } from "../support/team-play";
-import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
+import { pause, useWorkerFleet } from "../support/worker-fleet";
+import { waitFor } from "../support/worker-process";
 
 const KILLS = 50;
-let database: TestDatabase;
-let jobs: JobQueue;
-let openai: FakeOpenAI;
-let tavily: FakeTavily;
-const live: WorkerProcess[] = [];
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-beforeAll(async () => {
-  database = await createTestDatabase({ max: 5 });
-  jobs = await JobQueue.start(database.url, "web", { quiet: true });
-  // Latency on both sides so kills land in model calls, in tools and between steps.
-  openai = await startFakeOpenAI(async (request) => {
-    await pause(10 + Math.random() * 60);
-    return teamPlay(request);
-  });
-  tavily = await startFakeTavily(async ({ query }) => {
-    await pause(40 + Math.random() * 120);
-    return { results: [{ title: `About ${query}`, url: "https://example.com/solar", content: "Prices fell." }] };
-  });
-});
-afterAll(async () => {
-  await Promise.all(live.splice(0).map((worker) => worker.stop("SIGKILL")));
-  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
-  await openai?.close();
-  await tavily?.close();
-  await database?.drop();
-});
-
-function startWorker() {
-  const worker = startWorkerProcess({
-    DATABASE_URL: database.url,
-    OPENAI_BASE_URL: openai.url,
-    LLM_MODEL: "fake-model",
-    TAVILY_API_KEY: "tvly-test",
-    TAVILY_BASE_URL: tavily.url,
-    WORKER_CONCURRENCY: "4",
-    // Dead workers are noticed in seconds here, so 50 kills fit in a test run.
-    SESSION_STALE_SECONDS: "2",
-  });
-  live.push(worker);
-  return worker;
-}
-
-async function count(query: ReturnType<typeof sql>): Promise<number> {
-  const [row] = await database.db.execute<{ n: string }>(query);
-  return Number(row?.n ?? 0);
-}
+const fleet = useWorkerFleet(teamPlay);
+const count = (query: ReturnType<typeof sql>) => fleet.count(query);
 
 describe("crash safety", () => {
   it(`survives ${KILLS} kill -9s: every task ends, no effect lost or doubled, every call has one result`, { timeout: 420_000 }, async () => {
-    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(database.db, { subordinates: ["Scout"] })));
+    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(fleet.database.db, { subordinates: ["Scout"] })));
     let assigned = 0;
     const assign = async () => {
       const { lead } = teams[assigned % teams.length]!;
       assigned += 1;
-      await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: `Research solar prices #${assigned}` });
+      await assignTask(fleet.database.db, fleet.jobs, { agentId: lead.id, source: "user", title: `Research solar prices #${assigned}` });
     };
     for (let i = 0; i < 6; i++) await assign();
 
     // Three workers, so one is always ready to be killed while its replacement starts.
-    startWorker();
-    startWorker();
-    startWorker();
+    fleet.startWorker();
+    fleet.startWorker();
+    fleet.startWorker();
     let kills = 0;
     while (kills < KILLS) {
       await pause(100 + Math.random() * 400);
-      const ready = live.filter((worker) => worker.output.join("").includes("[worker] ready"));
-      if (ready.length === 0) continue;
-      const victim = ready[Math.floor(Math.random() * ready.length)]!;
-      live.splice(live.indexOf(victim), 1);
-      await victim.stop("SIGKILL");
+      if (!(await fleet.killOne())) continue;
       kills += 1;
-      startWorker();
       if (kills % 5 === 0) await assign();
     }
 
@@ -95,8 +41,8 @@ describe("crash safety", () => {
       timeoutMs: 150_000,
       what: "every task to reach a final state",
     }).catch(async (error) => {
-      const open = await database.db.execute(sql`select title, status, agent_id from tasks where status not in ('completed','failed','cancelled')`);
-      throw new Error(`${error.message}: ${JSON.stringify(open)}\n${live.map((w) => w.output.join("").slice(-2000)).join("\n---\n")}`);
+      const open = await fleet.database.db.execute(sql`select title, status, agent_id from tasks where status not in ('completed','failed','cancelled')`);
+      throw new Error(`${error.message}: ${JSON.stringify(open)}\n${fleet.live.map((w) => w.output.join("").slice(-2000)).join("\n---\n")}`);
     });
 
     const figures = {
