@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { parseLogInput } from "@/lib/agents/formats";
 import { decideApproval } from "@/lib/agents/approvals";
 import { assignTask } from "@/lib/agents/tasks";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
@@ -14,50 +13,34 @@ import { approvals, knowledgeItems, messages, type Approval } from "@/lib/db/sch
 import { CadreError } from "@/lib/errors";
 import { lastUserText, type FakeChatRequest, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
-import { toolNames } from "../support/team-play";
+import { lastToolCallName, teamPlay, toolNames } from "../support/team-play";
 import { pause, useWorkerFleet } from "../support/worker-fleet";
 import { waitFor } from "../support/worker-process";
 
 const KILLS = 16;
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
-const lastCallName = (request: FakeChatRequest) =>
-  request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
 
 /**
- * The lead delegates and briefs; Scout searches, then records two findings in ONE step
+ * The lead plays as in teamPlay (delegates, briefs); Scout searches, then records two findings in ONE step
  * (two calls, each waiting for its own approval), then reports. Each finding's text is
  * unique, so a call that ran twice shows as two knowledge items.
  */
 function approvalPlay(request: FakeChatRequest): FakeReply {
-  if (request.response_format) return { text: '{"items":[]}' };
-  const tools = toolNames(request);
-  if (tools.length === 0) return { text: "Summary of the work so far." };
+  if (request.response_format || !toolNames(request).includes("reportToLead")) return teamPlay(request);
   const last = request.messages.at(-1)!;
   const text = lastUserText(request);
-  if (tools.includes("reportToLead")) {
-    if (last.role === "tool" && lastCallName(request) === "tavilySearch") {
-      const nonce = randomUUID();
-      return {
-        toolCalls: [
-          { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding one ${nonce}` } },
-          { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding two ${nonce}` } },
-        ],
-        text: "Recording two findings.",
-      };
-    }
-    if (last.role === "tool" || /^The person decided/.test(text)) return { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings recorded." } }] };
-    if (/^(Task from|\(Resuming task)/.test(text)) return { toolCalls: [{ name: "tavilySearch", arguments: { query: "tidal power" } }] };
-    return { text: "Nothing to do." };
+  if (last.role === "tool" && lastToolCallName(request) === "tavilySearch") {
+    const nonce = randomUUID();
+    return {
+      toolCalls: [
+        { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding one ${nonce}` } },
+        { name: "addKnowledgeItem", arguments: { type: "fact", content: `finding two ${nonce}` } },
+      ],
+      text: "Recording two findings.",
+    };
   }
-  if (last.role === "tool") return { text: "Done for now." };
-  if (parseLogInput(text)?.kind === "report") return { text: "Scout reported." };
-  if (/Decide whether to brief/.test(text)) return { text: "No briefing needed." };
-  const system = String(request.messages.find((m) => m.role === "system")?.content ?? "");
-  const subordinate = system.split("\n").find((line) => line.startsWith("- ") && UUID.test(line));
-  if (subordinate && /^Task/.test(text)) {
-    return { toolCalls: [{ name: "delegateToAgent", arguments: { agentId: UUID.exec(subordinate)![0], title: "Tidal power", description: text } }] };
-  }
+  if (last.role === "tool" || /^The person decided/.test(text)) return { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings recorded." } }] };
+  if (/^(Task from|\(Resuming task)/.test(text)) return { toolCalls: [{ name: "tavilySearch", arguments: { query: "tidal power" } }] };
   return { text: "Nothing to do." };
 }
 

@@ -4,7 +4,7 @@ import { lastUserText, type FakeChatRequest, type FakeReply } from "./fake-opena
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 export const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
 export const systemText = (request: FakeChatRequest) => String(request.messages.find((m) => m.role === "system")?.content ?? "");
-const lastToolCallName = (request: FakeChatRequest) =>
+export const lastToolCallName = (request: FakeChatRequest) =>
   request.messages.findLast((m) => m.role === "assistant" && m.tool_calls?.length)?.tool_calls?.at(-1)?.function.name;
 
 /** A scripted "model" that plays each role of the flow, deciding from the request alone. */
