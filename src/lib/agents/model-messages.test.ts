@@ -1,6 +1,7 @@
 import type { ModelMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import type { Message } from "@/lib/db/schema";
+import { AWAITING_APPROVAL_RESULT } from "./formats";
 import { INTERRUPTED_RESULT, SUMMARY_PREFIX, fromModelMessages, toModelMessages } from "./model-messages";
 
 let n = 0;
@@ -98,6 +99,23 @@ describe("stored messages ↔ ModelMessages", () => {
     expect(model[1]).toEqual({
       role: "tool",
       content: [{ type: "tool-result", toolCallId: "lost", toolName: "tavilySearch", output: { type: "error-text", value: INTERRUPTED_RESULT } }],
+    });
+  });
+
+  it("tells the model a call waiting for the person's approval is waiting, not interrupted", () => {
+    const model = toModelMessages(
+      [
+        stored({ role: "assistant", content: "", toolCalls: [{ toolCallId: "held", toolName: "addKnowledgeItem", args: {} }, { toolCallId: "ran", toolName: "tavilySearch", args: {} }] }),
+        stored({ role: "tool", toolCallId: "ran", content: "results" }),
+      ],
+      { awaitingDecision: new Set(["held"]) },
+    );
+    expect(model[1]).toEqual({
+      role: "tool",
+      content: [
+        { type: "tool-result", toolCallId: "held", toolName: "addKnowledgeItem", output: { type: "text", value: AWAITING_APPROVAL_RESULT } },
+        { type: "tool-result", toolCallId: "ran", toolName: "tavilySearch", output: { type: "text", value: "results" } },
+      ],
     });
   });
 });

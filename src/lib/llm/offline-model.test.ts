@@ -43,6 +43,7 @@ function recordingTools() {
     ),
     getTeamStatus: recorded("getTeamStatus", {}, "Everyone is idle."),
     createTask: recorded("createTask", { title: z.string(), description: z.string() }, "Task created."),
+    askPerson: recorded("askPerson", { question: z.string() }, { asked: true }),
   };
   return { tools, calls };
 }
@@ -255,5 +256,44 @@ describe("OfflineModel", () => {
     expect(isOfflineModel(model)).toBe(true);
     expect(isOfflineModel({ provider: "openai.chat", modelId: "gpt" })).toBe(false);
     expect(isOfflineModel(undefined)).toBe(false);
+  });
+
+  it("asks the person when a task says 'ask me', and goes on from the answer", async () => {
+    const { tools, calls } = recordingTools();
+    const { askPerson, tavilySearch, createInboxItem } = tools;
+    const asked = await generateText({
+      model,
+      instructions: "You are Lead, the lead of the team.",
+      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Compare the offers\n\nask me first` }],
+      tools: { askPerson, tavilySearch, createInboxItem },
+      stopWhen: stepCountIs(3),
+    });
+    expect(calls.map((call) => call.name)).toEqual(["askPerson"]);
+    expect(asked.text).toBe("Asked the person; waiting for their answer.");
+    await generateText({
+      model,
+      instructions: "You are Lead, the lead of the team.",
+      messages: [{ role: "user", content: `The person answers (question id: ${QUESTION_ID}): the cheaper one` }],
+      tools: { askPerson, tavilySearch, createInboxItem },
+      stopWhen: stepCountIs(1),
+    });
+    expect(calls.at(-1)).toEqual({ name: "tavilySearch", input: { query: "the cheaper one" } });
+  });
+
+  it("does not try a call again that the person denied", async () => {
+    const { tools, calls } = recordingTools();
+    const result = await generateText({
+      model,
+      instructions: "You are Scout, a subordinate.",
+      messages: [
+        { role: "user", content: "Task: Research NVDA earnings" },
+        { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "tavilySearch", input: { query: "NVDA" } }] },
+        { role: "tool", content: [{ type: "tool-result", toolCallId: "c1", toolName: "tavilySearch", output: { type: "text", value: "Denied by the person: not now" } }] },
+      ],
+      tools: { tavilySearch: tools.tavilySearch, reportToLead: tools.reportToLead },
+      stopWhen: stepCountIs(3),
+    });
+    expect(calls).toEqual([]);
+    expect(result.text).toContain("Denied by the person: not now");
   });
 });
