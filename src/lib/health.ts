@@ -4,6 +4,7 @@ import { databaseAnswers } from "@/lib/db/health";
 import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-sessions";
 import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/workers";
 import { env } from "@/lib/env";
+import type { JobQueue } from "@/lib/jobs/job-queue";
 import { webEngine } from "@/lib/server";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */
@@ -34,7 +35,10 @@ export type HealthCheck = { ok: true; health: Health } | { ok: false; reason: st
  * "no worker" alerts that are due on the way. Never throws: a failure is `ok: false` with
  * the reason (drizzle's "Failed query" replaced by its cause).
  */
-export async function checkHealth(options: { db?: Db; staleSeconds?: number } = {}): Promise<HealthCheck> {
+/** The database and job queue to use: the web process's own unless given (tests give theirs). */
+export type HealthOptions = { db?: Db; jobs?: JobQueue; staleSeconds?: number };
+
+export async function checkHealth(options: HealthOptions = {}): Promise<HealthCheck> {
   try {
     const db = options.db ?? processDb();
     const answer = await databaseAnswers(db);
@@ -51,11 +55,11 @@ export async function checkHealth(options: { db?: Db; staleSeconds?: number } = 
  * for each team whose work has waited more than NO_WORKER_ALERT_AFTER_SECONDS with no live
  * worker. Alerts are best effort: failing to raise one is logged, the answer still stands.
  */
-export async function checkBackgroundWork(db: Db, options: { staleSeconds?: number } = {}): Promise<Omit<Health, "database">> {
+export async function checkBackgroundWork(db: Db, options: Omit<HealthOptions, "db"> = {}): Promise<Omit<Health, "database">> {
   const staleSeconds = options.staleSeconds ?? env().SESSION_STALE_SECONDS;
   const [liveness, waiting] = await Promise.all([readWorkerLiveness(db, staleSeconds), listTeamsAwaitingWork(db, staleSeconds)]);
   if (liveness.alive === 0) {
-    await raiseNoWorkerAlerts(db, liveness, waiting).catch((error: unknown) =>
+    await raiseNoWorkerAlerts(db, async () => options.jobs ?? (await webEngine()).jobs, liveness, waiting).catch((error: unknown) =>
       console.error("Could not raise the \"no worker is running\" alert:", error),
     );
   }
@@ -74,15 +78,14 @@ export async function checkBackgroundWork(db: Db, options: { staleSeconds?: numb
  * checks run, from however many web processes, the same key comes back and the inbox
  * keeps one item; after a worker has run and gone again, the key is new.
  */
-async function raiseNoWorkerAlerts(db: Db, liveness: WorkerLiveness, waiting: WaitingTeam[]): Promise<void> {
+async function raiseNoWorkerAlerts(db: Db, queue: () => Promise<JobQueue>, liveness: WorkerLiveness, waiting: WaitingTeam[]): Promise<void> {
   const lastSeen = liveness.lastSeenAt;
   for (const team of waiting) {
     // Waiting with no worker began when both were true: work waited and the last worker had gone.
     const since = lastSeen && lastSeen > team.waitingSince ? lastSeen : team.waitingSince;
     if (liveness.now.getTime() - since.getTime() < NO_WORKER_ALERT_AFTER_SECONDS * 1000) continue;
-    // The web process's queue: the alert goes out to the team's channels even with no worker running.
-    const { jobs } = await webEngine();
-    await raiseAlert(db, jobs, {
+    // Through the web process's queue: the alert goes out to the team's channels with no worker running.
+    await raiseAlert(db, await queue(), {
       teamId: team.teamId,
       agentId: team.leadId,
       key: `no-worker:${team.teamId}:${lastSeen?.toISOString() ?? "never"}`,

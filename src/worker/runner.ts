@@ -31,7 +31,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   const url = options.databaseUrl ?? databaseUrl();
   const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : console.error(message, error)));
   const database = createDatabase(url, { max: 10 });
-  const jobs = await JobQueue.start(url, "worker");
+  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS });
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 

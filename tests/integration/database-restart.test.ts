@@ -61,7 +61,8 @@ describe("a database restart mid-session", () => {
     });
 
     const { GET: health } = await import("@/app/api/health/route");
-    expect((await health()).status).toBe(200);
+    const before = await health();
+    expect(before.status, await before.clone().text()).toBe(200);
     const port = server.port;
     await server.stop();
     const down = Date.now();

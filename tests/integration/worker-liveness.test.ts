@@ -8,6 +8,7 @@ import { createTask } from "@/lib/db/queries/tasks";
 import { markWorkerStopped, readWorkerLiveness, registerWorker } from "@/lib/db/queries/workers";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { agentInputs, agents, inboxItems, tasks, teams, workers } from "@/lib/db/schema";
+import { JobQueue } from "@/lib/jobs/job-queue";
 import { checkBackgroundWork, checkHealth, NO_WORKER_ALERT_AFTER_SECONDS } from "@/lib/health";
 import { startWorker } from "@/worker/runner";
 import { createTeamFixture } from "../support/fixtures";
@@ -20,10 +21,12 @@ process.env.LEAD_SCHEDULE = "off";
 const STALE = 2; // seconds: a worker beats every 0.5 s and counts as gone 2 s after its last beat
 
 let database: TestDatabase;
+let jobs: JobQueue;
 const processes: WorkerProcess[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase();
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
 });
 afterEach(async () => {
   await Promise.all(processes.splice(0).map((worker) => worker.stop("SIGKILL")));
@@ -32,6 +35,7 @@ afterEach(async () => {
   await database.db.delete(teams);
 });
 afterAll(async () => {
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
   await database?.drop();
 });
 
@@ -171,7 +175,7 @@ describe("worker liveness", () => {
 
 describe("health with workers and backlog", () => {
   it("is degraded when a task waits and no worker is alive, ok once one is, and ok with no work", async () => {
-    expect(await checkHealth({ db: database.db, staleSeconds: STALE })).toEqual({
+    expect(await checkHealth({ db: database.db, jobs, staleSeconds: STALE })).toEqual({
       ok: true,
       health: { status: "ok", database: "ok", workers: { alive: 0, lastSeenAt: null }, backlog: { agents: 0, oldestWaitingSince: null } },
     });
@@ -180,7 +184,7 @@ describe("health with workers and backlog", () => {
     const first = await createTask(database.db, { agentId: lead.id, source: "user", title: "Research prices" });
     await createTask(database.db, { agentId: subordinates[0]!.id, source: "lead", title: "Find sources" });
     await createTask(database.db, { agentId: lead.id, source: "user", title: "And another thing" });
-    const degraded = await checkHealth({ db: database.db, staleSeconds: STALE });
+    const degraded = await checkHealth({ db: database.db, jobs, staleSeconds: STALE });
     expect(degraded).toEqual({
       ok: true,
       health: {
@@ -192,20 +196,20 @@ describe("health with workers and backlog", () => {
     });
 
     await registerWorker(database.db, "health-host:1");
-    const live = await checkHealth({ db: database.db, staleSeconds: STALE });
+    const live = await checkHealth({ db: database.db, jobs, staleSeconds: STALE });
     expect(live.ok && live.health).toMatchObject({ status: "ok", workers: { alive: 1 }, backlog: { agents: 2 } });
     expect(live.ok && live.health.workers.lastSeenAt).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     // Its heartbeat goes stale: degraded again.
     await backdateWorker("health-host:1", STALE + 1);
-    expect(await checkBackgroundWork(database.db, { staleSeconds: STALE })).toMatchObject({ status: "degraded", workers: { alive: 0 } });
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "degraded", workers: { alive: 0 } });
   });
 
   it("counts an agent with only queued input or only a wake-up as waiting", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     await database.db.insert(agentInputs).values({ agentId: lead.id, content: "Subordinate Scout reports: done" });
     await database.db.update(agents).set({ wakeRequestedAt: sql`now()` }).where(eq(agents.id, subordinates[0]!.id));
-    expect(await checkBackgroundWork(database.db, { staleSeconds: STALE })).toMatchObject({ status: "degraded", backlog: { agents: 2 } });
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "degraded", backlog: { agents: 2 } });
     expect((await listAgentsAwaitingWork(database.db)).sort()).toEqual([lead.id, subordinates[0]!.id].sort());
   });
 
@@ -213,7 +217,7 @@ describe("health with workers and backlog", () => {
     const { team, lead } = await createTeamFixture(database.db);
     await createTask(database.db, { agentId: lead.id, source: "user", title: "Later" });
     await database.db.update(teams).set({ status: "paused" }).where(eq(teams.id, team.id));
-    expect(await checkBackgroundWork(database.db, { staleSeconds: STALE })).toMatchObject({ status: "ok", backlog: { agents: 0 } });
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "ok", backlog: { agents: 0 } });
   });
 });
 
@@ -223,12 +227,12 @@ describe("the no-worker alert", () => {
     const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "Research prices" });
 
     // Waiting for less than the threshold: degraded, but no alert yet.
-    await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     expect(await noWorkerAlerts()).toEqual([]);
 
     await backdateTask(task.id, NO_WORKER_ALERT_AFTER_SECONDS + 5);
-    await Promise.all(Array.from({ length: 6 }, () => checkBackgroundWork(database.db, { staleSeconds: STALE })));
-    for (let i = 0; i < 4; i++) await checkHealth({ db: database.db, staleSeconds: STALE });
+    await Promise.all(Array.from({ length: 6 }, () => checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })));
+    for (let i = 0; i < 4; i++) await checkHealth({ db: database.db, jobs, staleSeconds: STALE });
     const first = await noWorkerAlerts();
     expect(first).toHaveLength(1);
     expect(first[0]).toMatchObject({ teamId: team.id, agentId: lead.id, type: "alert", title: "Background work is waiting: no worker is running" });
@@ -236,14 +240,14 @@ describe("the no-worker alert", () => {
 
     // A worker runs (and would have done the work), then goes away; the work waits again.
     await registerWorker(database.db, "episode-host:1");
-    await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     await markWorkerStopped(database.db, "episode-host:1");
     // Gone only a moment: the work has not yet waited the threshold without a worker.
-    await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     expect(await noWorkerAlerts()).toHaveLength(1);
 
     await backdateWorker("episode-host:1", NO_WORKER_ALERT_AFTER_SECONDS + 5);
-    for (let i = 0; i < 5; i++) await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    for (let i = 0; i < 5; i++) await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     const second = await noWorkerAlerts();
     expect(second).toHaveLength(2);
     expect(second[1]!.dedupeKey).not.toBe(second[0]!.dedupeKey);
@@ -258,12 +262,12 @@ describe("the no-worker alert", () => {
       const task = await createTask(database.db, { agentId, source: "user", title: "Work" });
       await backdateTask(task.id, NO_WORKER_ALERT_AFTER_SECONDS * 2);
     }
-    await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     expect(await noWorkerAlerts()).toEqual([]);
 
     await markWorkerStopped(database.db, "alive-host:1");
     await backdateWorker("alive-host:1", NO_WORKER_ALERT_AFTER_SECONDS + 5);
-    await checkBackgroundWork(database.db, { staleSeconds: STALE });
+    await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE });
     const alerts = await noWorkerAlerts();
     expect(alerts.map((item) => [item.teamId, item.agentId]).sort()).toEqual(
       [

@@ -1,7 +1,6 @@
 import { sql } from "drizzle-orm";
 import { fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
 import type { Db } from "@/lib/db/client";
-import { env } from "@/lib/env";
 import {
   AGENT_WAKE_QUEUE,
   CHAT_RESUME_QUEUE,
@@ -16,6 +15,9 @@ import {
 } from "./queues";
 
 export type JobQueueRole = "web" | "worker";
+
+/** NOTIFICATION_RETRY_DELAY_SECONDS's default: the first retry's delay, doubled on each after. */
+export const DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS = 2;
 
 /** One attempt at delivering a notification, as its handler sees it (pg-boss's retry count kept here). */
 export type NotificationAttempt = {
@@ -66,7 +68,8 @@ export class JobQueue {
       if (!options.quiet && !holder.queue?.stopping) console.error(`[jobs] pg-boss (${role}):`, error.message);
     });
     await boss.start();
-    await ensureQueues(boss, { notificationRetryDelaySeconds: options.notificationRetryDelaySeconds ?? env().NOTIFICATION_RETRY_DELAY_SECONDS });
+    // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
+    await ensureQueues(boss, { notificationRetryDelaySeconds: options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS });
     holder.queue = new JobQueue(boss);
     return holder.queue;
   }
