@@ -120,7 +120,7 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     // A Stop whose session died before ending gets its marker; then a worker that died
     // mid-tool left calls without results: close them first.
     await honourUnfinishedStop(db, agentId, conversation.id, session.id);
-    await closeOpenToolCalls(db, conversation.id, INTERRUPTED_RESULT);
+    await closeOpenToolCalls(db, conversation.id, INTERRUPTED_RESULT, { keepDecided: true });
     const outcome = await workUntilIdle(deps, state);
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
     if (outcome === "handed-over") {

@@ -3,7 +3,7 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message } from "@/lib/db/schema";
-import { awaitingDecisionCallIds } from "@/lib/db/queries/approvals";
+import { awaitingDecisionCallIds, listUnresolvedApprovals } from "@/lib/db/queries/approvals";
 
 /**
  * Moves queued input (see queueInput) into the agent's work log, oldest first, in one
@@ -45,13 +45,18 @@ export async function logAwaitsReply(db: Db, conversationId: string): Promise<bo
  * of a session that ends. A stored call never stays without its result. Returns how
  * many calls were closed.
  */
-export async function closeOpenToolCalls(db: Db, conversationId: string, content: string): Promise<number> {
+export async function closeOpenToolCalls(db: Db, conversationId: string, content: string, options: { keepDecided?: boolean } = {}): Promise<number> {
   const context = await getConversationContext(db, conversationId);
   const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
   const open = context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
   if (open.length === 0) return 0;
   // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends.
-  const awaiting = await awaitingDecisionCallIds(db, conversationId);
+  // At a session's start (keepDecided), neither is one the person decided on and nobody carried
+  // out yet: the session carries it out next (takeNextWork), and an "interrupted" result here
+  // would make that a no-op (an approved call never ran; a denied one never said why).
+  const awaiting = options.keepDecided
+    ? new Set((await listUnresolvedApprovals(db, conversationId)).map((approval) => approval.toolCallId))
+    : await awaitingDecisionCallIds(db, conversationId);
   let closed = 0;
   for (const message of context) {
     for (const call of message.toolCalls ?? []) {
