@@ -88,7 +88,21 @@ type Mode = "choose" | "edit" | "deny";
  * The same card serves the inbox, the item page and the chat. `onDecided` hears the
  * server's new state (also after a conflict, when another tab decided first).
  */
-export function ApprovalCard({ approval: given, agentName, onDecided }: { approval: ApprovalData; agentName: string; onDecided?: (approval: ApprovalData | null) => void }) {
+export function ApprovalCard({
+  approval: given,
+  agentName,
+  heading = true,
+  compact = false,
+  onDecided,
+}: {
+  approval: ApprovalData;
+  agentName: string;
+  /** Off where the page already says who wants what (the inbox row's title, the item page's heading). */
+  heading?: boolean;
+  /** A decided call shrinks to its outcome, its arguments folded away (lists, the chat, the work log). */
+  compact?: boolean;
+  onDecided?: (approval: ApprovalData | null) => void;
+}) {
   const router = useRouter();
   const [answered, setAnswered] = useState<ApprovalData | null>(null);
   // The server's word wins once it has moved on; until then, what this card just decided.
@@ -153,13 +167,22 @@ export function ApprovalCard({ approval: given, agentName, onDecided }: { approv
 
   const pending = approval.status === "pending";
   const changed = approvedWithChanges(approval);
+  const folded = compact && !pending;
+  const errorNote = error && <ErrorNote message={error} onDismiss={() => setError(null)} />;
   return (
-    <article className={`approval approval-${approval.status}`} aria-label={approvalLabel(approval, agentName)} data-approval-id={approval.id}>
-      <p className="approval-head">
-        <strong>{agentName}</strong> wants to use <code className="tool-name">{approval.toolName}</code>
-        {pending && <span className="pill pill-waiting">waits for you</span>}
-      </p>
-      {changed ? (
+    <article className={`approval approval-${approval.status}${folded ? " approval-folded" : ""}`} aria-label={approvalLabel(approval, agentName)} data-approval-id={approval.id}>
+      {folded && <Outcome approval={approval} />}
+      {heading && !folded && (
+        <p className="approval-head">
+          <strong>{agentName}</strong> wants to use <code className="tool-name">{approval.toolName}</code>
+        </p>
+      )}
+      {folded ? (
+        <details className="approval-original">
+          <summary>{changed ? "Arguments as approved" : "Arguments"}</summary>
+          <pre className="json">{JSON.stringify((changed ? approval.approvedInput : approval.input) ?? {}, null, 2)}</pre>
+        </details>
+      ) : changed ? (
         <>
           <Arguments label="Arguments as approved" value={approval.approvedInput} />
           <details className="approval-original">
@@ -170,13 +193,18 @@ export function ApprovalCard({ approval: given, agentName, onDecided }: { approv
       ) : (
         <Arguments label="Arguments" value={approval.input} />
       )}
-      <div className="approval-field">
-        <div className="tool-label">The agent&apos;s reason</div>
-        {approval.reason.trim() ? <Markdown text={approval.reason} className="approval-reason" /> : <p className="hint approval-reason">No reason given.</p>}
-      </div>
+      {!folded &&
+        (approval.reason.trim() ? (
+          <div className="approval-field">
+            <div className="tool-label">The agent&apos;s reason</div>
+            <Markdown text={approval.reason} className="approval-reason" />
+          </div>
+        ) : (
+          <p className="hint approval-reason">The agent gave no reason with this call.</p>
+        ))}
 
-      {!pending && <Outcome approval={approval} />}
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {!pending && !folded && <Outcome approval={approval} />}
+      {mode === "choose" && errorNote}
 
       {pending && mode === "choose" && (
         <div className="approval-actions">
@@ -220,9 +248,13 @@ export function ApprovalCard({ approval: given, agentName, onDecided }: { approv
               rows={Math.min(14, Math.max(4, draft.split("\n").length + 1))}
               spellCheck={false}
               autoFocus
-              onChange={(event) => setDraft(event.target.value)}
+              onChange={(event) => {
+                setDraft(event.target.value);
+                setError(null);
+              }}
             />
           </div>
+          {errorNote}
           <p className="hint">The call runs with these arguments instead of the agent&apos;s.</p>
           <div className="approval-actions">
             <button type="button" className="button button-quiet" onClick={cancel} disabled={busy}>
@@ -246,9 +278,13 @@ export function ApprovalCard({ approval: given, agentName, onDecided }: { approv
               maxLength={2000}
               autoFocus
               placeholder="Not this one: …"
-              onChange={(event) => setReason(event.target.value)}
+              onChange={(event) => {
+                setReason(event.target.value);
+                setError(null);
+              }}
             />
           </div>
+          {errorNote}
           <p className="hint">The agent is told: “Denied by the person: your reason”.</p>
           <div className="approval-actions">
             <button type="button" className="button button-quiet" onClick={cancel} disabled={busy}>

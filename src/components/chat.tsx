@@ -53,7 +53,7 @@ function MessagePart({ part, context }: { part: ChatMessage["parts"][number]; co
           output={part.state === "output-available" ? part.output : undefined}
           errorText={part.state === "output-error" ? part.errorText : undefined}
         />
-        {approval && <ApprovalCard key={approval.id} approval={approval} agentName={context.agentName} onDecided={context.onDecided} />}
+        {approval && <ApprovalCard key={approval.id} approval={approval} agentName={context.agentName} compact onDecided={context.onDecided} />}
       </>
     );
   }
@@ -171,7 +171,7 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
   }, []);
   useLayoutEffect(() => {
     if (pinned.current) endRef.current?.scrollIntoView({ block: "end" });
-  }, [messages, status]);
+  }, [messages, status, approvalList]);
 
   const submit = (event?: FormEvent) => {
     event?.preventDefault();

@@ -125,7 +125,7 @@ export function InboxList({ items, filter, unreadCount, waitingCount }: { items:
                     )}
                   </div>
                   {item.question && <QuestionCard question={item.question} agentName={item.agentName} showQuestion={false} />}
-                  {item.approval && <ApprovalCard approval={item.approval} agentName={item.agentName} />}
+                  {item.approval && <ApprovalCard approval={item.approval} agentName={item.agentName} heading={false} compact />}
                 </div>
                 {!item.read && (
                   <button

@@ -86,7 +86,10 @@ export function QuestionCard({
               maxLength={20000}
               placeholder={`Your answer to ${agentName}…`}
               title="Ctrl+Enter sends"
-              onChange={(event) => setAnswer(event.target.value)}
+              onChange={(event) => {
+                setAnswer(event.target.value);
+                setError(null);
+              }}
               onKeyDown={onKeyDown}
             />
           </div>

@@ -69,6 +69,12 @@ function approvalCard(scope: Page | Locator, text: string): Locator {
   return scope.locator("article.approval").filter({ hasText: text });
 }
 
+/** The same card by its approval's id: once decided, a card in a list folds its arguments away. */
+async function pinned(card: Locator): Promise<Locator> {
+  await card.waitFor({ timeout: LIVE });
+  return card.page().locator(`article.approval[data-approval-id="${await card.getAttribute("data-approval-id")}"]`);
+}
+
 function searched(query: string): number {
   return tavily.requests.filter((request) => request.body.query === query).length;
 }
@@ -142,7 +148,7 @@ describe("The person in the loop, in a browser", () => {
     await giveTask(batteries.leadId, "Research solid-state batteries");
     const held = approvalCard(page, "Research solid-state batteries");
     await held.waitFor({ timeout: LIVE });
-    await held.getByText(`${batteries.leadName} wants to use`).waitFor();
+    await page.locator(".inbox-waiting").getByRole("link", { name: `${batteries.leadName} wants to use tavilySearch` }).waitFor();
     for (const name of ["Approve", "Edit and approve", "Deny"]) await held.getByRole("button", { name, exact: true }).waitFor();
     expect(await page.locator(".inbox-item.inbox-waiting").count()).toBe(2);
     await page.getByTestId("inbox-badge").filter({ hasText: "2" }).waitFor({ timeout: LIVE });
@@ -187,7 +193,7 @@ describe("The person in the loop, in a browser", () => {
   }, 60_000);
 
   it("approves a held search in the inbox: it runs once, as the model sent it", async () => {
-    const held = approvalCard(page, "Research solid-state batteries");
+    const held = await pinned(approvalCard(page, "Research solid-state batteries"));
     await held.getByRole("button", { name: "Approve", exact: true }).click();
     await held.getByText("Approved", { exact: true }).waitFor();
     await expect.poll(() => searched("Research solid-state batteries"), { timeout: 30_000 }).toBe(1);
@@ -198,8 +204,7 @@ describe("The person in the loop, in a browser", () => {
 
   it("edits a held search's arguments before approving: bad JSON and bad input are explained, the edit is what runs", async () => {
     const task = await giveTask(batteries.leadId, "Research sodium-ion cells");
-    const held = approvalCard(page, "Research sodium-ion cells");
-    await held.waitFor({ timeout: LIVE });
+    const held = await pinned(approvalCard(page, "Research sodium-ion cells"));
     await held.getByRole("button", { name: "Edit and approve", exact: true }).click();
     const args = held.getByRole("textbox", { name: "Arguments (JSON)", exact: true });
     expect(JSON.parse(await args.inputValue())).toEqual({ query: "Research sodium-ion cells" });
@@ -234,8 +239,7 @@ describe("The person in the loop, in a browser", () => {
 
     await page.goto(`${app.url}/inbox/${item.id}`);
     await settle(page);
-    const held = approvalCard(page, "Research flow batteries");
-    await held.waitFor();
+    const held = await pinned(approvalCard(page, "Research flow batteries"));
     await page.getByRole("heading", { level: 1, name: `${batteries.leadName} wants to use tavilySearch` }).waitFor();
     await page.getByRole("link", { name: "Open work log" }).waitFor();
     await shoot(page, "pitl-item");
@@ -262,9 +266,11 @@ describe("The person in the loop, in a browser", () => {
     await page.getByRole("link", { name: "Open work log" }).click();
     await page.waitForURL(`**/agents/${batteries.leadId}`);
     await settle(page);
+    await page.locator(`article.approval[data-approval-id="${approval.id}"]`).getByText("Flow batteries are out of scope this quarter.").waitFor();
     const denied = page.locator("details.tool", { hasText: "Denied by the person: Flow batteries are out of scope this quarter." });
     await denied.locator("summary").click();
     await denied.getByText("Denied by the person: Flow batteries are out of scope this quarter.").waitFor();
+    await shoot(page, "pitl-work-log");
 
     // Decided once: a second decision is refused with a reason.
     const again = await call<{ error: { code: string } }>(`/api/approvals/${approval.id}/decision`, { method: "POST", body: { decision: "approve" } });
@@ -290,8 +296,7 @@ describe("The person in the loop, in a browser", () => {
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("please research tidal power");
     await page.getByRole("button", { name: "Send", exact: true }).click();
-    const held = page.locator(".messages").getByRole("article", { name: `${batteries.leadName} wants to use createTask`, exact: false });
-    await held.waitFor({ timeout: LIVE });
+    const held = await pinned(page.locator(".messages").getByRole("article", { name: `${batteries.leadName} wants to use createTask`, exact: false }));
     await page.locator("details.tool", { hasText: "createTask" }).getByText("waits for your approval").waitFor();
     await page.getByRole("button", { name: "Send", exact: true }).waitFor(); // the reply's stream has ended
     await shoot(page, "pitl-chat-approval");

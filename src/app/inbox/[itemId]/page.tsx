@@ -51,12 +51,13 @@ export default async function BriefingPage({ params }: Props) {
           </div>
           <div className="header-actions">
             <MarkUnreadButton itemId={item.id} />
+            {/* While the item waits, deciding here is the main thing to do; the link is secondary. */}
             {inWorkLog ? (
-              <Link href={`/agents/${item.agentId}`} className="button button-primary">
+              <Link href={`/agents/${item.agentId}`} className={waiting ? "button" : "button button-primary"}>
                 Open work log
               </Link>
             ) : (
-              <Link href={`/teams/${item.teamId}/chat`} className="button button-primary">
+              <Link href={`/teams/${item.teamId}/chat`} className={waiting ? "button" : "button button-primary"}>
                 Open in chat
               </Link>
             )}
@@ -65,7 +66,7 @@ export default async function BriefingPage({ params }: Props) {
         {item.question ? (
           <QuestionCard question={toWire(item.question)} agentName={item.agentName} />
         ) : item.approval ? (
-          <ApprovalCard approval={toWire(item.approval)} agentName={item.agentName} />
+          <ApprovalCard approval={toWire(item.approval)} agentName={item.agentName} heading={false} />
         ) : (
           <>
             <div className="summary-box">
