@@ -167,6 +167,15 @@ describe("The person in the loop, in a browser", () => {
     await page.getByRole("link", { name: "All", exact: true }).click();
     await page.waitForURL(/\/inbox$/);
     await settle(page);
+
+    // The question's own page has the same answer box.
+    await page.getByRole("link", { name: `${offers.leadName} asks:`, exact: false }).click();
+    await page.waitForURL(/\/inbox\/[0-9a-f-]{36}$/);
+    await settle(page);
+    await page.getByRole("article", { name: `${offers.leadName} asks:`, exact: false }).getByRole("button", { name: "Send answer", exact: true }).waitFor();
+    await shoot(page, "pitl-item-question");
+    await page.goto(`${app.url}/inbox`);
+    await settle(page);
   }, 90_000);
 
   it("answers the question in the inbox; the lead's task goes on, and a second answer is refused", async () => {
