@@ -4,11 +4,13 @@ import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, getToolName, isToolUIPart } from "ai";
 import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
-import { api, errorMessageFrom } from "@/lib/api-client";
+import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { STOPPED_MARKER } from "@/lib/agents/formats";
 import { toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
+import { QuestionCard, type QuestionData } from "./question-card";
 import { ToolCall } from "./tool-call";
 import { ErrorNote, LocalTime } from "./ui";
 
@@ -16,9 +18,13 @@ type Props = {
   agentId: string;
   agentName: string;
   initialMessages: ChatMessage[];
+  /** The agent's approvals (newest first): a chat call held for one shows its card under it. */
+  initialApprovals: ApprovalData[];
 };
 
-function MessagePart({ part }: { part: ChatMessage["parts"][number] }) {
+type PartContext = { agentName: string; approvals: Map<string, ApprovalData>; onDecided: () => void };
+
+function MessagePart({ part, context }: { part: ChatMessage["parts"][number]; context: PartContext }) {
   if (part.type === "text") return part.text ? <Markdown text={part.text} /> : null;
   if (part.type === "reasoning") {
     return part.text ? (
@@ -29,23 +35,64 @@ function MessagePart({ part }: { part: ChatMessage["parts"][number] }) {
     ) : null;
   }
   if (isToolUIPart(part)) {
-    const state = part.state === "output-available" ? "done" : part.state === "output-error" || part.state === "output-denied" ? "error" : "running";
+    const approval = context.approvals.get(part.toolCallId);
+    const state =
+      part.state === "output-available"
+        ? "done"
+        : part.state === "output-error" || part.state === "output-denied"
+          ? "error"
+          : approval?.status === "pending" || part.state === "approval-requested"
+            ? "waiting"
+            : "running";
     return (
-      <ToolCall
-        toolName={getToolName(part)}
-        input={part.input}
-        state={state}
-        output={part.state === "output-available" ? part.output : undefined}
-        errorText={part.state === "output-error" ? part.errorText : undefined}
-      />
+      <>
+        <ToolCall
+          toolName={getToolName(part)}
+          input={part.input}
+          state={state}
+          output={part.state === "output-available" ? part.output : undefined}
+          errorText={part.state === "output-error" ? part.errorText : undefined}
+        />
+        {approval && <ApprovalCard key={approval.id} approval={approval} agentName={context.agentName} compact onDecided={context.onDecided} />}
+      </>
     );
   }
   return null;
 }
 
+/**
+ * The answer box under a question the agent put to the person in the chat: the question's
+ * state comes from its inbox item, refetched when that item changes (answered anywhere) or
+ * the agent's tasks do (a question is withdrawn when its task ends).
+ */
+function ChatQuestion({ itemId, agentId, agentName }: { itemId: string; agentId: string; agentName: string }) {
+  const [question, setQuestion] = useState<QuestionData | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = useCallback(async () => {
+    try {
+      const { item } = await api<{ item: { question: QuestionData | null } }>(`/api/inbox/${itemId}`);
+      setQuestion(item.question);
+      setError(null);
+    } catch (cause) {
+      setError(`Could not load this question: ${messageOf(cause)}`);
+    }
+  }, [itemId]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+  const reload = useCoalesced(() => void load(), 200);
+  useLiveEvents((event) => {
+    if (event === null || (event.table === "inbox_items" && event.id === itemId) || (event.table === "tasks" && event.agentId === agentId)) reload();
+  });
+  if (error) return <ErrorNote message={error} onDismiss={() => setError(null)} />;
+  if (!question) return null;
+  return <QuestionCard question={question} agentName={agentName} showQuestion={false} onAnswered={() => reload()} />;
+}
+
 /** The person's chat with a lead (flow 1): streamed replies, tool calls, Stop, briefings arriving live. */
-export function Chat({ agentId, agentName, initialMessages }: Props) {
+export function Chat({ agentId, agentName, initialMessages, initialApprovals }: Props) {
   const [input, setInput] = useState("");
+  const [approvalList, setApprovalList] = useState(initialApprovals);
   const [stoppedId, setStoppedId] = useState<string | null>(null);
   const [syncError, setSyncError] = useState<string | null>(null);
   const transport = useMemo(
@@ -62,7 +109,10 @@ export function Chat({ agentId, agentName, initialMessages }: Props) {
     id: `chat-${agentId}`,
     messages: initialMessages,
     transport,
-    onFinish: () => resyncSoon(),
+    onFinish: () => {
+      resyncSoon();
+      loadApprovalsSoon();
+    },
   });
   const busy = status === "submitted" || status === "streaming";
   const busyRef = useRef(busy);
@@ -81,8 +131,32 @@ export function Chat({ agentId, agentName, initialMessages }: Props) {
     }
   }, [agentId, setMessages]);
   const resyncSoon = useCoalesced(() => void resync(), 250);
+
+  // Calls held for the person's approval: loaded whether or not a reply streams, since the
+  // card must show as soon as the call waits. Newest first, so the first per call id wins.
+  const loadApprovals = useCallback(async () => {
+    try {
+      const { approvals } = await api<{ approvals: ApprovalData[] }>(`/api/agents/${agentId}/approvals`);
+      setApprovalList(approvals);
+    } catch (cause) {
+      setSyncError(`Could not load the calls waiting for you: ${messageOf(cause)}`);
+    }
+  }, [agentId]);
+  const loadApprovalsSoon = useCoalesced(() => void loadApprovals(), 250);
+  const approvals = useMemo(() => {
+    const byCall = new Map<string, ApprovalData>();
+    for (const approval of approvalList) if (!byCall.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
+    return byCall;
+  }, [approvalList]);
+  const partContext = useMemo<PartContext>(() => ({ agentName, approvals, onDecided: loadApprovalsSoon }), [agentName, approvals, loadApprovalsSoon]);
+
   useLiveEvents((event) => {
     if (event === null || (event.table === "messages" && event.mode === "foreground" && event.agentId === agentId)) resyncSoon();
+    // A decision (here, in the inbox, in another tab) resumes the reply in a worker; its messages follow as events.
+    if (event === null || (event.table === "approvals" && event.agentId === agentId)) {
+      loadApprovalsSoon();
+      resyncSoon();
+    }
   });
 
   // Keep the newest message in view, unless the person scrolled up to read.
@@ -97,7 +171,7 @@ export function Chat({ agentId, agentName, initialMessages }: Props) {
   }, []);
   useLayoutEffect(() => {
     if (pinned.current) endRef.current?.scrollIntoView({ block: "end" });
-  }, [messages, status]);
+  }, [messages, status, approvalList]);
 
   const submit = (event?: FormEvent) => {
     event?.preventDefault();
@@ -135,25 +209,29 @@ export function Chat({ agentId, agentName, initialMessages }: Props) {
           </li>
         )}
         {messages.map((message) => {
-          const briefingId = message.metadata?.inboxItemId;
+          const inboxItemId = message.metadata?.inboxItemId;
+          const isQuestion = message.metadata?.question === true;
           const text = message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
           const stopped = message.id === stoppedId && !text.includes(STOPPED_MARKER);
+          const kindClass = message.metadata?.briefing ? " message-briefing" : isQuestion ? " message-question" : "";
           return (
-            <li key={message.id} className={`message message-${message.role}${message.metadata?.briefing ? " message-briefing" : ""}`}>
+            <li key={message.id} className={`message message-${message.role}${kindClass}`}>
               <div className="message-meta">
                 <span className="message-author">{message.role === "user" ? "You" : agentName}</span>
                 {message.metadata?.briefing && <span className="pill pill-accent">Briefing</span>}
+                {isQuestion && <span className="pill pill-question">Question</span>}
                 {message.metadata?.createdAt && <LocalTime value={message.metadata.createdAt} relative />}
-                {briefingId && (
-                  <Link href={`/inbox/${briefingId}`} className="message-link">
+                {inboxItemId && (
+                  <Link href={`/inbox/${inboxItemId}`} className="message-link">
                     Open in inbox
                   </Link>
                 )}
               </div>
               <div className="message-body">
                 {message.parts.map((part, index) => (
-                  <MessagePart key={index} part={part} />
+                  <MessagePart key={index} part={part} context={partContext} />
                 ))}
+                {isQuestion && inboxItemId && <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />}
                 {message.role === "assistant" && busy && message.id === messages.at(-1)?.id && !text && (
                   <span className="typing" aria-label="Thinking">
                     <span />

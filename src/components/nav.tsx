@@ -11,14 +11,16 @@ const links = [
   { href: "/knowledge", label: "Knowledge" },
 ] as const;
 
-function useUnreadCount(): number | null {
+/** Items not read yet, and questions and approvals that still wait for the person (the API's badgeCount). */
+function useInboxBadgeCount(): number | null {
   const [count, setCount] = useState<number | null>(null);
   const load = useCallback(async () => {
     try {
-      const response = await fetch("/api/inbox", { cache: "no-store" });
+      // Only the counts are wanted: one item keeps the answer small.
+      const response = await fetch("/api/inbox?limit=1", { cache: "no-store" });
       if (!response.ok) return;
-      const body = (await response.json()) as { unreadCount: number };
-      setCount(body.unreadCount);
+      const body = (await response.json()) as { badgeCount: number };
+      setCount(body.badgeCount);
     } catch {
       // keep the last count; the next event retries
     }
@@ -28,7 +30,8 @@ function useUnreadCount(): number | null {
   }, [load]);
   const reload = useCoalesced(() => void load(), 100);
   useLiveEvents((event) => {
-    if (event === null || event.table === "inbox_items" || event.table === "teams") reload();
+    // A question withdrawn with its task, an approval decided elsewhere: the waiting count moves.
+    if (event === null || event.table === "inbox_items" || event.table === "teams" || event.table === "approvals" || (event.table === "tasks" && ["completed", "failed", "cancelled"].includes(event.status ?? ""))) reload();
   });
   return count;
 }
@@ -36,7 +39,7 @@ function useUnreadCount(): number | null {
 /** The app's navigation. `canSignOut`: sign-in is on (APP_PASSWORD), so there is a session to end. */
 export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boolean }) {
   const pathname = usePathname();
-  const unread = useUnreadCount();
+  const count = useInboxBadgeCount();
   const live = useLiveState();
   return (
     <header className="sidebar">
@@ -47,25 +50,25 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
         <ul className="nav-links">
           {links.map(({ href, label }) => {
             const active = pathname === href || pathname.startsWith(`${href}/`) || (href === "/teams" && pathname.startsWith("/agents/"));
-            const showBadge = href === "/inbox" && unread !== null && unread > 0;
+            const showBadge = href === "/inbox" && count !== null && count > 0;
             return (
               <li key={href}>
                 <Link
                   href={href}
                   className={active ? "nav-link active" : "nav-link"}
                   aria-current={active ? "page" : undefined}
-                  aria-describedby={showBadge ? "inbox-unread" : undefined}
+                  aria-describedby={showBadge ? "inbox-attention" : undefined}
                 >
                   <span>{label}</span>
                   {showBadge && (
                     <span className="badge" aria-hidden="true" data-testid="inbox-badge">
-                      {unread > 99 ? "99+" : unread}
+                      {count > 99 ? "99+" : count}
                     </span>
                   )}
                 </Link>
                 {showBadge && (
-                  <span id="inbox-unread" className="visually-hidden">
-                    {unread} unread
+                  <span id="inbox-attention" className="visually-hidden">
+                    {count} unread or waiting for you
                   </span>
                 )}
               </li>

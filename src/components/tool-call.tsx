@@ -8,9 +8,9 @@ function Json({ value }: { value: unknown }) {
  * One tool call, collapsed: its name and state; open, its input and its output (string
  * output as Markdown, structured output as JSON — never as HTML).
  */
-export function ToolCall(props: { toolName: string; input: unknown; state: "running" | "done" | "error"; output?: unknown; errorText?: string }) {
+export function ToolCall(props: { toolName: string; input: unknown; state: "running" | "waiting" | "done" | "error"; output?: unknown; errorText?: string }) {
   const { toolName, input, state, output, errorText } = props;
-  const label = state === "running" ? "running…" : state === "error" ? "failed" : "done";
+  const label = state === "running" ? "running…" : state === "waiting" ? "waits for your approval" : state === "error" ? "failed" : "done";
   return (
     <details className={`tool tool-${state}`}>
       <summary>

@@ -1,6 +1,8 @@
+import { Fragment } from "react";
 import type { Message } from "@/lib/db/schema";
 import { parseLogInput, splitMarker } from "@/lib/agents/formats";
 import { parseToolOutput } from "@/lib/chat-messages";
+import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
 import { ToolCall } from "./tool-call";
 import { EmptyState, LocalTime } from "./ui";
@@ -36,7 +38,7 @@ function kindOf(message: Message): { label: string; className: string } {
  * injected messages), what it said, each tool call with its input and result, summaries,
  * errors and stop markers.
  */
-export function WorkLog({ messages }: { messages: Message[] }) {
+export function WorkLog({ messages, agentName, approvals = [] }: { messages: Message[]; agentName: string; approvals?: ApprovalData[] }) {
   if (messages.length === 0) {
     return (
       <EmptyState title="No background work yet">
@@ -46,6 +48,9 @@ export function WorkLog({ messages }: { messages: Message[] }) {
   }
   const results = new Map(messages.filter((message) => message.role === "tool").map((message) => [message.toolCallId, message]));
   const callIds = new Set(messages.flatMap((message) => (message.toolCalls ?? []).map((call) => call.toolCallId)));
+  // A call held for the person shows its approval under it (newest first: the first per call wins).
+  const approvalOf = new Map<string, ApprovalData>();
+  for (const approval of approvals) if (!approvalOf.has(approval.toolCallId)) approvalOf.set(approval.toolCallId, approval);
   return (
     <ol className="work-log">
       {messages.map((message) => {
@@ -75,14 +80,17 @@ export function WorkLog({ messages }: { messages: Message[] }) {
             {message.content && <Markdown text={message.content} />}
             {(message.toolCalls ?? []).map((call) => {
               const result = results.get(call.toolCallId);
+              const approval = approvalOf.get(call.toolCallId);
               return (
-                <ToolCall
-                  key={call.toolCallId}
-                  toolName={call.toolName}
-                  input={call.args}
-                  state={result ? "done" : "running"}
-                  output={result ? parseToolOutput(result.content) : undefined}
-                />
+                <Fragment key={call.toolCallId}>
+                  <ToolCall
+                    toolName={call.toolName}
+                    input={call.args}
+                    state={result ? "done" : approval?.status === "pending" ? "waiting" : "running"}
+                    output={result ? parseToolOutput(result.content) : undefined}
+                  />
+                  {approval && <ApprovalCard approval={approval} agentName={agentName} compact />}
+                </Fragment>
               );
             })}
           </li>

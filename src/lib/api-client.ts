@@ -1,5 +1,13 @@
 // The pages' side of the HTTP API: JSON in and out, errors as the server's own message.
 
+/** A row as it reaches the browser through JSON (or a server page's props): its dates as ISO strings. */
+export type Wire<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
+
+/** A row in its JSON shape, for passing from a server page to a client component. */
+export function toWire<T extends object>(row: T): Wire<T> {
+  return JSON.parse(JSON.stringify(row)) as Wire<T>;
+}
+
 export class ApiError extends Error {
   constructor(
     message: string,

@@ -1,6 +1,7 @@
 // Stored messages (the HTTP API's shape) → AI SDK UI messages for `useChat`. Shared by the
 // server page (first render) and the client (refetch after live events), so it stays pure.
 import type { UIMessage } from "ai";
+import { isPersonQuestion } from "@/lib/agents/formats";
 
 export type ApiMessage = {
   id: string;
@@ -9,13 +10,14 @@ export type ApiMessage = {
   thinking: string | null;
   toolCalls: { toolCallId: string; toolName: string; args: unknown }[] | null;
   toolCallId: string | null;
-  /** Set on a briefing: the inbox item it belongs to. */
+  /** Set on a briefing and on a question to the person: the inbox item it belongs to. */
   inboxItemId?: string | null;
   previousMessageId: string | null;
   createdAt: string | Date;
 };
 
-export type ChatMetadata = { briefing?: boolean; inboxItemId?: string; createdAt?: string };
+/** `briefing` / `question`: a message of its own that belongs to inbox item `inboxItemId`. */
+export type ChatMetadata = { briefing?: boolean; question?: boolean; inboxItemId?: string; createdAt?: string };
 export type ChatMessage = UIMessage<ChatMetadata>;
 
 
@@ -31,8 +33,8 @@ export function parseToolOutput(content: string): unknown {
 
 /**
  * One UI message per person turn and per reply: a reply's assistant rows and tool rows
- * merge into one message whose tool parts carry input and output. A briefing is a
- * message of its own; summaries are context for the model and are not shown.
+ * merge into one message whose tool parts carry input and output. A briefing and a question
+ * to the person are messages of their own; summaries are context for the model and are not shown.
  */
 export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -43,11 +45,13 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
       reply = undefined;
       out.push({ id: message.id, role: "user", metadata: { createdAt }, parts: [{ type: "text", text: message.content }] });
     } else if (message.role === "assistant") {
-      // createInboxItem writes a briefing with its inbox item's id: a message of its own.
+      // createInboxItem writes a briefing, askPerson a question, with its inbox item's id: a message of its own.
       const inboxItemId = message.inboxItemId ?? undefined;
-      const briefing = inboxItemId !== undefined;
-      if (!reply || briefing || reply.metadata?.briefing) {
-        reply = { id: message.id, role: "assistant", metadata: { createdAt, briefing, ...(inboxItemId ? { inboxItemId } : {}) }, parts: [] };
+      const question = inboxItemId !== undefined && isPersonQuestion(message.content);
+      const briefing = inboxItemId !== undefined && !question;
+      if (!reply || inboxItemId !== undefined || reply.metadata?.inboxItemId !== undefined) {
+        const kind = question ? { question } : { briefing };
+        reply = { id: message.id, role: "assistant", metadata: { createdAt, ...kind, ...(inboxItemId ? { inboxItemId } : {}) }, parts: [] };
         out.push(reply);
       }
       if (message.content) reply.parts.push({ type: "text", text: message.content, state: "done" });

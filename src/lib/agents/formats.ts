@@ -147,9 +147,16 @@ export function formatDecisions(decisions: readonly { toolName: string; toolCall
   return `The person decided on the calls you were waiting for:\n${lines.join("\n")}\nGo on from there.`;
 }
 
+const PERSON_QUESTION_HEADING = "**Question for you**\n\n";
+
 /** How a question to the person reads in the chat (and its inbox item's title). */
 export function formatPersonQuestion(question: string): string {
-  return `**Question for you**\n\n${question}`;
+  return `${PERSON_QUESTION_HEADING}${question}`;
+}
+
+/** A chat message that asks the person (see formatPersonQuestion): the chat shows its answer box. */
+export function isPersonQuestion(content: string): boolean {
+  return content.startsWith(PERSON_QUESTION_HEADING);
 }
 
 /** How a briefing reads in the person's chat: its title in bold, then the briefing. */

@@ -6,9 +6,11 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
+import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
+import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
@@ -37,12 +39,13 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background] = await Promise.all([
+  const [team, tasks, sessions, usage, background, approvals] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTasksByAgent(db(), agent.id),
     listSessions(db(), agent.id, 10),
     getUsageTotals(db(), agent.id),
     getConversationByMode(db(), agent.id, "background"),
+    listAgentApprovals(db(), agent.id),
   ]);
   const log = background ? await listMessages(db(), background.id, { limit: WORK_LOG_LIMIT }) : [];
   const running = sessions.find((session) => session.status === "running");
@@ -50,7 +53,7 @@ export default async function AgentPage({ params }: Props) {
 
   return (
     <div className="page">
-      <LiveRefresh tables={["tasks", "work_sessions", "messages", "agents"]} agentIds={[agent.id]} mode="background" />
+      <LiveRefresh tables={["tasks", "work_sessions", "messages", "agents", "approvals"]} agentIds={[agent.id]} mode="background" />
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
         {team && <Link href={`/teams/${team.id}`}>{team.name}</Link>} <span aria-hidden="true">/</span> <span>{agent.name}</span>
@@ -163,7 +166,11 @@ export default async function AgentPage({ params }: Props) {
       <section aria-labelledby="log-heading" className="section" id="work-log">
         <h2 id="log-heading">Work log</h2>
         {log.length >= WORK_LOG_LIMIT && <p className="hint">Showing the latest {WORK_LOG_LIMIT} entries.</p>}
-        <WorkLog messages={log} />
+        <WorkLog
+          messages={log}
+          agentName={agent.name}
+          approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
+        />
       </section>
     </div>
   );

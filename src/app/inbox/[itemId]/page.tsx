@@ -1,9 +1,13 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { ApprovalCard } from "@/components/approval-card";
 import { MarkReadOnOpen, MarkUnreadButton } from "@/components/inbox";
+import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
+import { QuestionCard } from "@/components/question-card";
 import { LocalTime } from "@/components/ui";
+import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getInboxListing } from "@/lib/db/queries/views";
@@ -25,9 +29,13 @@ export default async function BriefingPage({ params }: Props) {
   if (!isUuid(itemId)) notFound();
   const item = await getInboxListing(db(), itemId);
   if (!item) notFound();
+  const waiting = item.question?.status === "open" || item.approval?.status === "pending";
+  // An alert, or a call held in the work log, is followed up there; a question or a chat call in the chat.
+  const inWorkLog = item.type === "alert" || (item.approval !== null && item.approvalMode === "background");
   return (
     <div className="page page-narrow">
       <MarkReadOnOpen itemId={item.id} read={item.readAt !== null} />
+      <LiveRefresh tables={["inbox_items", "approvals", "tasks"]} agentIds={[item.agentId]} />
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/inbox">Inbox</Link> <span aria-hidden="true">/</span> <span>{item.type}</span>
       </nav>
@@ -36,27 +44,37 @@ export default async function BriefingPage({ params }: Props) {
           <div>
             <h1>{item.title}</h1>
             <p className="meta">
-              <span className={`pill pill-${item.type}`}>{item.type}</span> from {item.agentName} ·{" "}
+              <span className={`pill pill-${item.type}`}>{item.type}</span> {waiting && <span className="pill pill-waiting">waits for you</span>} from{" "}
+              {item.agentName} ·{" "}
               <Link href={`/teams/${item.teamId}`}>{item.teamName}</Link> · <LocalTime value={item.createdAt.toISOString()} />
             </p>
           </div>
           <div className="header-actions">
             <MarkUnreadButton itemId={item.id} />
-            {item.type === "alert" ? (
-              <Link href={`/agents/${item.agentId}`} className="button button-primary">
+            {/* While the item waits, deciding here is the main thing to do; the link is secondary. */}
+            {inWorkLog ? (
+              <Link href={`/agents/${item.agentId}`} className={waiting ? "button" : "button button-primary"}>
                 Open work log
               </Link>
             ) : (
-              <Link href={`/teams/${item.teamId}/chat`} className="button button-primary">
+              <Link href={`/teams/${item.teamId}/chat`} className={waiting ? "button" : "button button-primary"}>
                 Open in chat
               </Link>
             )}
           </div>
         </header>
-        <div className="summary-box">
-          <Markdown text={item.summary} />
-        </div>
-        <Markdown text={item.content} className="briefing-body" />
+        {item.question ? (
+          <QuestionCard question={toWire(item.question)} agentName={item.agentName} />
+        ) : item.approval ? (
+          <ApprovalCard approval={toWire(item.approval)} agentName={item.agentName} heading={false} />
+        ) : (
+          <>
+            <div className="summary-box">
+              <Markdown text={item.summary} />
+            </div>
+            <Markdown text={item.content} className="briefing-body" />
+          </>
+        )}
       </article>
     </div>
   );

@@ -5,8 +5,10 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { NotificationChannels } from "@/components/notification-channels";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
+import { ToolPoliciesPanel } from "@/components/tool-policies";
 import { StatusBadge } from "@/components/ui";
 import { WebhookSecretPanel } from "@/components/webhook-secret";
+import { listToolPolicies } from "@/lib/agents/tool-policies";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
@@ -38,6 +40,7 @@ export default async function TeamPage({ params }: Props) {
   const working = new Set(
     (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
   );
+  const toolPolicies = await listToolPolicies(db(), team.id);
   const lead = agents.find((agent) => agent.role === "lead");
   const subordinates = agents.filter((agent) => agent.role === "subordinate");
 
@@ -91,6 +94,15 @@ export default async function TeamPage({ params }: Props) {
           </ul>
         )}
         {lead && <AddSubordinateForm teamId={team.id} leadId={lead.id} />}
+      </section>
+
+      <section aria-labelledby="approvals-heading" className="section">
+        <h2 id="approvals-heading">Approvals</h2>
+        <ToolPoliciesPanel
+          teamId={team.id}
+          agents={agents.map((agent) => ({ id: agent.id, name: agent.name, role: agent.role }))}
+          initial={toolPolicies}
+        />
       </section>
 
       <section aria-labelledby="webhooks-heading" className="section">

@@ -1,7 +1,8 @@
 // Read-only queries that shape rows for the pages (names joined in), not for the engine.
 import { desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
-import { agents, conversations, inboxItems, tasks, teams, type AgentRole, type ConversationMode, type InboxItem, type Team } from "@/lib/db/schema";
+import { agents, approvals, conversations, inboxItems, questions, tasks, teams, type AgentRole, type ConversationMode, type InboxItemType, type Team } from "@/lib/db/schema";
+import type { InboxItemView } from "./inbox-items";
 
 export type AgentListing = { id: string; name: string; role: AgentRole; teamId: string; teamName: string };
 
@@ -32,28 +33,37 @@ export async function listTeamSummaries(db: Db): Promise<TeamSummary[]> {
   return rows.map(({ team, ...rest }) => ({ ...team, ...rest }));
 }
 
-export type InboxListing = InboxItem & { teamName: string; agentName: string };
+/** `approvalMode`: where a carried call was made (the chat or the work log); null without one. */
+export type InboxListing = InboxItemView & { teamName: string; agentName: string; approvalMode: ConversationMode | null };
 
-/** The inbox, newest first, with the names of the team and agent each item came from. */
-export function listInboxView(db: Db, limit = 200): Promise<InboxListing[]> {
+function inboxListingQuery(db: Db) {
   return db
-    .select({ item: inboxItems, teamName: teams.name, agentName: agents.name })
+    .select({ item: inboxItems, question: questions, approval: approvals, teamName: teams.name, agentName: agents.name, approvalMode: conversations.mode })
     .from(inboxItems)
     .innerJoin(teams, eq(teams.id, inboxItems.teamId))
     .innerJoin(agents, eq(agents.id, inboxItems.agentId))
+    .leftJoin(questions, eq(questions.id, inboxItems.questionId))
+    .leftJoin(approvals, eq(approvals.id, inboxItems.approvalId))
+    .leftJoin(conversations, eq(conversations.id, approvals.conversationId));
+}
+
+/**
+ * The inbox, newest first (optionally one type), with the names of the team and agent each
+ * item came from and the question or approval it carries, in its current state.
+ */
+export async function listInboxView(db: Db, filter: { type?: InboxItemType; limit?: number } = {}): Promise<InboxListing[]> {
+  const rows = await inboxListingQuery(db)
+    .where(filter.type ? eq(inboxItems.type, filter.type) : undefined)
     .orderBy(desc(inboxItems.createdAt))
-    .limit(limit)
-    .then((rows) => rows.map(({ item, ...names }) => ({ ...item, ...names })));
+    .limit(filter.limit ?? 200);
+  return rows.map(({ item, ...rest }) => ({ ...item, ...rest }));
 }
 
 export async function getInboxListing(db: Db, itemId: string): Promise<InboxListing | null> {
-  const [row] = await db
-    .select({ item: inboxItems, teamName: teams.name, agentName: agents.name })
-    .from(inboxItems)
-    .innerJoin(teams, eq(teams.id, inboxItems.teamId))
-    .innerJoin(agents, eq(agents.id, inboxItems.agentId))
-    .where(eq(inboxItems.id, itemId));
-  return row ? { ...row.item, teamName: row.teamName, agentName: row.agentName } : null;
+  const [row] = await inboxListingQuery(db).where(eq(inboxItems.id, itemId));
+  if (!row) return null;
+  const { item, ...rest } = row;
+  return { ...item, ...rest };
 }
 
 export type ConversationOwner = { id: string; agentId: string; teamId: string; mode: ConversationMode };

@@ -5,9 +5,11 @@ import { Chat } from "@/components/chat";
 import { LiveRefresh } from "@/components/live-events";
 import { StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
+import { toWire } from "@/lib/api-client";
 import { toChatMessages } from "@/lib/chat-messages";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
+import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { getTeam } from "@/lib/db/queries/teams";
@@ -33,9 +35,10 @@ export default async function ChatPage({ params }: Props) {
   const lead = await getTeamLead(db(), team.id);
   if (!lead) notFound();
   const conversation = await getConversationByMode(db(), lead.id, "foreground");
-  const [stored, session] = await Promise.all([
+  const [stored, session, approvals] = await Promise.all([
     conversation ? listMessages(db(), conversation.id, { limit: 300 }) : Promise.resolve([]),
     getRunningSession(db(), lead.id),
+    listAgentApprovals(db(), lead.id),
   ]);
 
   return (
@@ -59,6 +62,7 @@ export default async function ChatPage({ params }: Props) {
         agentId={lead.id}
         agentName={lead.name}
         initialMessages={toChatMessages(stored)}
+        initialApprovals={approvals.map(toWire)}
       />
     </div>
   );
