@@ -12,7 +12,7 @@ import {
   recordDecision,
 } from "@/lib/db/queries/approvals";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
-import { appendMessage, getLastMessage } from "@/lib/db/queries/messages";
+import { appendMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
@@ -214,14 +214,20 @@ export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Pr
 }
 
 /**
- * When the log moved on while calls waited (other tasks, a wrap-up), their results sit
- * with their calls further up, where the model would not look for news: a short note at
- * the tail says what the person decided. At the tail already, the results speak for themselves.
+ * When the log moved on while calls waited (other tasks, a wrap-up), their results sit with
+ * their calls further up (toModelMessages puts them there), where the model would not look
+ * for news: a short note at the tail says what the person decided. When nothing but the
+ * step's own results follows the call, the results speak for themselves.
  */
 export async function noteDecisionsUnlessAtTail(db: Db, conversationId: string, carried: readonly Approval[]): Promise<void> {
   if (carried.length === 0) return;
-  const tail = await getLastMessage(db, conversationId);
-  if (tail?.role === "tool" && carried.some((approval) => approval.toolCallId === tail.toolCallId)) return;
+  const [call] = await db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.conversationId, conversationId), sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId: carried[0]!.toolCallId }])}::jsonb`))
+    .limit(1);
+  const after = call ? await getMessagesSince(db, conversationId, call.id) : [];
+  if (after.every((message) => message.role === "tool")) return;
   await appendMessage(db, conversationId, { role: "user", content: formatDecisions(carried) });
 }
 

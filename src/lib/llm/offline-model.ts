@@ -132,7 +132,7 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
     if (offered(options, "reportToLead")) return tool("reportToLead", { result: truncate(`Findings: ${findings}`, 500) });
     if (offered(options, "createInboxItem")) {
       return tool("createInboxItem", {
-        title: truncate(`Briefing: ${taskTitle(lastUserText(options.prompt))}`, 120),
+        title: truncate(`Briefing: ${taskTitle(lastTaskText(options.prompt))}`, 120),
         summary: firstSentence(findings),
         content: `## What I found\n\n${findings}`,
       });
@@ -185,7 +185,11 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
     if (offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
     return { kind: "text", text: `The person answered: ${truncate(input.answer, 300)}` };
   }
-  if (/^The person decided on the calls you were waiting for/.test(text)) return { kind: "text", text: "Noted the person's decisions; going on from their results." };
+  // The person decided on calls that waited while the log moved on: go on from their results.
+  if (/^The person decided on the calls you were waiting for/.test(text)) {
+    const results = options.prompt.findLast((message) => message.role === "tool");
+    return results?.role === "tool" ? afterToolResults(options, results) : { kind: "text", text: "Noted the person's decisions." };
+  }
   if (ASK_PERSON_WORDS.test(text) && offered(options, "askPerson") && (!input || input.kind === "task")) {
     return tool("askPerson", { question: `Before I start on "${taskTitle(text)}": what matters most to you here?` });
   }
@@ -312,6 +316,12 @@ function messageText(message: LanguageModelV4Message): string {
 
 function systemText(prompt: LanguageModelV4Prompt): string {
   return prompt.filter((message) => message.role === "system").map(messageText).join("\n");
+}
+
+/** The newest user message that gives work (a task), else the newest user message: what a briefing is about. */
+function lastTaskText(prompt: LanguageModelV4Prompt): string {
+  const task = prompt.findLast((message) => message.role === "user" && parseLogInput(messageText(message))?.kind === "task");
+  return task ? messageText(task) : lastUserText(prompt);
 }
 
 function lastUserText(prompt: LanguageModelV4Prompt): string {
