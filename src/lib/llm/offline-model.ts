@@ -109,7 +109,7 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   const results = message.content.flatMap((part) => (part.type === "tool-result" ? [part] : []));
   // A call the person denied (or that was withdrawn) is not tried again.
   const refused = results.find((part) => /^(Denied by the person|\(not run)/.test(outputText(part.output)));
-  if (refused) return { kind: "text", text: `I did not run ${refused.toolName}: ${truncate(outputText(refused.output), 300)}. I will not try it again.` };
+  if (refused) return { kind: "text", text: `I did not run ${refused.toolName}: ${truncate(outputText(refused.output), 300).replace(/\.$/, "")}. I will not try it again.` };
   const failed = results.find((part) => part.output.type.startsWith("error") || part.output.type === "execution-denied");
   if (failed) return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
   const names = results.map((part) => part.toolName);
