@@ -16,6 +16,7 @@ const INPUT_LABELS = {
   question: "Question",
   answer: "Answer",
   "person-answer": "Your answer",
+  "outcome-unknown": "Outcome unknown",
   "task-cancelled": "Cancelled",
   webhook: "Webhook",
 } as const;

@@ -8,6 +8,7 @@ import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { agentWakePayload, chatResumePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { workNotifications } from "@/lib/notifications/deliver";
+import { closeMcpConnections } from "@/lib/mcp/connections";
 import { startWorkerHeartbeat } from "./liveness";
 
 export type WorkerOptions = {
@@ -90,6 +91,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       await liveness.stop(); // no longer counted alive: it takes no new work from here
       await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error: unknown) => log("[worker] stopping the queue", error));
       await listener.unlisten().catch(() => {});
+      await closeMcpConnections(); // stdio servers exit with their connection
       await database.close();
     },
   };

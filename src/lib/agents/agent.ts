@@ -2,13 +2,17 @@ import { requireAgent } from "@/lib/db/queries/agents";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { getLastMessage } from "@/lib/db/queries/messages";
 import { requireTeam } from "@/lib/db/queries/teams";
+import type { Agent } from "@/lib/db/schema";
 import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { BudgetExceeded } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { budgetMarker, errorMarker } from "./formats";
+import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
 import { closeOpenToolCalls } from "./work-log";
+import { raiseAlert } from "./alerts";
+import { queueInput } from "./tasks";
+import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
 
@@ -120,7 +124,7 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     // A Stop whose session died before ending gets its marker; then a worker that died
     // mid-tool left calls without results: close them first.
     await honourUnfinishedStop(db, agentId, conversation.id, session.id);
-    await closeOpenToolCalls(db, conversation.id, INTERRUPTED_RESULT);
+    await closeInterruptedCalls(deps, agent, conversation.id);
     const outcome = await workUntilIdle(deps, state);
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
     if (outcome === "handed-over") {
@@ -152,4 +156,33 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     clearInterval(heartbeat);
     localSessions.delete(session.id);
   }
+}
+
+/**
+ * The calls a dead worker left without a result get one. A Cadre tool's effect was rolled
+ * back with it ("interrupted": the agent may call it again). A tool acting outside Cadre (an
+ * MCP server) may or may not have done its part: "outcome unknown", never run again by
+ * itself, and the person (and a subordinate's lead) is told, as of any failure.
+ */
+async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversationId: string): Promise<void> {
+  const closed = await closeOpenToolCalls(deps.db, conversationId, (call) =>
+    toolEffects(call.toolName) === "outside" ? OUTCOME_UNKNOWN_RESULT : INTERRUPTED_RESULT,
+  );
+  const unknown = closed.filter((call) => toolEffects(call.toolName) === "outside");
+  if (unknown.length === 0) return;
+  await deps.db.transaction(async (tx) => {
+    for (const call of unknown) {
+      await raiseAlert(tx, deps.jobs, {
+        teamId: agent.teamId,
+        agentId: agent.id,
+        key: `outcome-unknown:${conversationId}:${call.toolCallId}`,
+        title: `${agent.name}'s call to ${call.toolName} may or may not have happened`,
+        summary: `A worker stopped during the call; whether ${call.toolName} did its part is unknown, and it was not run again.`,
+        content: `**${agent.name}** called **${call.toolName}** with:\n\n\`\`\`json\n${JSON.stringify(call.args, null, 2)}\n\`\`\`\n\nThe worker running it stopped before the answer came back. Check on the service itself whether it happened; the agent was told the outcome is unknown.`,
+      });
+      if (agent.role === "subordinate" && agent.parentAgentId) {
+        await queueInput(tx, deps.jobs, agent.parentAgentId, { kind: "outcome-unknown", agentName: agent.name, toolName: call.toolName });
+      }
+    }
+  });
 }

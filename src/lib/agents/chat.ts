@@ -10,7 +10,7 @@ import type { Agent, Team } from "@/lib/db/schema";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals } from "./approvals";
-import { applyToolPolicies, loadToolPolicies } from "./tool-policies";
+import { toolsForTurn } from "./tool-policies";
 import { STOPPED_MARKER, errorMarker } from "./formats";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
@@ -129,7 +129,7 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   const [{ tools, toolApproval }, members, awaitingDecision] = await Promise.all([
-    loadToolPolicies(db, agent).then((policyOf) => applyToolPolicies(recorder.wrapTools(foregroundTools(context)), policyOf)),
+    toolsForTurn(db, agent, foregroundTools(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log }),
     listTeamAgents(db, team.id),
     awaitingDecisionCallIds(db, conversationId),
   ]);

@@ -31,7 +31,8 @@ export type LogInput =
   | { kind: "answer"; leadName: string; questionId: string; answer: string }
   | { kind: "person-answer"; questionId: string; answer: string }
   | { kind: "task-cancelled"; taskId: string; title: string; reason: string }
-  | { kind: "webhook"; name: string; body: string };
+  | { kind: "webhook"; name: string; body: string }
+  | { kind: "outcome-unknown"; agentName: string; toolName: string };
 
 /** The outcomes a lead hears about a delegated task: exactly one per task. */
 export type SubordinateOutcome = Extract<LogInput, { kind: "report" | "failed" | "cancelled" | "removed" }>;
@@ -62,6 +63,8 @@ export function formatLogInput(input: LogInput): string {
       return `Your task was cancelled (task id: ${input.taskId}): ${input.title}. ${input.reason} Drop that work; your other tasks go on.`;
     case "webhook":
       return `[webhook:${input.name}] ${input.body}`;
+    case "outcome-unknown":
+      return `Subordinate ${input.agentName}'s call to ${input.toolName} was cut off when its worker stopped: whether it took effect is unknown, and it was not run again.`;
   }
 }
 
@@ -110,6 +113,10 @@ const parsers: { pattern: RegExp; parse: (match: RegExpExecArray) => LogInput }[
   {
     pattern: new RegExp(`^Your task was cancelled \\(task id: (${UUID})\\): (.*?)\\. ([\\s\\S]*?) Drop that work; your other tasks go on\\.$`),
     parse: (m) => ({ kind: "task-cancelled", taskId: m[1]!, title: m[2]!, reason: m[3]! }),
+  },
+  {
+    pattern: /^Subordinate (.+?)'s call to ([A-Za-z0-9_-]+) was cut off when its worker stopped/,
+    parse: (m) => ({ kind: "outcome-unknown", agentName: m[1]!, toolName: m[2]! }),
   },
   {
     pattern: /^\[webhook:([A-Za-z0-9_-]+)\] ([\s\S]*)$/,

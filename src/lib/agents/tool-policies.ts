@@ -5,6 +5,7 @@ import { writeUnderTeam } from "@/lib/db/queries/teams";
 import { listToolPolicyRules, listToolPolicyRulesFor, setToolPolicyRule } from "@/lib/db/queries/tool-policies";
 import type { Agent, AgentRole, ToolPolicy } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
+import { isMcpToolName, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
 import { foregroundTools, workTools, type ToolContext } from "./tools";
 
 /** Where a tool's effect lands: inside Cadre (its writes commit with its result) or outside it. */
@@ -24,14 +25,14 @@ export type ToolInfo = {
  * result (context.effect), so they run without asking by default. A tool that acts
  * outside Cadre — a message leaving the building, an MCP server's side effect — asks first.
  */
-const OUTSIDE_EFFECTS = new Set<string>();
-
 export function toolEffects(toolName: string): ToolEffects {
-  return OUTSIDE_EFFECTS.has(toolName) ? "outside" : "cadre";
+  // Every MCP tool acts outside Cadre: its effect cannot commit with its result.
+  return isMcpToolName(toolName) ? "outside" : "cadre";
 }
 
-export function defaultToolPolicy(toolName: string): ToolPolicy {
-  return toolEffects(toolName) === "outside" ? "ask" : "auto";
+/** An MCP tool that says it only reads (`readOnlyHint`) runs without asking; any other asks first. */
+export function defaultToolPolicy(toolName: string, readOnly = false): ToolPolicy {
+  return toolEffects(toolName) === "outside" && !readOnly ? "ask" : "auto";
 }
 
 /**
@@ -78,11 +79,28 @@ export function isKnownTool(toolName: string): boolean {
 }
 
 /** What applies to this agent for each tool: its own rule, else the team's, else the tool's default. */
-export async function loadToolPolicies(db: Db, agent: Pick<Agent, "id" | "teamId">): Promise<(toolName: string) => ToolPolicy> {
+export async function loadToolPolicies(db: Db, agent: Pick<Agent, "id" | "teamId">): Promise<(toolName: string, readOnly?: boolean) => ToolPolicy> {
   const rules = await listToolPolicyRulesFor(db, agent.teamId, agent.id);
   const own = new Map(rules.filter((rule) => rule.agentId === agent.id).map((rule) => [rule.toolName, rule.policy]));
   const team = new Map(rules.filter((rule) => rule.agentId === null).map((rule) => [rule.toolName, rule.policy]));
-  return (toolName) => own.get(toolName) ?? team.get(toolName) ?? defaultToolPolicy(toolName);
+  return (toolName, readOnly) => own.get(toolName) ?? team.get(toolName) ?? defaultToolPolicy(toolName, readOnly);
+}
+
+/**
+ * Everything an agent is offered in a turn: its role's built-in tools and its team's MCP
+ * tools, as far as its scope allows, each recorded (`wrap`: the turn's StepRecorder), under
+ * its policies (see applyToolPolicies).
+ */
+export async function toolsForTurn(
+  db: Db,
+  agent: Pick<Agent, "id" | "teamId" | "toolScope">,
+  builtIn: ToolSet,
+  options: { wrap: (tools: ToolSet) => ToolSet; log: (message: string, error?: unknown) => void },
+) {
+  const [policyOf, mcp] = await Promise.all([loadToolPolicies(db, agent), mcpToolsFor(db, agent, options.log)]);
+  const scoped: ToolSet = {};
+  for (const [name, definition] of Object.entries(builtIn)) if (scopeAllows(agent.toolScope, name)) scoped[name] = definition;
+  return applyToolPolicies(options.wrap({ ...scoped, ...mcp.tools }), (name) => policyOf(name, mcp.meta.get(name)?.readOnly));
 }
 
 /**

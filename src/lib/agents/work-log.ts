@@ -2,7 +2,7 @@ import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
-import type { AgentInput, Message } from "@/lib/db/schema";
+import type { AgentInput, Message, StoredToolCall } from "@/lib/db/schema";
 import { unresolvedCallIds } from "@/lib/db/queries/approvals";
 
 /**
@@ -39,31 +39,34 @@ export async function logAwaitsReply(db: Db, conversationId: string): Promise<bo
 }
 
 /**
- * Gives every tool call in the context that has no result one now, with `content`:
- * "(interrupted …)" for a call whose worker died mid-tool (its effect, if any, was
- * rolled back with it: see runEffect, so the agent may call it again), or the marker
- * of a session that ends. A stored call never stays without its result. Returns how
- * many calls were closed.
+ * Gives every tool call in the context that has no result one now, with `content` (or what
+ * `content` says for that call): "(interrupted …)" for a call whose worker died mid-tool
+ * (its effect, if any, was rolled back with it: see runEffect, so the agent may call it
+ * again), "(outcome unknown …)" for one whose effect lies outside Cadre, or the marker of
+ * a session that ends. A stored call never stays without its result. Returns the calls closed.
  */
-export async function closeOpenToolCalls(db: Db, conversationId: string, content: string): Promise<number> {
+export async function closeOpenToolCalls(
+  db: Db,
+  conversationId: string,
+  content: string | ((call: StoredToolCall) => string),
+): Promise<StoredToolCall[]> {
   const context = await getConversationContext(db, conversationId);
   const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
   const open = context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
-  if (open.length === 0) return 0;
+  if (open.length === 0) return [];
   // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends,
   // and a decided one gets its result when the decision is carried out (approvals.ts).
   const awaiting = await unresolvedCallIds(db, conversationId);
-  let closed = 0;
-  for (const message of context) {
-    for (const call of message.toolCalls ?? []) {
-      if (answered.has(call.toolCallId) || awaiting.has(call.toolCallId)) continue;
-      try {
-        // A savepoint: inside a caller's transaction a duplicate must not abort it.
-        await db.transaction((tx) => appendMessages(tx, conversationId, [{ role: "tool", toolCallId: call.toolCallId, content }]));
-        closed += 1;
-      } catch (error) {
-        if (!isUniqueViolation(error)) throw error;
-      }
+  const closed: StoredToolCall[] = [];
+  for (const call of open) {
+    if (awaiting.has(call.toolCallId)) continue;
+    try {
+      // A savepoint: inside a caller's transaction a duplicate must not abort it.
+      const text = typeof content === "string" ? content : content(call);
+      await db.transaction((tx) => appendMessages(tx, conversationId, [{ role: "tool", toolCallId: call.toolCallId, content: text }]));
+      closed.push(call);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
     }
   }
   return closed;

@@ -19,7 +19,7 @@ import { stepLimitMarker } from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
-import { applyToolPolicies, loadToolPolicies } from "./tool-policies";
+import { toolsForTurn } from "./tool-policies";
 import { endTask } from "./tasks";
 import { briefingTools, workTools, type ToolContext } from "./tools";
 import { awaitsReply, moveQueuedInput } from "./work-log";
@@ -189,7 +189,7 @@ async function sessionTools(deps: EngineDeps, state: SessionState, recorder: Ste
     focusTaskId: () => state.focus ?? null,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
-  return applyToolPolicies(recorder.wrapTools(offer(context)), await loadToolPolicies(db, state.agent));
+  return toolsForTurn(db, state.agent, offer(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log });
 }
 
 /**

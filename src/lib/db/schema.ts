@@ -35,6 +35,7 @@ export const toolPolicies = ["auto", "ask", "deny"] as const;
 export const notificationKinds = ["briefing", "question", "approval", "alert"] as const;
 export const notificationChannelTypes = ["webhook", "email"] as const;
 export const notificationStatuses = ["pending", "sent", "failed"] as const;
+export const mcpTransports = ["http", "stdio"] as const;
 
 export type TeamStatus = (typeof teamStatuses)[number];
 export type AgentRole = (typeof agentRoles)[number];
@@ -52,6 +53,11 @@ export type ToolPolicy = (typeof toolPolicies)[number];
 export type NotificationKind = (typeof notificationKinds)[number];
 export type NotificationChannelType = (typeof notificationChannelTypes)[number];
 export type NotificationStatus = (typeof notificationStatuses)[number];
+export type McpTransport = (typeof mcpTransports)[number];
+/** What a server offered when it was last listed: the team page and the policies show it. */
+export type McpToolInfo = { name: string; description: string; readOnly: boolean };
+/** Which tools an agent may use: names of built-in tools and `SERVER__TOOL` or `SERVER__*` of MCP servers. */
+export type ToolScope = { allow: string[] };
 
 /** Seed 004's stored shape of one tool call on an assistant message. */
 export type StoredToolCall = { toolCallId: string; toolName: string; args: unknown };
@@ -90,6 +96,8 @@ export const agents = pgTable(
     instructions: text("instructions").notNull().default(""),
     model: text("model"),
     schedule: text("schedule"),
+    /** Which tools the agent may use; null: every tool its role offers and every MCP server of its team. */
+    toolScope: jsonb("tool_scope").$type<ToolScope>(),
     /**
      * Set whenever something gives the agent work (a task, a message in its background
      * conversation). A session clears it when it looks for work and checks it again,
@@ -508,6 +516,47 @@ export const notifications = pgTable(
   ],
 );
 
+/**
+ * A team's MCP server, whose tools its agents use as `NAME__TOOL`. Header values and
+ * environment values are secrets: stored here (the process that connects needs them),
+ * never sent back to a page after saving.
+ */
+export const mcpServers = pgTable(
+  "mcp_servers",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    teamId: uuid("team_id")
+      .notNull()
+      .references(() => teams.id, { onDelete: "cascade" }),
+    /** The namespace of its tools: letters, digits, `-` and `_`, unique in the team. */
+    name: text("name").notNull(),
+    transport: text("transport").$type<McpTransport>().notNull(),
+    /** http: the streamable HTTP endpoint. */
+    url: text("url"),
+    headers: jsonb("headers").$type<Record<string, string>>().notNull().default({}),
+    /** stdio: the command, its arguments and environment. */
+    command: text("command"),
+    args: jsonb("args").$type<string[]>().notNull().default([]),
+    env: jsonb("env").$type<Record<string, string>>().notNull().default({}),
+    enabled: boolean("enabled").notNull().default(true),
+    /** How long one tool call may take. */
+    callTimeoutMs: integer("call_timeout_ms").notNull().default(30_000),
+    /** The tools it listed at its last successful connection. */
+    tools: jsonb("tools").$type<McpToolInfo[]>().notNull().default([]),
+    lastConnectedAt: timestamp("last_connected_at", { withTimezone: true, mode: "date" }),
+    lastError: text("last_error"),
+    lastErrorAt: timestamp("last_error_at", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    check("mcp_servers_transport_check", oneOf("transport", mcpTransports)),
+    check("mcp_servers_target_check", sql`(transport = 'http' and url is not null) or (transport = 'stdio' and command is not null)`),
+    check("mcp_servers_name_check", sql`name ~ '^[A-Za-z0-9_-]{1,40}$'`),
+    uniqueIndex("mcp_servers_team_name_idx").on(t.teamId, t.name),
+  ],
+);
+
 /** Worker processes and their own heartbeat: whether background work has anyone to run it. */
 export const workers = pgTable(
   "workers",
@@ -581,3 +630,4 @@ export type Approval = InferSelectModel<typeof approvals>;
 export type ToolPolicyRule = InferSelectModel<typeof toolPolicyRules>;
 export type NotificationChannel = InferSelectModel<typeof notificationChannels>;
 export type Notification = InferSelectModel<typeof notifications>;
+export type McpServer = InferSelectModel<typeof mcpServers>;

@@ -42,7 +42,7 @@ export function searchTools(context: ToolContext) {
 }
 
 /** Settles with the promise, or rejects as soon as the signal aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason ?? new DOMException("Aborted", "AbortError"));

@@ -1,0 +1,65 @@
+import { and, asc, eq, sql } from "drizzle-orm";
+import { notFound } from "@/lib/errors";
+import type { Db } from "../client";
+import { mcpServers, type McpServer, type McpToolInfo, type McpTransport } from "../schema";
+
+export type NewMcpServer = {
+  teamId: string;
+  name: string;
+  transport: McpTransport;
+  url?: string | null;
+  headers?: Record<string, string>;
+  command?: string | null;
+  args?: string[];
+  env?: Record<string, string>;
+  callTimeoutMs?: number;
+};
+
+export type McpServerChanges = Partial<Omit<NewMcpServer, "teamId" | "transport">> & { enabled?: boolean };
+
+export async function createMcpServer(db: Db, input: NewMcpServer): Promise<McpServer> {
+  const [row] = await db.insert(mcpServers).values(input).returning();
+  return row!;
+}
+
+export async function getMcpServer(db: Db, serverId: string): Promise<McpServer | null> {
+  const [row] = await db.select().from(mcpServers).where(eq(mcpServers.id, serverId));
+  return row ?? null;
+}
+
+export async function requireMcpServer(db: Db, serverId: string): Promise<McpServer> {
+  const server = await getMcpServer(db, serverId);
+  if (!server) throw notFound("mcp_server", serverId);
+  return server;
+}
+
+/** A team's servers, in the order they were added. */
+export function listMcpServers(db: Db, teamId: string, options: { enabledOnly?: boolean } = {}): Promise<McpServer[]> {
+  return db
+    .select()
+    .from(mcpServers)
+    .where(options.enabledOnly ? and(eq(mcpServers.teamId, teamId), eq(mcpServers.enabled, true)) : eq(mcpServers.teamId, teamId))
+    .orderBy(asc(mcpServers.createdAt));
+}
+
+export async function updateMcpServer(db: Db, serverId: string, changes: McpServerChanges): Promise<McpServer> {
+  const [row] = await db
+    .update(mcpServers)
+    .set({ ...changes, updatedAt: sql`now()` })
+    .where(eq(mcpServers.id, serverId))
+    .returning();
+  if (!row) throw notFound("mcp_server", serverId);
+  return row;
+}
+
+export async function deleteMcpServer(db: Db, serverId: string): Promise<void> {
+  await db.delete(mcpServers).where(eq(mcpServers.id, serverId));
+}
+
+/** What a connection found: its tools, or why it failed. Written by whichever process connected. */
+export async function recordMcpServerState(db: Db, serverId: string, state: { tools: McpToolInfo[] } | { error: string }): Promise<void> {
+  await db
+    .update(mcpServers)
+    .set("tools" in state ? { tools: state.tools, lastConnectedAt: sql`now()`, lastError: null, lastErrorAt: null } : { lastError: state.error, lastErrorAt: sql`now()` })
+    .where(eq(mcpServers.id, serverId));
+}

@@ -1,0 +1,117 @@
+import type { ToolSet } from "ai";
+import type { Db } from "@/lib/db/client";
+import { listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
+import type { Agent, McpServer, ToolScope } from "@/lib/db/schema";
+import { abortable } from "@/lib/agents/tools/search-tools";
+import { forgetMcpConnection, mcpConnection } from "./connections";
+
+/** Between a server's name and its tool's: `github__create_issue`. */
+export const MCP_SEPARATOR = "__";
+
+/** Provider tool names allow letters, digits, `_` and `-`, up to 64: anything else becomes `_`. */
+export function mcpToolName(serverName: string, toolName: string): string {
+  return `${serverName}${MCP_SEPARATOR}${toolName}`.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
+}
+
+export function isMcpToolName(name: string): boolean {
+  return name.includes(MCP_SEPARATOR);
+}
+
+/**
+ * Whether an agent's scope lets it use a tool: no scope, everything; otherwise the tool's
+ * own name, or `SERVER__*` for every tool of a server.
+ */
+export function scopeAllows(scope: ToolScope | null | undefined, name: string): boolean {
+  if (!scope) return true;
+  if (scope.allow.includes(name)) return true;
+  const server = name.split(MCP_SEPARATOR)[0];
+  return isMcpToolName(name) && scope.allow.includes(`${server}${MCP_SEPARATOR}*`);
+}
+
+/** What the turn knows about each MCP tool it offers: whose it is, and whether it only reads. */
+export type McpToolMeta = { server: string; readOnly: boolean };
+
+type Log = (message: string, error?: unknown) => void;
+
+/**
+ * The MCP tools an agent may use now, under their namespaced names. Each server of its team
+ * that its scope reaches is connected (or its connection reused); one that cannot be
+ * reached offers nothing this turn and its state says why (the team page shows it), so a
+ * server that is down never keeps the agent from working with the rest.
+ */
+export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolScope">, log: Log): Promise<{ tools: ToolSet; meta: Map<string, McpToolMeta> }> {
+  const tools: ToolSet = {};
+  const meta = new Map<string, McpToolMeta>();
+  const servers = (await listMcpServers(db, agent.teamId, { enabledOnly: true })).filter(
+    (server) => !agent.toolScope || agent.toolScope.allow.some((name) => name.startsWith(`${server.name}${MCP_SEPARATOR}`)),
+  );
+  await Promise.all(
+    servers.map(async (server) => {
+      let connection;
+      try {
+        connection = await mcpConnection(server);
+      } catch (error) {
+        const reason = describeMcpError(error);
+        log(`[mcp] server "${server.name}" cannot be reached: ${reason}`);
+        await recordMcpServerState(db, server.id, { error: reason }).catch(() => {});
+        return;
+      }
+      if (JSON.stringify(connection.tools) !== JSON.stringify(server.tools) || server.lastError) {
+        await recordMcpServerState(db, server.id, { tools: connection.tools }).catch(() => {});
+      }
+      const definitions = connection.client.toolsFromDefinitions(connection.definitions);
+      for (const info of connection.tools) {
+        const name = mcpToolName(server.name, info.name);
+        const definition = definitions[info.name];
+        if (!definition || !scopeAllows(agent.toolScope, name)) continue;
+        meta.set(name, { server: server.name, readOnly: info.readOnly });
+        tools[name] = {
+          description: `[MCP server ${server.name}] ${info.description}`.slice(0, 1024),
+          inputSchema: definition.inputSchema,
+          execute: (input: unknown, options: { abortSignal?: AbortSignal }) => callMcpTool(server, info.name, input, options.abortSignal),
+        } as ToolSet[string];
+      }
+    }),
+  );
+  return { tools, meta };
+}
+
+/**
+ * One call, bounded by the server's call timeout. A failure is the tool's result, in words
+ * the model can act on, never an error that ends the session; the connection is dropped so
+ * the next call connects again. The person's Stop still ends it at once.
+ */
+export async function callMcpTool(server: McpServer, toolName: string, input: unknown, abortSignal?: AbortSignal): Promise<string> {
+  const timeout = AbortSignal.timeout(server.callTimeoutMs);
+  const signal = abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout;
+  try {
+    const connection = await mcpConnection(server);
+    const result = await abortable(
+      connection.client.callTool({ name: toolName, arguments: (input ?? {}) as Record<string, unknown>, options: { signal, timeout: server.callTimeoutMs } }),
+      signal,
+    );
+    const text = callResultText(result);
+    return result.isError ? `The MCP tool ${toolName} reported an error: ${text}` : text;
+  } catch (error) {
+    if (abortSignal?.aborted) throw error;
+    forgetMcpConnection(server.id);
+    const why = timeout.aborted ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s` : describeMcpError(error);
+    return `The MCP server "${server.name}" could not run ${toolName}: ${why}. Your other tools still work; try again later or do without it.`;
+  }
+}
+
+/** The text parts of a tool's result, joined; anything else as JSON. */
+function callResultText(result: { content?: unknown; structuredContent?: unknown; toolResult?: unknown }): string {
+  const parts = Array.isArray(result.content) ? (result.content as { type: string; text?: string }[]) : [];
+  const text = parts.map((part) => (part.type === "text" ? (part.text ?? "") : JSON.stringify(part))).join("\n");
+  if (text.trim()) return text;
+  return JSON.stringify(result.structuredContent ?? result.toolResult ?? result.content ?? null);
+}
+
+export function describeMcpError(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return `${error.message}${cause}`.slice(0, 500);
+  }
+  return String(error).slice(0, 500);
+}
