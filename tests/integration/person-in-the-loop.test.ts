@@ -13,10 +13,11 @@ import { parseLogInput } from "@/lib/agents/formats";
 import { toModelMessages } from "@/lib/agents/model-messages";
 import { answerQuestionFromPerson } from "@/lib/agents/questions";
 import { assignTask, cancelTask } from "@/lib/agents/tasks";
+import { setTeamStatus } from "@/lib/agents/teams";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
-import { agentInputs, approvals, inboxItems, knowledgeItems, questions, tasks as tasksTable, workSessions } from "@/lib/db/schema";
+import { agentInputs, agents as agentsTable, approvals, inboxItems, knowledgeItems, questions, tasks as tasksTable, workSessions } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -281,6 +282,9 @@ describe("approvals in the chat", () => {
     await resumeChat(engine.deps, lead.id);
     await resumeChat(engine.deps, lead.id); // a second resume (a redelivered job) changes nothing
     expect((await listTasks(lead.id)).map((task) => task.title)).toEqual(["Tidal power, UK only"]);
+    // The model asked for another title: its result says what ran.
+    const ran = (await getAllMessages(database.db, conversation.id)).find((message) => message.toolCallId === waiting!.toolCallId);
+    expect(ran?.content).toMatch(/^\(The person changed the input before approving; it ran with: \{"title":"Tidal power, UK only"/);
     const chat = await getAllMessages(database.db, conversation.id);
     expect(chat.at(-1)).toMatchObject({ role: "assistant", content: "The task is created; the team is on it." });
 
@@ -302,3 +306,91 @@ describe("approvals in the chat", () => {
 async function listTasks(agentId: string) {
   return database.db.select().from(tasksTable).where(eq(tasksTable.agentId, agentId));
 }
+
+describe("what a stranger found", () => {
+  it("a chat resume whose worker died after carrying the decision out still gives the reply", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    await setToolPolicy(database.db, team.id, { toolName: "createTask", policy: "ask", agentId: null });
+    let broken = false;
+    const engine = await tests.engineWith({
+      model: chatAndSessionModel((options) => {
+        if (options.prompt.at(-1)?.role === "tool") {
+          if (broken) throw new Error("the worker died here");
+          return textReply("The task is created.");
+        }
+        return toolCallReply("createTask", { title: "Research tidal power" });
+      }),
+    });
+    await (await streamChatReply(engine.deps, lead.id, "please research tidal power", new AbortController().signal)).text();
+    const [waiting] = await listAgentApprovals(database.db, lead.id);
+    await decideApproval(database.db, engine.jobs, waiting!.id, { decision: "approve" });
+    broken = true;
+    await expect(resumeChat(engine.deps, lead.id)).rejects.toThrow("the worker died here");
+    expect(await listTasks(lead.id)).toHaveLength(1);
+    broken = false;
+    await resumeChat(engine.deps, lead.id); // the job's retry
+    const chat = await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id);
+    expect(chat.at(-1)).toMatchObject({ role: "assistant", content: "The task is created." });
+    expect(await listTasks(lead.id)).toHaveLength(1);
+  });
+
+  it("a call approved while its team is paused runs after Resume", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
+    const engine = await tests.engineWith({
+      model: sessionModel((options) =>
+        /^Task from the person/.test(lastMessage(options))
+          ? parallelCalls([
+              { id: "p-1", toolName: "addKnowledgeItem", args: { type: "fact", content: "Paused one" } },
+              { id: "p-2", toolName: "addKnowledgeItem", args: { type: "fact", content: "Paused two" } },
+            ])
+          : textReply("Done."),
+      ),
+    });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Two facts" });
+    await runUntilQuiet(engine.deps);
+    await setTeamStatus(engine.deps, team.id, "paused");
+    const approvalsNow = await listAgentApprovals(database.db, lead.id);
+    await decideApproval(database.db, engine.jobs, approvalsNow.find((a) => a.toolCallId === "p-1")!.id, { decision: "approve" });
+    await runWorkSession(engine.deps, lead.id); // the decision's nudge: a paused team's session takes nothing
+    expect(await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).toHaveLength(0);
+    await setTeamStatus(engine.deps, team.id, "active");
+    // Resume wakes it (not only the backlog sweep a worker makes every half minute).
+    const [woken] = await database.db.select({ at: agentsTable.wakeRequestedAt }).from(agentsTable).where(eq(agentsTable.id, lead.id));
+    expect(woken?.at).not.toBeNull();
+    await runUntilQuiet(engine.deps);
+    expect((await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map((item) => item.content)).toEqual(["Paused one"]);
+  });
+
+  it("NUL characters and lone surrogates from a model are stored without them; the task ends", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const engine = await tests.engineWith({
+      model: sessionModel((options) =>
+        /^Task from the person/.test(lastMessage(options))
+          ? toolCallReply("searchKnowledge", { query: "a\u0000b\ud800" })
+          : textReply("Found nothing\u0000 at all\udc00."),
+      ),
+    });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Odd bytes" });
+    await runUntilQuiet(engine.deps);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Found nothing at all\ufffd." });
+    const log = await backgroundLog(lead.id);
+    expect(log.find((message) => message.toolCalls?.length)?.toolCalls?.[0]?.args).toEqual({ query: "ab\ufffd" });
+  });
+
+  it("an edited input with a field the tool does not have is a 400 naming it", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
+    const engine = await tests.engineWith({
+      model: sessionModel((options) => (/^Task from the person/.test(lastMessage(options)) ? toolCallReply("addKnowledgeItem", { type: "fact", content: "x" }) : textReply("Done."))),
+    });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "One fact" });
+    await runUntilQuiet(engine.deps);
+    const [approval] = await listAgentApprovals(database.db, lead.id);
+    const error = await expectCadreError(
+      decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve", input: { type: "fact", content: "ok", sneaky: 1 } }),
+      "bad_request:approval_input",
+    );
+    expect(error.message).toContain("sneaky");
+  });
+});

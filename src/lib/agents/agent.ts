@@ -3,6 +3,7 @@ import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { getLastMessage } from "@/lib/db/queries/messages";
 import { requireTeam } from "@/lib/db/queries/teams";
 import type { Agent } from "@/lib/db/schema";
+import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { BudgetExceeded } from "./budgets";
@@ -145,6 +146,13 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     if (state && isModelFailure(error)) {
       deps.log(`[session ${session.id}] model failure`, error);
       const reason = describeModelError(error);
+      return await end({ status: "failed", reason, marker: errorMarker(reason) }, "failed");
+    }
+    // Something the database refuses to store fails on every retry the same way: the turn
+    // fails visibly (its task, an alert) instead of being retried without end or dropped.
+    if (state && isDataException(error)) {
+      deps.log(`[session ${session.id}] could not store the agent's work`, error);
+      const reason = `The agent's work could not be stored: ${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)}`;
       return await end({ status: "failed", reason, marker: errorMarker(reason) }, "failed");
     }
     // Anything else (the database went away, a bug): leave the lease to expire and let

@@ -18,7 +18,7 @@ import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { deniedResult, formatDecisions, OUTCOME_UNKNOWN_RESULT, withdrawnResult } from "./formats";
+import { deniedResult, editedInputNote, formatDecisions, OUTCOME_UNKNOWN_RESULT, withdrawnResult } from "./formats";
 import { postToInbox } from "./inbox";
 import { resumeTaskIfNothingWaits } from "./questions";
 import type { StepRecorder } from "./step-recorder";
@@ -158,7 +158,9 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
   if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") return storeOutcome(db, approval, OUTCOME_UNKNOWN_RESULT);
 
   await markExecutionStarted(db, approval.id);
-  run.recorder.expectResult(approval.toolCallId, approval.toolName);
+  // The model asked for one input and another ran: its result says so, or the agent would report what it asked for.
+  const edited = approval.approvedInput !== null && JSON.stringify(approval.approvedInput) !== JSON.stringify(approval.input);
+  run.recorder.expectResult(approval.toolCallId, approval.toolName, edited ? editedInputNote(approval.approvedInput) : undefined);
   const schema = tool.inputSchema as { validate?: (value: unknown) => PromiseLike<{ success: boolean; value?: unknown; error?: Error }> | { success: boolean; value?: unknown; error?: Error } };
   const checked = (await schema.validate?.(approval.approvedInput ?? approval.input)) ?? { success: true, value: approval.approvedInput };
   if (!checked.success) {

@@ -11,6 +11,7 @@ import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals } from "./approvals";
 import { toolsForTurn } from "./tool-policies";
+import { logAwaitsReply } from "./work-log";
 import { STOPPED_MARKER, errorMarker } from "./formats";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
@@ -190,7 +191,10 @@ export async function resumeChat(deps: EngineDeps, agentId: string): Promise<voi
   const team = await requireTeam(db, agent.teamId);
   const conversation = await getForegroundConversation(db, agent.id);
   const carried = (await carryOutChatDecisions(deps, agent, team, conversation.id)).filter((approval) => approval.status !== "withdrawn");
-  if (carried.length === 0 || (await hasPendingApproval(db, conversation.id))) return;
+  if (await hasPendingApproval(db, conversation.id)) return;
+  // Nothing carried out now but the chat still waits for the reply: a resume whose worker died
+  // after carrying the decisions out and before the reply was stored. It goes on all the same.
+  if (carried.length === 0 && !(await logAwaitsReply(db, conversation.id))) return;
   await noteDecisionsUnlessAtTail(db, conversation.id, carried);
   const turn: ChatTurn = await prepareChatTurn(deps, agent, team, conversation.id);
   const call: ModelCall = { db, model: turn.model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, log: deps.log };

@@ -142,6 +142,9 @@ export const OUTCOME_UNKNOWN_RESULT = "(outcome unknown: the worker stopped duri
 /** What a model sees for a call still waiting for the person (it has no stored result yet). */
 export const AWAITING_APPROVAL_RESULT = "(waiting for the person's approval: do not call it again; you will get its result when they decide)";
 
+/** Before the result of a call the person approved with changes: what actually ran. */
+export const editedInputNote = (input: unknown) => `(The person changed the input before approving; it ran with: ${JSON.stringify(input)})`;
+
 /** A note for calls that waited for the person while the log moved on: what was decided (the results stand with the calls). */
 export function formatDecisions(decisions: readonly { toolName: string; toolCallId: string; status: string; decisionNote: string | null }[]): string {
   const lines = decisions.map((decision) =>

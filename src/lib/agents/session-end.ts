@@ -1,5 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
+import { decisionWaitingFor } from "@/lib/db/queries/approvals";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { endSession, getLatestEndedSession } from "@/lib/db/queries/work-sessions";
@@ -88,7 +89,8 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
       select 1 from agents a join teams t on t.id = a.team_id
        where a.id = ${agentId} and t.status = 'active'
          and (exists (select 1 from tasks k where k.agent_id = a.id and k.status = 'pending')
-              or exists (select 1 from agent_inputs i where i.agent_id = a.id))
+              or exists (select 1 from agent_inputs i where i.agent_id = a.id)
+              or ${decisionWaitingFor(sql`a.id`)})
     ) as waiting`);
   return row?.waiting === true;
 }

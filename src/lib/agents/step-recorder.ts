@@ -76,9 +76,21 @@ export class StepRecorder {
   /** How many calls this recorder held for a decision. */
   heldForDecision = 0;
 
-  /** A call stored earlier (held for a decision) that is about to run: its result is recorded like any other. */
-  expectResult(toolCallId: string, toolName: string): void {
+  /** What a result is stored with, before the tool's own output (a call the person edited says so). */
+  private readonly resultNotes = new Map<string, string>();
+
+  /**
+   * A call stored earlier (held for a decision) that is about to run: its result is recorded
+   * like any other, after `note` when there is one.
+   */
+  expectResult(toolCallId: string, toolName: string, note?: string): void {
     this.openCalls.set(toolCallId, toolName);
+    if (note) this.resultNotes.set(toolCallId, note);
+  }
+
+  private resultText(toolCallId: string, text: string): string {
+    const note = this.resultNotes.get(toolCallId);
+    return note ? `${note}\n\n${text}` : text;
   }
 
   /** Whether the latest answer was stored (its calls exist in the log). */
@@ -100,7 +112,7 @@ export class StepRecorder {
     if (!this.openCalls.has(toolCallId)) return;
     this.openCalls.delete(toolCallId);
     try {
-      await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content });
+      await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, content) });
     } catch (error) {
       // Someone (a redelivered run of this step) recorded it first: one result is the point.
       if (!isUniqueViolation(error)) throw error;
@@ -118,7 +130,7 @@ export class StepRecorder {
     const output = await this.db.transaction(async (tx) => {
       const result = await write(tx);
       if (this.openCalls.has(toolCallId)) {
-        await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: toolOutputToText(result) });
+        await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) });
       }
       return result;
     });

@@ -4,7 +4,7 @@ import { retryingTransaction } from "@/lib/db/transactions";
 import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
-import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
+import { decisionWaitingFor, withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
 import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
@@ -174,6 +174,7 @@ export async function wakeAgentsWithWork(db: Db, jobs: JobQueue, teamId: string)
      where a.team_id = ${teamId}
        and (exists (select 1 from tasks t where t.agent_id = a.id and t.status in ('pending', 'in_progress'))
             or exists (select 1 from agent_inputs i where i.agent_id = a.id)
+            or ${decisionWaitingFor(sql`a.id`)}
             or a.wake_requested_at is not null)`);
   for (const { id } of rows) await jobs.wakeAgent(db, id);
 }

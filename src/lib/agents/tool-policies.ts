@@ -127,7 +127,16 @@ export async function validateToolInput(toolName: string, role: AgentRole, mode:
   const definition = definitions(role, mode === "background" ? "work" : "chat")[toolName];
   if (!definition) return input;
   const checked = await asSchema(definition.inputSchema).validate?.(input);
-  if (!checked || checked.success) return checked ? checked.value : input;
+  if (checked?.success) {
+    // The schema would drop a field it does not know; the person meant it, so they hear it does not exist.
+    const known = checked.value && typeof checked.value === "object" ? Object.keys(checked.value) : [];
+    const unknown = input && typeof input === "object" ? Object.keys(input).filter((key) => !known.includes(key)) : [];
+    if (unknown.length > 0) {
+      throw new CadreError("bad_request:approval_input", `The edited input does not fit ${toolName}: ${unknown.join(", ")} ${unknown.length === 1 ? "is not one of its fields" : "are not among its fields"}.`);
+    }
+    return checked.value;
+  }
+  if (!checked) return input;
   const issues = (checked.error as { issues?: { path: PropertyKey[]; message: string }[] }).issues
     ?.map((issue) => `${issue.path.map(String).join(".") || "input"}: ${issue.message}`)
     .join("; ");

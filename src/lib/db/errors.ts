@@ -11,3 +11,8 @@ export function postgresErrorCode(error: unknown): string | undefined {
 export function isUniqueViolation(error: unknown): boolean {
   return postgresErrorCode(error) === "23505";
 }
+
+/** A value Postgres cannot take (SQLSTATE class 22: an invalid byte sequence, a number out of range): retrying fails the same way. */
+export function isDataException(error: unknown): boolean {
+  return postgresErrorCode(error)?.startsWith("22") === true;
+}

@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { agents, conversations, type Agent } from "../schema";
+import { agents, conversations, type Agent, type ToolScope } from "../schema";
 
 export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
   const [agent] = await db.select().from(agents).where(eq(agents.id, agentId));
@@ -57,7 +57,7 @@ export async function createSubordinate(db: Db, teamId: string, input: NewSubord
   });
 }
 
-export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null }>;
+export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null; toolScope: ToolScope | null }>;
 
 export async function updateAgent(db: Db, agentId: string, changes: AgentChanges): Promise<Agent> {
   const [agent] = await db

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { approvals, type Approval } from "../schema";
@@ -155,4 +155,14 @@ export async function unresolvedCallIds(db: Db, conversationId: string): Promise
     .from(approvals)
     .where(and(eq(approvals.conversationId, conversationId), isNull(approvals.resolvedAt)));
   return new Set(rows.map((row) => row.toolCallId));
+}
+
+/**
+ * SQL: agent `a` has a decision on its work log to carry out (approved, denied or withdrawn,
+ * not resolved yet). That is work waiting, as much as a pending task: the backlog, a session's
+ * end and Resume look for it. (A decision in the chat is the chat-resume job's.)
+ */
+export function decisionWaitingFor(agentId: SQL): SQL {
+  return sql`exists (select 1 from approvals p join conversations pc on pc.id = p.conversation_id and pc.mode = 'background'
+                      where p.agent_id = ${agentId} and p.status <> 'pending' and p.resolved_at is null)`;
 }

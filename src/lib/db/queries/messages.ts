@@ -57,13 +57,13 @@ export async function appendMessages(
  */
 async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
   const expected = message.previousMessageId;
-  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls) : null;
+  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
   const rows = await executePrepared<MessageRow & { tail: string | null }>(db, sql`
     with conversation as (
       select id, last_message_id from conversations where id = ${conversationId} for update
     ), appended as (
       insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
-      select c.id, ${message.role}, ${message.content}, ${message.thinking ?? null}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, ${message.inboxItemId ?? null}::uuid, c.last_message_id
+      select c.id, ${message.role}, ${storable(message.content)}, ${message.thinking == null ? null : storable(message.thinking)}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, ${message.inboxItemId ?? null}::uuid, c.last_message_id
         from conversation c, ${lazyCommit(db, lazy)}
        where ${expected === undefined ? sql`true` : sql`c.last_message_id is not distinct from ${expected}::uuid`}
       returning *
@@ -81,6 +81,15 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, la
     );
   }
   return toMessage(row);
+}
+
+/**
+ * Text as Postgres can store it: without NUL (text and jsonb refuse it) and with a lone
+ * surrogate half replaced. A model can send either; refusing its answer would end the
+ * session on every retry, and the characters carry nothing a reader would miss.
+ */
+function storable(text: string): string {
+  return text.replaceAll("\u0000", "").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /**

@@ -1,5 +1,6 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
+import { decisionWaitingFor } from "./approvals";
 import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
 
@@ -154,6 +155,7 @@ function awaitingWork(staleAfterSeconds: number) {
   (a.wake_requested_at is not null
    or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending')
    or exists (select 1 from agent_inputs i where i.agent_id = a.id)
+   or ${decisionWaitingFor(sql`a.id`)}
    or exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and ${stale}))
   and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and not (${stale}))`;
 }
@@ -184,6 +186,7 @@ export async function listTeamsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_
              least(a.wake_requested_at,
                    (select min(t.created_at) from tasks t where t.agent_id = a.id and t.status = 'pending'),
                    (select min(i.created_at) from agent_inputs i where i.agent_id = a.id),
+                   (select min(p.decided_at) from approvals p where p.agent_id = a.id and p.status <> 'pending' and p.resolved_at is null),
                    (select min(s.heartbeat_at) from work_sessions s where s.agent_id = a.id and s.status = 'running')) as since
         from agents a join teams tm on tm.id = a.team_id and tm.status = 'active'
        where ${awaitingWork(staleAfterSeconds)})
