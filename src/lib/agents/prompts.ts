@@ -47,7 +47,9 @@ export function workInstructions(input: { agent: Agent; team: Team; members: Age
     if (subordinates.length === 0) lines.push("(none yet: do the work yourself with your tools)");
     for (const member of subordinates) {
       const focus = member.instructions.split("\n")[0]?.slice(0, 160) ?? "";
-      lines.push(`- ${member.name} (id: ${member.id})${focus ? `: ${focus}` : ""}`);
+      // Delegate to whoever can do the work: a subordinate limited to some tools says which.
+      const tools = member.toolScope ? ` [tools: ${member.toolScope.allow.join(", ") || "none"}]` : "";
+      lines.push(`- ${member.name} (id: ${member.id})${focus ? `: ${focus}` : ""}${tools}`);
     }
     lines.push("");
   }

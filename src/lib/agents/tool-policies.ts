@@ -3,9 +3,10 @@ import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { writeUnderTeam } from "@/lib/db/queries/teams";
 import { listToolPolicyRules, listToolPolicyRulesFor, setToolPolicyRule } from "@/lib/db/queries/tool-policies";
-import type { Agent, AgentRole, ToolPolicy } from "@/lib/db/schema";
+import type { Agent, AgentRole, McpServer, ToolPolicy } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
-import { isMcpToolName, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
+import { listMcpServers } from "@/lib/db/queries/mcp-servers";
+import { isMcpToolName, MCP_SEPARATOR, mcpToolName, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
 import { foregroundTools, workTools, type ToolContext } from "./tools";
 
 /** Where a tool's effect lands: inside Cadre (its writes commit with its result) or outside it. */
@@ -152,14 +153,30 @@ export type ToolPolicies = {
 };
 
 export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPolicies> {
-  const rules = await listToolPolicyRules(db, teamId);
+  const [rules, servers] = await Promise.all([listToolPolicyRules(db, teamId), listMcpServers(db, teamId)]);
   const team: Record<string, ToolPolicy> = {};
   const agents: Record<string, Record<string, ToolPolicy>> = {};
   for (const rule of rules) {
     if (rule.agentId === null) team[rule.toolName] = rule.policy;
     else (agents[rule.agentId] ??= {})[rule.toolName] = rule.policy;
   }
-  return { tools: toolCatalogue(), team, agents };
+  return { tools: [...toolCatalogue(), ...mcpCatalogue(servers)], team, agents };
+}
+
+/** The team's MCP tools as their servers last listed them. */
+function mcpCatalogue(servers: readonly McpServer[]): ToolInfo[] {
+  return servers.flatMap((server) =>
+    server.tools.map((tool) => {
+      const name = mcpToolName(server.name, tool.name);
+      return {
+        name,
+        description: `[MCP server ${server.name}] ${tool.description}`,
+        availableTo: ["lead", "subordinate", "chat"] as ToolInfo["availableTo"],
+        effects: "outside" as const,
+        defaultPolicy: defaultToolPolicy(name, tool.readOnly),
+      };
+    }),
+  );
 }
 
 /**
@@ -167,8 +184,11 @@ export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPoli
  * under the team's lock; a policy of null removes the rule. An unknown tool is a 400.
  */
 export async function setToolPolicy(db: Db, teamId: string, rule: { toolName: string; policy: ToolPolicy | null; agentId: string | null }): Promise<void> {
-  if (!isKnownTool(rule.toolName)) {
-    throw new CadreError("bad_request:tool", `There is no tool "${rule.toolName}". Tools: ${toolCatalogue().map((tool) => tool.name).join(", ")}.`);
+  // An MCP tool may get its rule before its server is reachable: any SERVER__TOOL of one of the team's servers.
+  const servers = isMcpToolName(rule.toolName) ? await listMcpServers(db, teamId) : [];
+  const mcpKnown = servers.some((server) => rule.toolName.startsWith(`${server.name}${MCP_SEPARATOR}`));
+  if (!isKnownTool(rule.toolName) && !mcpKnown) {
+    throw new CadreError("bad_request:tool", `There is no tool "${rule.toolName}". Tools: ${toolCatalogue().map((tool) => tool.name).join(", ")}, and NAME__TOOL for the team's MCP servers.`);
   }
   await writeUnderTeam(db, teamId, async (tx) => {
     if (rule.agentId) {
