@@ -35,8 +35,9 @@ export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNE
     transport,
     clientName: "cadre",
     initializationOptions: { timeout: timeoutMs },
-    // A transport that breaks later (the server exits) is noticed here; the next use reconnects.
-    onUncaughtError: () => forgetMcpConnection(server.id, client),
+    // Servers send notifications this client does not ask for (logging, list changes): not a
+    // broken connection. A transport that really broke fails its next call, which drops it.
+    onUncaughtError: () => {},
   });
   try {
     const definitions = await client.listTools({ options: { timeout: timeoutMs } });

@@ -60,7 +60,8 @@ function nameTaken(error: unknown, serverName: string | undefined): never {
   throw error;
 }
 
-export async function addMcpServer(db: Db, teamId: string, body: z.infer<typeof newMcpServerBody>): Promise<McpServer> {
+export async function addMcpServer(db: Db, teamId: string, input: z.input<typeof newMcpServerBody>): Promise<McpServer> {
+  const body = newMcpServerBody.parse(input);
   return writeUnderTeam(db, teamId, (tx) => createMcpServer(tx, { teamId, ...body })).catch((error: unknown) => nameTaken(error, body.name));
 }
 
