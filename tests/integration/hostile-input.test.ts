@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
+import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -40,12 +41,15 @@ async function loadRoutes() {
     decision: await import("@/app/api/approvals/[approvalId]/decision/route"),
     answer: await import("@/app/api/questions/[questionId]/answer/route"),
     toolPolicies: await import("@/app/api/teams/[teamId]/tool-policies/route"),
+    mcpServers: await import("@/app/api/teams/[teamId]/mcp-servers/route"),
+    mcpServer: await import("@/app/api/mcp-servers/[serverId]/route"),
+    toolScope: await import("@/app/api/agents/[agentId]/tool-scope/route"),
   };
 }
 
 let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
-const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeItem: "", secret: "", approval: "", question: "", otherAgent: "" };
+const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeItem: "", secret: "", approval: "", question: "", otherAgent: "", mcpServer: "" };
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
@@ -76,6 +80,7 @@ beforeAll(async () => {
   });
   const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
   const other = await createTeamFixture(database.db);
+  const mcpServer = await createMcpServer(database.db, { teamId: team.id, name: "tools", transport: "http", url: "http://127.0.0.1:9/mcp" });
   Object.assign(ids, {
     team: team.id,
     lead: lead.id,
@@ -87,6 +92,7 @@ beforeAll(async () => {
     approval: approval!.id,
     question: question.id,
     otherAgent: other.lead.id,
+    mcpServer: mcpServer.id,
   });
 });
 
@@ -342,6 +348,23 @@ const cases: Case[] = [
   ["tool-policies PUT: an unknown team", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask" }) }), params({ teamId: randomUUID() }))],
   ["inbox GET: an unknown type", 400, () => api.inbox.GET(request("GET", "/api/inbox?type=spam"))],
   ["inbox GET: a date that is not one", 400, () => api.inbox.GET(request("GET", "/api/inbox?before=yesterday"))],
+  // MCP servers and tool scopes.
+  ["mcp-servers POST: a name with a double underscore", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "a__b", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: a name with a space", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "my server", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: an ftp url", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "s", url: "ftp://x.example/mcp" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: stdio with a url", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "stdio", name: "s", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: headers as an array", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "s", url: "https://x.example/mcp", headers: ["a"] }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: an unknown transport", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "carrier-pigeon", name: "s" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: a taken name", 409, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "tools", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],
+  ["mcp-servers POST: an unknown team", 404, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "s", url: "https://x.example/mcp" }) }), params({ teamId: randomUUID() }))],
+  ["mcp-server PATCH: a command for an HTTP server", 400, () => api.mcpServer.PATCH(request("PATCH", "/x", { body: json({ command: "rm" }) }), params({ serverId: ids.mcpServer }))],
+  ["mcp-server PATCH: a timeout of a millisecond", 400, () => api.mcpServer.PATCH(request("PATCH", "/x", { body: json({ callTimeoutMs: 1 }) }), params({ serverId: ids.mcpServer }))],
+  ["mcp-server PATCH: an unknown uuid", 404, () => api.mcpServer.PATCH(request("PATCH", "/x", { body: json({ enabled: false }) }), params({ serverId: randomUUID() }))],
+  ["mcp-server DELETE: a garbage id", 404, () => api.mcpServer.DELETE(request("DELETE", "/x"), params({ serverId: SQL }))],
+  ["tool-scope PUT: allow as a string", 400, () => api.toolScope.PUT(request("PUT", "/x", { body: json({ scope: { allow: "everything" } }) }), params({ agentId: ids.scout }))],
+  ["tool-scope PUT: SQL as a tool name", 400, () => api.toolScope.PUT(request("PUT", "/x", { body: json({ scope: { allow: [SQL] } }) }), params({ agentId: ids.scout }))],
+  ["tool-scope PUT: missing scope", 400, () => api.toolScope.PUT(request("PUT", "/x", { body: json({}) }), params({ agentId: ids.scout }))],
+  ["tool-scope PUT: an unknown agent", 404, () => api.toolScope.PUT(request("PUT", "/x", { body: json({ scope: null }) }), params({ agentId: randomUUID() }))],
 ];
 
 describe("hostile input", () => {

@@ -13,6 +13,7 @@ import { streamChatReply } from "@/lib/agents/chat";
 import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, getTeam } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
+import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
@@ -45,6 +46,10 @@ async function loadRoutes() {
     notificationChannels: await import("@/app/api/teams/[teamId]/notification-channels/route"),
     notificationChannel: await import("@/app/api/notification-channels/[channelId]/route"),
     notificationTest: await import("@/app/api/notification-channels/[channelId]/test/route"),
+    mcpServers: await import("@/app/api/teams/[teamId]/mcp-servers/route"),
+    mcpServer: await import("@/app/api/mcp-servers/[serverId]/route"),
+    mcpTest: await import("@/app/api/mcp-servers/[serverId]/test/route"),
+    toolScope: await import("@/app/api/agents/[agentId]/tool-scope/route"),
   };
 }
 
@@ -137,6 +142,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
     reason: "",
   }))!;
   const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
+  // Nothing listens there: connecting fails at once, as a server that is down does.
+  const mcp = await createMcpServer(database.db, { teamId: team.id, name: "closed", transport: "http", url: "http://127.0.0.1:9/mcp" });
   const hookBody = JSON.stringify({ name: "race", index });
   // Port 9 (discard): nothing in this file works the queue, so nothing is sent anyway.
   const channel = await insertNotificationChannel(database.db, team.id, { type: "webhook", name: "Race", url: "http://127.0.0.1:9/x", secret: "whsec_race", kinds: ["alert"] });
@@ -184,6 +191,14 @@ async function round(index: number): Promise<{ key: string; status: number; body
     { key: "PATCH /api/notification-channels/[channelId]", run: () => api.notificationChannel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })) },
     { key: "POST /api/notification-channels/[channelId]/test", run: () => api.notificationTest.POST(request("POST"), params({ channelId: channel.id })) },
     ...(index % 2 ? [] : [{ key: "DELETE /api/notification-channels/[channelId]", run: () => api.notificationChannel.DELETE(request("DELETE"), params({ channelId: channel.id })) }]),
+    {
+      key: "POST /api/teams/[teamId]/mcp-servers",
+      run: () => api.mcpServers.POST(request("POST", { transport: "http", name: `s${index}`, url: "http://127.0.0.1:9/mcp" }), params({ teamId: team.id })),
+    },
+    { key: "PATCH /api/mcp-servers/[serverId]", run: () => api.mcpServer.PATCH(request("PATCH", { enabled: false }), params({ serverId: mcp.id })) },
+    { key: "POST /api/mcp-servers/[serverId]/test", run: () => api.mcpTest.POST(request("POST"), params({ serverId: mcp.id })) },
+    ...(index % 2 ? [] : [{ key: "DELETE /api/mcp-servers/[serverId]", run: () => api.mcpServer.DELETE(request("DELETE"), params({ serverId: mcp.id })) }]),
+    { key: "PUT /api/agents/[agentId]/tool-scope", run: () => api.toolScope.PUT(request("PUT", { scope: { allow: ["tavilySearch", "closed__*"] } }), params({ agentId: scout.id })) },
     { key: "GET /api/agents/[agentId]/messages", run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })) },
   ];
   // The deletes land anywhere from before the first write to after the last (a chat's reply included).
