@@ -72,7 +72,7 @@ export function searchTools(context: ToolContext) {
         } catch (error) {
           if (abortSignal?.aborted) throw error;
           // A page that cannot be read is information for the agent, not the end of its session.
-          if (deadline.aborted) return pageReadFailed(url, `Tavily did not answer within ${Math.round(timeoutMs / 1000)} seconds`);
+          if (deadline.aborted) return pageReadFailed(url, `Tavily did not answer within ${Number((timeoutMs / 1000).toFixed(1))} seconds`);
           return pageReadFailed(url, error instanceof Error ? error.message : String(error));
         }
       },
