@@ -329,6 +329,8 @@ describe("Cadre in a browser", () => {
 
     await page.goto(`${app.url}/knowledge`);
     await settle(page);
+    // Counted only once the list is there: counted before it rendered, "one fewer" would be -1.
+    await page.locator(".knowledge-item:visible").first().waitFor();
     const before = await page.locator(".knowledge-item:visible").count();
     await page.locator(".knowledge-item:visible").first().getByRole("button", { name: "Delete" }).click();
     await expect.poll(() => page.locator(".knowledge-item:visible").count()).toBe(before - 1);
