@@ -30,3 +30,12 @@ describe("notification settings", () => {
     expect(() => parseEnv({ SMTP_URL: "http://mail.example.com", SMTP_FROM: "c@example.com" })).toThrow(/SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/);
   });
 });
+
+describe("PAGE_READ_MAX_CHARS", () => {
+  it("defaults to 12000 and takes only a positive whole number", () => {
+    expect(parseEnv({}).PAGE_READ_MAX_CHARS).toBe(12_000);
+    expect(parseEnv({ PAGE_READ_MAX_CHARS: " 4000 " }).PAGE_READ_MAX_CHARS).toBe(4000);
+    expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "lots" })).toThrow(/PAGE_READ_MAX_CHARS: must be a positive whole number/);
+    expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "0" })).toThrow(/PAGE_READ_MAX_CHARS/);
+  });
+});

@@ -28,6 +28,8 @@ const envSchema = z.object({
   LLM_MODEL: optional,
   TAVILY_API_KEY: optional,
   TAVILY_BASE_URL: optional.pipe(z.url({ message: "TAVILY_BASE_URL must be an http(s) URL" }).optional()),
+  /** How much of a web page readWebPage hands the model (characters); the rest is cut, and the result says so. */
+  PAGE_READ_MAX_CHARS: positiveInt(12_000),
   CONTEXT_TOKEN_BUDGET: positiveInt(24_000),
   MAX_STEPS_PER_SESSION: positiveInt(25),
   SESSION_TOKEN_BUDGET: positiveInt(1_000_000),

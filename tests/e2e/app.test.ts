@@ -38,17 +38,21 @@ describe("Cadre in a browser", () => {
   beforeAll(async () => {
     buildIfStale();
     database = await createTestDatabase();
-    tavily = await startFakeTavily(async ({ query }) => {
-      // A search that hangs until the test lets it go: the work session is surely still running
-      // when the person stops it, however loaded the machine (the engine stops a session at once,
-      // even inside a web search). The cap only keeps a forgotten request from hanging forever.
-      if (/slow/i.test(query)) await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 180_000));
-      return {
-        results: [
-          { title: `About ${query}`, url: "https://example.com/about", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` },
-        ],
-      };
-    });
+    tavily = await startFakeTavily(
+      async ({ query }) => {
+        // A search that hangs until the test lets it go: the work session is surely still running
+        // when the person stops it, however loaded the machine (the engine stops a session at once,
+        // even inside a web search). The cap only keeps a forgotten request from hanging forever.
+        if (/slow/i.test(query)) await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 180_000));
+        return {
+          results: [
+            { title: `About ${query}`, url: "https://example.com/about", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` },
+          ],
+        };
+      },
+      // The offline model reads the first result's page and records what it says.
+      { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "Solid-state batteries", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` })) }) },
+    );
     app = await startApp({ DATABASE_URL: database.url, TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
@@ -224,9 +228,10 @@ describe("Cadre in a browser", () => {
     await toolCall.getByText("Input").waitFor();
     await toolCall.getByText("Output").waitFor();
 
-    // The lead delegates to Scout, Scout searches, records, reports; the lead briefs.
+    // The lead delegates to Scout, Scout searches, reads the page, records, reports; the lead briefs.
     await scoutPage.locator(".task", { hasText: "solid-state" }).first().waitFor({ timeout: LIVE });
     await scoutPage.locator("details.tool", { hasText: "tavilySearch" }).first().waitFor({ timeout: LIVE });
+    await scoutPage.locator("details.tool", { hasText: "readWebPage" }).first().waitFor({ timeout: LIVE });
     await scoutPage.locator(".task[data-status=completed]").first().waitFor({ timeout: 20_000 });
     await page.locator(".message-briefing").first().waitFor({ timeout: 30_000 });
     await page.getByTestId("inbox-badge").filter({ hasText: "1" }).waitFor({ timeout: LIVE });
@@ -324,6 +329,8 @@ describe("Cadre in a browser", () => {
 
     await page.goto(`${app.url}/knowledge`);
     await settle(page);
+    // Counted only once the list is there: counted before it rendered, "one fewer" would be -1.
+    await page.locator(".knowledge-item:visible").first().waitFor();
     const before = await page.locator(".knowledge-item:visible").count();
     await page.locator(".knowledge-item:visible").first().getByRole("button", { name: "Delete" }).click();
     await expect.poll(() => page.locator(".knowledge-item:visible").count()).toBe(before - 1);

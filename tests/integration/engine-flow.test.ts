@@ -1,5 +1,5 @@
 // The full flow with the offline model: task → lead delegates → subordinate searches,
-// records and reports → lead woken → briefing → inbox item + foreground message.
+// reads the first result's page, records and reports → lead woken → briefing → inbox item + foreground message.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assignTask } from "@/lib/agents/tasks";
 import {
@@ -22,9 +22,12 @@ let tavily: FakeTavily;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  tavily = await startFakeTavily(({ query }) => ({
-    results: [{ title: `NVDA earnings beat estimates (${query})`, url: "https://example.com/nvda", content: "Revenue rose 94% year over year." }],
-  }));
+  tavily = await startFakeTavily(
+    ({ query }) => ({
+      results: [{ title: `NVDA earnings beat estimates (${query})`, url: "https://example.com/nvda", content: "Revenue rose 94% year over year." }],
+    }),
+    { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "NVDA earnings beat estimates", content: "Revenue rose 94% year over year; guidance was raised." })) }) },
+  );
   engine = await createTestEngine(database, { config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
 });
 afterAll(async () => {
@@ -34,7 +37,7 @@ afterAll(async () => {
 });
 
 describe("the full flow (offline model)", () => {
-  it("task → delegation → search, knowledge, report → lead woken → briefing in inbox and chat", async () => {
+  it("task → delegation → search, page read, knowledge, report → lead woken → briefing in inbox and chat", async () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const scout = subordinates[0]!;
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research NVDA earnings" });
@@ -59,10 +62,11 @@ describe("the full flow (offline model)", () => {
 
     const scoutConversation = await getBackgroundConversation(database.db, scout.id);
     const scoutLog = await getAllMessages(database.db, scoutConversation.id);
-    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "addKnowledgeItem", "reportToLead"]);
+    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
     expect(tavily.requests[0]?.authorization).toBe("Bearer tvly-test");
+    expect(tavily.extracts.map((request) => request.body.urls)).toEqual([["https://example.com/nvda"]]);
     const knowledge = await getKnowledgeItemsBySourceConversation(database.db, scoutConversation.id);
-    expect(knowledge.map((k) => k.content).join()).toMatch(/NVDA earnings beat estimates/);
+    expect(knowledge.map((k) => k.content).join()).toMatch(/NVDA earnings beat estimates: Revenue rose 94% .*\(source: https:\/\/example\.com\/nvda\)/);
 
     const [scoutTask] = await listTasksByAgent(database.db, scout.id);
     expect(scoutTask).toMatchObject({ status: "completed", source: "lead", parentTaskId: task.id });

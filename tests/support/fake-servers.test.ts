@@ -143,4 +143,27 @@ describe("fake Tavily server through @tavily/core", () => {
       await fake.close();
     }
   });
+
+  it("reads pages through extract, reports unreadable ones, and fails with the status a test sets", async () => {
+    const fake = await startFakeTavily();
+    try {
+      const client = tavily({ apiKey: "tvly-test", apiBaseURL: fake.url });
+      const read = await client.extract(["https://example.com/a"], { format: "markdown" });
+      expect(read.results).toEqual([
+        expect.objectContaining({ url: "https://example.com/a", title: "The page at https://example.com/a", rawContent: expect.stringContaining("full text") }),
+      ]);
+      expect(fake.extracts).toEqual([
+        { path: "/extract", authorization: "Bearer tvly-test", body: expect.objectContaining({ urls: ["https://example.com/a"], format: "markdown" }) },
+      ]);
+      expect(fake.requests).toEqual([]);
+
+      fake.extract = ({ urls }) => ({ pages: [], failed: urls.map((url) => ({ url, error: "Could not fetch the page." })) });
+      expect((await client.extract(["https://example.com/b"])).failedResults).toEqual([{ url: "https://example.com/b", error: "Could not fetch the page." }]);
+
+      fake.extract = () => ({ status: 432, error: "Plan limit reached." });
+      await expect(client.extract(["https://example.com/c"])).rejects.toThrow(/Plan limit reached/);
+    } finally {
+      await fake.close();
+    }
+  });
 });

@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
-/** A local stand-in for the Tavily search API, for `tavily({ apiKey, apiBaseURL: fake.url })`. */
+/**
+ * A local stand-in for the Tavily API, for `tavily({ apiKey, apiBaseURL: fake.url })`:
+ * search (POST /search) and extract (POST /extract, what readWebPage calls).
+ */
 
 export type FakeTavilySearchBody = { query: string; [key: string]: unknown };
 
@@ -18,7 +21,28 @@ export type FakeTavilyRequest = {
   body: FakeTavilySearchBody;
 };
 
-export type FakeTavily = { url: string; requests: FakeTavilyRequest[]; close(): Promise<void> };
+/** What @tavily/core's extract sends: the urls, and its options in snake_case. */
+export type FakeTavilyExtractBody = { urls: string[]; [key: string]: unknown };
+
+export type FakeTavilyPage = { url: string; title?: string | null; content: string };
+
+/** Pages read, and urls Tavily could not read (its `failed_results`); or the whole request failing. */
+export type FakeTavilyExtractReply = { pages: FakeTavilyPage[]; failed?: { url: string; error: string }[] } | { status: number; error: string };
+
+export type FakeTavilyExtractHandler = (body: FakeTavilyExtractBody) => FakeTavilyExtractReply | Promise<FakeTavilyExtractReply>;
+
+export type FakeTavilyExtractRequest = { path: string; authorization: string | undefined; body: FakeTavilyExtractBody };
+
+export type FakeTavily = {
+  url: string;
+  /** Search requests, in order. */
+  requests: FakeTavilyRequest[];
+  /** Extract requests (page reads), in order. */
+  extracts: FakeTavilyExtractRequest[];
+  /** How extract answers; a test may swap it at any time (success, a failure status, a read that hangs). */
+  extract: FakeTavilyExtractHandler;
+  close(): Promise<void>;
+};
 
 const defaultHandler: FakeTavilyHandler = ({ query }) => ({
   results: [
@@ -27,8 +51,17 @@ const defaultHandler: FakeTavilyHandler = ({ query }) => ({
   ],
 });
 
-export async function startFakeTavily(handler: FakeTavilyHandler = defaultHandler): Promise<FakeTavily> {
+/** Every url reads as a short page that names it. */
+export const defaultExtractHandler: FakeTavilyExtractHandler = ({ urls }) => ({
+  pages: urls.map((url) => ({ url, title: `The page at ${url}`, content: `# The page at ${url}\n\nThe full text of the page at ${url}.` })),
+});
+
+export async function startFakeTavily(
+  handler: FakeTavilyHandler = defaultHandler,
+  options: { extract?: FakeTavilyExtractHandler } = {},
+): Promise<FakeTavily> {
   const requests: FakeTavilyRequest[] = [];
+  const extracts: FakeTavilyExtractRequest[] = [];
   const sockets = new Set<Socket>();
 
   const server = createServer((req, res) => {
@@ -41,7 +74,9 @@ export async function startFakeTavily(handler: FakeTavilyHandler = defaultHandle
 
   async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = req.url ?? "/";
-    if (req.method !== "POST" || !path.split("?")[0]?.endsWith("/search")) {
+    const route = path.split("?")[0] ?? "";
+    if (req.method === "POST" && route.endsWith("/extract")) return respondToExtract(req, res, path);
+    if (req.method !== "POST" || !route.endsWith("/search")) {
       return sendJson(res, 404, { detail: { error: `No route for ${req.method} ${path}` } });
     }
     const body = JSON.parse(await readBody(req)) as FakeTavilySearchBody;
@@ -66,17 +101,34 @@ export async function startFakeTavily(handler: FakeTavilyHandler = defaultHandle
     });
   }
 
+  async function respondToExtract(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const body = JSON.parse(await readBody(req)) as FakeTavilyExtractBody;
+    extracts.push({ path, authorization: req.headers.authorization, body });
+    const started = performance.now();
+    const reply = await fake.extract(body);
+    if ("error" in reply) return sendJson(res, reply.status, { detail: { error: reply.error } });
+    sendJson(res, 200, {
+      results: reply.pages.map((page) => ({ url: page.url, title: page.title ?? null, raw_content: page.content, images: [] })),
+      failed_results: reply.failed ?? [],
+      response_time: (performance.now() - started) / 1000,
+      request_id: `fake-extract-${extracts.length}`,
+    });
+  }
+
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
 
-  return {
+  const fake: FakeTavily = {
     url: `http://127.0.0.1:${port}`,
     requests,
+    extracts,
+    extract: options.extract ?? defaultExtractHandler,
     close() {
       for (const socket of sockets) socket.destroy(); // keep-alive sockets would hold close() open
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+  return fake;
 }
 
 function sendJson(res: ServerResponse, status: number, body: object): void {

@@ -40,7 +40,7 @@ export function engineConfigFromEnv(): EngineConfig {
     teamDailyTokenBudget: e.TEAM_DAILY_TOKEN_BUDGET,
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     staleSessionSeconds: e.SESSION_STALE_SECONDS,
-    search: { tavilyApiKey: e.TAVILY_API_KEY, tavilyBaseUrl: e.TAVILY_BASE_URL },
+    search: { tavilyApiKey: e.TAVILY_API_KEY, tavilyBaseUrl: e.TAVILY_BASE_URL, pageReadMaxChars: e.PAGE_READ_MAX_CHARS },
     worker: `${os.hostname()}:${process.pid}`,
   };
 }

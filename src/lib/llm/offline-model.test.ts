@@ -24,6 +24,11 @@ function recordingTools() {
     tavilySearch: recorded("tavilySearch", { query: z.string() }, {
       results: [{ title: "NVDA beats estimates", url: "https://example.com/nvda", content: "Revenue rose 94%." }],
     }),
+    readWebPage: recorded("readWebPage", { url: z.string() }, {
+      url: "https://example.com/nvda",
+      title: "NVDA beats estimates",
+      content: "# NVDA beats estimates\n\nRevenue rose 94% on data-centre demand.\nGuidance was raised.",
+    }),
     addKnowledgeItem: recorded(
       "addKnowledgeItem",
       { type: z.enum(["fact", "technique", "pattern", "lesson"]), content: z.string(), confidence: z.number() },
@@ -68,6 +73,75 @@ describe("OfflineModel", () => {
     expect(calls[2]?.input).toEqual({ result: "Findings: NVDA beats estimates: Revenue rose 94%." });
     expect(result.text).toBe("Reported to the lead.");
     expect(new Set(result.steps.flatMap((step) => step.toolCalls.map((call) => call.toolCallId))).size).toBe(3);
+  });
+
+  it("reads the first result's page when it can, records it with its source, then reports", async () => {
+    const { tools, calls } = recordingTools();
+    const { tavilySearch, readWebPage, addKnowledgeItem, reportToLead } = tools;
+    const result = await generateText({
+      model,
+      instructions: `You are Scout, a subordinate.\nYour lead: Lead (id: ${LEAD_ID})`,
+      messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
+      tools: { tavilySearch, readWebPage, addKnowledgeItem, reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+
+    const finding = "NVDA beats estimates: Revenue rose 94% on data-centre demand. Guidance was raised. (source: https://example.com/nvda)";
+    expect(calls).toEqual([
+      { name: "tavilySearch", input: { query: "Research NVDA earnings" } },
+      { name: "readWebPage", input: { url: "https://example.com/nvda" } },
+      { name: "addKnowledgeItem", input: { type: "fact", content: finding, confidence: 0.7 } },
+      { name: "reportToLead", input: { result: `Findings: ${finding}` } },
+    ]);
+    expect(result.text).toBe("Reported to the lead.");
+  });
+
+  it("records the search result with its source when the page cannot be read", async () => {
+    const { tools, calls } = recordingTools();
+    const readWebPage = tool({
+      inputSchema: z.object({ url: z.string() }),
+      execute: async (input) => {
+        calls.push({ name: "readWebPage", input });
+        return "Reading https://example.com/nvda failed: 403 Forbidden. Try another source, or work from what you have.";
+      },
+    });
+    await generateText({
+      model,
+      instructions: "You are Scout, a subordinate.",
+      messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
+      tools: { tavilySearch: tools.tavilySearch, readWebPage, addKnowledgeItem: tools.addKnowledgeItem, reportToLead: tools.reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+    expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
+    expect(calls[2]?.input).toEqual({ type: "fact", content: "NVDA beats estimates: Revenue rose 94%. (source: https://example.com/nvda)", confidence: 0.6 });
+  });
+
+  it("reads no page when the search found none or is not configured", async () => {
+    const noPage = recordingTools();
+    const tavilySearch = tool({
+      inputSchema: z.object({ query: z.string() }),
+      execute: async () => ({ results: [{ title: "A script", url: "javascript:alert(1)", content: "Nothing to read." }] }),
+    });
+    await generateText({
+      model,
+      instructions: "You are Scout, a subordinate.",
+      messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
+      tools: { tavilySearch, readWebPage: noPage.tools.readWebPage, addKnowledgeItem: noPage.tools.addKnowledgeItem, reportToLead: noPage.tools.reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+    expect(noPage.calls.map((call) => call.name)).toEqual(["addKnowledgeItem", "reportToLead"]);
+
+    const offline = recordingTools();
+    const searchOff = tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "Web search is not configured (TAVILY_API_KEY is not set)." });
+    await generateText({
+      model,
+      instructions: "You are Scout, a subordinate.",
+      messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
+      tools: { tavilySearch: searchOff, readWebPage: offline.tools.readWebPage, addKnowledgeItem: offline.tools.addKnowledgeItem, reportToLead: offline.tools.reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+    expect(offline.calls.map((call) => call.name)).toEqual(["addKnowledgeItem", "reportToLead"]);
+    expect(offline.calls[0]?.input).toMatchObject({ type: "lesson" });
   });
 
   it("has a lead delegate to its subordinate, then brief the person when the report arrives", async () => {
@@ -128,6 +202,22 @@ describe("OfflineModel", () => {
     });
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "createInboxItem"]);
     expect(calls[2]?.input).toMatchObject({ title: "Briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
+    expect(result.text).toBe("Briefing sent.");
+  });
+
+  it("has a lead with no subordinates read the page it found before briefing", async () => {
+    const { tools, calls } = recordingTools();
+    const { delegateToAgent, createInboxItem, tavilySearch, readWebPage, addKnowledgeItem } = tools;
+    const result = await generateText({
+      model,
+      instructions: 'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
+      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Research NVDA` }],
+      tools: { delegateToAgent, createInboxItem, tavilySearch, readWebPage, addKnowledgeItem },
+      stopWhen: stepCountIs(6),
+    });
+    expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "createInboxItem"]);
+    expect(calls[3]?.input).toMatchObject({ title: "Briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94% on data-centre demand." });
+    expect(String(calls[3]?.input.content)).toContain("(source: https://example.com/nvda)");
     expect(result.text).toBe("Briefing sent.");
   });
 

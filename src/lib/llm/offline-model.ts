@@ -32,7 +32,8 @@ type ToolMessage = Extract<LanguageModelV4Message, { role: "tool" }>;
 /**
  * A deterministic stand-in for an LLM, used when no provider is configured. It reads only the
  * prompt, the offered tools and the response format, and drives the real tools through the
- * product's flows (search → record → report → brief), so every page works with no network.
+ * product's flows (search → read the first result's page → record → report → brief), so
+ * every page works with no network.
  */
 export class OfflineModel implements LanguageModelV4 {
   readonly specificationVersion = "v4" as const;
@@ -114,6 +115,11 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   if (failed) return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
   const names = results.map((part) => part.toolName);
   const searched = results.find((part) => part.toolName === "tavilySearch");
+  // A search found pages: read the first one before recording anything.
+  const firstUrl = searched ? firstResultUrl(searched.output) : undefined;
+  if (firstUrl && offered(options, "readWebPage")) return tool("readWebPage", { url: firstUrl });
+  const read = results.find((part) => part.toolName === "readWebPage");
+  const readFinding = read ? (pageFinding(read.output) ?? searchFindingWithSource(options.prompt) ?? truncate(outputText(read.output), 300)) : undefined;
   if (searched && offered(options, "addKnowledgeItem")) {
     // Without a search key there is no finding to record, only the lesson that search is off.
     if (/not configured/i.test(outputText(searched.output))) {
@@ -126,9 +132,12 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
     }
     return tool("addKnowledgeItem", { type: "fact", content: truncate(firstFinding(searched.output), 300), confidence: 0.6 });
   }
-  if (searched || names.includes("addKnowledgeItem")) {
-    const recorded = lastToolInput(options.prompt, "addKnowledgeItem")?.content;
-    const findings = typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : "";
+  if (readFinding && offered(options, "addKnowledgeItem")) {
+    return tool("addKnowledgeItem", { type: "fact", content: readFinding, confidence: pageFinding(read!.output) ? 0.7 : 0.6 });
+  }
+  if (searched || read || names.includes("addKnowledgeItem")) {
+    const recorded = names.includes("addKnowledgeItem") ? lastToolInput(options.prompt, "addKnowledgeItem")?.content : undefined;
+    const findings = typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : readFinding ?? "";
     if (offered(options, "reportToLead")) return tool("reportToLead", { result: truncate(`Findings: ${findings}`, 500) });
     if (offered(options, "createInboxItem")) {
       return tool("createInboxItem", {
@@ -287,6 +296,50 @@ function firstFinding(output: LanguageModelV4ToolResultOutput): string {
   const first = Array.isArray(results) ? asRecord(results[0]) : undefined;
   if (first) return [first.title, first.content].filter((field) => typeof field === "string").join(": ");
   return outputText(output);
+}
+
+/** The first search result's address, when it is a web page's (an http(s) url). */
+function firstResultUrl(output: LanguageModelV4ToolResultOutput): string | undefined {
+  const results = output.type === "json" ? asRecord(output.value)?.results : undefined;
+  const url = Array.isArray(results) ? asRecord(results[0])?.url : undefined;
+  return typeof url === "string" && /^https?:\/\//i.test(url) ? url : undefined;
+}
+
+/** What a page that was read says, with its address: "Title: the first words… (source: url)". */
+function pageFinding(output: LanguageModelV4ToolResultOutput): string | undefined {
+  const page = output.type === "json" ? asRecord(output.value) : undefined;
+  if (typeof page?.url !== "string" || typeof page.content !== "string") return undefined;
+  const title = typeof page.title === "string" ? page.title.trim() : "";
+  // The page's own heading usually repeats its title.
+  const text = page.content
+    .split("\n")
+    .map((line) => line.replace(/^#+\s*/, "").trim())
+    .filter((line) => line && line !== title)
+    .join(" ");
+  return withSource([title, text].filter(Boolean).join(": "), page.url);
+}
+
+/** The page could not be read: the search result it came from, with its address. */
+function searchFindingWithSource(prompt: LanguageModelV4Prompt): string | undefined {
+  const searched = lastToolResult(prompt, "tavilySearch");
+  const url = searched ? firstResultUrl(searched) : undefined;
+  return searched && url ? withSource(firstFinding(searched), url) : undefined;
+}
+
+/** A finding short enough to keep, its source always whole. */
+function withSource(finding: string, url: string): string {
+  const source = ` (source: ${url})`;
+  return `${truncate(finding.replace(/\s+/g, " ").trim(), Math.max(80, 300 - source.length))}${source}`;
+}
+
+/** The output of the most recent result of a tool in the prompt. */
+function lastToolResult(prompt: LanguageModelV4Prompt, toolName: string): LanguageModelV4ToolResultOutput | undefined {
+  for (const message of [...prompt].reverse()) {
+    if (message.role !== "tool") continue;
+    const part = message.content.findLast((p) => p.type === "tool-result" && p.toolName === toolName);
+    if (part?.type === "tool-result") return part.output;
+  }
+  return undefined;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

@@ -2,7 +2,15 @@ import type { Db } from "@/lib/db/client";
 import type { Agent, Team } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 
-export type SearchConfig = { tavilyApiKey?: string; tavilyBaseUrl?: string };
+/** Tavily, for web search and reading pages; without a key both tools say they are not configured. */
+export type SearchConfig = {
+  tavilyApiKey?: string;
+  tavilyBaseUrl?: string;
+  /** How much of a page readWebPage returns (PAGE_READ_MAX_CHARS); 12 000 characters when unset. */
+  pageReadMaxChars?: number;
+  /** How long readWebPage waits for Tavily before it tells the agent the read failed; 30 s when unset (tests shorten it). */
+  pageReadTimeoutMs?: number;
+};
 
 /**
  * What a tool knows about who is calling it. Tools authorize against this, never
