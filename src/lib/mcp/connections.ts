@@ -31,13 +31,17 @@ export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNE
       ? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const }
       : // A server's own log goes nowhere: its stderr is not the worker's log.
         new Experimental_StdioMCPTransport({ command: server.command!, args: server.args, env: server.env, stderr: "ignore" });
-  const client = await createMCPClient({
+  // Declared first: the transport can fail while the client is still being created, and that error must be the one thrown.
+  let created: MCPClient | undefined;
+  const client = (created = await createMCPClient({
     transport,
     clientName: "cadre",
     initializationOptions: { timeout: timeoutMs },
     // A transport that breaks later (the server exits) is noticed here; the next use reconnects.
-    onUncaughtError: () => forgetMcpConnection(server.id, client),
-  });
+    onUncaughtError: () => {
+      if (created) forgetMcpConnection(server.id, created);
+    },
+  }));
   try {
     const definitions = await client.listTools({ options: { timeout: timeoutMs } });
     const tools = definitions.tools.map((tool) => ({
