@@ -4,6 +4,7 @@ import { useId, useState } from "react";
 import { api, messageOf } from "@/lib/api-client";
 import type { ToolInfo, ToolPolicies } from "@/lib/agents/tool-policies";
 import type { AgentRole, ToolPolicy } from "@/lib/db/schema";
+import { isMcpToolName, MCP_SEPARATOR } from "@/lib/mcp/names";
 import { ErrorNote } from "./ui";
 
 const POLICY_WORDS: Record<ToolPolicy, string> = {
@@ -21,12 +22,12 @@ const WHERE_WORDS: Record<ToolInfo["availableTo"][number], string> = {
 type AgentChoice = { id: string; name: string; role: AgentRole };
 
 /** A tool's description is written for the model; its first sentence is enough for the person. */
-function firstSentence(text: string): string {
+export function firstSentence(text: string): string {
   return /^[\s\S]*?[.!?](?=\s|$)/.exec(text.trim())?.[0] ?? text.trim();
 }
 
 /** The tools an agent of this role is offered (a lead's work and chat, or a subordinate's work). */
-function offeredTo(tool: ToolInfo, role: AgentRole): boolean {
+export function offeredTo(tool: ToolInfo, role: AgentRole): boolean {
   return role === "lead" ? tool.availableTo.includes("lead") || tool.availableTo.includes("chat") : tool.availableTo.includes("subordinate");
 }
 
@@ -40,14 +41,17 @@ function PolicyRow(props: {
 }) {
   const { tool, label, value, unsetLabel, busy, onChange } = props;
   const id = useId();
+  // An MCP tool is offered to every role; which server it comes from says more. Its name carries the server already.
+  const server = isMcpToolName(tool.name) ? tool.name.split(MCP_SEPARATOR)[0] : null;
+  const description = server ? tool.description.replace(/^\[MCP server [^\]]*\]\s*/, "") : tool.description;
   return (
     <li className={value ? "policy-row policy-set" : "policy-row"}>
       <div className="policy-tool">
         <label htmlFor={id} className="policy-name">
           <code className="tool-name">{tool.name}</code>
         </label>
-        <span className="policy-where">{tool.availableTo.map((where) => WHERE_WORDS[where]).join(" · ")}</span>
-        <p className="hint policy-description">{firstSentence(tool.description)}</p>
+        <span className="policy-where">{server ? `MCP server ${server}` : tool.availableTo.map((where) => WHERE_WORDS[where]).join(" · ")}</span>
+        <p className="hint policy-description">{firstSentence(description)}</p>
       </div>
       {/* Named in full: the tool's name alone would repeat in the team's and the agent's list. */}
       <select id={id} aria-label={label} value={value ?? ""} disabled={busy} onChange={(event) => onChange((event.target.value || null) as ToolPolicy | null)}>

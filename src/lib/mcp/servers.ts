@@ -73,7 +73,7 @@ export async function changeMcpServer(db: Db, serverId: string, changes: z.infer
   if (server.transport === "stdio" && (changes.url !== undefined || changes.headers !== undefined)) {
     throw new CadreError("bad_request:mcp_server", "A stdio server has a command, args and env; url and headers are for HTTP servers.");
   }
-  const updated = await writeUnderTeam(db, server.teamId, () => updateMcpServer(db, serverId, changes)).catch((error: unknown) => nameTaken(error, changes.name));
+  const updated = await writeUnderTeam(db, server.teamId, (tx) => updateMcpServer(tx, serverId, changes)).catch((error: unknown) => nameTaken(error, changes.name));
   forgetMcpConnection(serverId);
   return updated;
 }

@@ -1,32 +1,13 @@
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
-import type { Agent, McpServer, ToolScope } from "@/lib/db/schema";
+import type { Agent, McpServer } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
 import { forgetMcpConnection, mcpConnection } from "./connections";
+import { MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
 
-/** Between a server's name and its tool's: `github__create_issue`. */
-export const MCP_SEPARATOR = "__";
-
-/** Provider tool names allow letters, digits, `_` and `-`, up to 64: anything else becomes `_`. */
-export function mcpToolName(serverName: string, toolName: string): string {
-  return `${serverName}${MCP_SEPARATOR}${toolName}`.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
-}
-
-export function isMcpToolName(name: string): boolean {
-  return name.includes(MCP_SEPARATOR);
-}
-
-/**
- * Whether an agent's scope lets it use a tool: no scope, everything; otherwise the tool's
- * own name, or `SERVER__*` for every tool of a server.
- */
-export function scopeAllows(scope: ToolScope | null | undefined, name: string): boolean {
-  if (!scope) return true;
-  if (scope.allow.includes(name)) return true;
-  const server = name.split(MCP_SEPARATOR)[0];
-  return isMcpToolName(name) && scope.allow.includes(`${server}${MCP_SEPARATOR}*`);
-}
+// The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
+export { isMcpToolName, MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
 
 /** What the turn knows about each MCP tool it offers: whose it is, and whether it only reads. */
 export type McpToolMeta = { server: string; readOnly: boolean };

@@ -3,12 +3,15 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
+import { McpServers } from "@/components/mcp-servers";
 import { NotificationChannels } from "@/components/notification-channels";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
 import { ToolPoliciesPanel } from "@/components/tool-policies";
+import { ToolScopes } from "@/components/tool-scopes";
 import { StatusBadge } from "@/components/ui";
 import { WebhookSecretPanel } from "@/components/webhook-secret";
-import { listToolPolicies } from "@/lib/agents/tool-policies";
+import { listToolPolicies, toolCatalogue } from "@/lib/agents/tool-policies";
+import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
@@ -16,6 +19,7 @@ import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { smtpSettings } from "@/lib/env";
 import { isUuid } from "@/lib/ids";
+import { listMcpServerViews } from "@/lib/mcp/servers";
 import { listTeamNotifications } from "@/lib/notifications/channels";
 import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/webhooks";
 
@@ -40,7 +44,7 @@ export default async function TeamPage({ params }: Props) {
   const working = new Set(
     (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
   );
-  const toolPolicies = await listToolPolicies(db(), team.id);
+  const [toolPolicies, mcpServers] = await Promise.all([listToolPolicies(db(), team.id), listMcpServerViews(db(), team.id).then((views) => views.map(toWire))]);
   const lead = agents.find((agent) => agent.role === "lead");
   const subordinates = agents.filter((agent) => agent.role === "subordinate");
 
@@ -99,10 +103,25 @@ export default async function TeamPage({ params }: Props) {
       <section aria-labelledby="approvals-heading" className="section">
         <h2 id="approvals-heading">Approvals</h2>
         <ToolPoliciesPanel
+          // The panel keeps its own copy of the policies: a new tool list (an MCP server added, tested or removed) starts it afresh.
+          key={toolPolicies.tools.map((tool) => tool.name).join(" ")}
           teamId={team.id}
           agents={agents.map((agent) => ({ id: agent.id, name: agent.name, role: agent.role }))}
           initial={toolPolicies}
         />
+      </section>
+
+      <section aria-labelledby="mcp-heading" className="section">
+        <h2 id="mcp-heading">Tools and MCP servers</h2>
+        <McpServers teamId={team.id} servers={mcpServers} />
+        <section aria-labelledby="scopes-heading" className="subsection">
+          <h3 id="scopes-heading">Who may use which tools</h3>
+          <ToolScopes
+            agents={agents.map((agent) => ({ id: agent.id, name: agent.name, role: agent.role, toolScope: agent.toolScope }))}
+            builtIn={toolCatalogue()}
+            servers={mcpServers}
+          />
+        </section>
       </section>
 
       <section aria-labelledby="webhooks-heading" className="section">
