@@ -36,6 +36,7 @@ describe("migrations", () => {
       "conversations",
       "inbox_items",
       "knowledge_items",
+      "mcp_servers",
       "messages",
       "notification_channels",
       "notifications",
