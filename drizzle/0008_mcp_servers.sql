@@ -24,3 +24,44 @@ CREATE TABLE "mcp_servers" (
 ALTER TABLE "agents" ADD COLUMN "tool_scope" jsonb;--> statement-breakpoint
 ALTER TABLE "mcp_servers" ADD CONSTRAINT "mcp_servers_team_id_teams_id_fk" FOREIGN KEY ("team_id") REFERENCES "public"."teams"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "mcp_servers_team_name_idx" ON "mcp_servers" USING btree ("team_id","name");
+--> statement-breakpoint
+-- Live updates: a server's state (connected, its tools, its last error) as a worker or the
+-- web process finds it shows on the team page without a reload.
+CREATE OR REPLACE FUNCTION cadre_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  payload jsonb;
+BEGIN
+  payload := jsonb_build_object('table', TG_TABLE_NAME, 'op', lower(TG_OP), 'id', NEW.id);
+  IF TG_TABLE_NAME = 'messages' THEN
+    payload := payload || (
+      SELECT jsonb_build_object('conversationId', c.id, 'agentId', c.agent_id, 'mode', c.mode, 'role', NEW.role)
+      FROM conversations c WHERE c.id = NEW.conversation_id
+    );
+  ELSIF TG_TABLE_NAME = 'inbox_items' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id, 'teamId', NEW.team_id);
+  ELSIF TG_TABLE_NAME = 'tasks' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id, 'status', NEW.status);
+  ELSIF TG_TABLE_NAME = 'work_sessions' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id, 'status', NEW.status);
+  ELSIF TG_TABLE_NAME = 'knowledge_items' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id);
+  ELSIF TG_TABLE_NAME = 'agents' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.id, 'teamId', NEW.team_id);
+  ELSIF TG_TABLE_NAME IN ('agent_inputs', 'questions') THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id);
+  ELSIF TG_TABLE_NAME = 'approvals' THEN
+    payload := payload || jsonb_build_object('agentId', NEW.agent_id, 'teamId', NEW.team_id, 'status', NEW.status);
+  ELSIF TG_TABLE_NAME = 'notifications' THEN
+    payload := payload || jsonb_build_object('teamId', NEW.team_id, 'status', NEW.status);
+  ELSIF TG_TABLE_NAME = 'mcp_servers' THEN
+    payload := payload || jsonb_build_object('teamId', NEW.team_id);
+  ELSIF TG_TABLE_NAME = 'teams' THEN
+    payload := payload || jsonb_build_object('teamId', NEW.id);
+  END IF;
+  PERFORM pg_notify('cadre_events', payload::text);
+  RETURN NULL;
+END;
+$$;
+--> statement-breakpoint
+CREATE TRIGGER mcp_servers_notify AFTER INSERT OR UPDATE OF tools, last_error, last_connected_at, enabled, name ON mcp_servers
+  FOR EACH ROW EXECUTE FUNCTION cadre_notify_change();

@@ -1,9 +1,11 @@
 "use client";
 
+import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent, type ReactNode } from "react";
 import { api, type Wire } from "@/lib/api-client";
 import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
 import type { McpServerView } from "@/lib/mcp/servers";
+import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
@@ -60,6 +62,12 @@ function plural(count: number, one: string, many = `${one}s`): string {
  * only ever knows their names.
  */
 export function McpServers({ teamId, servers }: { teamId: string; servers: McpServerWire[] }) {
+  // A worker connecting (or failing to) during an agent's turn changes a server's state: show it.
+  const router = useRouter();
+  const refreshSoon = useCoalesced(() => router.refresh(), 500);
+  useLiveEvents((event) => {
+    if (event?.table === "mcp_servers" && event.teamId === teamId) refreshSoon();
+  });
   return (
     <div className="mcp">
       <p className="mcp-intro">

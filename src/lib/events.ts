@@ -5,7 +5,7 @@ import { database } from "@/lib/db/client";
  * announce every change on the `cadre_events` channel, whichever process wrote it.
  */
 export type LiveEvent = {
-  table: "messages" | "tasks" | "inbox_items" | "knowledge_items" | "work_sessions" | "agents" | "teams" | "workers" | "approvals" | "notifications";
+  table: "messages" | "tasks" | "inbox_items" | "knowledge_items" | "work_sessions" | "agents" | "teams" | "workers" | "approvals" | "notifications" | "mcp_servers";
   op: "insert" | "update" | "delete";
   id: string;
   agentId?: string;

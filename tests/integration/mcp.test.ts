@@ -77,7 +77,12 @@ describe("MCP tools in work sessions and the chat", () => {
     const { team, lead } = await createTeamFixture(tests.database.db);
     const server = await addMcpServer(tests.database.db, team.id, stdioEverything());
     figures.servers += 1;
+    // The team page hears of the server's new state (live events: table mcp_servers).
+    const events: string[] = [];
+    const listening = await tests.database.sql.listen("cadre_events", (payload) => events.push(payload));
     const tested = await testMcpServer(tests.database.db, server.id);
+    await waitFor(async () => events.some((event) => event.includes('"mcp_servers"') && event.includes(team.id)), { timeoutMs: 5000, what: "the mcp_servers event" });
+    await listening.unlisten();
     expect(tested.ok).toBe(true);
     expect(tested.ms).toBeLessThan(2000);
     expect(tested.ok && tested.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["echo", "get-sum"]));
