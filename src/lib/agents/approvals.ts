@@ -154,7 +154,10 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
     return storeOutcome(db, approval, withdrawnResult(`its task "${task.title}" was ${task.status}`));
   }
   const tool = run.tools[approval.toolName];
-  if (!tool?.execute) return storeOutcome(db, approval, withdrawnResult(`${approval.toolName} is no longer offered to this agent`));
+  if (!tool?.execute) {
+    const why = toolEffects(approval.toolName) === "outside" ? "its MCP server cannot be reached now, or the tool is no longer offered to this agent" : "it is no longer offered to this agent";
+    return storeOutcome(db, approval, withdrawnResult(`${approval.toolName}: ${why}`));
+  }
   if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") return storeOutcome(db, approval, OUTCOME_UNKNOWN_RESULT);
 
   await markExecutionStarted(db, approval.id);
