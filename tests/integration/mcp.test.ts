@@ -284,3 +284,20 @@ describe("a worker killed during an MCP call", () => {
     }
   });
 });
+
+describe("secrets and names", () => {
+  it("a header value never shows in an error, and a name that would split wrong is refused", async () => {
+    const { team } = await createTeamFixture(tests.database.db);
+    const server = await addMcpServer(tests.database.db, team.id, {
+      transport: "http",
+      name: "leaky",
+      url: `http://127.0.0.1:${await freePort()}/mcp`,
+      headers: { Authorization: "Bearer SUPERSECRET_VALUE\nX: y" },
+    });
+    const tested = await testMcpServer(tests.database.db, server.id);
+    expect(tested.ok).toBe(false);
+    expect(!tested.ok && tested.error).not.toContain("SUPERSECRET");
+    expect((await getMcpServer(tests.database.db, server.id))!.lastError).not.toContain("SUPERSECRET");
+    await expect(addMcpServer(tests.database.db, team.id, { transport: "http", name: "u_", url: "https://x.example/mcp" })).rejects.toThrow(/no _ at the end/);
+  });
+});

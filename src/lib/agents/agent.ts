@@ -11,8 +11,7 @@ import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
 import { closeOpenToolCalls } from "./work-log";
-import { raiseAlert } from "./alerts";
-import { queueInput } from "./tasks";
+import { reportUnknownOutcome } from "./alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
@@ -173,24 +172,14 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
  * itself, and the person (and a subordinate's lead) is told, as of any failure.
  */
 async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversationId: string): Promise<void> {
-  const closed = await closeOpenToolCalls(deps.db, conversationId, (call) =>
-    toolEffects(call.toolName) === "outside" ? OUTCOME_UNKNOWN_RESULT : INTERRUPTED_RESULT,
-  );
-  const unknown = closed.filter((call) => toolEffects(call.toolName) === "outside");
-  if (unknown.length === 0) return;
+  // The results and the alerts in one transaction: a crash between them would leave a call
+  // closed as "outcome unknown" that nobody was told about.
   await deps.db.transaction(async (tx) => {
-    for (const call of unknown) {
-      await raiseAlert(tx, deps.jobs, {
-        teamId: agent.teamId,
-        agentId: agent.id,
-        key: `outcome-unknown:${conversationId}:${call.toolCallId}`,
-        title: `${agent.name}'s call to ${call.toolName} may or may not have happened`,
-        summary: `A worker stopped during the call; whether ${call.toolName} did its part is unknown, and it was not run again.`,
-        content: `**${agent.name}** called **${call.toolName}** with:\n\n\`\`\`json\n${JSON.stringify(call.args, null, 2)}\n\`\`\`\n\nThe worker running it stopped before the answer came back. Check on the service itself whether it happened; the agent was told the outcome is unknown.`,
-      });
-      if (agent.role === "subordinate" && agent.parentAgentId) {
-        await queueInput(tx, deps.jobs, agent.parentAgentId, { kind: "outcome-unknown", agentName: agent.name, toolName: call.toolName });
-      }
+    const closed = await closeOpenToolCalls(tx, conversationId, (call) =>
+      toolEffects(call.toolName) === "outside" ? OUTCOME_UNKNOWN_RESULT : INTERRUPTED_RESULT,
+    );
+    for (const call of closed.filter((call) => toolEffects(call.toolName) === "outside")) {
+      await reportUnknownOutcome(tx, deps.jobs, agent, conversationId, call);
     }
   });
 }

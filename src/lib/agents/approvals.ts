@@ -19,6 +19,7 @@ import { conversations, messages, type Agent, type Approval } from "@/lib/db/sch
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { deniedResult, editedInputNote, formatDecisions, OUTCOME_UNKNOWN_RESULT, withdrawnResult } from "./formats";
+import { reportUnknownOutcome } from "./alerts";
 import { postToInbox } from "./inbox";
 import { resumeTaskIfNothingWaits } from "./questions";
 import type { StepRecorder } from "./step-recorder";
@@ -122,7 +123,16 @@ export async function decideApproval(db: Db, jobs: JobQueue, approvalId: string,
 }
 
 /** What carrying out decisions needs: the conversation's owner's tools (recorded by its StepRecorder). */
-export type DecisionRun = { db: Db; tools: ToolSet; recorder: StepRecorder; abortSignal?: AbortSignal; focus?: (taskId: string | null) => void };
+export type DecisionRun = {
+  db: Db;
+  jobs: JobQueue;
+  /** The agent whose calls these are. */
+  agent: Agent;
+  tools: ToolSet;
+  recorder: StepRecorder;
+  abortSignal?: AbortSignal;
+  focus?: (taskId: string | null) => void;
+};
 
 /**
  * Carries out every decision of a conversation that is not carried out yet, oldest first,
@@ -158,7 +168,13 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
     const why = toolEffects(approval.toolName) === "outside" ? "its MCP server cannot be reached now, or the tool is no longer offered to this agent" : "it is no longer offered to this agent";
     return storeOutcome(db, approval, withdrawnResult(`${approval.toolName}: ${why}`));
   }
-  if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") return storeOutcome(db, approval, OUTCOME_UNKNOWN_RESULT);
+  if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") {
+    await db.transaction(async (tx) => {
+      await storeOutcome(tx, approval, OUTCOME_UNKNOWN_RESULT);
+      await reportUnknownOutcome(tx, run.jobs, run.agent, approval.conversationId, { toolCallId: approval.toolCallId, toolName: approval.toolName, args: approval.approvedInput ?? approval.input });
+    });
+    return;
+  }
 
   await markExecutionStarted(db, approval.id);
   // The model asked for one input and another ran: its result says so, or the agent would report what it asked for.

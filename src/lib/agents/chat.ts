@@ -175,7 +175,7 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
 async function carryOutChatDecisions(deps: EngineDeps, agent: Agent, team: Team, conversationId: string, signal?: AbortSignal) {
   if (!(await hasDecidedUnresolvedApproval(deps.db, conversationId))) return [];
   const turn = await prepareChatTurn(deps, agent, team, conversationId, signal);
-  return carryOutDecisions({ db: deps.db, tools: turn.tools, recorder: turn.recorder, abortSignal: signal }, conversationId);
+  return carryOutDecisions({ db: deps.db, jobs: deps.jobs, agent, tools: turn.tools, recorder: turn.recorder, abortSignal: signal }, conversationId);
 }
 
 /**

@@ -9,6 +9,9 @@ import { listMcpServers } from "@/lib/db/queries/mcp-servers";
 import { isMcpToolName, MCP_SEPARATOR, mcpToolName, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
 import { foregroundTools, workTools, type ToolContext } from "./tools";
 
+/** The most tools one model request may offer (OpenAI's limit; others' are higher). */
+export const MAX_TOOLS = 128;
+
 /** Where a tool's effect lands: inside Cadre (its writes commit with its result) or outside it. */
 export type ToolEffects = "cadre" | "outside";
 
@@ -101,6 +104,14 @@ export async function toolsForTurn(
   const [policyOf, mcp] = await Promise.all([loadToolPolicies(db, agent), mcpToolsFor(db, agent, options.log)]);
   const scoped: ToolSet = {};
   for (const [name, definition] of Object.entries(builtIn)) if (scopeAllows(agent.toolScope, name)) scoped[name] = definition;
+  // Providers refuse a request with more than MAX_TOOLS tools (OpenAI: 128): the built-in ones
+  // stay, MCP tools fill what is left, and the operator hears what was left out.
+  const room = Math.max(0, MAX_TOOLS - Object.keys(scoped).length);
+  const mcpNames = Object.keys(mcp.tools);
+  if (mcpNames.length > room) {
+    options.log(`[mcp] ${mcpNames.length - room} MCP tools left out of this turn (at most ${MAX_TOOLS} tools per request): narrow the agent's tool scope`);
+    for (const name of mcpNames.slice(room)) delete mcp.tools[name];
+  }
   return applyToolPolicies(options.wrap({ ...scoped, ...mcp.tools }), (name) => policyOf(name, mcp.meta.get(name)?.readOnly));
 }
 

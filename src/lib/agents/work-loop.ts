@@ -113,7 +113,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     const recorder = new StepRecorder(db, state.conversation.id);
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
     const carried = await carryOutDecisions(
-      { db, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = taskId) },
+      { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = taskId) },
       state.conversation.id,
     );
     const [ready] = await tasksReadyToGoOn(db, carried);

@@ -53,39 +53,98 @@ export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNE
   }
 }
 
-/** The process's connection to this server, opened now if there is none (or its settings changed). */
-export function mcpConnection(server: McpServer): Promise<McpConnection> {
-  const key = settingsKey(server);
-  const existing = pool().get(server.id);
-  if (existing?.key === key) return existing.connection;
-  if (existing) void existing.connection.then((old) => old.client.close()).catch(() => {});
-  const connection = openMcpConnection(server);
-  pool().set(server.id, { key, connection });
-  // A failed connection is not kept: the next call tries again.
-  connection.catch(() => {
-    if (pool().get(server.id)?.connection === connection) pool().delete(server.id);
-  });
-  return connection;
+/**
+ * A pooled connection and the calls running on it: one that is replaced (its settings
+ * changed) or dropped is closed only once those calls have ended, so an edit never cuts off
+ * a call a server already started.
+ */
+type PooledEntry = Entry & { inFlight: number; retired: boolean };
+
+/** A server that failed to connect is not tried again for this long: a hung server must not cost every turn its timeout. */
+export const MCP_RETRY_AFTER_MS = 60_000;
+const failures = new Map<string, { key: string; until: number; reason: string }>();
+
+/** Why this server is skipped for now (it failed to connect a moment ago), or null. */
+export function recentMcpFailure(server: McpServer): string | null {
+  const failure = failures.get(server.id);
+  if (!failure || failure.key !== settingsKey(server) || failure.until < Date.now()) return null;
+  return failure.reason;
 }
 
-/** Drops a connection that failed (only the one that failed: a newer one stays). */
-export function forgetMcpConnection(serverId: string, client?: MCPClient): void {
-  const entry = pool().get(serverId);
-  if (!entry) return;
-  void entry.connection
-    .then((connection) => {
-      if (client && connection.client !== client) return;
-      if (pool().get(serverId) === entry) pool().delete(serverId);
-      return connection.client.close();
-    })
-    .catch(() => {
-      if (pool().get(serverId) === entry) pool().delete(serverId);
-    });
+/** The process's connection to this server, opened now if there is none (or its settings changed). */
+export function mcpConnection(server: McpServer): Promise<McpConnection> {
+  return pooledEntry(server).connection;
+}
+
+function pooledEntry(server: McpServer): PooledEntry {
+  const key = settingsKey(server);
+  const existing = pool().get(server.id) as PooledEntry | undefined;
+  if (existing?.key === key) return existing;
+  if (existing) retire(server.id, existing);
+  const connection = openMcpConnection(server);
+  const entry: PooledEntry = { key, connection, inFlight: 0, retired: false };
+  pool().set(server.id, entry);
+  failures.delete(server.id);
+  // A failed connection is not kept: the next call after the back-off tries again.
+  connection.catch((error: unknown) => {
+    failures.set(server.id, { key, until: Date.now() + MCP_RETRY_AFTER_MS, reason: error instanceof Error ? error.message : String(error) });
+    if (pool().get(server.id) === entry) pool().delete(server.id);
+  });
+  return entry;
+}
+
+/** Runs `use` on the server's connection, counted as in flight, so retiring the connection waits for it. */
+export async function withMcpConnection<T>(server: McpServer, use: (connection: McpConnection) => Promise<T>): Promise<T> {
+  const entry = pooledEntry(server);
+  entry.inFlight += 1;
+  try {
+    return await use(await entry.connection);
+  } finally {
+    entry.inFlight -= 1;
+    if (entry.retired && entry.inFlight === 0) closeEntry(entry);
+  }
+}
+
+function retire(serverId: string, entry: PooledEntry): void {
+  if (pool().get(serverId) === entry) pool().delete(serverId);
+  entry.retired = true;
+  if (entry.inFlight === 0) closeEntry(entry);
+}
+
+function closeEntry(entry: Entry): void {
+  void entry.connection.then((connection) => connection.client.close()).catch(() => {});
+}
+
+/** Drops a connection that failed, once its other calls have ended; the next use reconnects. */
+export function forgetMcpConnection(serverId: string): void {
+  const entry = pool().get(serverId) as PooledEntry | undefined;
+  if (entry) retire(serverId, entry);
+  failures.delete(serverId);
+}
+
+/**
+ * Closes the connections of servers that are gone or turned off (deleted, disabled, their
+ * team deleted): a stdio server is a child process, and it must not outlive its settings.
+ * `stillWanted` answers which of the pooled server ids still exist and are enabled.
+ */
+export async function pruneMcpConnections(stillWanted: (serverIds: string[]) => Promise<Set<string>>): Promise<number> {
+  const ids = [...pool().keys()];
+  if (ids.length === 0) return 0;
+  const wanted = await stillWanted(ids);
+  let closed = 0;
+  for (const id of ids) {
+    if (wanted.has(id)) continue;
+    const entry = pool().get(id) as PooledEntry | undefined;
+    if (entry) retire(id, entry);
+    closed += 1;
+  }
+  return closed;
 }
 
 /** Closes every connection of this process (worker shutdown). */
 export async function closeMcpConnections(): Promise<void> {
   const entries = [...pool().values()];
   pool().clear();
+  failures.clear();
   await Promise.all(entries.map((entry) => entry.connection.then((connection) => connection.client.close()).catch(() => {})));
 }

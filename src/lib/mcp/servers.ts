@@ -7,7 +7,7 @@ import { writeUnderAgent, writeUnderTeam } from "@/lib/db/queries/teams";
 import type { Agent, McpServer, McpToolInfo, ToolScope } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { forgetMcpConnection, openMcpConnection } from "./connections";
-import { describeMcpError } from "./tools";
+import { describeMcpError, redactSecrets } from "./tools";
 
 /** What a page is shown of a server: everything but the secrets (header and environment values). */
 export type McpServerView = Omit<McpServer, "headers" | "env"> & { headerNames: string[]; envNames: string[] };
@@ -20,8 +20,9 @@ export function mcpServerView(server: McpServer): McpServerView {
 const name = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9_-]{1,40}$/, "name: 1 to 40 letters, digits, - or _ (it prefixes the server's tools: NAME__TOOL)")
-  .refine((value) => !value.includes("__"), "name: no double underscore (it separates the server from its tools)");
+  .regex(/^[A-Za-z0-9_-]{1,40}$/, "1 to 40 letters, digits, - or _ (it prefixes the server's tools: NAME__TOOL)")
+  // NAME__TOOL is split at its first "__": a name with "__" in it, or ending in "_", would split wrong.
+  .refine((value) => !value.includes("__") && !value.endsWith("_"), "no double underscore and no _ at the end (NAME__TOOL is split at the first __)");
 const secrets = z.record(z.string().trim().min(1).max(200), z.string().max(8000)).refine((value) => Object.keys(value).length <= 50, "at most 50 entries");
 const callTimeoutMs = z.number().int().min(1000).max(600_000);
 
@@ -29,7 +30,7 @@ export const newMcpServerBody = z.discriminatedUnion("transport", [
   z.strictObject({
     transport: z.literal("http"),
     name,
-    url: z.url({ protocol: /^https?$/, error: "url: an http(s) address of a streamable HTTP MCP endpoint" }).max(2000),
+    url: z.url({ protocol: /^https?$/, error: "an http(s) address of a streamable HTTP MCP endpoint" }).max(2000),
     headers: secrets.default({}),
     callTimeoutMs: callTimeoutMs.optional(),
   }),
@@ -74,7 +75,9 @@ export async function changeMcpServer(db: Db, serverId: string, changes: z.infer
     throw new CadreError("bad_request:mcp_server", "A stdio server has a command, args and env; url and headers are for HTTP servers.");
   }
   const updated = await writeUnderTeam(db, server.teamId, (tx) => updateMcpServer(tx, serverId, changes)).catch((error: unknown) => nameTaken(error, changes.name));
-  forgetMcpConnection(serverId);
+  // A new address or secret makes a new connection anyway (its settings are the pool's key);
+  // turned off, its connection closes once the calls on it end. A new name or timeout keeps it.
+  if (changes.enabled === false) forgetMcpConnection(serverId);
   return updated;
 }
 
@@ -104,7 +107,7 @@ export async function testMcpServer(db: Db, serverId: string): Promise<{ ok: tru
     await recordMcpServerState(db, serverId, { tools: connection.tools });
     return { ok: true, tools: connection.tools, ms: Date.now() - started };
   } catch (error) {
-    const reason = describeMcpError(error);
+    const reason = redactSecrets(describeMcpError(error), server);
     await recordMcpServerState(db, serverId, { error: reason });
     return { ok: false, error: reason, ms: Date.now() - started };
   }

@@ -1,9 +1,9 @@
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
-import { listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
-import type { Agent, McpServer } from "@/lib/db/schema";
+import { listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
+import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
-import { forgetMcpConnection, mcpConnection } from "./connections";
+import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection } from "./connections";
 import { MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
 
 // The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
@@ -23,16 +23,20 @@ type Log = (message: string, error?: unknown) => void;
 export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolScope">, log: Log): Promise<{ tools: ToolSet; meta: Map<string, McpToolMeta> }> {
   const tools: ToolSet = {};
   const meta = new Map<string, McpToolMeta>();
+  // Connections of servers deleted or turned off since (here or in another process) close now.
+  await pruneMcpConnections((ids) => listEnabledMcpServerIds(db, ids));
   const servers = (await listMcpServers(db, agent.teamId, { enabledOnly: true })).filter(
     (server) => !agent.toolScope || agent.toolScope.allow.some((name) => name.startsWith(`${server.name}${MCP_SEPARATOR}`)),
   );
   await Promise.all(
     servers.map(async (server) => {
+      // It failed to connect a moment ago: skipped for now, not waited for on every turn.
+      if (recentMcpFailure(server)) return;
       let connection;
       try {
         connection = await mcpConnection(server);
       } catch (error) {
-        const reason = describeMcpError(error);
+        const reason = redactSecrets(describeMcpError(error), server);
         log(`[mcp] server "${server.name}" cannot be reached: ${reason}`);
         await recordMcpServerState(db, server.id, { error: reason }).catch(() => {});
         return;
@@ -49,7 +53,7 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
         tools[name] = {
           description: `[MCP server ${server.name}] ${info.description}`.slice(0, 1024),
           inputSchema: definition.inputSchema,
-          execute: (input: unknown, options: { abortSignal?: AbortSignal }) => callMcpTool(server, info.name, input, options.abortSignal),
+          execute: (input: unknown, options: { abortSignal?: AbortSignal }) => callMcpTool(db, server, info, input, options.abortSignal),
         } as ToolSet[string];
       }
     }),
@@ -60,25 +64,43 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
 /**
  * One call, bounded by the server's call timeout. A failure is the tool's result, in words
  * the model can act on, never an error that ends the session; the connection is dropped so
- * the next call connects again. The person's Stop still ends it at once.
+ * the next call connects again, and the team page hears why. A tool that can change things
+ * and failed after it was sent may have done its part: the model is told so, not to retry.
+ * The person's Stop still ends the call at once.
  */
-export async function callMcpTool(server: McpServer, toolName: string, input: unknown, abortSignal?: AbortSignal): Promise<string> {
+export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, input: unknown, abortSignal?: AbortSignal): Promise<string> {
   const timeout = AbortSignal.timeout(server.callTimeoutMs);
   const signal = abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout;
+  let sent = false;
   try {
-    const connection = await mcpConnection(server);
-    const result = await abortable(
-      connection.client.callTool({ name: toolName, arguments: (input ?? {}) as Record<string, unknown>, options: { signal, timeout: server.callTimeoutMs } }),
-      signal,
-    );
-    const text = callResultText(result);
-    return result.isError ? `The MCP tool ${toolName} reported an error: ${text}` : text;
+    return await withMcpConnection(server, async (connection) => {
+      sent = true;
+      const result = await abortable(
+        connection.client.callTool({ name: tool.name, arguments: (input ?? {}) as Record<string, unknown>, options: { signal, timeout: server.callTimeoutMs } }),
+        signal,
+      );
+      const text = callResultText(result);
+      return result.isError ? `The MCP tool ${tool.name} reported an error: ${text}` : text;
+    });
   } catch (error) {
     if (abortSignal?.aborted) throw error;
     forgetMcpConnection(server.id);
-    const why = timeout.aborted ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s` : describeMcpError(error);
-    return `The MCP server "${server.name}" could not run ${toolName}: ${why}. Your other tools still work; try again later or do without it.`;
+    const why = timeout.aborted ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s` : redactSecrets(describeMcpError(error), server);
+    await recordMcpServerState(db, server.id, { error: why }).catch(() => {});
+    if (sent && !tool.readOnly) {
+      return `The MCP server "${server.name}" did not finish ${tool.name}: ${why}. The call was sent, so it may have taken effect: check before calling it again. Your other tools still work.`;
+    }
+    return `The MCP server "${server.name}" could not run ${tool.name}: ${why}. Your other tools still work; try again later or do without it.`;
   }
+}
+
+/** An error's text without the server's secrets: a bad header value must not end up on a page. */
+export function redactSecrets(text: string, server: Pick<McpServer, "headers" | "env">): string {
+  let redacted = text;
+  for (const value of [...Object.values(server.headers), ...Object.values(server.env)]) {
+    if (value.length >= 4) redacted = redacted.split(value).join("••••");
+  }
+  return redacted;
 }
 
 /** The text parts of a tool's result, joined; anything else as JSON. */

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { mcpServers, type McpServer, type McpToolInfo, type McpTransport } from "../schema";
@@ -62,4 +62,14 @@ export async function recordMcpServerState(db: Db, serverId: string, state: { to
     .update(mcpServers)
     .set("tools" in state ? { tools: state.tools, lastConnectedAt: sql`now()`, lastError: null, lastErrorAt: null } : { lastError: state.error, lastErrorAt: sql`now()` })
     .where(eq(mcpServers.id, serverId));
+}
+
+/** Of these server ids, the ones that still exist and are enabled. */
+export async function listEnabledMcpServerIds(db: Db, serverIds: string[]): Promise<Set<string>> {
+  if (serverIds.length === 0) return new Set();
+  const rows = await db
+    .select({ id: mcpServers.id })
+    .from(mcpServers)
+    .where(and(inArray(mcpServers.id, serverIds), eq(mcpServers.enabled, true)));
+  return new Set(rows.map((row) => row.id));
 }
