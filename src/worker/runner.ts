@@ -8,7 +8,8 @@ import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { agentWakePayload, chatResumePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { workNotifications } from "@/lib/notifications/deliver";
-import { closeMcpConnections } from "@/lib/mcp/connections";
+import { closeMcpConnections, pruneMcpConnections } from "@/lib/mcp/connections";
+import { listEnabledMcpServerIds } from "@/lib/db/queries/mcp-servers";
 import { startWorkerHeartbeat } from "./liveness";
 
 export type WorkerOptions = {
@@ -75,7 +76,11 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     // Now and then the backlog again: a nudge lost with a database restart, or a wake job
     // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
     // one per agent (singleton key), so an agent already queued costs nothing.
-    if (++reaps % 10 === 0) drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
+    if (++reaps % 10 === 0) {
+      drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
+      // A stdio MCP server whose settings were deleted or turned off (its team deleted, say) must not outlive them.
+      pruneMcpConnections((ids) => listEnabledMcpServerIds(database.db, ids)).catch((error: unknown) => log("[worker] closing unused MCP connections failed", error));
+    }
   }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
 
   const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, log });
