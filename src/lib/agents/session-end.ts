@@ -1,9 +1,8 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
-import { decisionWaitingFor } from "@/lib/db/queries/approvals";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
-import { endSession, getLatestEndedSession } from "@/lib/db/queries/work-sessions";
+import { endSession, getLatestEndedSession, queuedWorkOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Agent } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import type { EngineDeps } from "./engine-config";
@@ -82,15 +81,12 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
   }
 }
 
-/** A pending task or queued input of an agent whose team is active. */
+/** Work given to the agent and not taken up yet (queuedWorkOf), when its team is active. */
 async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
   const [row] = await db.execute<{ waiting: boolean }>(sql`
     select exists (
       select 1 from agents a join teams t on t.id = a.team_id
-       where a.id = ${agentId} and t.status = 'active'
-         and (exists (select 1 from tasks k where k.agent_id = a.id and k.status = 'pending')
-              or exists (select 1 from agent_inputs i where i.agent_id = a.id)
-              or ${decisionWaitingFor(sql`a.id`)})
+       where a.id = ${agentId} and t.status = 'active' and ${queuedWorkOf(sql`a.id`)}
     ) as waiting`);
   return row?.waiting === true;
 }

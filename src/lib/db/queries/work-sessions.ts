@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";
 import type { Db } from "../client";
@@ -144,6 +144,17 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
 }
 
 /**
+ * SQL: agent `agent` has work given to it and not yet taken up — a pending task, queued
+ * input, or a decision of the person's to carry out. The one definition the backlog, a
+ * session's end and Resume build on (each adds what it alone looks at).
+ */
+export function queuedWorkOf(agent: SQL): SQL {
+  return sql`(exists (select 1 from tasks t where t.agent_id = ${agent} and t.status = 'pending')
+    or exists (select 1 from agent_inputs i where i.agent_id = ${agent})
+    or ${decisionWaitingFor(agent)})`;
+}
+
+/**
  * "Someone asked for agent `a` and no live session serves it": a wake-up, a pending task,
  * queued input or a session whose worker died (its heartbeat went stale), and no running
  * session with a fresh heartbeat. One definition for the worker's backlog and the health
@@ -153,9 +164,7 @@ function awaitingWork(staleAfterSeconds: number) {
   const stale = sql`s.heartbeat_at < now() - make_interval(secs => ${staleAfterSeconds})`;
   return sql`
   (a.wake_requested_at is not null
-   or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'pending')
-   or exists (select 1 from agent_inputs i where i.agent_id = a.id)
-   or ${decisionWaitingFor(sql`a.id`)}
+   or ${queuedWorkOf(sql`a.id`)}
    or exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and ${stale}))
   and not exists (select 1 from work_sessions s where s.agent_id = a.id and s.status = 'running' and not (${stale}))`;
 }
