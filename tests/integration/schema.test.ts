@@ -38,6 +38,7 @@ describe("migrations", () => {
       "knowledge_items",
       "mcp_servers",
       "messages",
+      "model_prices",
       "notification_channels",
       "notifications",
       "questions",

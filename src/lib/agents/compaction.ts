@@ -36,6 +36,8 @@ export type CompactionOptions = {
   db: Db;
   model: ModelChoice;
   agentId: string;
+  /** The work session compacting, for its trace; null for the chat. */
+  workSessionId?: string | null;
   /** Estimated tokens above which the context is compacted. */
   budget: number;
   /** The system prompt the next call carries: it counts against the budget too. */
@@ -83,9 +85,9 @@ function renderForSummary(context: readonly Message[], budget: number): string {
 }
 
 export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
-  const { db, model, agentId, abortSignal, timeoutMs } = options;
+  const { db, model, agentId, workSessionId, abortSignal, timeoutMs } = options;
   const result = await generateModelText(
-    { db, model, purpose: "compaction", agentId, conversationId: context[0]?.conversationId ?? null, abortSignal, timeoutMs },
+    { db, model, purpose: "compaction", agentId, conversationId: context[0]?.conversationId ?? null, workSessionId, abortSignal, timeoutMs },
     {
       instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
       prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,

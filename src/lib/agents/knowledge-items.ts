@@ -38,6 +38,8 @@ export async function extractKnowledgeFromConversation(input: {
   model: ModelChoice;
   agentId: string;
   conversationId: string;
+  /** The work session extracting, for its trace. */
+  workSessionId?: string | null;
   messages: readonly Message[];
   maxInputChars: number;
   abortSignal?: AbortSignal;
@@ -45,9 +47,9 @@ export async function extractKnowledgeFromConversation(input: {
   timeoutMs?: number;
 }): Promise<KnowledgeItem[]> {
   if (input.messages.length === 0) return [];
-  const { db, model, agentId, conversationId, abortSignal, timeoutMs } = input;
+  const { db, model, agentId, conversationId, workSessionId, abortSignal, timeoutMs } = input;
   const result = await generateModelText(
-    { db, model, purpose: "extraction", agentId, conversationId, abortSignal, timeoutMs },
+    { db, model, purpose: "extraction", agentId, conversationId, workSessionId, abortSignal, timeoutMs },
     {
       instructions: EXTRACTION_INSTRUCTIONS,
       prompt: renderSession(input.messages, input.maxInputChars),

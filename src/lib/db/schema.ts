@@ -8,6 +8,7 @@ import {
   index,
   integer,
   jsonb,
+  numeric,
   pgTable,
   primaryKey,
   real,
@@ -77,10 +78,19 @@ export const teams = pgTable(
     name: text("name").notNull(),
     mission: text("mission").notNull(),
     status: text("status").$type<TeamStatus>().notNull().default("active"),
+    /** Tokens (input + output) the team may spend per UTC day; null: TEAM_DAILY_TOKEN_BUDGET. */
+    dailyTokenBudget: integer("daily_token_budget"),
+    /** US dollars the team may spend per UTC day, priced by model_prices; null: no cost cap. */
+    dailyCostBudgetUsd: numeric("daily_cost_budget_usd", { precision: 12, scale: 4, mode: "number" }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [check("teams_status_check", oneOf("status", teamStatuses)), index("teams_created_at_idx").on(t.createdAt)],
+  (t) => [
+    check("teams_status_check", oneOf("status", teamStatuses)),
+    check("teams_daily_token_budget_check", sql`daily_token_budget is null or daily_token_budget > 0`),
+    check("teams_daily_cost_budget_check", sql`daily_cost_budget_usd is null or daily_cost_budget_usd > 0`),
+    index("teams_created_at_idx").on(t.createdAt),
+  ],
 );
 
 export const agents = pgTable(
@@ -184,6 +194,8 @@ export const messages = pgTable(
     }).onDelete("cascade"),
     // One result per tool call: a redelivered step cannot record (or cause) an effect twice.
     uniqueIndex("messages_one_result_per_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
+    // The team timeline pages each conversation backwards by time (keyset on created_at, id).
+    index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
   ],
 );
 
@@ -210,6 +222,7 @@ export const tasks = pgTable(
     check("tasks_status_check", oneOf("status", taskStatuses)),
     index("tasks_agent_status_created_idx").on(t.agentId, t.status, t.createdAt),
     index("tasks_parent_task_id_idx").on(t.parentTaskId),
+    index("tasks_agent_created_idx").on(t.agentId, t.createdAt, t.id),
   ],
 );
 
@@ -245,6 +258,7 @@ export const inboxItems = pgTable(
     index("inbox_items_unread_idx").on(t.createdAt).where(sql`read_at is null`),
     index("inbox_items_agent_id_idx").on(t.agentId),
     index("inbox_items_team_type_created_idx").on(t.teamId, t.type, t.createdAt),
+    index("inbox_items_team_created_idx").on(t.teamId, t.createdAt, t.id),
     uniqueIndex("inbox_items_question_id_idx").on(t.questionId).where(sql`question_id is not null`),
     uniqueIndex("inbox_items_approval_id_idx").on(t.approvalId).where(sql`approval_id is not null`),
   ],
@@ -288,11 +302,17 @@ export const usage = pgTable(
     outputTokens: integer("output_tokens").notNull().default(0),
     cachedTokens: integer("cached_tokens").notNull().default(0),
     durationMs: integer("duration_ms").notNull().default(0),
+    /** The work session the call was made in (work, compaction, extraction, briefing); null for chat and drafting. */
+    workSessionId: uuid("work_session_id").references((): AnyPgColumn => workSessions.id, { onDelete: "set null" }),
+    /** Why the model stopped ("stop", "tool-calls", "length", …), as the AI SDK reports it. */
+    finishReason: text("finish_reason"),
     createdAt: createdAt(),
   },
   (t) => [
     check("usage_purpose_check", oneOf("purpose", usagePurposes)),
     index("usage_agent_created_idx").on(t.agentId, t.createdAt),
+    index("usage_work_session_idx").on(t.workSessionId).where(sql`work_session_id is not null`),
+    index("usage_created_idx").on(t.createdAt),
   ],
 );
 
@@ -558,6 +578,24 @@ export const mcpServers = pgTable(
 );
 
 /** Worker processes and their own heartbeat: whether background work has anyone to run it. */
+/**
+ * What a model costs, in US dollars per million tokens. Rows override the built-in defaults
+ * (src/lib/usage/prices.ts) and add models they do not know; a model with neither shows tokens only.
+ */
+export const modelPrices = pgTable(
+  "model_prices",
+  {
+    model: text("model").primaryKey(),
+    inputUsdPerMtok: numeric("input_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }).notNull(),
+    cachedInputUsdPerMtok: numeric("cached_input_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }),
+    outputUsdPerMtok: numeric("output_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }).notNull(),
+    updatedAt: updatedAt(),
+  },
+  () => [
+    check("model_prices_nonnegative_check", sql`input_usd_per_mtok >= 0 and output_usd_per_mtok >= 0 and (cached_input_usd_per_mtok is null or cached_input_usd_per_mtok >= 0)`),
+  ],
+);
+
 export const workers = pgTable(
   "workers",
   {
@@ -631,3 +669,4 @@ export type ToolPolicyRule = InferSelectModel<typeof toolPolicyRules>;
 export type NotificationChannel = InferSelectModel<typeof notificationChannels>;
 export type Notification = InferSelectModel<typeof notifications>;
 export type McpServer = InferSelectModel<typeof mcpServers>;
+export type ModelPrice = InferSelectModel<typeof modelPrices>;

@@ -34,6 +34,8 @@ export type ModelCall = {
   /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
   agentId: string | null;
   conversationId?: string | null;
+  /** The work session the call is made in, so its trace can show it; null for chat and drafting. */
+  workSessionId?: string | null;
   /** How long one model call may take (each attempt); MODEL_TIMEOUT_MS when not given. */
   timeoutMs?: number;
   /** The caller's cancellation (a Stop, a closed request): it reads as an abort, never as a timeout. */
@@ -94,6 +96,8 @@ async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent
       conversationId: call.conversationId ?? null,
       purpose: call.purpose,
       model: call.model.modelId,
+      workSessionId: call.workSessionId ?? null,
+      finishReason: event.finishReason,
       usage: event.usage,
       durationMs: Math.round(event.performance.responseTimeMs),
     });

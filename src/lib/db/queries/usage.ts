@@ -14,6 +14,8 @@ export type NewUsage = {
   outputTokens?: number;
   cachedTokens?: number;
   durationMs?: number;
+  workSessionId?: string | null;
+  finishReason?: string | null;
 };
 
 /**
@@ -24,9 +26,10 @@ export type NewUsage = {
  */
 export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
   const rows = await executePrepared<{ id: string; created_at: string | Date }>(db, sql`
-    insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms)
+    insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason)
     select ${input.agentId}, ${input.conversationId ?? null}, ${input.purpose}, ${input.model},
-           ${input.inputTokens ?? 0}, ${input.outputTokens ?? 0}, ${input.cachedTokens ?? 0}, ${input.durationMs ?? 0}
+           ${input.inputTokens ?? 0}, ${input.outputTokens ?? 0}, ${input.cachedTokens ?? 0}, ${input.durationMs ?? 0},
+           ${input.workSessionId ?? null}, ${input.finishReason ?? null}
       from ${lazyCommit(db)}
      where ${input.agentId}::uuid is null or exists (select 1 from agents where id = ${input.agentId}::uuid for key share)
     returning id, created_at`);
@@ -42,6 +45,8 @@ export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null
     outputTokens: input.outputTokens ?? 0,
     cachedTokens: input.cachedTokens ?? 0,
     durationMs: input.durationMs ?? 0,
+    workSessionId: input.workSessionId ?? null,
+    finishReason: input.finishReason ?? null,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
