@@ -173,3 +173,31 @@ export function isPersonQuestion(content: string): boolean {
 export function formatBriefing(title: string, content: string): string {
   return `**${title}**\n\n${content}`;
 }
+
+/**
+ * How each kind of log input begins, as SQL LIKE patterns in the order `parseLogInput`
+ * tries them: the team timeline tells reports and questions apart in the database, so a
+ * filter by kind pages through the log without reading it all.
+ */
+export const logInputLikePatterns: readonly { kind: LogInput["kind"]; pattern: string }[] = [
+  { kind: "task", pattern: "Task from % (task id: %" },
+  { kind: "report", pattern: "Subordinate % reports (task id: %" },
+  { kind: "report", pattern: "Subordinate % reports: %" },
+  { kind: "failed", pattern: "Subordinate % failed (task id: %" },
+  { kind: "cancelled", pattern: "Subordinate % was cancelled (task id: %" },
+  { kind: "removed", pattern: "Subordinate % was removed (task id: %" },
+  { kind: "question", pattern: "Subordinate % asks (question id: %" },
+  { kind: "answer", pattern: "Your lead % answers (question id: %" },
+  { kind: "person-answer", pattern: "The person answers (question id: %" },
+  { kind: "task-cancelled", pattern: "Your task was cancelled (task id: %" },
+  { kind: "outcome-unknown", pattern: "Subordinate %'s call to % was cut off when its worker stopped%" },
+  { kind: "webhook", pattern: "[webhook:%] %" },
+];
+
+/**
+ * A tool result that says the call did not do its work: a tool error (`Error: …`), a call
+ * cut off or never run, a session that ended under it, an outcome nobody knows.
+ */
+export function isFailedToolResult(content: string): boolean {
+  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown))/.test(content) || content === STOPPED_MARKER;
+}
