@@ -63,6 +63,8 @@ export type TimelineItem =
 export type TimelineEntry = {
   /** Unique on the timeline (a message, task or inbox item id; an ended task has one of its own). */
   key: string;
+  /** Sorts like the timeline (as text, descending): time to the microsecond, then key. */
+  position: string;
   at: string;
   kind: TimelineKind;
   agent: { id: string; name: string; role: AgentRole };
@@ -167,7 +169,7 @@ async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], agents: 
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   return rows.map((row): TimelineEntry => {
     const agent = agentsById.get(row.agentId) ?? { id: row.agentId, name: "(removed agent)", role: "subordinate" };
-    const base = { key: row.key, kind: row.kind, agent };
+    const base = { key: row.key, position: `${row.atMicros.padStart(20, "0")}.${row.key}`, kind: row.kind, agent };
     switch (row.source) {
       case "message": {
         const message = row.row;

@@ -76,6 +76,9 @@ export default async function AgentPage({ params }: Props) {
         </div>
         <div className="header-actions">
           {running && !running.stopRequestedAt && <StopSessionButton agentId={agent.id} />}
+          <Link href={`/teams/${agent.teamId}/timeline?agent=${agent.id}`} className="button">
+            Timeline
+          </Link>
           {agent.role === "lead" && (
             <Link href={`/teams/${agent.teamId}/chat`} className="button">
               Chat
@@ -155,7 +158,10 @@ export default async function AgentPage({ params }: Props) {
             {sessions.map((session) => (
               <li key={session.id}>
                 <StatusBadge status={session.status} /> <LocalTime value={session.startedAt.toISOString()} /> · {session.steps} step
-                {session.steps === 1 ? "" : "s"}
+                {session.steps === 1 ? "" : "s"} ·{" "}
+                <Link href={`/sessions/${session.id}`} className="meta-link">
+                  Trace
+                </Link>
                 {session.error && <span className="session-error"> · {session.error}</span>}
               </li>
             ))}

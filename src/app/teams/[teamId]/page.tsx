@@ -64,6 +64,9 @@ export default async function TeamPage({ params }: Props) {
         </div>
         <div className="header-actions">
           <TeamStatusButton teamId={team.id} status={team.status} />
+          <Link href={`/teams/${team.id}/timeline`} className="button">
+            Timeline
+          </Link>
           {lead && (
             <Link href={`/teams/${team.id}/chat`} className="button button-primary">
               Chat with the lead

@@ -1,0 +1,100 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { TeamTimeline } from "@/components/team-timeline";
+import { requirePageSession } from "@/lib/auth";
+import { db } from "@/lib/db/client";
+import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
+import { isUuid } from "@/lib/ids";
+import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ agent?: string | string[]; kind?: string | string[] }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
+  const { teamId } = await params;
+  const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
+  return { title: team ? `${team.name} — timeline` : "Timeline" };
+}
+
+const KIND_NAMES: Record<TimelineKind, string> = {
+  work: "Work (calls, notes, summaries)",
+  task: "Tasks",
+  report: "Reports",
+  question: "Questions",
+  approval: "Approvals",
+  briefing: "Briefings",
+  alert: "Alerts",
+};
+
+export default async function TimelinePage({ params, searchParams }: Props) {
+  await requirePageSession();
+  const { teamId } = await params;
+  if (!isUuid(teamId)) notFound();
+  const team = await getTeam(db(), teamId);
+  if (!team) notFound();
+  const agents = await listTeamAgents(db(), team.id);
+  const query = await searchParams;
+  // An unknown filter value shows everything rather than an error: it is only a filter.
+  const agentId = agents.find((agent) => agent.id === query.agent)?.id;
+  const kind = timelineKinds.find((known) => known === query.kind);
+  const first = await getTeamTimeline(db(), team.id, { agentId, kind });
+
+  return (
+    <div className="page">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
+        <span aria-hidden="true">/</span> <span>Timeline</span>
+      </nav>
+      <header className="page-header">
+        <div>
+          <h1>Timeline</h1>
+          <p className="lede">Everything {team.name} does, newest first: each agent&apos;s work, the tasks it gives and gets, reports, questions, approvals, briefings and alerts.</p>
+        </div>
+      </header>
+      <form method="get" className="timeline-filter" aria-label="Filter the timeline">
+        <label className="field">
+          Agent
+          <select name="agent" defaultValue={agentId ?? ""}>
+            <option value="">Every agent</option>
+            {agents.map((agent) => (
+              <option key={agent.id} value={agent.id}>
+                {agent.name} ({agent.role})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          Kind
+          <select name="kind" defaultValue={kind ?? ""}>
+            <option value="">Everything</option>
+            {timelineKinds.map((known) => (
+              <option key={known} value={known}>
+                {KIND_NAMES[known]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <div className="timeline-filter-actions">
+          <button type="submit" className="button">
+            Show
+          </button>
+          {(agentId || kind) && (
+            <Link href={`/teams/${team.id}/timeline`} className="button button-quiet">
+              Clear
+            </Link>
+          )}
+        </div>
+      </form>
+      <TeamTimeline
+        // A new filter starts the list afresh.
+        key={`${agentId ?? ""}:${kind ?? ""}`}
+        teamId={team.id}
+        initial={first}
+        filter={{ agentId, kind }}
+        agentIds={agents.map((agent) => agent.id)}
+      />
+    </div>
+  );
+}

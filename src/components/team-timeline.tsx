@@ -1,0 +1,293 @@
+"use client";
+
+import Link from "next/link";
+import { useState, type ReactNode } from "react";
+import { api, messageOf } from "@/lib/api-client";
+import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
+import { matches, useCoalesced, useLiveEvents } from "./live-events";
+import { Markdown } from "./markdown";
+import { ToolCall } from "./tool-call";
+import { EmptyState, ErrorNote, StatusBadge } from "./ui";
+
+type Filter = { agentId?: string; kind?: string };
+
+function query(filter: Filter, before?: string | null): string {
+  const params = new URLSearchParams();
+  if (filter.agentId) params.set("agentId", filter.agentId);
+  if (filter.kind) params.set("kind", filter.kind);
+  if (before) params.set("before", before);
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** Newest first, one entry per key: what came in live replaces the copy shown before (a call now has its result). */
+function merge(shown: TimelineEntry[], fresh: TimelineEntry[]): TimelineEntry[] {
+  const byKey = new Map(shown.map((entry) => [entry.key, entry]));
+  for (const entry of fresh) byKey.set(entry.key, entry);
+  return [...byKey.values()].sort((a, b) => (a.position < b.position ? 1 : a.position > b.position ? -1 : 0));
+}
+
+/**
+ * A team's timeline: the first page comes rendered by the server; "Load older" pages back
+ * with the cursor; live events fetch the newest page and merge it in at the top.
+ */
+export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: string; initial: TimelinePage; filter: Filter; agentIds: string[] }) {
+  const [entries, setEntries] = useState(initial.entries);
+  const [cursor, setCursor] = useState(initial.nextCursor);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const url = `/api/teams/${teamId}/timeline`;
+
+  const refresh = useCoalesced(async () => {
+    try {
+      const newest = await api<TimelinePage>(`${url}${query(filter)}`);
+      const oldestFresh = newest.entries.at(-1)?.position;
+      // A full page that does not reach what is shown would leave a gap: start over from the newest page.
+      if (newest.nextCursor && oldestFresh && entries[0] && oldestFresh > entries[0].position) {
+        setEntries(newest.entries);
+        setCursor(newest.nextCursor);
+      } else {
+        setEntries((shown) => merge(shown, newest.entries));
+      }
+    } catch {
+      // The next event, or a reconnect, tries again.
+    }
+  }, 300);
+  useLiveEvents((event) => {
+    if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event)) refresh();
+  });
+
+  async function loadOlder() {
+    if (!cursor) return;
+    setLoading(true);
+    setError(null);
+    try {
+      const older = await api<TimelinePage>(`${url}${query(filter, cursor)}`);
+      setEntries((shown) => merge(shown, older.entries));
+      setCursor(older.nextCursor);
+    } catch (caught) {
+      setError(messageOf(caught));
+    } finally {
+      setLoading(false);
+    }
+  }
+
+  if (entries.length === 0) {
+    return (
+      <EmptyState title={filter.agentId || filter.kind ? "Nothing matches this filter" : "Nothing has happened yet"}>
+        <p>Give the lead a task: its work, what it delegates, the reports back and its briefings show up here as they happen.</p>
+      </EmptyState>
+    );
+  }
+  return (
+    <>
+      <ol className="timeline" aria-label="Timeline, newest first">
+        {entries.map((entry) => (
+          <TimelineRow key={entry.key} entry={entry} />
+        ))}
+      </ol>
+      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      <div className="timeline-foot">
+        {cursor ? (
+          <button type="button" className="button" onClick={loadOlder} disabled={loading}>
+            {loading ? "Loading…" : "Load older"}
+          </button>
+        ) : (
+          <p className="hint">The beginning of this team&apos;s history.</p>
+        )}
+      </div>
+    </>
+  );
+}
+
+function Clock({ at }: { at: string }) {
+  const date = new Date(at);
+  return (
+    <time dateTime={date.toISOString()} title={date.toLocaleString()} suppressHydrationWarning>
+      {date.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" })}
+    </time>
+  );
+}
+
+function SessionLink({ sessionId, children = "session trace" }: { sessionId: string | null; children?: ReactNode }) {
+  return sessionId ? <Link href={`/sessions/${sessionId}`} className="meta-link">{children}</Link> : null;
+}
+
+function TaskRef({ task, prefix }: { task: TaskLink; prefix?: string }) {
+  return (
+    <span className="tl-taskref">
+      {prefix}
+      <Link href={`/agents/${task.agentId}`}>{task.agentName}</Link>&apos;s task “{task.title}” <StatusBadge status={task.status} />{" "}
+      <SessionLink sessionId={task.sessionId}>its session</SessionLink>
+    </span>
+  );
+}
+
+const KIND_LABELS: Record<string, string> = {
+  work: "work",
+  task: "task",
+  report: "report",
+  question: "question",
+  approval: "approval",
+  briefing: "briefing",
+  alert: "alert",
+};
+
+function TimelineRow({ entry }: { entry: TimelineEntry }) {
+  return (
+    <li className={`tl-entry tl-${entry.kind}`} id={`entry-${entry.key}`}>
+      <div className="tl-meta">
+        <Clock at={entry.at} />
+        <Link href={`/agents/${entry.agent.id}`} className="tl-agent">
+          {entry.agent.name}
+        </Link>
+        <span className={`pill pill-${entry.kind}`}>{KIND_LABELS[entry.kind]}</span>
+        <SessionLink sessionId={entry.sessionId} />
+      </div>
+      <div className="tl-body">
+        <ItemBody item={entry.item} />
+      </div>
+    </li>
+  );
+}
+
+/** Long text folds: the first lines show, the rest opens on demand. */
+function Folded({ text, label = "Show all" }: { text: string; label?: string }) {
+  if (text.length <= 400) return <Markdown text={text} />;
+  return (
+    <details className="tl-more">
+      <summary>
+        <span className="tl-preview">{text.slice(0, 240).trim()}…</span> <span className="tl-open">{label}</span>
+      </summary>
+      <Markdown text={text} />
+    </details>
+  );
+}
+
+function Call({ call }: { call: TimelineToolCall }) {
+  const state = call.result ? (call.result.failed ? "error" : "done") : "running";
+  return (
+    <div className="tl-call">
+      <ToolCall toolName={call.toolName} input={call.args} state={state} output={call.result?.content} errorText={call.result?.content} />
+      {call.task && <TaskRef task={call.task} prefix="→ delegated: " />}
+    </div>
+  );
+}
+
+function inputHeadline(item: Extract<TimelineItem, { type: "message" }>): string {
+  const input = item.input;
+  if (!input) return "Message";
+  switch (input.kind) {
+    case "task":
+      return `Took up a task from ${input.from}: ${input.title}`;
+    case "report":
+      return `${input.agentName} reports`;
+    case "failed":
+      return `${input.agentName} failed`;
+    case "cancelled":
+      return `${input.agentName} was cancelled`;
+    case "removed":
+      return `${input.agentName} was removed`;
+    case "question":
+      return `${input.agentName} asks`;
+    case "answer":
+      return `${input.leadName} answers`;
+    case "person-answer":
+      return "You answered";
+    case "task-cancelled":
+      return `Task cancelled: ${input.title}`;
+    case "webhook":
+      return `Webhook ${input.name}`;
+    case "outcome-unknown":
+      return `${input.agentName}'s call to ${input.toolName} was cut off`;
+  }
+}
+
+function inputText(item: Extract<TimelineItem, { type: "message" }>): string {
+  const input = item.input;
+  if (!input) return item.content;
+  switch (input.kind) {
+    case "task":
+      return input.description;
+    case "report":
+      return input.result;
+    case "failed":
+    case "cancelled":
+    case "task-cancelled":
+      return input.reason;
+    case "question":
+      return input.question;
+    case "answer":
+    case "person-answer":
+      return input.answer;
+    case "webhook":
+      return input.body;
+    default:
+      return "";
+  }
+}
+
+function ItemBody({ item }: { item: TimelineItem }) {
+  switch (item.type) {
+    case "message":
+      if (item.role === "summary") {
+        return (
+          <details className="tl-more">
+            <summary>Compacted the work log into a summary</summary>
+            <Markdown text={item.content} />
+          </details>
+        );
+      }
+      if (item.role === "user") {
+        const text = inputText(item);
+        return (
+          <>
+            <p className="tl-headline">{inputHeadline(item)}</p>
+            {item.task && <TaskRef task={item.task} prefix={item.input?.kind === "task" ? "" : "on "} />}
+            {text && <Folded text={text} />}
+          </>
+        );
+      }
+      return (
+        <>
+          {item.marker ? (
+            <p className={item.marker.startsWith("(error") ? "tl-headline tl-error" : "tl-headline tl-stopped"}>{item.marker}</p>
+          ) : null}
+          {item.content && !item.marker && <Folded text={item.content} />}
+          {item.toolCalls.map((call) => (
+            <Call key={call.toolCallId} call={call} />
+          ))}
+        </>
+      );
+    case "task-given":
+      return (
+        <>
+          <p className="tl-headline">
+            Task given ({item.task.source === "lead" ? "by the lead" : `from ${item.task.source}`}): {item.task.title} <StatusBadge status={item.task.status} />{" "}
+            <SessionLink sessionId={item.task.sessionId}>taken up in this session</SessionLink>
+          </p>
+          {item.parent && <TaskRef task={item.parent} prefix="for " />}
+          {item.task.description && item.task.description !== item.task.title && <Folded text={item.task.description} />}
+        </>
+      );
+    case "task-ended":
+      return (
+        <>
+          <p className="tl-headline">
+            Task {item.task.status.replace("_", " ")}: {item.task.title}
+          </p>
+          {item.task.result && <Folded text={item.task.result} />}
+        </>
+      );
+    case "inbox":
+      return (
+        <>
+          <p className="tl-headline">
+            <Link href={`/inbox/${item.id}`}>{item.title}</Link>
+          </p>
+          {item.summary && <p className="tl-summary">{item.summary}</p>}
+          {item.task && <TaskRef task={item.task} prefix="about " />}
+        </>
+      );
+  }
+}
