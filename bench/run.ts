@@ -10,6 +10,7 @@ import { recoveryFigure } from "./figures/recovery";
 import { stepFigure } from "./figures/step";
 import { describeBreakdown, stepBreakdown } from "./figures/step-breakdown";
 import { throughputFigure } from "./figures/throughput";
+import { TIMELINE_AGENTS, TIMELINE_MESSAGES_PER_AGENT, timelineFigure } from "./figures/timeline";
 import { buildIfMissing, ttfbFigure, type Build } from "./figures/ttfb";
 import { wakeFigure } from "./figures/wake";
 import { loadHistories, type HistorySpec } from "./lib/history";
@@ -18,7 +19,7 @@ import { createBenchDatabase, describeServer, startBenchServer } from "./lib/pos
 import { renderTable, type FigureResult } from "./lib/table";
 import { Workers } from "./lib/workers";
 
-const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery"] as const;
+const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline"] as const;
 type Figure = (typeof allFigures)[number];
 
 const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
@@ -36,6 +37,8 @@ const histories: HistorySpec[] = [
   { key: "ctx-10k", length: 10_000, summaries: true, ownTeam: true },
   { key: "ctx-100k", length: 100_000, summaries: true, ownTeam: true },
   { key: "full-100k", length: 100_000, summaries: false, ownTeam: true },
+  // One team whose timeline is read: 100k messages over five work logs.
+  ...Array.from({ length: TIMELINE_AGENTS }, (_, i): HistorySpec => ({ key: `team-${i}`, length: TIMELINE_MESSAGES_PER_AGENT, summaries: true, teamKey: "timeline" })),
   // Other agents' logs, so the tables and indexes hold over a million messages.
   ...Array.from({ length: process.argv.includes("--quick") ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
 ];
@@ -97,6 +100,9 @@ try {
     return result;
   });
   await run("compaction", "a 500-step session with and without compaction", () => compactionFigure(database));
+  await run("timeline", "a team's timeline page at 100k messages", () =>
+    timelineFigure(database, Array.from({ length: TIMELINE_AGENTS }, (_, i) => loaded.get(`team-${i}`)!)),
+  );
 
   if (needsWorkers) {
     jobs = await JobQueue.start(database.url, "web", { quiet: true });

@@ -23,6 +23,8 @@ export type HistorySpec = {
   summaries: boolean;
   /** In a team of its own (a lead and this agent), as a measured agent should be; else in a shared "Archive" team. */
   ownTeam?: boolean;
+  /** Specs with the same key share one team of their own (the timeline reads a whole team). */
+  teamKey?: string;
 };
 export type LoadedHistory = HistorySpec & { agentId: string; conversationId: string };
 
@@ -72,8 +74,12 @@ export async function loadHistories(
   const archive = await createTeamWithLead(db, { name: "Archive", mission: "Hold long histories for the benchmarks." });
   const loaded = new Map<string, LoadedHistory>();
   const targets: (LoadedHistory & { ord: number })[] = [];
+  const shared = new Map<string, Awaited<ReturnType<typeof createTeamWithLead>>>();
   for (const [ord, spec] of specs.entries()) {
-    const { team } = spec.ownTeam ? await createTeamWithLead(db, { name: `History ${spec.key}`, mission: "Keep a long work log." }) : archive;
+    if (spec.teamKey && !shared.has(spec.teamKey)) {
+      shared.set(spec.teamKey, await createTeamWithLead(db, { name: `History ${spec.teamKey}`, mission: "Keep long work logs." }));
+    }
+    const { team } = spec.teamKey ? shared.get(spec.teamKey)! : spec.ownTeam ? await createTeamWithLead(db, { name: `History ${spec.key}`, mission: "Keep a long work log." }) : archive;
     const agent = await createSubordinate(db, team.id, { name: `Archivist ${spec.key}`, instructions: "You keep a long work log." });
     const [conversation] = await db.select().from(conversations).where(eq(conversations.agentId, agent.id));
     targets.push({ ...spec, ord, agentId: agent.id, conversationId: conversation!.id });

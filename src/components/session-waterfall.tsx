@@ -1,4 +1,5 @@
 import type { ReactNode } from "react";
+import { parseToolOutput } from "@/lib/chat-messages";
 import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/session-trace";
 import { Markdown } from "./markdown";
 
@@ -18,7 +19,7 @@ function Json({ value }: { value: unknown }) {
 }
 
 type Row = { key: string; start: number; end: number | null; node: SpanRowProps };
-type SpanRowProps = { label: string; className: string; title: string; detail: string; start: number; end: number | null; duration: number; body: ReactNode };
+type SpanRowProps = { label: string; className: string; title: string; detail: string; start: number; end: number | null; duration: number; body: ReactNode; point?: boolean };
 
 function spanRow(span: TraceSpan, duration: number): Row {
   if (span.type === "model") {
@@ -69,7 +70,7 @@ function spanRow(span: TraceSpan, duration: number): Row {
           <div className="tool-label">Arguments</div>
           <Json value={span.args ?? {}} />
           <div className="tool-label">{span.failed ? "Error" : "Result"}</div>
-          {span.result === null ? <p className="hint">No result stored yet.</p> : <Json value={span.result} />}
+          {span.result === null ? <p className="hint">No result stored yet.</p> : <Json value={parseToolOutput(span.result)} />}
         </>
       ),
     },
@@ -89,15 +90,15 @@ function eventRow(event: TraceEvent, duration: number): Row {
       start: event.at,
       end: event.at,
       duration,
+      point: true,
       body: <Markdown text={event.text} />,
     },
   };
 }
 
-function SpanRow({ label, className, title, detail, start, end, duration, body }: SpanRowProps) {
+function SpanRow({ label, className, title, detail, start, end, duration, body, point = false }: SpanRowProps) {
   const left = Math.min(100, (Math.max(0, start) / duration) * 100);
   const right = end === null ? 100 : Math.min(100, (Math.max(start, end) / duration) * 100);
-  const point = end !== null && end === start;
   const words = end === null ? `${label} ${title}, from ${at(start)}, still open` : point ? `${label} at ${at(start)}` : `${label} ${title}, from ${at(start)} to ${at(end)}`;
   return (
     <li className={`wf-row ${className}`}>

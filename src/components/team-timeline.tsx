@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import { api, messageOf } from "@/lib/api-client";
+import { parseToolOutput } from "@/lib/chat-messages";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
@@ -164,11 +165,22 @@ function Folded({ text, label = "Show all" }: { text: string; label?: string }) 
   );
 }
 
+/** A call's arguments in one short line (`query: battery storage`); the JSON opens with the call. */
+function argumentsLine(args: unknown): string {
+  if (typeof args !== "object" || args === null) return "";
+  const line = Object.entries(args)
+    .map(([key, value]) => `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`)
+    .join(" · ");
+  return line.length > 160 ? `${line.slice(0, 160)}…` : line;
+}
+
 function Call({ call }: { call: TimelineToolCall }) {
   const state = call.result ? (call.result.failed ? "error" : "done") : "running";
+  const line = argumentsLine(call.args);
   return (
     <div className="tl-call">
-      <ToolCall toolName={call.toolName} input={call.args} state={state} output={call.result?.content} errorText={call.result?.content} />
+      <ToolCall toolName={call.toolName} input={call.args} state={state} output={call.result ? parseToolOutput(call.result.content) : undefined} errorText={call.result?.content} />
+      {line && <p className="tl-args">{line}</p>}
       {call.task && <TaskRef task={call.task} prefix="→ delegated: " />}
     </div>
   );

@@ -101,6 +101,12 @@ const inboxKinds: readonly (TimelineKind | undefined)[] = [undefined, "question"
  * so a team of many agents reads each index once — and the merge is cut at `limit`.
  */
 export async function listTimelineRows(db: Db, query: TimelineQuery): Promise<TimelineRow[]> {
+  const statement = timelineRowsStatement(query);
+  return statement ? [...(await db.execute<TimelineRow>(statement))] : [];
+}
+
+/** The statement behind listTimelineRows (null when the filter leaves no source), for EXPLAIN. */
+export function timelineRowsStatement(query: TimelineQuery): SQL | null {
   const { teamId, agentId, kind, limit } = query;
   const sources: SQL[] = [];
   if (messageKinds.includes(kind)) {
@@ -141,8 +147,8 @@ export async function listTimelineRows(db: Db, query: TimelineQuery): Promise<Ti
                  and ${before(sql`i.created_at`, sql`i.id`, query.before)}
                order by i.created_at desc, i.id desc limit ${limit}) i`);
   }
-  if (sources.length === 0) return [];
-  const rows = await db.execute<TimelineRow>(sql`
+  if (sources.length === 0) return null;
+  return sql`
     with team_agents as (
       select a.id from agents a where a.team_id = ${teamId} ${agentId ? sql`and a.id = ${agentId}` : sql``}
     ), logs as (
@@ -153,8 +159,7 @@ export async function listTimelineRows(db: Db, query: TimelineQuery): Promise<Ti
       sql` union all `,
     )}) entries
     order by "atMicros"::bigint desc, key desc
-    limit ${limit}`);
-  return [...rows];
+    limit ${limit}`;
 }
 
 export type AgentName = { id: string; name: string; role: AgentRole };
