@@ -44,6 +44,8 @@ async function loadRoutes() {
     mcpServers: await import("@/app/api/teams/[teamId]/mcp-servers/route"),
     mcpServer: await import("@/app/api/mcp-servers/[serverId]/route"),
     toolScope: await import("@/app/api/agents/[agentId]/tool-scope/route"),
+    timeline: await import("@/app/api/teams/[teamId]/timeline/route"),
+    session: await import("@/app/api/sessions/[sessionId]/route"),
   };
 }
 
@@ -243,6 +245,15 @@ const cases: Case[] = [
   ["messages GET: SQL as before", 400, () => api.messages.GET(request("GET", `/api/agents/x/messages?before=${encodeURIComponent("' or 1=1 --")}`), params({ agentId: ids.lead }))],
   ["messages GET: HTML as mode", 400, () => api.messages.GET(request("GET", `/api/agents/x/messages?mode=${encodeURIComponent(HTML)}`), params({ agentId: ids.lead }))],
   ["messages GET: a garbage agent id", 404, () => api.messages.GET(request("GET", "/api/agents/x/messages"), params({ agentId: "0" }))],
+
+  // --- GET /api/teams/:teamId/timeline and /api/sessions/:sessionId
+  ["timeline GET: SQL as before", 400, () => api.timeline.GET(request("GET", `/api/teams/x/timeline?before=${encodeURIComponent("' or 1=1 --")}`), params({ teamId: ids.team }))],
+  ["timeline GET: a forged cursor", 400, () => api.timeline.GET(request("GET", `/api/teams/x/timeline?before=${Buffer.from("1.x").toString("base64url")}`), params({ teamId: ids.team }))],
+  ["timeline GET: HTML as kind", 400, () => api.timeline.GET(request("GET", `/api/teams/x/timeline?kind=${encodeURIComponent(HTML)}`), params({ teamId: ids.team }))],
+  ["timeline GET: limit 1e309", 400, () => api.timeline.GET(request("GET", "/api/teams/x/timeline?limit=1e309"), params({ teamId: ids.team }))],
+  ["timeline GET: SQL as team id", 404, () => api.timeline.GET(request("GET", "/x"), params({ teamId: SQL }))],
+  ["session GET: an unknown uuid", 404, () => api.session.GET(request("GET", "/x"), params({ sessionId: randomUUID() }))],
+  ["session GET: HTML as id", 404, () => api.session.GET(request("GET", "/x"), params({ sessionId: HTML }))],
 
   // --- /api/agents/:agentId/tasks and /api/tasks/:taskId/cancel
   ["tasks POST: missing title", 400, () => api.agentTasks.POST(request("POST", "/x", { body: json({ description: "d" }) }), params({ agentId: ids.scout }))],
