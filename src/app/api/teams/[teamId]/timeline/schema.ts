@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { timelineKinds } from "@/lib/timeline";
+import { TIMELINE_PAGE_SIZE, timelineKinds } from "@/lib/timeline";
 
 export const timelineQuery = z.strictObject({
   /** The `nextCursor` of the page before: entries older than its last one. */
   before: z.string().max(100).optional(),
   agentId: z.uuid().optional(),
   kind: z.enum(timelineKinds).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: z.coerce.number().int().min(1).max(200).default(TIMELINE_PAGE_SIZE),
 });
