@@ -196,6 +196,8 @@ export const messages = pgTable(
     uniqueIndex("messages_one_result_per_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
     // The team timeline pages each conversation backwards by time (keyset on created_at, id).
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // A timeline filtered to tasks, reports or questions reads only input rows, a small part of a work log.
+    index("messages_conversation_input_created_idx").on(t.conversationId, t.createdAt, t.id).where(sql`role = 'user'`),
   ],
 );
 
@@ -223,6 +225,8 @@ export const tasks = pgTable(
     index("tasks_agent_status_created_idx").on(t.agentId, t.status, t.createdAt),
     index("tasks_parent_task_id_idx").on(t.parentTaskId),
     index("tasks_agent_created_idx").on(t.agentId, t.createdAt, t.id),
+    // The timeline's "task ended" entries, newest first per agent.
+    index("tasks_agent_completed_idx").on(t.agentId, t.completedAt).where(sql`completed_at is not null`),
   ],
 );
 

@@ -116,7 +116,7 @@ export function timelineRowsStatement(query: TimelineQuery): SQL | null {
                                 'thinking', m.thinking, 'tool_calls', m.tool_calls, 'created_at', m.created_at) as row
         from logs l cross join lateral (
           select m.*, ${messageKind} as kind from messages m
-           where m.conversation_id = l.id and m.role <> 'tool'
+           where m.conversation_id = l.id and ${kind && kind !== "work" ? sql`m.role = 'user'` : sql`m.role <> 'tool'`}
              and ${before(sql`m.created_at`, sql`m.id`, query.before)}
              ${kind ? sql`and ${messageKind} = ${kind}` : sql``}
            order by m.created_at desc, m.id desc

@@ -1,0 +1,2 @@
+CREATE INDEX "messages_conversation_input_created_idx" ON "messages" USING btree ("conversation_id","created_at","id") WHERE role = 'user';--> statement-breakpoint
+CREATE INDEX "tasks_agent_completed_idx" ON "tasks" USING btree ("agent_id","completed_at") WHERE completed_at is not null;
