@@ -240,6 +240,7 @@ describe("a team's digest (Markdown)", () => {
       ["from=2026-03-05&to=2026-03-01", 400],
       ["from=2025-01-01&to=2026-01-02", 400],
       ["from=2025-01-01&to=2026-01-01", 200],
+      ["from=0001-01-01&to=9999-12-31", 400],
       ["days=7", 400],
     ];
     for (const [query, status] of cases) {

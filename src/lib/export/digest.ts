@@ -11,6 +11,17 @@ export type DigestRange = { from: string; to: string };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** The `days` UTC days up to `until` (today), both ends included: the digest's default range. */
+export function lastDays(days: number, until: Date = new Date()): DigestRange {
+  const to = until.toISOString().slice(0, 10);
+  return { from: new Date(Date.parse(`${to}T00:00:00Z`) - (days - 1) * DAY_MS).toISOString().slice(0, 10), to };
+}
+
+/** How many days the range covers (counted, not listed: a bad range may span millennia). */
+export function dayCount(range: DigestRange): number {
+  return Math.round((Date.parse(`${range.to}T00:00:00Z`) - Date.parse(`${range.from}T00:00:00Z`)) / DAY_MS) + 1;
+}
+
 /** The UTC days of the range, in order. */
 export function daysOf(range: DigestRange): string[] {
   const days: string[] = [];
