@@ -42,9 +42,15 @@ export function teamRecordStream(db: Db, team: Team, exportedAt: Date = new Date
   return new ReadableStream<Uint8Array>({
     // Pulled: the next page is read only when the client has taken the last one.
     pull: async (controller) => {
-      const next = await parts.next();
-      if (next.done) controller.close();
-      else controller.enqueue(encoder.encode(next.value));
+      try {
+        const next = await parts.next();
+        if (next.done) controller.close();
+        else controller.enqueue(encoder.encode(next.value));
+      } catch (error) {
+        // The status line went out with the first bytes: the download breaks off, and the cause is logged here.
+        console.error(`Could not export the record of team ${team.id}`, error);
+        controller.error(error);
+      }
     },
     cancel: async () => {
       await parts.return(undefined);
