@@ -17,7 +17,7 @@ import { env, type Env } from "@/lib/env";
  * is registered, every model call says `isEnabled: false` and `inSpan` just runs its work.
  */
 
-type Tracing = { tracer: Tracer; provider: BasicTracerProvider };
+type Tracing = { tracer: Tracer; provider: BasicTracerProvider; handle: TelemetryHandle };
 
 // On globalThis: Next bundles instrumentation.ts apart from the route handlers, so a module
 // variable set by one would not be seen by the other.
@@ -30,14 +30,15 @@ export type TelemetryHandle = {
 };
 
 /**
- * Starts tracing for this process (the web server or a worker) once, when
+ * Starts tracing for this process (the web server or a worker), once, when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set; returns null and does nothing otherwise. Tests pass
  * an `exporter` (an in-memory one) instead of the endpoint.
  */
 export function startTelemetry(options: { serviceName: string; exporter?: SpanExporter; source?: Env }): TelemetryHandle | null {
   const source = options.source ?? env();
   if (!options.exporter && !source.OTEL_EXPORTER_OTLP_ENDPOINT) return null;
-  if (store[TRACING]) throw new Error("Tracing is already started in this process.");
+  // Started already (a dev server may run instrumentation again): the same tracing goes on.
+  if (store[TRACING]) return store[TRACING].handle;
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: source.OTEL_SERVICE_NAME ?? options.serviceName }),
     // The exporter reads OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS itself.
@@ -48,8 +49,7 @@ export function startTelemetry(options: { serviceName: string; exporter?: SpanEx
   // (AsyncLocalStorage), and Next's own request spans use this provider too.
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
-  store[TRACING] = { tracer: provider.getTracer("cadre"), provider };
-  return {
+  const handle: TelemetryHandle = {
     shutdown: async () => {
       if (store[TRACING]?.provider !== provider) return;
       delete store[TRACING];
@@ -61,6 +61,8 @@ export function startTelemetry(options: { serviceName: string; exporter?: SpanEx
       }
     },
   };
+  store[TRACING] = { tracer: provider.getTracer("cadre"), provider, handle };
+  return handle;
 }
 
 function tracing(): Tracing | undefined {
