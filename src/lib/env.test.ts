@@ -39,3 +39,13 @@ describe("PAGE_READ_MAX_CHARS", () => {
     expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "0" })).toThrow(/PAGE_READ_MAX_CHARS/);
   });
 });
+
+describe("OpenTelemetry", () => {
+  it("is off unless OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) URL", () => {
+    expect(parseEnv({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: " " }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://localhost:4318" }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe("http://localhost:4318");
+    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://localhost:4317" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+  });
+});

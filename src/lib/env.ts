@@ -56,6 +56,13 @@ const envSchema = z.object({
    * Not for operators: the tests shorten it so a retried delivery does not take minutes.
    */
   NOTIFICATION_RETRY_DELAY_SECONDS: positiveInt(2),
+  /**
+   * OpenTelemetry: where spans go (OTLP over HTTP, the collector's base URL; /v1/traces is
+   * added). Unset: no tracing at all. The exporter itself reads OTEL_EXPORTER_OTLP_HEADERS.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.pipe(z.url({ protocol: /^https?$/, message: "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, such as http://localhost:4318" }).optional()),
+  /** The service name spans carry; unset: cadre-web for the web server, cadre-worker for a worker. */
+  OTEL_SERVICE_NAME: optional,
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -46,6 +46,8 @@ async function loadRoutes() {
     toolScope: await import("@/app/api/agents/[agentId]/tool-scope/route"),
     timeline: await import("@/app/api/teams/[teamId]/timeline/route"),
     session: await import("@/app/api/sessions/[sessionId]/route"),
+    digest: await import("@/app/api/teams/[teamId]/digest/route"),
+    teamRecord: await import("@/app/api/teams/[teamId]/export/route"),
   };
 }
 
@@ -359,6 +361,17 @@ const cases: Case[] = [
   ["tool-policies PUT: an unknown team", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask" }) }), params({ teamId: randomUUID() }))],
   ["inbox GET: an unknown type", 400, () => api.inbox.GET(request("GET", "/api/inbox?type=spam"))],
   ["inbox GET: a date that is not one", 400, () => api.inbox.GET(request("GET", "/api/inbox?before=yesterday"))],
+  // GET /api/teams/:teamId/digest and /export: query parameters and ids.
+  ["digest GET: a month 13", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2026-13-01&to=2026-12-31"), params({ teamId: ids.team }))],
+  ["digest GET: 30 February", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2026-02-30"), params({ teamId: ids.team }))],
+  ["digest GET: from after to", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2026-03-05&to=2026-03-01"), params({ teamId: ids.team }))],
+  ["digest GET: a range of 367 days", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2025-01-01&to=2026-01-02"), params({ teamId: ids.team }))],
+  ["digest GET: SQL as from", 400, () => api.digest.GET(request("GET", `/api/teams/x/digest?from=${encodeURIComponent(SQL)}`), params({ teamId: ids.team }))],
+  ["digest GET: a NUL byte in to", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?to=2026-03-01%00"), params({ teamId: ids.team }))],
+  ["digest GET: an unknown parameter", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?days=7"), params({ teamId: ids.team }))],
+  ["digest GET: an unknown team", 404, () => api.digest.GET(request("GET", "/api/teams/x/digest"), params({ teamId: randomUUID() }))],
+  ["export GET: HTML as id", 404, () => api.teamRecord.GET(request("GET", "/x"), params({ teamId: HTML }))],
+  ["export GET: an unknown team", 404, () => api.teamRecord.GET(request("GET", "/x"), params({ teamId: randomUUID() }))],
   // MCP servers and tool scopes.
   ["mcp-servers POST: a name with a double underscore", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "a__b", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],
   ["mcp-servers POST: a name with a space", 400, () => api.mcpServers.POST(request("POST", "/x", { body: json({ transport: "http", name: "my server", url: "https://x.example/mcp" }) }), params({ teamId: ids.team }))],

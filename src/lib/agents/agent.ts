@@ -1,11 +1,13 @@
+import type { Span } from "@opentelemetry/api";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { getLastMessage } from "@/lib/db/queries/messages";
 import { requireTeam } from "@/lib/db/queries/teams";
-import type { Agent } from "@/lib/db/schema";
+import type { Agent, WorkSession } from "@/lib/db/schema";
 import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
 import { BudgetExceeded } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
@@ -53,9 +55,19 @@ export function stopLocalSession(sessionId: string): boolean {
  * another worker picks the agent up again.
  */
 export async function runWorkSession(deps: EngineDeps, agentId: string, options: { shutdown?: AbortSignal } = {}): Promise<SessionOutcome> {
-  const { db } = deps;
-  const session = await claimSession(db, agentId, deps.config.worker, deps.config.staleSessionSeconds);
+  const session = await claimSession(deps.db, agentId, deps.config.worker, deps.config.staleSessionSeconds);
   if (!session) return { status: "busy", steps: 0 };
+  // The session's span: its turns, model calls and tool calls nest under it (when tracing is on).
+  return inSpan("work_session", { "cadre.work_session.id": session.id, "gen_ai.agent.id": agentId }, async (span) => {
+    const outcome = await runClaimedSession(deps, session, options, span);
+    span?.setAttributes({ "cadre.work_session.status": outcome.status, "cadre.work_session.steps": outcome.steps });
+    if (outcome.status === "failed") markFailed(span, outcome.error);
+    return outcome;
+  });
+}
+
+async function runClaimedSession(deps: EngineDeps, session: WorkSession, options: { shutdown?: AbortSignal }, span: Span | undefined): Promise<SessionOutcome> {
+  const { db } = deps;
 
   const controller = new AbortController();
   let stopReason: StopReason | undefined;
@@ -103,12 +115,14 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
   };
 
   try {
-    const agent = await requireAgent(db, agentId);
-    const conversation = await getBackgroundConversation(db, agentId);
+    const agent = await requireAgent(db, session.agentId);
+    const conversation = await getBackgroundConversation(db, agent.id);
+    const team = await requireTeam(db, agent.teamId);
+    span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
     state = {
       session,
       agent,
-      team: await requireTeam(db, agent.teamId),
+      team,
       conversation,
       model: deps.chooseModel(agent.model),
       steps: 0,
@@ -123,7 +137,7 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
     };
     // A Stop whose session died before ending gets its marker; then a worker that died
     // mid-tool left calls without results: close them first.
-    await honourUnfinishedStop(db, agentId, conversation.id, session.id);
+    await honourUnfinishedStop(db, agent.id, conversation.id, session.id);
     await closeInterruptedCalls(deps, agent, conversation.id);
     const outcome = await workUntilIdle(deps, state);
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");

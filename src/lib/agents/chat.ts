@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, toUIMessageStream } from "ai";
 import { getAgent, requireAgent } from "@/lib/db/queries/agents";
 import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
@@ -8,6 +9,7 @@ import { getTeamTokensToday } from "@/lib/db/queries/usage";
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals } from "./approvals";
 import { toolsForTurn } from "./tool-policies";
@@ -35,9 +37,29 @@ export async function streamChatReply(
   signal: AbortSignal,
   options: { regenerate?: boolean } = {},
 ): Promise<Response> {
+  // The reply's span (when tracing is on) outlives this function: it ends with the stream.
+  const reply = openSpan("chat_reply", { "gen_ai.agent.id": agentId });
+  if (!reply) return replyInChat(deps, agentId, text, signal, options, undefined);
+  try {
+    return await reply.run(() => replyInChat(deps, agentId, text, signal, options, reply));
+  } catch (error) {
+    reply.end(error);
+    throw error;
+  }
+}
+
+async function replyInChat(
+  deps: EngineDeps,
+  agentId: string,
+  text: string,
+  signal: AbortSignal,
+  options: { regenerate?: boolean },
+  reply: OpenSpan | undefined,
+): Promise<Response> {
   const { db, config } = deps;
   const agent = await requireAgent(db, agentId);
   const team = await requireTeam(db, agent.teamId);
+  reply?.span.setAttributes(agentAttributes(agent, team));
   const spentToday = await getTeamTokensToday(db, team.id);
   if (spentToday >= config.teamDailyTokenBudget) {
     throw new CadreError(
@@ -52,6 +74,7 @@ export async function streamChatReply(
     if (!options.regenerate) await withdrawApprovalsOfConversation(tx, conversation.id, "the person wrote a new message instead of deciding");
     return conversation;
   });
+  reply?.span.setAttribute("gen_ai.conversation.id", conversation.id);
   // Every decided call gets its result before the new message: a call and its result stay together.
   await carryOutChatDecisions(deps, agent, team, conversation.id, signal);
   // Regenerating answers the stored history again; the person's message is already in it.
@@ -78,14 +101,17 @@ export async function streamChatReply(
     },
     onEnd: () => {
       finished = true;
+      reply?.end();
     },
     onAbort: async () => {
+      reply?.end();
       if (finished) return;
       finished = true;
       await recorder.recordMissingResults(STOPPED_MARKER);
       await recorder.recordPartialText(partial, STOPPED_MARKER);
     },
     onError: async ({ error }) => {
+      reply?.end(error);
       if (finished || signal.aborted) return;
       finished = true;
       if (isAgentDeleted(error)) return; // nothing to log, and nowhere left to store a marker
@@ -185,11 +211,16 @@ async function carryOutChatDecisions(deps: EngineDeps, agent: Agent, team: Team,
  * shows it through live updates. A model failure leaves its marker in the chat.
  */
 export async function resumeChat(deps: EngineDeps, agentId: string): Promise<void> {
+  await inSpan("chat_reply", { "gen_ai.agent.id": agentId, "cadre.chat.resumed": true }, (span) => resumeChatReply(deps, agentId, span));
+}
+
+async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | undefined): Promise<void> {
   const { db, config } = deps;
   const agent = await getAgent(db, agentId);
   if (!agent) return; // deleted since: nothing left to resume
   const team = await requireTeam(db, agent.teamId);
   const conversation = await getForegroundConversation(db, agent.id);
+  span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
   const carried = (await carryOutChatDecisions(deps, agent, team, conversation.id)).filter((approval) => approval.status !== "withdrawn");
   if (await hasPendingApproval(db, conversation.id)) return;
   // Nothing carried out now but the chat still waits for the reply: a resume whose worker died
@@ -210,6 +241,7 @@ export async function resumeChat(deps: EngineDeps, agentId: string): Promise<voi
   } catch (error) {
     if (isAgentDeleted(error)) return;
     if (!isModelFailure(error)) throw error; // the database went away, a bug: the job is retried
+    markFailed(span, error);
     deps.log(`[chat ${agent.id}] model failure while resuming after a decision`, error);
     await turn.recorder.recordMissingResults(errorMarker(describeModelError(error)));
     await appendMessage(db, conversation.id, { role: "assistant", content: errorMarker(describeModelError(error)) });

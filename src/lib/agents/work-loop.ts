@@ -11,6 +11,7 @@ import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/wo
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { inSpan } from "@/lib/telemetry";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
@@ -244,11 +245,14 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
  * given, or the session fails loudly. Throws StepLimitReached when the session's
  * step limit cut the turn short.
  */
-async function runTurn(
-  deps: EngineDeps,
-  state: SessionState,
-  turn: { purpose: UsagePurpose; tools: (context: ToolContext) => ToolSet; maxSteps?: number; takesInput: boolean },
-): Promise<void> {
+async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
+  // The turn's span names the task it serves; its model and tool calls nest under it.
+  await inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () => runTurnSteps(deps, state, turn));
+}
+
+type Turn = { purpose: UsagePurpose; tools: (context: ToolContext) => ToolSet; maxSteps?: number; takesInput: boolean };
+
+async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
   const { db, config } = deps;
   // Each turn may take the limit's rounds: the limit stops a runaway turn, not a session with many tasks.
   const turnStartSteps = state.steps;

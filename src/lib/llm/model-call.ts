@@ -15,6 +15,7 @@ import {
 import type { Db } from "@/lib/db/client";
 import type { UsagePurpose } from "@/lib/db/schema";
 import { env } from "@/lib/env";
+import { modelCallTelemetry } from "@/lib/telemetry";
 import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
 import { recordModelUsage } from "./usage";
@@ -45,7 +46,7 @@ export type ModelCall = {
 };
 
 /** What the helper sets for every call; a call site cannot override them. */
-type CommonOption = "model" | "abortSignal" | "maxRetries" | "timeout" | "experimental_onLanguageModelCallEnd";
+type CommonOption = "model" | "abortSignal" | "maxRetries" | "timeout" | "experimental_onLanguageModelCallEnd" | "telemetry" | "experimental_telemetry";
 /** Omit over each branch of a union, so "prompt or messages, not both" survives. */
 type WithoutCommon<T> = T extends unknown ? Omit<T, CommonOption> : never;
 
@@ -54,7 +55,7 @@ type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Para
 
 /**
  * `generateText` with what every model call needs: the per-call timeout, bounded retries,
- * the caller's abort and one usage row per model call. The caller passes everything else
+ * the caller's abort, one usage row per model call and its telemetry. The caller passes everything else
  * (prompt, tools, output, prepareStep, stopWhen, callbacks); its `onLanguageModelCallEnd`
  * runs alongside the usage write.
  */
@@ -79,6 +80,8 @@ function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((even
     model: withTimeout(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS),
     abortSignal: call.abortSignal,
     maxRetries: MODEL_CALL_RETRIES,
+    // Spans for the call, its model calls and tool calls when OTEL_EXPORTER_OTLP_ENDPOINT is set; off otherwise.
+    telemetry: modelCallTelemetry(call),
     onLanguageModelCallEnd: async (event: LanguageModelCallEndEvent<TOOLS>) => {
       await Promise.all([recordCallUsage(call, event), onCallEnd?.(event)]);
     },

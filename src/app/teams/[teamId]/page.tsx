@@ -8,9 +8,11 @@ import { NotificationChannels } from "@/components/notification-channels";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
 import { ToolPoliciesPanel } from "@/components/tool-policies";
 import { ToolScopes } from "@/components/tool-scopes";
+import { TeamExport } from "@/components/team-export";
 import { StatusBadge } from "@/components/ui";
 import { WebhookSecretPanel } from "@/components/webhook-secret";
 import { listToolPolicies, toolCatalogue } from "@/lib/agents/tool-policies";
+import { lastDays, MAX_DIGEST_DAYS } from "@/lib/export/digest";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
@@ -149,6 +151,11 @@ export default async function TeamPage({ params }: Props) {
           emailAvailable={smtpSettings() !== null}
           signing={{ timestampHeader: WEBHOOK_HEADERS.timestamp, signatureHeader: WEBHOOK_HEADERS.signature }}
         />
+      </section>
+
+      <section aria-labelledby="export-heading" className="section">
+        <h2 id="export-heading">Export</h2>
+        <TeamExport teamId={team.id} defaultFrom={lastDays(7).from} defaultTo={lastDays(7).to} maxDays={MAX_DIGEST_DAYS} />
       </section>
     </div>
   );

@@ -203,8 +203,11 @@ export async function listMessages(
   return rows.map(toMessage);
 }
 
-/** Every message after `afterMessageId` (from the first message when null), in chain order. */
-export async function getMessagesSince(db: Db, conversationId: string, afterMessageId: string | null): Promise<Message[]> {
+/**
+ * Every message after `afterMessageId` (from the first message when null), in chain order;
+ * with `limit`, only the next that many: a page forwards, whose last id starts the next.
+ */
+export async function getMessagesSince(db: Db, conversationId: string, afterMessageId: string | null, options: { limit?: number } = {}): Promise<Message[]> {
   const start = afterMessageId
     ? sql`select ${messageColumns}, 1 as depth from messages m
            where m.previous_message_id = ${afterMessageId} and m.conversation_id = ${conversationId}`
@@ -216,6 +219,7 @@ export async function getMessagesSince(db: Db, conversationId: string, afterMess
       union all
       select ${messageColumns}, chain.depth + 1
         from chain join messages m on m.previous_message_id = chain.id
+       ${options.limit === undefined ? sql`` : sql`where chain.depth < ${options.limit}`}
     )
     select * from chain order by depth`);
   return rows.map(toMessage);
