@@ -113,6 +113,7 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       model: deps.chooseModel(agent.model),
       steps: 0,
       tokens: 0,
+      costUsd: 0,
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,
