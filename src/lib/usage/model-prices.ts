@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { deleteModelPrice, listModelPrices, upsertModelPrice } from "@/lib/db/queries/model-prices";
 import { CadreError } from "@/lib/errors";
-import { MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, normalizeModelId, priceList, type ModelPrice, type PriceListEntry } from "./prices";
+import { MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, normalizeModelId, priceList, type TokenPrice, type PriceListEntry } from "./prices";
 
 /** The largest price taken, in US dollars per million tokens: far above any model's, within the column (numeric(12,4)). */
 export const MAX_USD_PER_MTOK = 1_000_000;
@@ -42,7 +42,7 @@ export function listPrices(db: Db): Promise<PriceListEntry[]> {
 
 /** Sets the person's price for a model (over its built-in one, if any). */
 export async function setModelPrice(db: Db, model: string, body: z.infer<typeof modelPriceBody>): Promise<PriceListEntry> {
-  const price: ModelPrice = { inputUsdPerMtok: body.inputUsdPerMtok, cachedInputUsdPerMtok: body.cachedInputUsdPerMtok ?? null, outputUsdPerMtok: body.outputUsdPerMtok };
+  const price: TokenPrice = { inputUsdPerMtok: body.inputUsdPerMtok, cachedInputUsdPerMtok: body.cachedInputUsdPerMtok ?? null, outputUsdPerMtok: body.outputUsdPerMtok };
   const row = await upsertModelPrice(db, model, price);
   return priceList([row]).find((entry) => entry.model === model)!;
 }

@@ -2,7 +2,7 @@
 // The person's own prices live in `model_prices` (queries/model-prices.ts) and win over these.
 
 /** US dollars per million tokens. A null cached rate: cached input costs what other input costs. */
-export type ModelPrice = { inputUsdPerMtok: number; cachedInputUsdPerMtok: number | null; outputUsdPerMtok: number };
+export type TokenPrice = { inputUsdPerMtok: number; cachedInputUsdPerMtok: number | null; outputUsdPerMtok: number };
 
 /**
  * Built-in defaults: OpenAI's list prices (standard tier) as of August 2025, per million tokens.
@@ -10,7 +10,7 @@ export type ModelPrice = { inputUsdPerMtok: number; cachedInputUsdPerMtok: numbe
  * models not listed added, in the price table on the Usage page. The offline model runs on no
  * provider and costs nothing.
  */
-export const BUILT_IN_PRICES: Readonly<Record<string, ModelPrice>> = {
+export const BUILT_IN_PRICES: Readonly<Record<string, TokenPrice>> = {
   "gpt-5": { inputUsdPerMtok: 1.25, cachedInputUsdPerMtok: 0.125, outputUsdPerMtok: 10 },
   "gpt-5-mini": { inputUsdPerMtok: 0.25, cachedInputUsdPerMtok: 0.025, outputUsdPerMtok: 2 },
   "gpt-5-nano": { inputUsdPerMtok: 0.05, cachedInputUsdPerMtok: 0.005, outputUsdPerMtok: 0.4 },
@@ -26,12 +26,12 @@ export const BUILT_IN_PRICES: Readonly<Record<string, ModelPrice>> = {
 };
 
 /** The price columns of a row (a model_prices row has more). */
-function priceOfRow(row: ModelPrice): ModelPrice {
+function priceOfRow(row: TokenPrice): TokenPrice {
   return { inputUsdPerMtok: row.inputUsdPerMtok, cachedInputUsdPerMtok: row.cachedInputUsdPerMtok, outputUsdPerMtok: row.outputUsdPerMtok };
 }
 
 /** The built-in price of exactly this id (own keys only: `constructor` is no model). */
-export function builtInPrice(model: string): ModelPrice | null {
+export function builtInPrice(model: string): TokenPrice | null {
   return Object.hasOwn(BUILT_IN_PRICES, model) ? BUILT_IN_PRICES[model]! : null;
 }
 
@@ -61,7 +61,7 @@ export function priceCandidates(model: string): string[] {
 }
 
 export type PriceSource = "custom" | "built-in";
-export type PriceMatch = { price: ModelPrice; source: PriceSource; /** The id whose price applies (e.g. gpt-4o for gpt-4o-2024-08-06). */ matched: string };
+export type PriceMatch = { price: TokenPrice; source: PriceSource; /** The id whose price applies (e.g. gpt-4o for gpt-4o-2024-08-06). */ matched: string };
 
 /**
  * The prices in force: the person's rows over the built-in defaults. At each candidate id
@@ -69,10 +69,10 @@ export type PriceMatch = { price: ModelPrice; source: PriceSource; /** The id wh
  * `gpt-4o` also prices its dated snapshots, and one set for a snapshot prices only that one.
  */
 export class PriceTable {
-  private readonly custom: Map<string, ModelPrice>;
+  private readonly custom: Map<string, TokenPrice>;
   private readonly memo = new Map<string, PriceMatch | null>();
 
-  constructor(customRows: readonly ({ model: string } & ModelPrice)[] = []) {
+  constructor(customRows: readonly ({ model: string } & TokenPrice)[] = []) {
     this.custom = new Map(customRows.map((row) => [normalizeModelId(row.model), priceOfRow(row)]));
   }
 
@@ -105,7 +105,7 @@ export class PriceTable {
 export type TokenCounts = { inputTokens: number; outputTokens: number; cachedTokens: number };
 
 /** US dollars for some tokens at a price: cached input at the cached rate (or the input rate when there is none). */
-export function costOf(price: ModelPrice, tokens: TokenCounts): number {
+export function costOf(price: TokenPrice, tokens: TokenCounts): number {
   const cached = Math.min(Math.max(tokens.cachedTokens, 0), tokens.inputTokens);
   const uncached = tokens.inputTokens - cached;
   const cachedRate = price.cachedInputUsdPerMtok ?? price.inputUsdPerMtok;
@@ -113,10 +113,10 @@ export function costOf(price: ModelPrice, tokens: TokenCounts): number {
 }
 
 /** One row of the price table as the Usage page lists it. */
-export type PriceListEntry = { model: string; builtIn: ModelPrice | null; custom: ModelPrice | null };
+export type PriceListEntry = { model: string; builtIn: TokenPrice | null; custom: TokenPrice | null };
 
 /** Every built-in and custom price, by model id: what the editor shows (custom over built-in, reset goes back). */
-export function priceList(customRows: readonly ({ model: string } & ModelPrice)[]): PriceListEntry[] {
+export function priceList(customRows: readonly ({ model: string } & TokenPrice)[]): PriceListEntry[] {
   const entries = new Map<string, PriceListEntry>();
   for (const [model, price] of Object.entries(BUILT_IN_PRICES)) entries.set(model, { model, builtIn: price, custom: null });
   for (const row of customRows) {

@@ -2,7 +2,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { modelPrices, type ModelPrice } from "../schema";
 
-export type ModelPriceInput = { inputUsdPerMtok: number; cachedInputUsdPerMtok: number | null; outputUsdPerMtok: number };
+import type { TokenPrice } from "@/lib/usage/prices";
 
 /** The person's prices (src/lib/usage/prices.ts puts them over the built-in defaults). */
 export function listModelPrices(db: Db): Promise<ModelPrice[]> {
@@ -10,7 +10,7 @@ export function listModelPrices(db: Db): Promise<ModelPrice[]> {
 }
 
 /** Sets a model's price; the id is expected normalized (normalizeModelId). */
-export async function upsertModelPrice(db: Db, model: string, price: ModelPriceInput): Promise<ModelPrice> {
+export async function upsertModelPrice(db: Db, model: string, price: TokenPrice): Promise<ModelPrice> {
   const [row] = await db
     .insert(modelPrices)
     .values({ model, ...price })
