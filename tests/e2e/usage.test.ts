@@ -176,7 +176,7 @@ describe("usage and cost in the browser", () => {
 
   it("filters by team", async () => {
     await open("/usage");
-    await page.getByLabel("Team").selectOption({ label: "Chip watch" });
+    await page.getByRole("combobox", { name: "Team" }).selectOption({ label: "Chip watch" });
     await page.getByRole("button", { name: "Show" }).click();
     await page.waitForURL(/teamId=/);
     await settle(page);
@@ -192,7 +192,7 @@ describe("usage and cost in the browser", () => {
     await section.locator(".recharts-bar-rectangle").first().waitFor();
     expect(await section.getByText("The default daily budget (TEAM_DAILY_TOKEN_BUDGET).").isVisible()).toBe(true);
     expect(await section.getByText("of 2,000,000").isVisible()).toBe(true);
-    expect(await section.getByText("No cost cap.").isVisible()).toBe(true);
+    expect(await section.getByText("No cost cap.", { exact: true }).isVisible()).toBe(true);
     await shoot(page, "team-usage");
     await shootRegion(section, "team-usage");
 
@@ -210,7 +210,7 @@ describe("usage and cost in the browser", () => {
     await form.getByLabel("Daily token budget").fill("");
     await form.getByLabel("Daily cost budget (US$)").fill("");
     await form.getByRole("button", { name: "Save budgets" }).click();
-    await section.getByText("No cost cap.").waitFor();
+    await section.getByText("No cost cap.", { exact: true }).waitFor();
     expect(await getTeam(database.db, teams.solar.id)).toMatchObject({ dailyTokenBudget: null, dailyCostBudgetUsd: null });
   });
 

@@ -27,7 +27,7 @@ function Cost({ figures }: { figures: UsageFigures }) {
   return (
     <>
       {formatUsd(figures.costUsd)}
-      {figures.unpricedTokens > 0 && <span className="meta"> + {formatTokensShort(figures.unpricedTokens)} unpriced tokens</span>}
+      {figures.unpricedTokens > 0 && <span className="meta cost-unpriced">+ {formatTokensShort(figures.unpricedTokens)} tokens unpriced</span>}
     </>
   );
 }
@@ -35,18 +35,20 @@ function Cost({ figures }: { figures: UsageFigures }) {
 function FigureCells({ figures }: { figures: UsageFigures }) {
   return (
     <>
+      <td className="num">{formatTokens(figures.tokens)}</td>
+      <td className="num">
+        <Cost figures={figures} />
+      </td>
       <td className="num">{formatTokens(figures.calls)}</td>
       <td className="num">{formatTokens(figures.inputTokens)}</td>
       <td className="num">{formatTokens(figures.cachedTokens)}</td>
       <td className="num">{formatTokens(figures.outputTokens)}</td>
-      <td className="num">
-        <Cost figures={figures} />
-      </td>
     </>
   );
 }
 
-const FIGURE_HEADINGS = ["Calls", "Input tokens", "of which cached", "Output tokens", "Cost"];
+// Tokens and cost first: on a phone they are what shows before the table scrolls sideways.
+const FIGURE_HEADINGS = ["Tokens", "Cost", "Calls", "Input", "of which cached", "Output"];
 
 /** One team's agents over the period; calls for no agent (drafting) have a row of their own. */
 function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
