@@ -5,7 +5,7 @@ import type { Team } from "@/lib/db/schema";
 import { env } from "@/lib/env";
 import { formatTokens, formatUsd } from "@/lib/usage/format";
 import { usageReport } from "@/lib/usage/report";
-import { teamSpendToday } from "@/lib/usage/spend";
+import { loadPriceTable, teamSpendToday } from "@/lib/usage/spend";
 import { TeamBudgetForm } from "./team-budget-form";
 import { UsageChart } from "./usage-chart";
 
@@ -35,7 +35,8 @@ function SpendAgainst({ label, spent, limit, format, note }: { label: string; sp
  * the environment's default), the last 30 days as a small chart, and the form that sets the budgets.
  */
 export async function TeamUsageSection({ team }: { team: Team }) {
-  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id), usageReport(db(), { days: 30, teamId: team.id })]);
+  const prices = await loadPriceTable(db());
+  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
   const config = { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET };
   const budgets = teamBudgets(team, config);
   const over = spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);

@@ -224,4 +224,28 @@ describe("usage and cost in the browser", () => {
     const usageRegion = page.getByRole("region", { name: "Usage" });
     expect(await usageRegion.getByRole("definition").filter({ hasText: /^\$[\d,.]+$/ }).count()).toBe(1);
   });
+
+  it("keeps the navigation, with Usage and Sign out, within a phone's width when sign-in is on", async () => {
+    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, ["--web-only"]);
+    const visitor = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    visitor.setDefaultTimeout(10_000);
+    const tab = await visitor.newPage();
+    try {
+      await tab.goto(`${guarded.url}/usage`);
+      await tab.waitForURL("**/sign-in?next=%2Fusage");
+      await tab.getByLabel("Password").fill("correct horse battery");
+      await tab.getByRole("button", { name: "Sign in" }).click();
+      await tab.waitForURL("**/usage");
+      await settle(tab);
+      await tab.getByRole("button", { name: "Sign out" }).waitFor();
+      await shoot(tab, "usage-signed-in");
+      await tab.setViewportSize({ width: 375, height: 812 });
+      // Every link can still be reached on the phone (the links scroll within the bar if need be).
+      await tab.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Usage" }).click();
+      await tab.waitForURL("**/usage");
+    } finally {
+      await visitor.close();
+      await guarded.stop();
+    }
+  });
 });
