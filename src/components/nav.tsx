@@ -9,6 +9,7 @@ const links = [
   { href: "/teams", label: "Teams" },
   { href: "/inbox", label: "Inbox" },
   { href: "/knowledge", label: "Knowledge" },
+  { href: "/usage", label: "Usage" },
 ] as const;
 
 /** Items not read yet, and questions and approvals that still wait for the person (the API's badgeCount). */

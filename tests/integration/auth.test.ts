@@ -30,8 +30,8 @@ const PUBLIC: Record<string, number> = {
   "POST /api/hooks/[teamId]": 404, // a random team id; a real one would want a signature
 };
 
-type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
-type ApiRoute = { pattern: string; url: string; params: Record<string, string>; handlers: Partial<Record<(typeof METHODS)[number], Handler>> };
+type Handler = (request: Request, context: { params: Promise<Record<string, string | string[]>> }) => Promise<Response>;
+type ApiRoute = { pattern: string; url: string; params: Record<string, string | string[]>; handlers: Partial<Record<(typeof METHODS)[number], Handler>> };
 
 /** Every route.ts under src/app/api, so a new route cannot be forgotten. */
 function routeFiles(dir: string): string[] {
@@ -47,12 +47,13 @@ async function loadApiRoutes(): Promise<ApiRoute[]> {
   const routes: ApiRoute[] = [];
   for (const file of routeFiles(root).sort()) {
     const segments = path.relative(root, path.dirname(file)).split(path.sep);
-    const params: Record<string, string> = {};
+    const params: Record<string, string | string[]> = {};
     const urlSegments = segments.map((segment) => {
-      const name = /^\[(\w+)\]$/.exec(segment)?.[1];
+      const [, catchAll, name] = /^\[(\.\.\.)?(\w+)\]$/.exec(segment) ?? [];
       if (!name) return segment;
-      params[name] = randomUUID();
-      return params[name];
+      const value = randomUUID();
+      params[name] = catchAll ? [value] : value;
+      return value;
     });
     const module = (await import(file)) as Record<string, unknown>;
     const handlers: ApiRoute["handlers"] = {};

@@ -19,6 +19,8 @@ import {
   listTasksByAgent,
   recordUsage,
 } from "@/lib/db/queries";
+import { deleteModelPrice, upsertModelPrice } from "@/lib/db/queries/model-prices";
+import { updateTeam } from "@/lib/db/queries/teams";
 import { tasks, workSessions } from "@/lib/db/schema";
 import { startFakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
@@ -235,8 +237,52 @@ describe("limits, failures and stops", () => {
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome.status).toBe("failed");
-    expect(outcome.error).toContain(`the team "${team.name}" used 110 tokens today`);
+    // No budget of its own: the environment's default applies, and the marker says how to change it.
+    expect(outcome.error).toBe(
+      `the team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); it resumes tomorrow (UTC), or give the team its own budget on the team page, under Usage and budget`,
+    );
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({ code: "rate_limited:team_budget", status: 429 });
+  });
+
+  it("a team's own daily token budget, set in the database, replaces the default both ways", async () => {
+    const { lead, team } = await createTeamFixture(database.db);
+    const engine = await engineWith({ model: sessionModel(() => textReply("fine")), config: { teamDailyTokenBudget: 100 } });
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 90, outputTokens: 20 });
+    // Over the default, under the team's own: it works.
+    await updateTeam(database.db, team.id, { dailyTokenBudget: 1_000 });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Allowed" });
+    expect((await runWorkSession(engine.deps, lead.id)).status).toBe("completed");
+    // Under the default, over the team's own: it stops, and says the budget is the team's.
+    await updateTeam(database.db, team.id, { dailyTokenBudget: 120 });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Refused" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120 \(set on the team page, under Usage and budget\); it resumes tomorrow \(UTC\), or raise the budget there$/);
+    await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
+      status: 429,
+      message: expect.stringMatching(/^The team ".+" used \d+ tokens today, over its daily token budget of 120 \(set on the team page/),
+    });
+  });
+
+  it("a team's cost budget stops a session once its priced calls reach it", async () => {
+    const { lead, team } = await createTeamFixture(database.db);
+    // Each mock call: 10 input + 5 output tokens at $1 000 per million = $0.015.
+    await upsertModelPrice(database.db, "mock-model-id", { inputUsdPerMtok: 1_000, cachedInputUsdPerMtok: null, outputUsdPerMtok: 1_000 });
+    await updateTeam(database.db, team.id, { dailyCostBudgetUsd: 0.04 });
+    const engine = await engineWith({ model: sessionModel(() => toolCallReply("searchKnowledge", { query: "again" })) });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Spend money" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    // Priced between the 30 s reads from the session's own calls: the fourth call is refused.
+    expect(outcome).toMatchObject({ status: "failed", steps: 3 });
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)!.content).toBe(
+      `(stopped: the team "${team.name}" spent $0.045 today, over its daily cost budget of $0.04 (set on the team page, under Usage and budget); it resumes tomorrow (UTC), or raise the budget there)`,
+    );
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
+    // A new session reads the team's spending from the usage rows, priced the same way, and does not start.
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
+    expect(await runWorkSession(engine.deps, lead.id)).toMatchObject({ status: "failed", steps: 0, error: expect.stringContaining("spent $0.045 today") });
+    await deleteModelPrice(database.db, "mock-model-id");
   });
 
   it("Stop aborts the model call at once, leaves (stopped by user), and cancels the tasks delegated from it", async () => {

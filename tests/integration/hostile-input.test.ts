@@ -48,6 +48,8 @@ async function loadRoutes() {
     session: await import("@/app/api/sessions/[sessionId]/route"),
     digest: await import("@/app/api/teams/[teamId]/digest/route"),
     teamRecord: await import("@/app/api/teams/[teamId]/export/route"),
+    usage: await import("@/app/api/usage/route"),
+    modelPrice: await import("@/app/api/model-prices/[...model]/route"),
   };
 }
 
@@ -138,6 +140,9 @@ const proxied = (method: string, path: string, body?: string) =>
 const json = (value: unknown) => JSON.stringify(value);
 const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 const long = (length: number) => "x".repeat(length);
+/** A catch-all route's params: the model id's segments. */
+const modelParams = (...segments: string[]) => ({ params: Promise.resolve({ model: segments }) });
+const price = { inputUsdPerMtok: 1, outputUsdPerMtok: 2 };
 const userMessage = (text: string) => ({ id: "m1", role: "user", parts: [{ type: "text", text }] });
 
 /** Every table's row count and a checksum of its rows, and pg-boss's jobs and schedules. */
@@ -389,6 +394,39 @@ const cases: Case[] = [
   ["tool-scope PUT: SQL as a tool name", 400, () => api.toolScope.PUT(request("PUT", "/x", { body: json({ scope: { allow: [SQL] } }) }), params({ agentId: ids.scout }))],
   ["tool-scope PUT: missing scope", 400, () => api.toolScope.PUT(request("PUT", "/x", { body: json({}) }), params({ agentId: ids.scout }))],
   ["tool-scope PUT: an unknown agent", 404, () => api.toolScope.PUT(request("PUT", "/x", { body: json({ scope: null }) }), params({ agentId: randomUUID() }))],
+
+  // --- team budgets (PATCH /api/teams/:teamId)
+  ["team PATCH: a daily token budget of 0", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: 0 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a negative daily token budget", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: -100 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a fractional daily token budget", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: 10.5 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a daily token budget past the integer column", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: 2 ** 31 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a daily token budget as a string", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: "1000" }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a daily cost budget of 0", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyCostBudgetUsd: 0 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a daily cost budget that rounds to 0 in the column", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyCostBudgetUsd: 0.00001 }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a huge number (1e400) as daily cost budget", 400, () => api.team.PATCH(request("PATCH", "/x", { body: '{"dailyCostBudgetUsd": 1e400}' }), params({ teamId: ids.team }))],
+  ["team PATCH: a daily cost budget as an object", 400, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyCostBudgetUsd: { usd: 5 } }) }), params({ teamId: ids.team }))],
+  ["team PATCH: a budget for an unknown team", 404, () => api.team.PATCH(request("PATCH", "/x", { body: json({ dailyTokenBudget: 1000 }) }), params({ teamId: randomUUID() }))],
+
+  // --- usage report and price table
+  ["usage GET: days of 0", 400, () => api.usage.GET(request("GET", "/api/usage?days=0"))],
+  ["usage GET: days as SQL", 400, () => api.usage.GET(request("GET", `/api/usage?days=${encodeURIComponent(SQL)}`))],
+  ["usage GET: a garbage team id", 404, () => api.usage.GET(request("GET", "/api/usage?teamId=not-a-uuid"))],
+  ["usage GET: an unknown team", 404, () => api.usage.GET(request("GET", `/api/usage?teamId=${randomUUID()}`))],
+  ["model-prices PUT: a negative price", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json({ ...price, outputUsdPerMtok: -2 }) }), modelParams("gpt-4o"))],
+  ["model-prices PUT: a price as a string", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json({ ...price, inputUsdPerMtok: "1" }) }), modelParams("gpt-4o"))],
+  ["model-prices PUT: a huge number (1e400) as price", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: '{"inputUsdPerMtok": 1e400, "outputUsdPerMtok": 1}' }), modelParams("gpt-4o"))],
+  ["model-prices PUT: a missing output price", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json({ inputUsdPerMtok: 1 }) }), modelParams("gpt-4o"))],
+  ["model-prices PUT: an unknown field", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json({ ...price, model: "other" }) }), modelParams("gpt-4o"))],
+  ["model-prices PUT: SQL as model id", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams(SQL))],
+  ["model-prices PUT: HTML as model id", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams(HTML))],
+  ["model-prices PUT: a NUL byte in the model id", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams("gpt\u00004o"))],
+  ["model-prices PUT: a 10 000-character model id", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams(long(10_000)))],
+  ["model-prices PUT: dot segments as model id", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams("..", "gpt-4o"))],
+  ["model-prices PUT: an empty segment", 400, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price) }), modelParams("openai", "", "gpt-4o"))],
+  ["model-prices PUT: a text/plain body", 415, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price), headers: { "content-type": "text/plain" } }), modelParams("gpt-4o"))],
+  ["model-prices PUT: from a foreign Origin", 403, () => api.modelPrice.PUT(request("PUT", "/x", { body: json(price), headers: { origin: "https://evil.example" } }), modelParams("gpt-4o"))],
+  ["model-prices DELETE: a model with no price of the person's", 404, () => api.modelPrice.DELETE(request("DELETE", "/x"), modelParams("gpt-4o"))],
+  ["model-prices DELETE: SQL as model id", 400, () => api.modelPrice.DELETE(request("DELETE", "/x"), modelParams(SQL))],
 ];
 
 describe("hostile input", () => {

@@ -50,6 +50,7 @@ async function loadRoutes() {
     mcpServer: await import("@/app/api/mcp-servers/[serverId]/route"),
     mcpTest: await import("@/app/api/mcp-servers/[serverId]/test/route"),
     toolScope: await import("@/app/api/agents/[agentId]/tool-scope/route"),
+    modelPrice: await import("@/app/api/model-prices/[...model]/route"),
   };
 }
 
@@ -162,6 +163,10 @@ async function round(index: number): Promise<{ key: string; status: number; body
     { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Newcomer" }), params({ teamId: team.id })) },
     { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Under scout", parentAgentId: scout.id }), params({ teamId: team.id })) },
     { key: "PATCH /api/teams/[teamId]", run: () => api.team.PATCH(request("PATCH", { name: "Renamed team", status: index % 2 ? "paused" : "active" }), params({ teamId: team.id })) },
+    { key: "PATCH /api/teams/[teamId]", run: () => api.team.PATCH(request("PATCH", { dailyTokenBudget: 1_000 + index, dailyCostBudgetUsd: index % 2 ? 1.5 : null }), params({ teamId: team.id })) },
+    // Prices belong to no team: what races here is the same model's price set and reset at once.
+    { key: "PUT /api/model-prices/[...model]", run: () => api.modelPrice.PUT(request("PUT", { inputUsdPerMtok: index, outputUsdPerMtok: 2 * index }), { params: Promise.resolve({ model: ["race", "model"] }) }) },
+    { key: "DELETE /api/model-prices/[...model]", run: async () => (await jitter(60), api.modelPrice.DELETE(request("DELETE"), { params: Promise.resolve({ model: ["race", "model"] }) })) },
     // Every other round keeps the secret, so the webhook gets as far as its write.
     ...(index % 2
       ? [

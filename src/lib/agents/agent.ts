@@ -127,6 +127,7 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
       model: deps.chooseModel(agent.model),
       steps: 0,
       tokens: 0,
+      costUsd: 0,
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,

@@ -5,12 +5,13 @@ import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApprov
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
-import { getTeamTokensToday } from "@/lib/db/queries/usage";
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
+import { teamSpendToday } from "@/lib/usage/spend";
+import { teamBudgetProblem } from "./budgets";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals } from "./approvals";
 import { toolsForTurn } from "./tool-policies";
 import { logAwaitsReply } from "./work-log";
@@ -60,13 +61,8 @@ async function replyInChat(
   const agent = await requireAgent(db, agentId);
   const team = await requireTeam(db, agent.teamId);
   reply?.span.setAttributes(agentAttributes(agent, team));
-  const spentToday = await getTeamTokensToday(db, team.id);
-  if (spentToday >= config.teamDailyTokenBudget) {
-    throw new CadreError(
-      "rate_limited:team_budget",
-      `The team "${team.name}" used ${spentToday} tokens today, over its daily budget of ${config.teamDailyTokenBudget} (TEAM_DAILY_TOKEN_BUDGET). It can chat again tomorrow, or raise the budget.`,
-    );
-  }
+  const overBudget = teamBudgetProblem(team, await teamSpendToday(db, team.id), config);
+  if (overBudget) throw new CadreError("rate_limited:team_budget", `${overBudget[0]!.toUpperCase()}${overBudget.slice(1)}.`);
   // Under the team's lock (writeUnderAgent): an agent or team deleted meanwhile is a 404, not a foreign-key violation.
   const conversation = await writeUnderAgent(db, agent.id, async (tx) => {
     const conversation = await getForegroundConversation(tx, agent.id);

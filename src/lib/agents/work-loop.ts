@@ -13,7 +13,7 @@ import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
-import { checkBudgets } from "./budgets";
+import { checkBudgets, recordSpending, type BudgetState } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { stepLimitMarker } from "./formats";
@@ -34,8 +34,10 @@ export type SessionState = {
   steps: number;
   /** Input + output tokens this session has spent. */
   tokens: number;
-  /** The team's tokens today as last read, and this session's total at that moment. */
-  teamTokens?: { total: number; readAt: number; sessionTokensAtRead: number };
+  /** US dollars this session has spent, as far as budgets priced it (recordSpending). */
+  costUsd: number;
+  /** The team's spending today as last read (checkBudgets). */
+  teamSpend?: BudgetState["teamSpend"];
   stepsAtWrapUp: number;
   briefed: boolean;
   /**
@@ -319,7 +321,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     // The usage row is the helper's; this stores the answer, right after the context it was given.
     onLanguageModelCallEnd: async (event) => {
       state.steps += 1;
-      state.tokens += (event.usage.inputTokens ?? 0) + (event.usage.outputTokens ?? 0);
+      recordSpending(state, state.model.modelId, { ...event.usage, cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens });
       await recorder.recordModelResponse(event.content, contextTail);
     },
     onStepEnd: async (step) => {

@@ -15,7 +15,9 @@ import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
-import { getUsageTotals } from "@/lib/db/queries/usage";
+import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
+import { formatUsd } from "@/lib/usage/format";
+import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
 
@@ -39,14 +41,17 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background, approvals] = await Promise.all([
+  const [team, tasks, sessions, usage, background, approvals, usageByModel, prices] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTasksByAgent(db(), agent.id),
     listSessions(db(), agent.id, 10),
     getUsageTotals(db(), agent.id),
     getConversationByMode(db(), agent.id, "background"),
     listAgentApprovals(db(), agent.id),
+    getAgentUsageByModel(db(), agent.id),
+    loadPriceTable(db()),
   ]);
+  const spend = spendOf(usageByModel, prices);
   const log = background ? await listMessages(db(), background.id, { limit: WORK_LOG_LIMIT }) : [];
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
@@ -107,10 +112,20 @@ export default async function AgentPage({ params }: Props) {
             <dd>{number(usage.cachedTokens)}</dd>
           </div>
           <div>
+            <dt>Cost</dt>
+            <dd>{usage.calls > 0 && spend.unpricedModels.length === usageByModel.length ? "—" : formatUsd(spend.costUsd)}</dd>
+          </div>
+          <div>
             <dt>Model time</dt>
             <dd>{(usage.durationMs / 1000).toFixed(1)} s</dd>
           </div>
         </dl>
+        {spend.unpricedModels.length > 0 && (
+          <p className="hint">
+            No price for {spend.unpricedModels.join(", ")}: {spend.unpricedModels.length === 1 ? "its" : "their"} calls count as tokens only.{" "}
+            <Link href="/usage#prices">Set a price</Link>
+          </p>
+        )}
       </section>
 
       <section aria-labelledby="tasks-heading" className="section">

@@ -6,6 +6,7 @@ import { Markdown } from "@/components/markdown";
 import { McpServers } from "@/components/mcp-servers";
 import { NotificationChannels } from "@/components/notification-channels";
 import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
+import { TeamUsageSection } from "@/components/team-usage";
 import { ToolPoliciesPanel } from "@/components/tool-policies";
 import { ToolScopes } from "@/components/tool-scopes";
 import { TeamExport } from "@/components/team-export";
@@ -104,6 +105,8 @@ export default async function TeamPage({ params }: Props) {
         )}
         {lead && <AddSubordinateForm teamId={team.id} leadId={lead.id} />}
       </section>
+
+      <TeamUsageSection team={team} />
 
       <section aria-labelledby="approvals-heading" className="section">
         <h2 id="approvals-heading">Approvals</h2>

@@ -47,7 +47,7 @@ export async function requireTeam(db: Db, teamId: string): Promise<Team> {
 export async function updateTeam(
   db: Db,
   teamId: string,
-  changes: Partial<{ name: string; mission: string; status: TeamStatus }>,
+  changes: Partial<{ name: string; mission: string; status: TeamStatus; dailyTokenBudget: number | null; dailyCostBudgetUsd: number | null }>,
 ): Promise<Team> {
   const [team] = await db
     .update(teams)

@@ -67,14 +67,116 @@ export async function getUsageTotals(db: Db, agentId: string): Promise<UsageTota
   return row!;
 }
 
-/** Input + output tokens the team's agents spent since the start of the current UTC day. */
-export async function getTeamTokensToday(db: Db, teamId: string): Promise<number> {
-  const [row] = await db
-    .select({ tokens: sql<number>`coalesce(sum(${usage.inputTokens} + ${usage.outputTokens}), 0)::bigint` })
+/** Tokens of one model, summed: what a cost is computed from. */
+export type ModelTokens = { model: string; calls: number; inputTokens: number; outputTokens: number; cachedTokens: number };
+
+// Sums come back from Postgres as bigint text.
+const modelTokenColumns = {
+  model: usage.model,
+  calls: sql<number>`count(*)::int`,
+  inputTokens: sql<string>`coalesce(sum(${usage.inputTokens}), 0)::bigint`,
+  outputTokens: sql<string>`coalesce(sum(${usage.outputTokens}), 0)::bigint`,
+  cachedTokens: sql<string>`coalesce(sum(${usage.cachedTokens}), 0)::bigint`,
+};
+
+const toModelTokens = (row: { model: string; calls: number; inputTokens: string; outputTokens: string; cachedTokens: string }): ModelTokens => ({
+  model: row.model,
+  calls: Number(row.calls),
+  inputTokens: Number(row.inputTokens),
+  outputTokens: Number(row.outputTokens),
+  cachedTokens: Number(row.cachedTokens),
+});
+
+/**
+ * What the team's agents spent since the start of the current UTC day, per model (a cost
+ * needs the model). Budgets read it at most every 30 s per session, and once per chat message.
+ */
+export async function getTeamUsageTodayByModel(db: Db, teamId: string): Promise<ModelTokens[]> {
+  const rows = await db
+    .select(modelTokenColumns)
     .from(usage)
     .innerJoin(agents, eq(agents.id, usage.agentId))
     .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)))
-    .prepare("team_tokens_today")
+    .groupBy(usage.model)
+    .prepare("team_usage_today_by_model")
     .execute();
-  return Number(row?.tokens ?? 0);
+  return rows.map(toModelTokens);
+}
+
+/** One UTC day × team × agent × model of usage; a day with none is one row with only `day` set. */
+export type UsageByDayRow = {
+  day: string;
+  teamId: string | null;
+  teamName: string | null;
+  agentId: string | null;
+  agentName: string | null;
+  agentRole: string | null;
+} & ModelTokens;
+
+/**
+ * Usage of the last `days` UTC days (today included), summed per day, team, agent and model,
+ * every day present (generate_series) so a chart has no gaps. Calls for no agent (drafting a
+ * new team) have no team; a team filter leaves them out. Reads the created_at index.
+ */
+export async function listUsageByDay(db: Db, options: { days: number; teamId?: string | null }): Promise<UsageByDayRow[]> {
+  const teamId = options.teamId ?? null;
+  const rows = await db.execute<{
+    day: string;
+    team_id: string | null;
+    team_name: string | null;
+    agent_id: string | null;
+    agent_name: string | null;
+    agent_role: string | null;
+    model: string | null;
+    calls: number | null;
+    input_tokens: string | null;
+    output_tokens: string | null;
+    cached_tokens: string | null;
+  }>(sql`
+    with bounds as (
+      select (now() at time zone 'utc')::date - ${options.days - 1}::int as first_day, (now() at time zone 'utc')::date as last_day
+    ), days as (
+      select generate_series(first_day, last_day, interval '1 day')::date as day from bounds
+    ), spent as (
+      select (u.created_at at time zone 'utc')::date as day, a.team_id, u.agent_id, u.model,
+             count(*)::int as calls,
+             sum(u.input_tokens)::bigint as input_tokens,
+             sum(u.output_tokens)::bigint as output_tokens,
+             sum(u.cached_tokens)::bigint as cached_tokens
+        from usage u
+        left join agents a on a.id = u.agent_id
+       where u.created_at >= (select first_day from bounds)::timestamp at time zone 'utc'
+         and (${teamId}::uuid is null or a.team_id = ${teamId}::uuid)
+       group by 1, 2, 3, 4
+    )
+    select to_char(d.day, 'YYYY-MM-DD') as day, s.team_id, t.name as team_name, s.agent_id, a.name as agent_name, a.role as agent_role,
+           s.model, s.calls, s.input_tokens, s.output_tokens, s.cached_tokens
+      from days d
+      left join spent s on s.day = d.day
+      left join teams t on t.id = s.team_id
+      left join agents a on a.id = s.agent_id
+     order by d.day, t.name, s.team_id, a.role = 'lead' desc, a.name, s.agent_id, s.model`);
+  return rows.map((row) => ({
+    day: row.day,
+    teamId: row.team_id,
+    teamName: row.team_name,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    agentRole: row.agent_role,
+    model: row.model ?? "",
+    calls: Number(row.calls ?? 0),
+    inputTokens: Number(row.input_tokens ?? 0),
+    outputTokens: Number(row.output_tokens ?? 0),
+    cachedTokens: Number(row.cached_tokens ?? 0),
+  }));
+}
+
+/** An agent's usage of all time, per model (its page prices it). */
+export async function getAgentUsageByModel(db: Db, agentId: string): Promise<ModelTokens[]> {
+  const rows = await db
+    .select(modelTokenColumns)
+    .from(usage)
+    .where(eq(usage.agentId, agentId))
+    .groupBy(usage.model);
+  return rows.map(toModelTokens);
 }

@@ -1,0 +1,92 @@
+import Link from "next/link";
+import { teamBudgets } from "@/lib/agents/budgets";
+import { db } from "@/lib/db/client";
+import type { Team } from "@/lib/db/schema";
+import { env } from "@/lib/env";
+import { formatTokens, formatUsd } from "@/lib/usage/format";
+import { usageReport } from "@/lib/usage/report";
+import { loadPriceTable, teamSpendToday } from "@/lib/usage/spend";
+import { TeamBudgetForm } from "./team-budget-form";
+import { UsageChart } from "./usage-chart";
+
+/** Spent against a limit: the words, and a bar (hidden from screen readers, which have the words). */
+function SpendAgainst({ label, spent, limit, format, note }: { label: string; spent: number; limit: number | null; format: (value: number) => string; note: string }) {
+  const share = limit === null ? null : Math.min(1, spent / limit);
+  return (
+    <div className="budget-meter">
+      <div className="budget-meter-head">
+        <span className="budget-meter-label">{label}</span>
+        <span className="budget-meter-figure">
+          {format(spent)} {limit === null ? "" : <span className="meta">of {format(limit)}</span>}
+        </span>
+      </div>
+      {share !== null && (
+        <div className={share >= 1 ? "budget-bar budget-bar-over" : share >= 0.8 ? "budget-bar budget-bar-near" : "budget-bar"} aria-hidden="true">
+          <span style={{ width: `${Math.max(share * 100, spent > 0 ? 1 : 0)}%` }} />
+        </div>
+      )}
+      <span className="hint">{note}</span>
+    </div>
+  );
+}
+
+/**
+ * The team page's "Usage and budget": today's spending against the team's budgets (its own, or
+ * the environment's default), the last 30 days as a small chart, and the form that sets the budgets.
+ */
+export async function TeamUsageSection({ team }: { team: Team }) {
+  const prices = await loadPriceTable(db());
+  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
+  const config = { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET };
+  const budgets = teamBudgets(team, config);
+  const over = spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
+  return (
+    <section aria-labelledby="usage-budget-heading" className="section">
+      <h2 id="usage-budget-heading">Usage and budget</h2>
+      {over && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call and resume tomorrow (UTC), or when you raise the budget below.</p>}
+      <div className="budget-today">
+        <SpendAgainst
+          label="Tokens today"
+          spent={spend.tokens}
+          limit={budgets.tokens.limit}
+          format={formatTokens}
+          note={budgets.tokens.source === "team" ? "The team's own daily budget." : "The default daily budget (TEAM_DAILY_TOKEN_BUDGET)."}
+        />
+        <SpendAgainst
+          label="Cost today"
+          spent={spend.costUsd}
+          limit={budgets.costUsd}
+          format={formatUsd}
+          note={budgets.costUsd === null ? "No cost cap." : "The team's own daily cost budget."}
+        />
+      </div>
+      {spend.unpricedModels.length > 0 && (
+        <p className="hint">
+          No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost. <Link href="/usage#prices">Set a price</Link>
+        </p>
+      )}
+      {report.totals.calls === 0 ? (
+        <p className="hint">No model calls in the last 30 days yet: the chart appears once the team&apos;s agents have worked.</p>
+      ) : (
+        <UsageChart
+          compact
+          label={`Last 30 days (UTC): ${formatTokens(report.totals.tokens)} tokens, ${formatUsd(report.totals.costUsd)}`}
+          days={report.series}
+          teams={[{ key: team.id, name: team.name }]}
+          unpricedTokens={report.totals.unpricedTokens}
+        />
+      )}
+      <TeamBudgetForm
+        // A budget changed elsewhere (another tab, the API) starts the form afresh.
+        key={`${team.dailyTokenBudget}:${team.dailyCostBudgetUsd}`}
+        teamId={team.id}
+        dailyTokenBudget={team.dailyTokenBudget}
+        dailyCostBudgetUsd={team.dailyCostBudgetUsd}
+        defaultTokenBudget={config.teamDailyTokenBudget}
+      />
+      <p className="meta-link">
+        <Link href={`/usage?teamId=${team.id}`}>Usage per agent and day, and the price table</Link>
+      </p>
+    </section>
+  );
+}

@@ -1,0 +1,139 @@
+import type { Db } from "@/lib/db/client";
+import { listUsageByDay, type ModelTokens } from "@/lib/db/queries/usage";
+import type { PriceSource, PriceTable } from "./prices";
+import { loadPriceTable } from "./spend";
+
+/**
+ * Tokens and cost of some model calls. `costUsd` counts only priced models; the tokens of
+ * models without a price are in `unpricedTokens` too, and those models are named.
+ */
+export type UsageFigures = {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  /** Input + output (cached tokens are part of input). */
+  tokens: number;
+  costUsd: number;
+  unpricedTokens: number;
+  unpricedModels: string[];
+};
+
+/** Usage of no team: calls made for no agent (drafting a new team's lead instructions). */
+export const NO_TEAM_KEY = "drafting";
+export const NO_TEAM_NAME = "Drafting new teams";
+
+export type ModelUsage = { model: string; price: { matched: string; source: PriceSource } | null; figures: UsageFigures };
+export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
+export type TeamUsage = { key: string; teamId: string | null; teamName: string; figures: UsageFigures; agents: AgentUsage[]; models: ModelUsage[] };
+/** One UTC day: its totals and each team's share (keyed by TeamUsage.key; teams with none are absent). */
+export type DayUsage = { day: string; tokens: number; costUsd: number; byTeam: Record<string, { tokens: number; costUsd: number }> };
+/** The finest grain: one UTC day × team × agent. */
+export type DayTeamAgentUsage = { day: string; teamKey: string; agentId: string | null; figures: UsageFigures };
+
+export type UsageReport = {
+  days: number;
+  /** First and last UTC day (YYYY-MM-DD), today last. */
+  from: string;
+  to: string;
+  series: DayUsage[];
+  rows: DayTeamAgentUsage[];
+  teams: TeamUsage[];
+  models: ModelUsage[];
+  totals: UsageFigures;
+};
+
+export const REPORT_DAYS_DEFAULT = 30;
+export const REPORT_DAYS_MAX = 366;
+
+export function emptyFigures(): UsageFigures {
+  return { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
+}
+
+/** Adds one model's tokens (and their cost, null when it has no price) to some figures. */
+function add(figures: UsageFigures, row: ModelTokens, cost: number | null): void {
+  figures.calls += row.calls;
+  figures.inputTokens += row.inputTokens;
+  figures.outputTokens += row.outputTokens;
+  figures.cachedTokens += row.cachedTokens;
+  figures.tokens += row.inputTokens + row.outputTokens;
+  if (cost === null) {
+    figures.unpricedTokens += row.inputTokens + row.outputTokens;
+    if (!figures.unpricedModels.includes(row.model)) figures.unpricedModels.push(row.model);
+  } else {
+    figures.costUsd += cost;
+  }
+}
+
+function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = create()));
+  return value;
+}
+
+/**
+ * Usage and cost per UTC day, team and agent over the last `days` days (today included),
+ * optionally of one team. Summed in SQL per day × team × agent × model (every day present),
+ * priced here with the price table in force now (the person's prices over the built-in ones).
+ */
+export async function usageReport(db: Db, options: { days?: number; teamId?: string | null; prices?: PriceTable } = {}): Promise<UsageReport> {
+  const days = options.days ?? REPORT_DAYS_DEFAULT;
+  const [rows, prices] = await Promise.all([listUsageByDay(db, { days, teamId: options.teamId }), options.prices ?? loadPriceTable(db)]);
+
+  const series = new Map<string, DayUsage>();
+  const cells = new Map<string, DayTeamAgentUsage>();
+  const teams = new Map<string, TeamUsage & { agentMap: Map<string, AgentUsage>; modelMap: Map<string, ModelUsage> }>();
+  const models = new Map<string, ModelUsage>();
+  const totals = emptyFigures();
+
+  for (const row of rows) {
+    const day = entry(series, row.day, (): DayUsage => ({ day: row.day, tokens: 0, costUsd: 0, byTeam: {} }));
+    if (row.calls === 0) continue; // a day with no usage
+    const match = prices.priceOf(row.model);
+    const cost = prices.costOf(row.model, row);
+    const price = match && { matched: match.matched, source: match.source };
+    const teamKey = row.teamId ?? NO_TEAM_KEY;
+
+    day.tokens += row.inputTokens + row.outputTokens;
+    day.costUsd += cost ?? 0;
+    const share = (day.byTeam[teamKey] ??= { tokens: 0, costUsd: 0 });
+    share.tokens += row.inputTokens + row.outputTokens;
+    share.costUsd += cost ?? 0;
+
+    const agentKey = row.agentId ?? NO_TEAM_KEY;
+    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId: row.agentId, figures: emptyFigures() })).figures, row, cost);
+
+    const team = entry(teams, teamKey, () => ({
+      key: teamKey,
+      teamId: row.teamId,
+      teamName: row.teamName ?? NO_TEAM_NAME,
+      figures: emptyFigures(),
+      agents: [],
+      models: [],
+      agentMap: new Map(),
+      modelMap: new Map(),
+    }));
+    add(team.figures, row, cost);
+    add(
+      entry(team.agentMap, agentKey, () => ({ agentId: row.agentId, agentName: row.agentName ?? "(no agent)", role: row.agentRole, figures: emptyFigures() })).figures,
+      row,
+      cost,
+    );
+    add(entry(team.modelMap, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost);
+    add(entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost);
+    add(totals, row, cost);
+  }
+
+  const byTokens = <T extends { figures: UsageFigures }>(items: Iterable<T>) => [...items].sort((a, b) => b.figures.tokens - a.figures.tokens);
+  const seriesList = [...series.values()];
+  return {
+    days,
+    from: seriesList[0]?.day ?? "",
+    to: seriesList.at(-1)?.day ?? "",
+    series: seriesList,
+    rows: [...cells.values()],
+    teams: byTokens(teams.values()).map(({ agentMap, modelMap, ...team }) => ({ ...team, agents: byTokens(agentMap.values()), models: byTokens(modelMap.values()) })),
+    models: byTokens(models.values()),
+    totals,
+  };
+}

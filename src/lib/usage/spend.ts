@@ -1,0 +1,30 @@
+import type { Db } from "@/lib/db/client";
+import { listModelPrices } from "@/lib/db/queries/model-prices";
+import { getTeamUsageTodayByModel, type ModelTokens } from "@/lib/db/queries/usage";
+import { PriceTable } from "./prices";
+
+/** The prices in force now: the person's rows over the built-in defaults. */
+export async function loadPriceTable(db: Db): Promise<PriceTable> {
+  return new PriceTable(await listModelPrices(db));
+}
+
+/** Tokens and cost of some usage; models without a price add tokens but no cost, and are named. */
+export type Spend = { calls: number; tokens: number; costUsd: number; unpricedModels: string[] };
+
+export function spendOf(rows: readonly ModelTokens[], prices: PriceTable): Spend {
+  const spend: Spend = { calls: 0, tokens: 0, costUsd: 0, unpricedModels: [] };
+  for (const row of rows) {
+    spend.calls += row.calls;
+    spend.tokens += row.inputTokens + row.outputTokens;
+    const cost = prices.costOf(row.model, row);
+    if (cost === null) spend.unpricedModels.push(row.model);
+    else spend.costUsd += cost;
+  }
+  return spend;
+}
+
+/** What the team spent since the start of the current UTC day (input + output tokens, and their cost). */
+export async function teamSpendToday(db: Db, teamId: string, prices?: PriceTable): Promise<Spend> {
+  const [rows, table] = await Promise.all([getTeamUsageTodayByModel(db, teamId), prices ?? loadPriceTable(db)]);
+  return spendOf(rows, table);
+}

@@ -1,0 +1,251 @@
+// Usage and cost in a real browser (Debian's Chromium through playwright-core) against the
+// production build: /usage empty and with 30 days of usage (chart, tables per team, agent, day
+// and model, the "no price — tokens only" note), the price table edited (a price added for an
+// unpriced model, a built-in one overridden and reset), the team filter, and the team page's
+// "Usage and budget" section with its budgets set and cleared — each checked through the API or
+// the database, with screenshots at 1440 and 375 px.
+import path from "node:path";
+import { sql } from "drizzle-orm";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getTeam } from "@/lib/db/queries/teams";
+import { recordUsage } from "@/lib/db/queries/usage";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+
+let database: TestDatabase;
+let app: AppServer;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const teams = { solar: { id: "", lead: "", scout: "" }, chips: { id: "", lead: "" } };
+
+async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${app.url}${pathname}`, {
+    method: init.method ?? "GET",
+    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
+}
+
+async function createTeam(name: string, mission: string, subordinate?: string) {
+  const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { method: "POST", body: { name, mission, leadName: `${name} Lead` } });
+  expect(team.status).toBe(201);
+  let scout = "";
+  if (subordinate) {
+    const created = await call<{ agent: { id: string } }>(`/api/teams/${team.body.team.id}/agents`, {
+      method: "POST",
+      body: { name: subordinate, instructions: "Searches the web.", parentAgentId: team.body.lead.id },
+    });
+    expect(created.status).toBe(201);
+    scout = created.body.agent.id;
+  }
+  return { id: team.body.team.id, lead: team.body.lead.id, scout };
+}
+
+/** A usage row `daysAgo` UTC days back, at `hour` o'clock UTC of that day (today: at most an hour ago). */
+async function usage(agentId: string, daysAgo: number, model: string, tokens: { input: number; output: number; cached?: number }): Promise<void> {
+  const row = await recordUsage(database.db, { agentId, purpose: "work", model, inputTokens: tokens.input, outputTokens: tokens.output, cachedTokens: tokens.cached ?? 0 });
+  await database.db.execute(
+    daysAgo === 0
+      ? sql`update usage set created_at = greatest(date_trunc('day', now() at time zone 'utc') at time zone 'utc', now() - interval '1 hour') where id = ${row!.id}`
+      : sql`update usage set created_at = (date_trunc('day', now() at time zone 'utc') at time zone 'utc') - ${daysAgo}::int * interval '1 day' + interval '13 hours' where id = ${row!.id}`,
+  );
+}
+
+/** 30 days of a working team: more on weekdays, a quiet stretch, two models and an unpriced local one. */
+async function seedUsage(): Promise<void> {
+  for (let daysAgo = 29; daysAgo >= 0; daysAgo--) {
+    if (daysAgo >= 18 && daysAgo <= 20) continue; // nothing happened on these days
+    const scale = 1 + ((daysAgo * 7) % 5);
+    await usage(teams.solar.lead, daysAgo, "gpt-4.1-mini", { input: 40_000 * scale, output: 4_000 * scale, cached: 12_000 * scale });
+    await usage(teams.solar.scout, daysAgo, "gpt-4o-2024-08-06", { input: 25_000 * scale, output: 3_000 * scale });
+    if (daysAgo % 3 === 0) await usage(teams.solar.scout, daysAgo, "llama3.1:8b", { input: 30_000, output: 6_000 });
+    if (daysAgo % 2 === 0) await usage(teams.chips.lead, daysAgo, "gpt-4.1", { input: 20_000 * scale, output: 2_500 * scale, cached: 5_000 });
+  }
+}
+
+async function open(pathname: string): Promise<void> {
+  await page.goto(`${app.url}${pathname}`);
+  await settle(page);
+}
+
+function budgetSection(): Locator {
+  return page.getByRole("region", { name: "Usage and budget" });
+}
+
+/** A region alone at both widths, for a closer look than the full-page shots give. */
+async function shootRegion(region: Locator, name: string): Promise<void> {
+  for (const width of [1440, 375]) {
+    await page.setViewportSize({ width, height: width === 1440 ? 900 : 812 });
+    await page.waitForTimeout(150); // the chart follows its container's width
+    await region.screenshot({ path: path.join(shots, `${name}-section-${width}.png`) });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
+
+describe("usage and cost in the browser", () => {
+  beforeAll(async () => {
+    buildIfStale();
+    database = await createTestDatabase();
+    app = await startApp({ DATABASE_URL: database.url, TEAM_DAILY_TOKEN_BUDGET: "2000000" });
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    context.setDefaultTimeout(10_000);
+    page = await context.newPage();
+    teams.solar = await createTeam("Solar desk", "Track solar panel prices and what moves them.", "Scout");
+    teams.chips = await createTeam("Chip watch", "Follow the chip supply chain.");
+  }, 600_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.stop();
+    await database?.drop();
+  });
+
+  it("shows an empty state before any model call, with the price table already there", async () => {
+    await open("/usage");
+    await expect.poll(() => page.getByRole("heading", { name: "Usage and cost" }).isVisible()).toBe(true);
+    expect(await page.getByText("No usage yet").isVisible()).toBe(true);
+    expect(await page.getByRole("listitem", { name: "Price of gpt-4.1-mini" }).getByText("in $0.40").isVisible()).toBe(true);
+    expect(await page.getByRole("link", { name: "Usage", exact: true }).getAttribute("aria-current")).toBe("page");
+    await shoot(page, "usage-empty");
+  });
+
+  it("shows 30 days per team, agent, day and model, and says which model has no price", async () => {
+    await seedUsage();
+    await open("/usage");
+    await page.locator(".recharts-bar-rectangle").first().waitFor();
+    // Every day is a slot on the axis; the quiet days are there, empty.
+    const { body } = await call<{ report: { series: { day: string; tokens: number }[]; totals: { costUsd: number; unpricedModels: string[] } } }>("/api/usage?days=30");
+    expect(body.report.series).toHaveLength(30);
+    expect(body.report.series.filter((day) => day.tokens === 0)).toHaveLength(3);
+    expect(body.report.totals.unpricedModels).toEqual(["llama3.1:8b"]);
+
+    const solar = page.getByRole("region", { name: "Solar desk" });
+    expect(await solar.getByRole("row", { name: /Scout/ }).isVisible()).toBe(true);
+    expect(await solar.getByRole("row", { name: /Solar desk Lead/ }).isVisible()).toBe(true);
+    expect(await solar.getByText("No price for model llama3.1:8b — tokens only.").isVisible()).toBe(true);
+    expect(await page.getByRole("region", { name: "Chip watch" }).getByText("No price for model").count()).toBe(0);
+    const models = page.getByRole("region", { name: "Per model" });
+    expect(await models.getByRole("row", { name: /gpt-4o-2024-08-06 gpt-4o \(built-in\)/ }).isVisible()).toBe(true);
+    expect(await models.getByRole("row", { name: /llama3\.1:8b no price — tokens only/ }).isVisible()).toBe(true);
+    expect(await page.getByRole("definition").filter({ hasText: /^\$[\d,.]+$/ }).count()).toBe(1);
+    await shoot(page, "usage");
+
+    await page.getByRole("button", { name: "Cost" }).click();
+    expect(await page.getByRole("button", { name: "Cost" }).getAttribute("aria-pressed")).toBe("true");
+    await page.getByText(/Cost leaves out [\d,]+ tokens of models without a price/).waitFor();
+    await shootRegion(page.getByRole("region", { name: "Per day" }), "usage-chart-cost");
+  });
+
+  it("prices an unpriced model, overrides a built-in price and resets it, in the price table", async () => {
+    await open("/usage");
+    const add = page.getByRole("form", { name: "Add a model's price" });
+    await add.getByRole("button", { name: "llama3.1:8b" }).click();
+    expect(await add.getByLabel("Model id").inputValue()).toBe("llama3.1:8b");
+    await add.getByLabel("Input $ / 1M tokens").fill("0.1");
+    await add.getByLabel("Output $ / 1M tokens").fill("0.2");
+    await add.getByRole("button", { name: "Add price" }).click();
+    const llama = page.getByRole("listitem", { name: "Price of llama3.1:8b" });
+    await llama.getByText("yours", { exact: true }).waitFor();
+    await expect.poll(() => page.getByText("No price for model llama3.1:8b").count()).toBe(0);
+    const prices = await call<{ prices: { model: string; custom: { inputUsdPerMtok: number } | null }[] }>("/api/model-prices");
+    expect(prices.body.prices.find((entry) => entry.model === "llama3.1:8b")!.custom).toMatchObject({ inputUsdPerMtok: 0.1, outputUsdPerMtok: 0.2 });
+
+    const mini = page.getByRole("listitem", { name: "Price of gpt-4.1-mini" });
+    await mini.getByRole("button", { name: "Edit the price of gpt-4.1-mini" }).click();
+    await mini.getByLabel("Input $ / 1M tokens").fill("0.5");
+    await mini.getByRole("button", { name: "Save price" }).click();
+    await mini.getByText("yours, over the built-in price").waitFor();
+    expect(await mini.getByText("in $0.50").isVisible()).toBe(true);
+    await shootRegion(page.getByRole("region", { name: "Price table" }), "usage-prices");
+    await mini.getByRole("button", { name: "Reset gpt-4.1-mini to the built-in price" }).click();
+    await mini.getByText("built-in", { exact: true }).waitFor();
+    expect(await mini.getByText("in $0.40").isVisible()).toBe(true);
+
+    // A price the server refuses says why, in the form.
+    await add.getByLabel("Model id").fill("my model");
+    await add.getByLabel("Input $ / 1M tokens").fill("1");
+    await add.getByLabel("Output $ / 1M tokens").fill("1");
+    await add.getByRole("button", { name: "Add price" }).click();
+    await add.getByRole("alert").getByText(/is not a model id/).waitFor();
+  });
+
+  it("filters by team", async () => {
+    await open("/usage");
+    await page.getByRole("combobox", { name: "Team" }).selectOption({ label: "Chip watch" });
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.waitForURL(/teamId=/);
+    await settle(page);
+    expect(new URL(page.url()).searchParams.get("teamId")).toBe(teams.chips.id);
+    await page.getByRole("region", { name: "Chip watch" }).waitFor();
+    expect(await page.getByRole("region", { name: "Solar desk" }).count()).toBe(0);
+    expect(await page.getByText("Chip watch, last 30 days").isVisible()).toBe(true);
+  });
+
+  it("shows the team's spending against its budgets on the team page, and sets and clears them", async () => {
+    await open(`/teams/${teams.solar.id}`);
+    const section = budgetSection();
+    await section.locator(".recharts-bar-rectangle").first().waitFor();
+    expect(await section.getByText("The default daily budget (TEAM_DAILY_TOKEN_BUDGET).").isVisible()).toBe(true);
+    expect(await section.getByText("of 2,000,000").isVisible()).toBe(true);
+    expect(await section.getByText("No cost cap.", { exact: true }).isVisible()).toBe(true);
+    await shoot(page, "team-usage");
+    await shootRegion(section, "team-usage");
+
+    const form = section.getByRole("form", { name: "Daily budgets" });
+    await form.getByLabel("Daily token budget").fill("100000");
+    await form.getByLabel("Daily cost budget (US$)").fill("0.05");
+    await form.getByRole("button", { name: "Save budgets" }).click();
+    await section.getByText("The team's own daily budget.").waitFor();
+    expect(await getTeam(database.db, teams.solar.id)).toMatchObject({ dailyTokenBudget: 100_000, dailyCostBudgetUsd: 0.05 });
+    // Today's usage is over both: the section says the agents stop.
+    await section.getByText(/This team has spent today.s budget/).waitFor();
+    expect(await section.getByText("of $0.05").isVisible()).toBe(true);
+    await shootRegion(section, "team-usage-over-budget");
+
+    await form.getByLabel("Daily token budget").fill("");
+    await form.getByLabel("Daily cost budget (US$)").fill("");
+    await form.getByRole("button", { name: "Save budgets" }).click();
+    await section.getByText("No cost cap.", { exact: true }).waitFor();
+    expect(await getTeam(database.db, teams.solar.id)).toMatchObject({ dailyTokenBudget: null, dailyCostBudgetUsd: null });
+  });
+
+  it("shows the team page's section with no usage yet, and an agent's cost on its page", async () => {
+    const quiet = await createTeam("Quiet team", "Nothing yet.");
+    await open(`/teams/${quiet.id}`);
+    await budgetSection().getByText(/No model calls in the last 30 days yet/).waitFor();
+    await shootRegion(budgetSection(), "team-usage-empty");
+
+    await open(`/agents/${teams.solar.scout}`);
+    const usageRegion = page.getByRole("region", { name: "Usage" });
+    expect(await usageRegion.getByRole("definition").filter({ hasText: /^\$[\d,.]+$/ }).count()).toBe(1);
+  });
+
+  it("keeps the navigation, with Usage and Sign out, within a phone's width when sign-in is on", async () => {
+    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, ["--web-only"]);
+    const visitor = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    visitor.setDefaultTimeout(10_000);
+    const tab = await visitor.newPage();
+    try {
+      await tab.goto(`${guarded.url}/usage`);
+      await tab.waitForURL("**/sign-in?next=%2Fusage");
+      await tab.getByLabel("Password").fill("correct horse battery");
+      await tab.getByRole("button", { name: "Sign in" }).click();
+      await tab.waitForURL("**/usage");
+      await settle(tab);
+      await tab.getByRole("button", { name: "Sign out" }).waitFor();
+      await shoot(tab, "usage-signed-in");
+      await tab.setViewportSize({ width: 375, height: 812 });
+      // Every link can still be reached on the phone (the links scroll within the bar if need be).
+      await tab.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Usage" }).click();
+      await tab.waitForURL("**/usage");
+    } finally {
+      await visitor.close();
+      await guarded.stop();
+    }
+  });
+});
