@@ -120,7 +120,7 @@ describe("Cadre in a browser", () => {
     await page.getByRole("link", { name: "Temp", exact: true }).waitFor();
     await page.getByRole("button", { name: "Edit Temp" }).click();
     await page.getByRole("form", { name: "Edit Temp" }).getByLabel("Name").fill("Temporary");
-    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("form", { name: "Edit Temp" }).getByRole("button", { name: "Save", exact: true }).click();
     await page.getByRole("link", { name: "Temporary", exact: true }).waitFor();
     await page.getByRole("button", { name: "Remove Temporary" }).click();
     await page.getByRole("link", { name: "Temporary", exact: true }).waitFor({ state: "detached" });

@@ -100,7 +100,8 @@ function inspect(target: Page): Promise<Inspection> {
     for (const details of main.querySelectorAll("details")) details.open = true; // tool calls, instructions: show everything
     const text = main.textContent ?? "";
     const active = "script, iframe, frame, img, svg, math, object, embed, style, link, meta, base, video, audio, source, picture, canvas, portal";
-    const elements = [...main.querySelectorAll(active)].map((element) => element.outerHTML.slice(0, 120));
+    // The usage charts are the app's own SVG (recharts draws names as text nodes in it); anything else is content's.
+    const elements = [...main.querySelectorAll(active)].filter((element) => !element.closest(".recharts-wrapper")).map((element) => element.outerHTML.slice(0, 120));
     // Only the app's own forms, inputs and buttons; none from content (which is always inside .markdown).
     elements.push(...[...main.querySelectorAll(".markdown form, .markdown button, .markdown textarea, .markdown select, .markdown input:not([type=checkbox][disabled])")].map((element) => element.outerHTML.slice(0, 120)));
     const handlers = [...main.querySelectorAll("*")].flatMap((element) =>
