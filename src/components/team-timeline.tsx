@@ -12,11 +12,19 @@ import { EmptyState, ErrorNote, StatusBadge } from "./ui";
 
 type Filter = { agentId?: string; kind?: string };
 
-function query(filter: Filter, before?: string | null): string {
+/**
+ * How many of the newest entries a live refresh re-reads. An entry is placed by the time it
+ * was written, and its transaction can commit a moment later, behind entries already shown:
+ * re-reading a generous newest stretch on every event is what brings such a late one in.
+ */
+const REFRESH_DEPTH = 200;
+
+function query(filter: Filter, before?: string | null, limit?: number): string {
   const params = new URLSearchParams();
   if (filter.agentId) params.set("agentId", filter.agentId);
   if (filter.kind) params.set("kind", filter.kind);
   if (before) params.set("before", before);
+  if (limit) params.set("limit", String(limit));
   const text = params.toString();
   return text ? `?${text}` : "";
 }
@@ -30,7 +38,7 @@ function merge(shown: TimelineEntry[], fresh: TimelineEntry[]): TimelineEntry[] 
 
 /**
  * A team's timeline: the first page comes rendered by the server; "Load older" pages back
- * with the cursor; live events fetch the newest page and merge it in at the top.
+ * with the cursor; live events re-read the newest entries and merge them in.
  */
 export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: string; initial: TimelinePage; filter: Filter; agentIds: string[] }) {
   const [entries, setEntries] = useState(initial.entries);
@@ -41,7 +49,7 @@ export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: st
 
   const refresh = useCoalesced(async () => {
     try {
-      const newest = await api<TimelinePage>(`${url}${query(filter)}`);
+      const newest = await api<TimelinePage>(`${url}${query(filter, null, REFRESH_DEPTH)}`);
       const oldestFresh = newest.entries.at(-1)?.position;
       // A full page that does not reach what is shown would leave a gap: start over from the newest page.
       if (newest.nextCursor && oldestFresh && entries[0] && oldestFresh > entries[0].position) {

@@ -42,7 +42,16 @@ const params = (teamId: string) => ({ params: Promise.resolve({ teamId }) });
 const get = (path: string) => new Request(`http://localhost:3000${path}`);
 const at = (iso: string) => new Date(iso);
 
-const SECRETS = ["Bearer mcp-header-secret", "env-secret-value", "whsec_channel-secret", "whsec_team-webhook-secret"];
+const SECRETS = [
+  "Bearer mcp-header-secret",
+  "env-secret-value",
+  "whsec_channel-secret",
+  "whsec_team-webhook-secret",
+  // Credentials that ride in a URL or an argument: a Slack webhook's path, a token flag.
+  "SLACKURLSECRET",
+  "--token=ARGSECRET",
+  "MCPQUERYSECRET",
+];
 
 /**
  * A small team with one of everything, several of it dated 2026-03-02 and 2026-03-04, and
@@ -79,9 +88,9 @@ async function smallTeam() {
   await db.update(knowledgeItems).set({ createdAt: at("2026-03-02T14:00:00Z") }).where(eq(knowledgeItems.id, fact.id));
   const spent = await recordUsage(db, { agentId: scout.id, conversationId: work.id, purpose: "work", model: "gpt-test", inputTokens: 1200, outputTokens: 300 });
   await db.update(usage).set({ createdAt: at("2026-03-02T10:00:00Z") }).where(eq(usage.id, spent!.id));
-  await db.insert(mcpServers).values({ teamId: team.id, name: "tools", transport: "http", url: "https://mcp.example/mcp", headers: { Authorization: SECRETS[0]! } });
-  await db.insert(mcpServers).values({ teamId: team.id, name: "local", transport: "stdio", command: "node", args: ["server.js"], env: { API_KEY: SECRETS[1]! } });
-  await db.insert(notificationChannels).values({ teamId: team.id, type: "webhook", name: "Slack", url: "https://hooks.example/x", secret: SECRETS[2]!, kinds: ["briefing"] });
+  await db.insert(mcpServers).values({ teamId: team.id, name: "tools", transport: "http", url: "https://mcp.example/mcp?key=MCPQUERYSECRET", headers: { Authorization: SECRETS[0]! } });
+  await db.insert(mcpServers).values({ teamId: team.id, name: "local", transport: "stdio", command: "node", args: ["server.js", "--token=ARGSECRET"], env: { API_KEY: SECRETS[1]! } });
+  await db.insert(notificationChannels).values({ teamId: team.id, type: "webhook", name: "Slack", url: "https://hooks.slack.com/services/T000/B000/SLACKURLSECRET", secret: SECRETS[2]!, kinds: ["briefing"] });
   await db.insert(webhookSecrets).values({ teamId: team.id, secret: SECRETS[3]! });
   return { team, lead, scout, work, chat, done, broken, question, fact };
 }
@@ -241,6 +250,9 @@ describe("a team's digest (Markdown)", () => {
       ["from=2025-01-01&to=2026-01-02", 400],
       ["from=2025-01-01&to=2026-01-01", 200],
       ["from=0001-01-01&to=9999-12-31", 400],
+      // The last days Postgres could not end a range at: a 400, not a failed query.
+      ["to=9999-12-31", 400],
+      ["from=9999-12-01&to=9999-12-31", 400],
       ["days=7", 400],
     ];
     for (const [query, status] of cases) {

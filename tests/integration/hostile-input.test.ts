@@ -373,6 +373,7 @@ const cases: Case[] = [
   ["digest GET: a range of 367 days", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2025-01-01&to=2026-01-02"), params({ teamId: ids.team }))],
   ["digest GET: SQL as from", 400, () => api.digest.GET(request("GET", `/api/teams/x/digest?from=${encodeURIComponent(SQL)}`), params({ teamId: ids.team }))],
   ["digest GET: a NUL byte in to", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?to=2026-03-01%00"), params({ teamId: ids.team }))],
+  ["digest GET: the last day of year 9999", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?to=9999-12-31"), params({ teamId: ids.team }))],
   ["digest GET: an unknown parameter", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?days=7"), params({ teamId: ids.team }))],
   ["digest GET: an unknown team", 404, () => api.digest.GET(request("GET", "/api/teams/x/digest"), params({ teamId: randomUUID() }))],
   ["export GET: HTML as id", 404, () => api.teamRecord.GET(request("GET", "/x"), params({ teamId: HTML }))],

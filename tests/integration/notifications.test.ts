@@ -255,7 +255,7 @@ describe("webhook channels", () => {
       return row.lastError ? row : null;
     }, { timeoutMs: 15_000, what: "the first failure to be recorded" });
     expect(failing.status).toBe("pending");
-    expect(failing.lastError).toMatch(/^HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/hook\/flaky-[0-9a-f]+: boom: the receiver is having a bad day$/);
+    expect(failing.lastError).toMatch(/^HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/hook\/…: boom: the receiver is having a bad day$/);
 
     const sent = await settled(id, 30_000);
     expect(sent).toMatchObject({ status: "sent", attempts: 3, lastError: null });

@@ -173,6 +173,7 @@ describe("usage and price API", () => {
   it("PUT refuses bad prices and model ids with a 400 that says why", async () => {
     const cases: [string, string, unknown, RegExp][] = [
       ["a negative input price", "gpt-4o", { inputUsdPerMtok: -1, outputUsdPerMtok: 1 }, /cannot be negative/],
+      ["a price finer than the column keeps", "gpt-4o", { inputUsdPerMtok: 0.00001, outputUsdPerMtok: 1 }, /at most 4 decimals/],
       ["a price as a string", "gpt-4o", { inputUsdPerMtok: "2", outputUsdPerMtok: 1 }, /must be a number/],
       ["no output price", "gpt-4o", { inputUsdPerMtok: 2 }, /outputUsdPerMtok/],
       ["a huge price", "gpt-4o", { inputUsdPerMtok: 1e12, outputUsdPerMtok: 1 }, /at most/],

@@ -1,6 +1,7 @@
 import type { Notification } from "@/lib/db/schema";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
+import { maskUrl } from "@/lib/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
 // so a receiver verifies both the same way:
@@ -43,7 +44,7 @@ export async function postWebhookNotification(
   signal?: AbortSignal,
 ): Promise<void> {
   const body = webhookNotificationBody(notification);
-  const target = shownUrl(channel.url);
+  const target = maskUrl(channel.url);
   const timeout = AbortSignal.timeout(WEBHOOK_NOTIFICATION_TIMEOUT_MS);
   let response: Response;
   try {
@@ -78,16 +79,6 @@ function describeFetchFailure(error: unknown, target: string, timeout: AbortSign
   if (error instanceof Error && error.name === "AbortError") return `the attempt to reach ${target} was interrupted (the worker stopped); it is retried`;
   const code = networkErrorCode(error);
   return `could not connect to ${target}: ${code ?? (error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error))}`;
-}
-
-/** The URL as the log shows it: without credentials or query string (where tokens tend to live). */
-function shownUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return url;
-  }
 }
 
 /** The first characters of an error answer, read no further than needed: a receiver may send a lot. */

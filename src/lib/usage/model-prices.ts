@@ -11,7 +11,9 @@ const usdPerMtok = (what: string) =>
   z
     .number({ error: `${what} must be a number of US dollars per million tokens.` })
     .min(0, `${what} cannot be negative.`)
-    .max(MAX_USD_PER_MTOK, `${what} is at most ${MAX_USD_PER_MTOK.toLocaleString("en-US")} US dollars per million tokens.`);
+    .max(MAX_USD_PER_MTOK, `${what} is at most ${MAX_USD_PER_MTOK.toLocaleString("en-US")} US dollars per million tokens.`)
+    // The column keeps 4 decimals: a finer price would be stored rounded, unlike what was sent.
+    .refine((value) => Math.abs(value * 10_000 - Math.round(value * 10_000)) < 1e-6, `${what} takes at most 4 decimals (0.0001 US dollars per million tokens).`);
 
 /** A model's price as the price table editor sends it. No cached rate (null or absent): cached input costs the input rate. */
 export const modelPriceBody = z.strictObject({

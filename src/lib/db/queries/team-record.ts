@@ -15,6 +15,7 @@ import {
   workSessions,
   type Usage,
 } from "../schema";
+import { maskUrl } from "@/lib/redact";
 
 /**
  * What a team's record (the JSON export) and its digest read: everything the team owns,
@@ -75,24 +76,30 @@ export function listTeamToolPolicies(db: Db, teamId: string) {
   return db.select().from(toolPolicyRules).where(eq(toolPolicyRules.teamId, teamId)).orderBy(asc(toolPolicyRules.toolName), asc(toolPolicyRules.id));
 }
 
-/** Notification channels without their signing secret. */
-export function listTeamNotificationChannels(db: Db, teamId: string) {
+/** Notification channels without their signing secret; the URL masked (a Slack webhook's path is its credential). */
+export async function listTeamNotificationChannels(db: Db, teamId: string) {
   const { secret: _secret, ...columns } = getTableColumns(notificationChannels);
-  return db.select(columns).from(notificationChannels).where(eq(notificationChannels.teamId, teamId)).orderBy(asc(notificationChannels.createdAt));
+  const channels = await db.select(columns).from(notificationChannels).where(eq(notificationChannels.teamId, teamId)).orderBy(asc(notificationChannels.createdAt));
+  return channels.map((channel) => ({ ...channel, url: channel.url === null ? null : maskUrl(channel.url) }));
 }
 
-/** MCP servers with the names of their headers and environment variables, never the values. */
+/**
+ * MCP servers with the names of their headers and environment variables, never the values;
+ * the URL masked and the command's arguments counted, not copied (a token is often passed as one).
+ */
 export async function listTeamMcpServersForRecord(db: Db, teamId: string) {
-  const { headers: _headers, env: _env, ...columns } = getTableColumns(mcpServers);
-  return db
+  const { headers: _headers, env: _env, args: _args, ...columns } = getTableColumns(mcpServers);
+  const servers = await db
     .select({
       ...columns,
       headerNames: sql<string[]>`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.headers}) k)`,
       envNames: sql<string[]>`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.env}) k)`,
+      argCount: sql<number>`jsonb_array_length(${mcpServers.args})`,
     })
     .from(mcpServers)
     .where(eq(mcpServers.teamId, teamId))
     .orderBy(asc(mcpServers.name));
+  return servers.map((server) => ({ ...server, url: server.url === null ? null : maskUrl(server.url) }));
 }
 
 /**
