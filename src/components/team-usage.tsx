@@ -43,7 +43,7 @@ export async function TeamUsageSection({ team }: { team: Team }) {
   return (
     <section aria-labelledby="usage-budget-heading" className="section">
       <h2 id="usage-budget-heading">Usage and budget</h2>
-      {over && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call and resume tomorrow (UTC), or when you raise the budget below.</p>}
+      {over && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
       <div className="budget-today">
         <SpendAgainst
           label="Tokens today"

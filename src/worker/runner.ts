@@ -2,6 +2,7 @@ import { createDatabase, type Database } from "@/lib/db/client";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { resumeChat } from "@/lib/agents/chat";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
+import { teamsOverBudget } from "@/lib/agents/budgets";
 import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedules";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
@@ -63,9 +64,13 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     }
   };
   // The backlog that exists now (tasks created while no worker ran, sessions of a
-  // crashed worker) is nudged at once rather than waiting for the next wake-up.
+  // crashed worker) is nudged at once rather than waiting for the next wake-up. A team over
+  // its daily budget is left alone (its sessions would end at once, again and again): its
+  // agents keep their wake flags, so a drain takes the work up once the next UTC day starts.
   const drainBacklog = async () => {
-    for (const agentId of await listAgentsAwaitingWork(database.db, deps.config.staleSessionSeconds)) await jobs.nudgeAgent(agentId);
+    const waiting = await listAgentsAwaitingWork(database.db, deps.config.staleSessionSeconds);
+    const overBudget = await teamsOverBudget(deps, waiting.map((agent) => agent.teamId));
+    for (const { agentId, teamId } of waiting) if (!overBudget.has(teamId)) await jobs.nudgeAgent(agentId);
   };
   await reap();
   await drainBacklog();

@@ -230,18 +230,24 @@ describe("limits, failures and stops", () => {
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
   });
 
-  it("a team over its daily token budget stops working and cannot chat until tomorrow", async () => {
+  it("a team over its daily token budget takes no work and cannot chat until tomorrow", async () => {
     const { lead, team } = await createTeamFixture(database.db);
     const engine = await engineWith({ model: sessionModel(() => textReply("fine")), config: { teamDailyTokenBudget: 100 } });
     await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 90, outputTokens: 20 });
-    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
     const outcome = await runWorkSession(engine.deps, lead.id);
-    expect(outcome.status).toBe("failed");
-    // No budget of its own: the environment's default applies, and the marker says how to change it.
+    expect(outcome).toMatchObject({ status: "over-budget", steps: 0 });
+    // No budget of its own: the environment's default applies, and the words say how to change it.
     expect(outcome.error).toBe(
-      `the team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); it resumes tomorrow (UTC), or give the team its own budget on the team page, under Usage and budget`,
+      `the team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); its work waits until tomorrow (UTC) or until you give the team a budget of its own on the team page, under Usage and budget`,
     );
-    await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({ code: "rate_limited:team_budget", status: 429 });
+    // Not begun, not failed: the task waits where it was given.
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "pending" });
+    await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
+      code: "rate_limited:team_budget",
+      status: 429,
+      message: `The team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); the chat is closed until tomorrow (UTC) or until you give the team a budget of its own on the team page, under Usage and budget.`,
+    });
   });
 
   it("a team's own daily token budget, set in the database, replaces the default both ways", async () => {
@@ -254,17 +260,18 @@ describe("limits, failures and stops", () => {
     expect((await runWorkSession(engine.deps, lead.id)).status).toBe("completed");
     // Under the default, over the team's own: it stops, and says the budget is the team's.
     await updateTeam(database.db, team.id, { dailyTokenBudget: 120 });
-    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Refused" });
+    const refused = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Refused" });
     const outcome = await runWorkSession(engine.deps, lead.id);
-    expect(outcome.status).toBe("failed");
-    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120 \(set on the team page, under Usage and budget\); it resumes tomorrow \(UTC\), or raise the budget there$/);
+    expect(outcome.status).toBe("over-budget");
+    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120; its work waits until tomorrow \(UTC\) or until you raise the budget on the team page, under Usage and budget$/);
+    expect(await getTask(database.db, refused.id)).toMatchObject({ status: "pending" });
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
       status: 429,
-      message: expect.stringMatching(/^The team ".+" used \d+ tokens today, over its daily token budget of 120 \(set on the team page/),
+      message: expect.stringMatching(/^The team ".+" used \d+ tokens today, over its daily token budget of 120; the chat is closed until tomorrow \(UTC\)/),
     });
   });
 
-  it("a team's cost budget stops a session once its priced calls reach it", async () => {
+  it("a team's cost budget stops a session once its priced calls reach it, and its task waits", async () => {
     const { lead, team } = await createTeamFixture(database.db);
     // Each mock call: 10 input + 5 output tokens at $1 000 per million = $0.015.
     await upsertModelPrice(database.db, "mock-model-id", { inputUsdPerMtok: 1_000, cachedInputUsdPerMtok: null, outputUsdPerMtok: 1_000 });
@@ -272,16 +279,18 @@ describe("limits, failures and stops", () => {
     const engine = await engineWith({ model: sessionModel(() => toolCallReply("searchKnowledge", { query: "again" })) });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Spend money" });
     const outcome = await runWorkSession(engine.deps, lead.id);
-    // Priced between the 30 s reads from the session's own calls: the fourth call is refused.
-    expect(outcome).toMatchObject({ status: "failed", steps: 3 });
+    // The session's own calls, priced as they are recorded, reach the budget after the third: the fourth is refused.
+    expect(outcome).toMatchObject({ status: "over-budget", steps: 3 });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.at(-1)!.content).toBe(
-      `(stopped: the team "${team.name}" spent $0.045 today, over its daily cost budget of $0.04 (set on the team page, under Usage and budget); it resumes tomorrow (UTC), or raise the budget there)`,
+      `(stopped: the team "${team.name}" spent $0.045 today, over its daily cost budget of $0.04; its work waits until tomorrow (UTC) or until you raise the budget on the team page, under Usage and budget)`,
     );
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
-    // A new session reads the team's spending from the usage rows, priced the same way, and does not start.
+    // Cut, not failed: the task stays in progress for the session after the budget.
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
+    // A new session reads the team's spending from the usage rows, priced the same way, and takes nothing up.
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
-    expect(await runWorkSession(engine.deps, lead.id)).toMatchObject({ status: "failed", steps: 0, error: expect.stringContaining("spent $0.045 today") });
+    expect(await runWorkSession(engine.deps, lead.id)).toMatchObject({ status: "over-budget", steps: 0, error: expect.stringContaining("spent $0.045 today") });
+    expect((await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id)).length).toBe(log.length);
     await deleteModelPrice(database.db, "mock-model-id");
   });
 

@@ -210,7 +210,7 @@ describe("health with workers and backlog", () => {
     await database.db.insert(agentInputs).values({ agentId: lead.id, content: "Subordinate Scout reports: done" });
     await database.db.update(agents).set({ wakeRequestedAt: sql`now()` }).where(eq(agents.id, subordinates[0]!.id));
     expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "degraded", backlog: { agents: 2 } });
-    expect((await listAgentsAwaitingWork(database.db)).sort()).toEqual([lead.id, subordinates[0]!.id].sort());
+    expect((await listAgentsAwaitingWork(database.db)).map((agent) => agent.agentId).sort()).toEqual([lead.id, subordinates[0]!.id].sort());
   });
 
   it("does not count the work of a paused team: it waits for the person, not for a worker", async () => {

@@ -55,7 +55,7 @@ export async function runUntilQuiet(
 ): Promise<{ agentId: string; outcome: SessionOutcome }[]> {
   const ran: { agentId: string; outcome: SessionOutcome }[] = [];
   for (let i = 0; i < maxSessions; i++) {
-    const [agentId] = (await listAgentsAwaitingWork(deps.db)).filter((id) => !options.agentIds || options.agentIds.includes(id));
+    const [agentId] = (await listAgentsAwaitingWork(deps.db)).map((agent) => agent.agentId).filter((id) => !options.agentIds || options.agentIds.includes(id));
     if (!agentId) return ran;
     ran.push({ agentId, outcome: await runWorkSession(deps, agentId) });
   }

@@ -8,7 +8,7 @@ import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
-import { BudgetExceeded } from "./budgets";
+import { BudgetExceeded, TeamOverBudget } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
@@ -19,7 +19,8 @@ import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
 
 export type SessionOutcome = {
-  status: "busy" | "completed" | "failed" | "stopped" | "interrupted" | "lost";
+  /** over-budget: the team's daily budget ran out; its work waits (endWorkSession). */
+  status: "busy" | "completed" | "failed" | "stopped" | "over-budget" | "interrupted" | "lost";
   sessionId?: string;
   steps: number;
   error?: string;
@@ -127,7 +128,6 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
       model: deps.chooseModel(agent.model),
       steps: 0,
       tokens: 0,
-      costUsd: 0,
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,
@@ -141,6 +141,8 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     await honourUnfinishedStop(db, agent.id, conversation.id, session.id);
     await closeInterruptedCalls(deps, agent, conversation.id);
     const outcome = await workUntilIdle(deps, state);
+    // Found before taking work: nothing was cut, so the log gets no marker.
+    if (typeof outcome === "object") return await end({ status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team }, "over-budget");
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
     if (outcome === "handed-over") {
       return await end({ status: "interrupted", reason: `Handed over to a new session after ${state.steps} tool rounds (MAX_STEPS_PER_SESSION).` }, "interrupted");
@@ -152,6 +154,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
     if (state && error instanceof StepLimitReached) {
       return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
+    }
+    if (state && error instanceof TeamOverBudget) {
+      return await end({ status: "over-budget", reason: error.message, marker: budgetMarker(error.message), team: state.team }, "over-budget");
     }
     if (state && error instanceof BudgetExceeded) {
       return await end({ status: "failed", reason: error.message, marker: budgetMarker(error.message) }, "failed");

@@ -61,7 +61,7 @@ async function replyInChat(
   const agent = await requireAgent(db, agentId);
   const team = await requireTeam(db, agent.teamId);
   reply?.span.setAttributes(agentAttributes(agent, team));
-  const overBudget = teamBudgetProblem(team, await teamSpendToday(db, team.id), config);
+  const overBudget = teamBudgetProblem(team, await teamSpendToday(db, team.id), config, "chat");
   if (overBudget) throw new CadreError("rate_limited:team_budget", `${overBudget[0]!.toUpperCase()}${overBudget.slice(1)}.`);
   // Under the team's lock (writeUnderAgent): an agent or team deleted meanwhile is a 404, not a foreign-key violation.
   const conversation = await writeUnderAgent(db, agent.id, async (tx) => {

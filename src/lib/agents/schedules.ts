@@ -5,6 +5,7 @@ import { getTeam } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { agents, teams } from "@/lib/db/schema";
 import type { EngineDeps } from "./engine-config";
+import { teamOverBudget } from "./budgets";
 import { scheduledRunTask } from "./prompts";
 import { assignTask } from "./tasks";
 
@@ -23,7 +24,8 @@ export async function syncLeadSchedules(deps: EngineDeps, defaultCron: string): 
 
 /**
  * A lead's proactive run: a task to advance the mission, unless the lead is already
- * working (a busy agent is provably alive and has its hands full: seed 000's rule).
+ * working (a busy agent is provably alive and has its hands full: seed 000's rule) or
+ * its team has spent today's budget.
  */
 export async function runScheduledLeadCheckIn(deps: EngineDeps, agentId: string): Promise<"started" | "skipped"> {
   const { db } = deps;
@@ -33,6 +35,8 @@ export async function runScheduledLeadCheckIn(deps: EngineDeps, agentId: string)
   if (!team || team.status !== "active" || (await getTeamLead(db, team.id))?.id !== lead.id) return "skipped";
   if (await getRunningSession(db, lead.id)) return "skipped";
   if ((await listTasksByAgent(db, lead.id, openTaskStatuses)).length > 0) return "skipped";
+  // Over its daily budget the check-in could only wait for tomorrow, when the next one comes anyway.
+  if (await teamOverBudget(deps, team)) return "skipped";
   await assignTask(db, deps.jobs, { agentId: lead.id, source: "schedule", ...scheduledRunTask(team) });
   return "started";
 }

@@ -2,9 +2,10 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
-import { endSession, getLatestEndedSession, queuedWorkOf } from "@/lib/db/queries/work-sessions";
+import { endSession, getLatestEndedSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Agent } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
+import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { STOPPED_MARKER } from "./formats";
 import { cancelTrees, endTask } from "./tasks";
@@ -17,7 +18,13 @@ export type SessionEnding =
   /** A model error, the step limit or a budget: what it was working on failed, and the person gets an alert. */
   | { status: "failed"; reason: string; marker: string }
   /** The worker is shutting down: another worker continues from the stored log. */
-  | { status: "interrupted"; reason: string };
+  | { status: "interrupted"; reason: string }
+  /**
+   * The team's daily budget ran out: nothing fails, what the session was on waits as it is
+   * (see waitForBudget). `marker`: the log's, when a turn was cut; null when the session found
+   * the team over budget before taking any work.
+   */
+  | { status: "over-budget"; reason: string; marker: string | null; team: TeamBudgetFields };
 
 /** `focus`: the task the session was on when it ended (see work-loop.ts), or null. */
 export type EndingSession = { sessionId: string; agent: Agent; conversationId: string; steps: number; focus: string | null };
@@ -28,7 +35,7 @@ export type EndingSession = { sessionId: string; agent: Agent; conversationId: s
  * lead told, each failure alerted: see endTask), the session row is closed, and work
  * that arrived meanwhile — a task, queued input — gets a new session at once. A crash
  * leaves all of it or none: the next session never finds a marker without its tasks
- * settled.
+ * settled. A budget stop is the exception: it ends nothing (waitForBudget).
  */
 export async function endWorkSession(deps: EngineDeps, session: EndingSession, ending: SessionEnding): Promise<void> {
   const { agent, conversationId } = session;
@@ -37,6 +44,7 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
     const [locked] = await tx.select({ wakeRequestedAt: agents.wakeRequestedAt }).from(agents).where(eq(agents.id, agent.id)).for("update");
     // The agent was removed under the session: its log, tasks and session row went with it.
     if (!locked) return;
+    if (ending.status === "over-budget") return waitForBudget(deps, tx, session, ending, locked.wakeRequestedAt !== null);
     if (ending.status !== "interrupted") {
       const marker = ending.status === "stopped" ? STOPPED_MARKER : ending.marker;
       await closeOpenToolCalls(tx, conversationId, marker);
@@ -52,7 +60,49 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
   });
 }
 
-async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, ending: Exclude<SessionEnding, { status: "interrupted" }>): Promise<void> {
+/**
+ * A budget stop fails nothing (the budget is no fault of the task's): the task in focus stays
+ * in progress — the next session resumes it, as after a crash — and pending tasks and queued
+ * input stay queued. Waking the agent again now would only find the budget spent, and a wake
+ * at every end would spin; so the agent keeps its wake flag without a nudge: the durable "work
+ * waits here" that the worker's backlog drain acts on once the team is under its budget again
+ * (the next UTC day: the drain skips teams over budget), and that a budget change acts on at
+ * once (PATCH /api/teams/:id wakes the team's agents with work). Someone who asked for the
+ * agent while this session ran (work given, the budget raised) gets a session to look again;
+ * if the team is still over budget, that one ends at once the same way, with no nudge of its
+ * own. The person hears it once per team, UTC day and budget: an alert, not one per task.
+ */
+async function waitForBudget(
+  deps: EngineDeps,
+  tx: Db,
+  session: EndingSession,
+  ending: Extract<SessionEnding, { status: "over-budget" }>,
+  askedMeanwhile: boolean,
+): Promise<void> {
+  const { agent, conversationId } = session;
+  if (ending.marker) {
+    await closeOpenToolCalls(tx, conversationId, ending.marker);
+    await appendMessage(tx, conversationId, { role: "assistant", content: ending.marker });
+  }
+  await endSession(tx, session.sessionId, "stopped", { steps: session.steps, error: ending.reason });
+  const waiting = await hasWorkToResume(tx, agent.id);
+  if (askedMeanwhile) await deps.jobs.wakeAgent(tx, agent.id);
+  else if (waiting) await keepWakeRequested(tx, agent.id);
+  if (!waiting && !ending.marker) return;
+  const budgets = teamBudgets(ending.team, deps.config);
+  const reason = `${ending.reason[0]!.toUpperCase()}${ending.reason.slice(1)}`;
+  await raiseAlert(tx, deps.jobs, {
+    teamId: agent.teamId,
+    agentId: agent.id,
+    // A new budget that runs out the same day is news again; more tasks against the same one are not.
+    key: `budget:${agent.teamId}:${new Date().toISOString().slice(0, 10)}:${budgets.tokens.limit}:${budgets.costUsd ?? "none"}`,
+    title: `${ending.team.name} is over its daily budget: its work waits`,
+    summary: `${reason}.`,
+    content: `${reason}.\n\nNothing failed: tasks stay where they are, work given meanwhile waits with them, and the team's agents take it all up again when the next UTC day starts or as soon as the budget is raised.`,
+  });
+}
+
+async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, ending: Extract<SessionEnding, { status: "stopped" | "failed" }>): Promise<void> {
   const { agent } = session;
   if (ending.status === "stopped") {
     const open = await listTasksByAgent(tx, agent.id, ["in_progress", "waiting_input"]);
@@ -79,6 +129,12 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
       content: `**${agent.name}**'s work session stopped.\n\n${ending.reason}\n\nThe agent's work log shows what happened up to that point.`,
     });
   }
+}
+
+/** Work of the agent's that a session would take up (workToResumeOf), whatever its team's status. */
+async function hasWorkToResume(db: Db, agentId: string): Promise<boolean> {
+  const [row] = await db.execute<{ waiting: boolean }>(sql`select ${workToResumeOf(sql`${agentId}::uuid`)} as waiting`);
+  return row?.waiting === true;
 }
 
 /** Work given to the agent and not taken up yet (queuedWorkOf), when its team is active. */

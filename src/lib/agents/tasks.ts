@@ -6,7 +6,7 @@ import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
 import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
 import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
-import { queuedWorkOf, requestSessionStop } from "@/lib/db/queries/work-sessions";
+import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { raiseAlert } from "./alerts";
@@ -167,13 +167,10 @@ export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string)
   });
 }
 
-/** Wakes every agent of the team that has work waiting (see queuedWorkOf), a task a pause left in progress, or a wake-up. */
+/** Wakes every agent of the team that has work waiting or a task left in progress (workToResumeOf), or a wake-up. */
 export async function wakeAgentsWithWork(db: Db, jobs: JobQueue, teamId: string): Promise<void> {
   const rows = await db.execute<{ id: string }>(sql`
     select a.id from agents a
-     where a.team_id = ${teamId}
-       and (${queuedWorkOf(sql`a.id`)}
-            or exists (select 1 from tasks t where t.agent_id = a.id and t.status = 'in_progress')
-            or a.wake_requested_at is not null)`);
+     where a.team_id = ${teamId} and (${workToResumeOf(sql`a.id`)} or a.wake_requested_at is not null)`);
   for (const { id } of rows) await jobs.wakeAgent(db, id);
 }

@@ -1,5 +1,5 @@
 import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
-import { createTeamWithLead, updateTeam } from "@/lib/db/queries/teams";
+import { createTeamWithLead, updateTeam, type TeamChanges } from "@/lib/db/queries/teams";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { env } from "@/lib/env";
 import type { EngineDeps } from "./engine-config";
@@ -43,6 +43,19 @@ async function syncLeadSchedule(engine: EngineDeps, leadId: string, status: Team
   } catch (error) {
     engine.log(`[teams] could not update the schedule of lead ${leadId}`, error);
   }
+}
+
+/**
+ * The person's edit of a team's name, mission or budgets, in the caller's transaction. A
+ * budget changed: the work a budget stop left waiting (see waitForBudget in session-end.ts)
+ * starts now — a session that finds the team still over budget ends at once, without waking
+ * itself again.
+ */
+export async function editTeam(engine: EngineDeps, teamId: string, changes: TeamChanges): Promise<Team> {
+  const team = await updateTeam(engine.db, teamId, changes);
+  const budgetChanged = changes.dailyTokenBudget !== undefined || changes.dailyCostBudgetUsd !== undefined;
+  if (budgetChanged && team.status === "active") await wakeAgentsWithWork(engine.db, engine.jobs, teamId);
+  return team;
 }
 
 /** Pausing a team stops its proactive runs; its agents leave new tasks pending until it resumes. */

@@ -13,7 +13,7 @@ import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
-import { checkBudgets, recordSpending, type BudgetState } from "./budgets";
+import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
 import { stepLimitMarker } from "./formats";
@@ -32,12 +32,8 @@ export type SessionState = {
   conversation: Conversation;
   model: ModelChoice;
   steps: number;
-  /** Input + output tokens this session has spent. */
+  /** Input + output tokens this session has spent (its own budget; the team's is kept in budgets.ts). */
   tokens: number;
-  /** US dollars this session has spent, as far as budgets priced it (recordSpending). */
-  costUsd: number;
-  /** The team's spending today as last read (checkBudgets). */
-  teamSpend?: BudgetState["teamSpend"];
   stepsAtWrapUp: number;
   briefed: boolean;
   /**
@@ -69,9 +65,10 @@ export class StepLimitReached extends Error {
  * The session's loop: take the next piece of work (queued input for one task, or one
  * pending task), run a turn with that task in focus, settle it, and again; when
  * nothing is left, wrap up once (knowledge, a lead's briefing decision) and end if no
- * wake-up came meanwhile. New input after the wrap-up sends it back to work.
+ * wake-up came meanwhile. New input after the wrap-up sends it back to work. A team over its
+ * daily budget takes no work: the session ends (`overBudget`, the reason) and the work waits.
  */
-export async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<"completed" | "interrupted" | "handed-over"> {
+export async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<"completed" | "interrupted" | "handed-over" | { overBudget: string }> {
   const { db } = deps;
   for (;;) {
     if (state.shuttingDown()) return "interrupted";
@@ -85,6 +82,10 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
       state.signal.throwIfAborted();
     }
     const paused = state.team.status === "paused";
+    // Checked before work is taken, so nothing is begun that the budget would cut at its first call.
+    // Cheap: the team's spending is an estimate kept in this process (budgets.ts), read again only now and then.
+    const overBudget = paused ? null : await teamOverBudget(deps, state.team);
+    if (overBudget) return { overBudget };
 
     if (!paused && ((await takeNextWork(deps, state)) || (await logAwaitsModel(db, state.conversation.id)))) {
       await runTurn(deps, state, { purpose: "work", tools: (context) => workTools(context), takesInput: true });
@@ -306,6 +307,8 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     timeoutMs: config.modelTimeoutMs,
     abortSignal: state.signal,
     log: deps.log,
+    onUsageRecorded: (usage) =>
+      recordTeamSpending(state.team.id, state.model.modelId, { ...usage, cachedTokens: usage.inputTokenDetails?.cacheReadTokens }),
   };
   const result = await generateModelText(call, {
     instructions: first.instructions,
@@ -321,7 +324,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     // The usage row is the helper's; this stores the answer, right after the context it was given.
     onLanguageModelCallEnd: async (event) => {
       state.steps += 1;
-      recordSpending(state, state.model.modelId, { ...event.usage, cachedTokens: event.usage.inputTokenDetails?.cacheReadTokens });
+      recordSpending(state, event.usage);
       await recorder.recordModelResponse(event.content, contextTail);
     },
     onStepEnd: async (step) => {

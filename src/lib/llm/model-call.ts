@@ -8,6 +8,7 @@ import {
   type GenerateTextResult,
   type LanguageModel,
   type LanguageModelCallEndEvent,
+  type LanguageModelUsage,
   type OutputInterface,
   type StreamTextResult,
   type ToolSet,
@@ -43,6 +44,11 @@ export type ModelCall = {
   abortSignal?: AbortSignal;
   /** Where a usage row that could not be written is reported; console.error when not given. */
   log?: (message: string, error?: unknown) => void;
+  /**
+   * After the call's usage row is written (or could not be): a team's budget counts the call
+   * here, so a read of the usage rows sent later sees it and one sent earlier is not counted twice.
+   */
+  onUsageRecorded?: (usage: LanguageModelUsage) => void;
 };
 
 /** What the helper sets for every call; a call site cannot override them. */
@@ -107,6 +113,7 @@ async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent
   } catch (error) {
     (call.log ?? console.error)(`Could not record the usage of a ${call.purpose} model call`, error);
   }
+  call.onUsageRecorded?.(event.usage);
 }
 
 /**

@@ -44,11 +44,9 @@ export async function requireTeam(db: Db, teamId: string): Promise<Team> {
   return team;
 }
 
-export async function updateTeam(
-  db: Db,
-  teamId: string,
-  changes: Partial<{ name: string; mission: string; status: TeamStatus; dailyTokenBudget: number | null; dailyCostBudgetUsd: number | null }>,
-): Promise<Team> {
+export type TeamChanges = Partial<{ name: string; mission: string; dailyTokenBudget: number | null; dailyCostBudgetUsd: number | null }>;
+
+export async function updateTeam(db: Db, teamId: string, changes: TeamChanges & { status?: TeamStatus }): Promise<Team> {
   const [team] = await db
     .update(teams)
     .set({ ...changes, updatedAt: sql`now()` })

@@ -155,6 +155,23 @@ export function queuedWorkOf(agent: SQL): SQL {
 }
 
 /**
+ * SQL: queuedWorkOf, or a task left in progress (a pause, a budget stop or a crash cut its
+ * turn): what a new session of agent `agent` would take up. Resume and a budget change wake
+ * on it; a budget stop keeps the wake flag while it holds.
+ */
+export function workToResumeOf(agent: SQL): SQL {
+  return sql`(${queuedWorkOf(agent)} or exists (select 1 from tasks t where t.agent_id = ${agent} and t.status = 'in_progress'))`;
+}
+
+/**
+ * Sets the agent's wake flag without a nudge (keeping an earlier one): work waits for the
+ * worker's backlog drain, which acts on it once the team may work again (a budget stop).
+ */
+export async function keepWakeRequested(db: Db, agentId: string): Promise<void> {
+  await db.update(agents).set({ wakeRequestedAt: sql`coalesce(${agents.wakeRequestedAt}, clock_timestamp())` }).where(eq(agents.id, agentId));
+}
+
+/**
  * "Someone asked for agent `a` and no live session serves it": a wake-up, a pending task,
  * queued input or a session whose worker died (its heartbeat went stale), and no running
  * session with a fresh heartbeat. One definition for the worker's backlog and the health
@@ -170,14 +187,14 @@ function awaitingWork(staleAfterSeconds: number) {
 }
 
 /**
- * Agents of active teams someone asked for that no session is serving: the backlog a
- * worker drains at start and now and then. A paused team's work waits for its resume,
- * which wakes its agents itself.
+ * Agents of active teams someone asked for that no session is serving, with their teams: the
+ * backlog a worker drains at start and now and then. A paused team's work waits for its
+ * resume, which wakes its agents itself; the worker leaves out teams over their budget.
  */
-export async function listAgentsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<string[]> {
-  const rows = await db.execute<{ id: string }>(sql`
-    select a.id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork(staleAfterSeconds)}`);
-  return rows.map((row) => row.id);
+export async function listAgentsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<{ agentId: string; teamId: string }[]> {
+  const rows = await db.execute<{ id: string; team_id: string }>(sql`
+    select a.id, a.team_id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork(staleAfterSeconds)}`);
+  return rows.map((row) => ({ agentId: row.id, teamId: row.team_id }));
 }
 
 /** Work waiting for a worker in one team: how many of its agents wait, since when, and its lead (who hears about it). */

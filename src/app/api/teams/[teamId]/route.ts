@@ -1,5 +1,5 @@
-import { setTeamStatus } from "@/lib/agents/teams";
-import { deleteTeam, listTeamAgents, requireTeam, updateTeam, writeUnderTeam } from "@/lib/db/queries/teams";
+import { editTeam, setTeamStatus } from "@/lib/agents/teams";
+import { deleteTeam, listTeamAgents, requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { updateTeamBody } from "./schema";
@@ -20,7 +20,7 @@ export const PATCH = route(async (request: Request, { params }: Params) => {
   const engine = await webEngine();
   const { status, ...rest } = body;
   const team = await writeUnderTeam(engine.db, teamId, async (tx, held) => {
-    const team = Object.keys(rest).length ? await updateTeam(tx, teamId, rest) : held;
+    const team = Object.keys(rest).length ? await editTeam({ ...engine, db: tx }, teamId, rest) : held;
     return status && status !== team.status ? setTeamStatus({ ...engine, db: tx }, teamId, status) : team;
   });
   return Response.json({ team });
