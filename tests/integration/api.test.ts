@@ -24,6 +24,7 @@ import type { Agent, InboxItem, Message, Team } from "@/lib/db/schema";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
+import { STOPPED_MARKER } from "@/lib/agents/formats";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -949,8 +950,8 @@ describe("POST /api/agents/:agentId/chat", () => {
     }
     expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
     const stopped = messages[1]!.content;
-    expect(stopped.endsWith("(stopped by user)")).toBe(true);
-    const said = stopped.slice(0, -"(stopped by user)".length).trimEnd();
+    expect(stopped.endsWith(STOPPED_MARKER)).toBe(true);
+    const said = stopped.slice(0, -STOPPED_MARKER.length).trimEnd();
     expect(said.length).toBeGreaterThan(0);
     expect(OFFLINE_EXPLANATION.startsWith(said)).toBe(true);
     expect(said.length).toBeLessThan(OFFLINE_EXPLANATION.length);

@@ -239,7 +239,7 @@ describe("limits, failures and stops", () => {
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({ code: "rate_limited:team_budget", status: 429 });
   });
 
-  it("Stop aborts the model call at once, leaves (stopped by user), and cancels the tasks delegated from it", async () => {
+  it("Stop aborts the model call at once, leaves the stopped marker, and cancels the tasks delegated from it", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const model = sessionModel(async (options, call) => {
       if (call === 0) return toolCallReply("delegateToAgent", { agentId: subordinates[0]!.id, title: "Dig", description: "" });
