@@ -79,11 +79,9 @@ export default async function AgentPage({ params }: Props) {
           <Link href={`/teams/${agent.teamId}/timeline?agent=${agent.id}`} className="button">
             Timeline
           </Link>
-          {agent.role === "lead" && (
-            <Link href={`/teams/${agent.teamId}/chat`} className="button">
-              Chat
-            </Link>
-          )}
+          <Link href={`/agents/${agent.id}/chat`} className="button" aria-label={`Chat with ${agent.name}`}>
+            Chat
+          </Link>
         </div>
       </header>
 
