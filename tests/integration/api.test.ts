@@ -531,8 +531,9 @@ describe("GET /api/agents/:agentId/messages", () => {
     expect(ids(await getMessages(lead.id, `?limit=3&before=${all[2]}`))).toEqual(all.slice(0, 2));
     expect(ids(await getMessages(lead.id, `?before=${all[0]}`))).toEqual([]);
     expect(ids(await getMessages(lead.id, "?limit=500"))).toEqual(all);
-    // A message of another conversation is no place in this one.
-    expect(ids(await getMessages(lead.id, `?before=${background[1]!.id}`))).toEqual([]);
+    // A message of another conversation is no place in this one: a 404, not an empty page that would read as the beginning.
+    const foreign = await api.messages.GET(jsonRequest("GET", `/api/agents/${lead.id}/messages?before=${background[1]!.id}`), params({ agentId: lead.id }));
+    await expectError(foreign, 404, "not_found:message");
   });
 
   it("treats empty query parameters as absent", async () => {
