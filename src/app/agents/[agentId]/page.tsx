@@ -12,17 +12,15 @@ import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { listMessages } from "@/lib/db/queries/messages";
 import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getUsageTotals } from "@/lib/db/queries/usage";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ agentId: string }> };
-
-const WORK_LOG_LIMIT = 300;
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -39,15 +37,15 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background, approvals] = await Promise.all([
+  const [team, tasks, sessions, usage, background, approvals, log] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTasksByAgent(db(), agent.id),
     listSessions(db(), agent.id, 10),
     getUsageTotals(db(), agent.id),
     getConversationByMode(db(), agent.id, "background"),
     listAgentApprovals(db(), agent.id),
+    getWorkLogPage(db(), agent.id),
   ]);
-  const log = background ? await listMessages(db(), background.id, { limit: WORK_LOG_LIMIT }) : [];
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
 
@@ -169,9 +167,9 @@ export default async function AgentPage({ params }: Props) {
 
       <section aria-labelledby="log-heading" className="section" id="work-log">
         <h2 id="log-heading">Work log</h2>
-        {log.length >= WORK_LOG_LIMIT && <p className="hint">Showing the latest {WORK_LOG_LIMIT} entries.</p>}
         <WorkLog
-          messages={log}
+          agentId={agent.id}
+          page={log}
           agentName={agent.name}
           approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
         />
