@@ -5,12 +5,15 @@
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
+import { assignTask } from "@/lib/agents/tasks";
+import { getWorkLogPage } from "@/lib/work-log-page";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { appendMessages, getBackgroundConversation, getForegroundConversation, listTasksByAgent } from "@/lib/db/queries";
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
-import { offeredTools, promptText, textReply, toolCallReply } from "../support/mock-model";
+import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 async function loadRoutes() {
@@ -154,6 +157,41 @@ describe("GET /api/agents/:agentId/messages, paged at depth", () => {
     expect((await get<ApiError>(api.messages.GET, path("not-an-id"), { agentId: lead.id })).status).toBe(400);
     // The first message as cursor: an empty page, the beginning.
     expect(await get(api.messages.GET, path(own!.id), { agentId: lead.id })).toEqual({ status: 200, body: { messages: [] } });
+  });
+});
+
+describe("the work log's pages", () => {
+  it("groups messages by the session that wrote them and gives each step its model call's tokens and time", async () => {
+    const { subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    const replies = [toolCallReply("searchKnowledge", { query: "tides" }), textReply("Nothing yet."), toolCallReply("searchKnowledge", { query: "waves" }), textReply("Still nothing.")];
+    const model = sessionModel((_options, call) => replies[call] ?? textReply("Done."));
+    const deps = { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" as const }) };
+    for (const title of ["Tides", "Waves"]) {
+      await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "user", title });
+      expect((await runWorkSession(deps, scout.id)).status).toBe("completed");
+    }
+    const page = await getWorkLogPage(database.db, scout.id);
+    const sessions = Object.values(page.sessions);
+    expect(sessions.length).toBe(2);
+    // every message belongs to one of the two sessions, in order: the first's, then the second's
+    const owners = page.messages.map((message) => page.sessionOf[message.id]);
+    expect(owners.every(Boolean)).toBe(true);
+    const firstSecond = owners.findIndex((owner) => owner !== owners[0]);
+    expect(new Set(owners.slice(0, firstSecond)).size).toBe(1);
+    expect(new Set(owners.slice(firstSecond)).size).toBe(1);
+    // each assistant row is a step with its call's tokens (the mock reports 10 in, 5 out)
+    const assistantRows = page.messages.filter((message) => message.role === "assistant");
+    expect(assistantRows.length).toBe(4);
+    for (const row of assistantRows) expect(page.steps[row.id]).toMatchObject({ inputTokens: 10, outputTokens: 5 });
+    // a session counts all its calls: two steps and the knowledge extraction at its end
+    for (const session of sessions) expect(session).toMatchObject({ status: "completed", inputTokens: 30, outputTokens: 15 });
+
+    // A page back from the second session's first message holds only the first session.
+    const second = page.messages[firstSecond]!;
+    const older = await getWorkLogPage(database.db, scout.id, { before: second.id });
+    expect(older.messages.map((message) => message.id)).toEqual(page.messages.slice(0, firstSecond).map((message) => message.id));
+    expect(Object.keys(older.sessions)).toEqual([owners[0]]);
   });
 });
 
