@@ -1,13 +1,11 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../client";
+import { MATCH_END, MATCH_START } from "@/lib/search-marks";
 import type { AgentRole, ConversationMode, MessageRole } from "../schema";
 
 /** Where a match sits in the newest-first order: its time in microseconds (Postgres keeps them; a JS Date would not), then its id. */
 export type SearchPosition = { atMicros: bigint; id: string };
 
-/** What a snippet marks as a match: private-use characters, which no message is expected to hold, so the page marks them without reading HTML. */
-export const MATCH_START = "\uE000";
-export const MATCH_END = "\uE001";
 
 export type MessageMatch = {
   id: string;
