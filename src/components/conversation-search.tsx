@@ -33,13 +33,13 @@ function Snippet({ text }: { text: string }) {
 }
 
 function Hit({ hit }: { hit: SearchHit }) {
-  const where = hit.mode === "foreground" ? `chat with ${hit.agentName}` : `${hit.agentName}'s work log`;
-  const who = hit.role === "user" ? (hit.mode === "foreground" ? "You" : "Given to " + hit.agentName) : hit.agentName;
+  const where = hit.mode === "foreground" ? `Chat with ${hit.agentName}` : `${hit.agentName}'s work log`;
+  const who = hit.role === "assistant" ? hit.agentName : hit.mode === "foreground" ? "You" : `Input to ${hit.agentName}`;
   return (
     <li className="search-hit">
       <div className="search-hit-meta">
-        <span className="search-hit-who">{who}</span> <span>in the</span>{" "}
-        <Link href={hit.href} aria-label={`Open the ${where}`}>
+        <span className="search-hit-who">{who}</span> ·{" "}
+        <Link href={hit.href} aria-label={`Open ${where}`}>
           {where}
         </Link>{" "}
         · <LocalTime value={hit.createdAt} />
