@@ -229,7 +229,7 @@ describe("GET /api/teams/:teamId/search", () => {
       [team.lead.name, "foreground", "user"],
     ]);
     expect(body.nextCursor).toBeNull();
-    expect(body.hits[0]!.snippet).toBe("Durability of \uE000perovskites\uE001 remains the open problem");
+    expect(body.hits[0]!.snippet).toBe("Durability of \uE000perovskites\uE001 remains the open problem.");
     expect(body.hits[0]!.href).toBe(`/agents/${team.subordinates[0]!.id}#work-log`);
     expect(body.hits[3]!.href).toBe(`/agents/${team.lead.id}/chat`);
     expect(body.hits.some((hit) => hit.snippet.includes("tool output"))).toBe(false);
@@ -237,6 +237,17 @@ describe("GET /api/teams/:teamId/search", () => {
     // a phrase and an excluded word, as in a web search
     expect((await search(team.team.id, `q=${encodeURIComponent('"open problem"')}`)).body.hits.length).toBe(1);
     expect((await search(team.team.id, "q=perovskite+-durability")).body.hits.length).toBe(2);
+  });
+
+  it("cuts a long message down to the fragments around its matches", async () => {
+    const { team: longTeam, lead } = await createTeamFixture(database.db);
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `sentence ${i} says nothing much.`).join(" ");
+    const content = `${filler(80)} Tandem perovskite modules passed the damp heat test. ${filler(80)}`;
+    await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [{ role: "assistant", content }]);
+    const [hit] = (await search(longTeam.id, "q=perovskite")).body.hits;
+    expect(hit!.snippet).toContain("Tandem \uE000perovskite\uE001 modules");
+    expect(hit!.snippet.length).toBeLessThan(300);
+    expect(content.length).toBeGreaterThan(4000);
   });
 
   it("pages with the cursor it gives out, without repeats", async () => {

@@ -7,6 +7,9 @@ import type { AgentRole, ConversationMode, MessageRole } from "../schema";
 export type SearchPosition = { atMicros: bigint; id: string };
 
 
+/** A message this short is its own snippet, whole; a longer one shows up to two fragments around its matches. */
+const WHOLE_SNIPPET_CHARS = 280;
+
 export type MessageMatch = {
   id: string;
   role: Extract<MessageRole, "user" | "assistant">;
@@ -55,7 +58,8 @@ export async function searchTeamMessages(db: Db, input: { teamId: string; q: str
     select f.id, f.role, f.mode, f.conversation_id as "conversationId", f.agent_id as "agentId", f.agent_name as "agentName", f.agent_role as "agentRole",
            f.created_at as "createdAt", (extract(epoch from f.created_at) * 1000000)::bigint::text as "atMicros",
            ts_headline('english', replace(replace(f.content, ${MATCH_START}, ''), ${MATCH_END}, ''), query.q,
-             ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "`}) as snippet
+             case when length(f.content) <= ${WHOLE_SNIPPET_CHARS} then ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, HighlightAll=true`}
+                  else ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "`} end) as snippet
       from found f, query
      order by f.created_at desc, f.id desc`);
 }
