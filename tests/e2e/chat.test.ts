@@ -113,6 +113,8 @@ describe("Every agent's chat and its history, in a browser", () => {
   it("opens a subordinate's chat from the team page, pages its history back, and takes work for itself", async () => {
     await page.goto(`${app.url}/teams/${team.id}`);
     await settle(page);
+    await page.getByRole("link", { name: "Chat with Ada" }).waitFor();
+    await shoot(page, "team-agent-chat-links");
     await page.getByRole("link", { name: "Chat with Scout" }).click();
     await page.waitForURL(`**/agents/${team.scoutId}/chat`);
     await settle(page);
@@ -124,6 +126,8 @@ describe("Every agent's chat and its history, in a browser", () => {
     expect(await items.count()).toBe(100);
     expect(await page.getByRole("textbox", { name: "Message" }).getAttribute("placeholder")).toBe("Message Scout…");
 
+    await page.getByRole("button", { name: "Load older messages" }).waitFor();
+    await shoot(page, "chat-load-older");
     // Older pages, until the first message; nothing twice.
     for (let pages = 0; pages < 4 && (await page.getByRole("button", { name: "Load older messages" }).count()) > 0; pages++) {
       const before = await items.count();

@@ -41,25 +41,26 @@ export async function searchTeamMessages(db: Db, input: { teamId: string; q: str
   const after = input.before
     ? sql`and (m.created_at, m.id) < (timestamptz 'epoch' + ${input.before.atMicros.toString()}::bigint * interval '1 microsecond', ${input.before.id}::uuid)`
     : sql``;
+  // The query is spelled out in place (not a CTE): as a stable expression of a parameter it can be the GIN index's condition.
+  const query = sql`websearch_to_tsquery('english', ${input.q})`;
   return db.execute<MessageMatch>(sql`
-    with query as (select websearch_to_tsquery('english', ${input.q}) as q),
-    found as (
+    with found as (
       select m.id, m.role, m.content, m.created_at, c.mode, c.id as conversation_id, a.id as agent_id, a.name as agent_name, a.role as agent_role
-        from query, messages m
+        from messages m
         join conversations c on c.id = m.conversation_id
         join agents a on a.id = c.agent_id
        where a.team_id = ${input.teamId}
          and m.role in ('user', 'assistant') and m.content <> ''
-         and to_tsvector('english', m.content) @@ query.q
+         and to_tsvector('english', m.content) @@ ${query}
          ${after}
        order by m.created_at desc, m.id desc
        limit ${input.limit}
     )
     select f.id, f.role, f.mode, f.conversation_id as "conversationId", f.agent_id as "agentId", f.agent_name as "agentName", f.agent_role as "agentRole",
            f.created_at as "createdAt", (extract(epoch from f.created_at) * 1000000)::bigint::text as "atMicros",
-           ts_headline('english', replace(replace(f.content, ${MATCH_START}, ''), ${MATCH_END}, ''), query.q,
+           ts_headline('english', replace(replace(f.content, ${MATCH_START}, ''), ${MATCH_END}, ''), ${query},
              case when length(f.content) <= ${WHOLE_SNIPPET_CHARS} then ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, HighlightAll=true`}
                   else ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "`} end) as snippet
-      from found f, query
+      from found f
      order by f.created_at desc, f.id desc`);
 }
