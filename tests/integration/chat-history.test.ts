@@ -10,7 +10,7 @@ import { streamChatReply } from "@/lib/agents/chat";
 import { assignTask } from "@/lib/agents/tasks";
 import { getWorkLogPage } from "@/lib/work-log-page";
 import type { EngineDeps } from "@/lib/agents/engine-config";
-import { appendMessages, getBackgroundConversation, getForegroundConversation, listTasksByAgent } from "@/lib/db/queries";
+import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, listTasksByAgent } from "@/lib/db/queries";
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
@@ -110,6 +110,23 @@ describe("a subordinate's chat", () => {
     await (await streamChatReply({ ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" }) }, lead.id, "please hand this on", new AbortController().signal)).text();
     expect(offeredTools(requests[0]!).sort()).toEqual(["createTask", "getTeamStatus", "readWebPage", "searchKnowledge", "tavilySearch"]);
     expect((await listTasksByAgent(database.db, subordinates[0]!.id)).map((task) => task.title)).toEqual(["For Scout"]);
+  });
+});
+
+describe("Retry", () => {
+  it("answers the stored history again, and stores the person's message only when it never arrived", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const conversation = await getForegroundConversation(database.db, lead.id);
+    const { model } = recordingModel([]);
+    const deps = { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" as const }) };
+    const contents = async () => (await getAllMessages(database.db, conversation.id)).map((message) => `${message.role}: ${message.content}`);
+    // the message is stored and the model fails: Retry stores nothing new but the answer
+    await appendMessages(database.db, conversation.id, [{ role: "user", content: "hello?" }, { role: "assistant", content: "(error: the model server did not answer)" }]);
+    await (await streamChatReply(deps, lead.id, "hello?", new AbortController().signal, { regenerate: true })).text();
+    expect(await contents()).toEqual(["user: hello?", "assistant: (error: the model server did not answer)", "assistant: Done."]);
+    // the request failed on the way (nothing stored): Retry stores the message once, then answers
+    await (await streamChatReply(deps, lead.id, "are you there?", new AbortController().signal, { regenerate: true })).text();
+    expect((await contents()).slice(3)).toEqual(["user: are you there?", "assistant: Done."]);
   });
 });
 
