@@ -172,7 +172,8 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   const keepScroll = useRef<number | null>(null);
   const loadOlder = async () => {
     const oldest = storedRef.current[0];
-    if (!oldest || loadingOlder) return;
+    // Not while a reply streams: the messages shown are then the stream's, not the stored ones.
+    if (!oldest || loadingOlder || busyRef.current) return;
     setLoadingOlder(true);
     try {
       const older = await page(oldest.id);
@@ -270,7 +271,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
     <div className="chat">
       {olderExists && (
         <p className="load-older">
-          <button type="button" className="button" onClick={() => void loadOlder()} disabled={loadingOlder}>
+          <button type="button" className="button" onClick={() => void loadOlder()} disabled={loadingOlder || busy}>
             {loadingOlder ? "Loading…" : "Load older messages"}
           </button>
         </p>
