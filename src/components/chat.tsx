@@ -5,8 +5,9 @@ import { DefaultChatTransport, getToolName, isToolUIPart } from "ai";
 import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
-import { toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import { STOPPED_BY_PERSON } from "@/lib/agents/formats";
+import { CHAT_PAGE_SIZE, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
@@ -17,7 +18,9 @@ import { ErrorNote, LocalTime } from "./ui";
 type Props = {
   agentId: string;
   agentName: string;
-  initialMessages: ChatMessage[];
+  agentRole: AgentRole;
+  /** The newest page of the stored conversation (chain order); older pages load on request. */
+  initialMessages: ApiMessage[];
   /** The agent's approvals (newest first): a chat call held for one shows its card under it. */
   initialApprovals: ApprovalData[];
 };
@@ -89,12 +92,22 @@ function ChatQuestion({ itemId, agentId, agentName }: { itemId: string; agentId:
   return <QuestionCard question={question} agentName={agentName} showQuestion={false} onAnswered={() => reload()} />;
 }
 
-/** The person's chat with a lead (flow 1): streamed replies, tool calls, Stop, briefings arriving live. */
-export function Chat({ agentId, agentName, initialMessages, initialApprovals }: Props) {
+/** How many pages back a refetch reads to reach what is shown, before it starts over from the newest page. */
+const MAX_CATCH_UP_PAGES = 5;
+
+/**
+ * The person's chat with an agent, lead or subordinate (flow 1): streamed replies, tool
+ * calls, Stop, briefings arriving live, older messages paged in from the chain on request.
+ */
+export function Chat({ agentId, agentName, agentRole, initialMessages, initialApprovals }: Props) {
   const [input, setInput] = useState("");
   const [approvalList, setApprovalList] = useState(initialApprovals);
   const [stoppedId, setStoppedId] = useState<string | null>(null);
   const [syncError, setSyncError] = useState<string | null>(null);
+  // Every stored message loaded so far, in chain order: the UI messages are made from it.
+  const storedRef = useRef<ApiMessage[]>(initialMessages);
+  const [olderExists, setOlderExists] = useState(hasOlder(initialMessages));
+  const [loadingOlder, setLoadingOlder] = useState(false);
   const transport = useMemo(
     () =>
       new DefaultChatTransport<ChatMessage>({
@@ -104,10 +117,11 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
       }),
     [agentId],
   );
+  const initialChatMessages = useMemo(() => toChatMessages(initialMessages), [initialMessages]);
 
-  const { messages, setMessages, sendMessage, status, stop, error, clearError } = useChat<ChatMessage>({
+  const { messages, setMessages, sendMessage, regenerate, status, stop, error, clearError } = useChat<ChatMessage>({
     id: `chat-${agentId}`,
-    messages: initialMessages,
+    messages: initialChatMessages,
     transport,
     onFinish: () => {
       resyncSoon();
@@ -118,20 +132,59 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
   const busyRef = useRef(busy);
   busyRef.current = busy;
 
-  // The database is the truth: after a reply and on every change to this chat, reload it.
+  const show = useCallback(
+    (stored: ApiMessage[]) => {
+      storedRef.current = stored;
+      setOlderExists(hasOlder(stored));
+      setMessages(toChatMessages(stored));
+    },
+    [setMessages],
+  );
+  const page = useCallback(
+    async (before?: string) => {
+      const query = `mode=foreground&limit=${CHAT_PAGE_SIZE}${before ? `&before=${before}` : ""}`;
+      return (await api<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?${query}`)).messages;
+    },
+    [agentId],
+  );
+
+  // The database is the truth: after a reply and on every change to this chat, reload the
+  // newest page and join it to what is shown (reading back a few pages if much was written).
   const resync = useCallback(async () => {
     if (busyRef.current) return;
     try {
-      const { messages: stored } = await api<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?mode=foreground&limit=300`);
+      let newest = await page();
+      let merged = mergeNewest(storedRef.current, newest);
+      for (let pages = 1; merged === null && pages < MAX_CATCH_UP_PAGES && hasOlder(newest); pages++) {
+        newest = [...(await page(newest[0]!.id)), ...newest];
+        merged = mergeNewest(storedRef.current, newest);
+      }
       if (busyRef.current) return;
-      setMessages(toChatMessages(stored));
+      show(merged ?? newest);
       setSyncError(null);
     } catch (cause) {
-      setSyncError(`Could not load the latest messages: ${cause instanceof Error ? cause.message : cause}`);
+      setSyncError(`Could not load the latest messages: ${messageOf(cause)}`);
     }
-  }, [agentId, setMessages]);
+  }, [page, show]);
   const resyncSoon = useCoalesced(() => void resync(), 250);
 
+  // Older messages go on top without moving what the person is reading.
+  const keepScroll = useRef<number | null>(null);
+  const loadOlder = async () => {
+    const oldest = storedRef.current[0];
+    // Not while a reply streams: the messages shown are then the stream's, not the stored ones.
+    if (!oldest || loadingOlder || busyRef.current) return;
+    setLoadingOlder(true);
+    try {
+      const older = await page(oldest.id);
+      keepScroll.current = document.documentElement.scrollHeight - window.scrollY;
+      show([...older, ...storedRef.current]);
+    } catch (cause) {
+      setSyncError(`Could not load older messages: ${messageOf(cause)}`);
+    } finally {
+      setLoadingOlder(false);
+    }
+  };
   // Calls held for the person's approval: loaded whether or not a reply streams, since the
   // card must show as soon as the call waits. Newest first, so the first per call id wins.
   const loadApprovals = useCallback(async () => {
@@ -170,7 +223,10 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
     return () => window.removeEventListener("scroll", onScroll);
   }, []);
   useLayoutEffect(() => {
-    if (pinned.current) endRef.current?.scrollIntoView({ block: "end" });
+    if (keepScroll.current !== null) {
+      window.scrollTo(0, document.documentElement.scrollHeight - keepScroll.current);
+      keepScroll.current = null;
+    } else if (pinned.current) endRef.current?.scrollIntoView({ block: "end" });
   }, [messages, status, approvalList]);
 
   const submit = (event?: FormEvent) => {
@@ -194,25 +250,56 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
     if (last?.role === "assistant") setStoppedId(last.id);
     void stop();
   };
+  // A failed reply's error is now in the stored reply: the banner has said it, and is not needed twice.
+  useEffect(() => {
+    if (error) resyncSoon();
+  }, [error, resyncSoon]);
 
-  const errorText = error ? errorMessageFrom(error.message, "The reply failed. Try again.") : null;
+  const retry = () => {
+    clearError();
+    setStoppedId(null);
+    pinned.current = true;
+    void regenerate();
+  };
+  const last = messages.at(-1);
+  // A model failure is said once: by the reply it ended (stored with its marker, shown with
+  // Retry), or, until that reply is loaded or when nothing was stored, by the banner.
+  const errorText = error && !(last?.role === "assistant" && last.metadata?.error) ? errorMessageFrom(error.message, "The reply failed. Try again.") : null;
+  const subordinate = agentRole !== "lead";
 
   return (
     <div className="chat">
-      <ol className="messages" aria-label={`Conversation with ${agentName}`}>
+      {olderExists && (
+        <p className="load-older">
+          <button type="button" className="button" onClick={() => void loadOlder()} disabled={loadingOlder || busy}>
+            {loadingOlder ? "Loading…" : "Load older messages"}
+          </button>
+        </p>
+      )}
+      {/* A log: screen readers announce a reply once it is complete (aria-busy holds it while it streams). */}
+      <ol className="messages" role="log" aria-live="polite" aria-busy={busy} aria-label={`Conversation with ${agentName}`}>
         {messages.length === 0 && (
           <li className="chat-empty">
-            <p>
-              Say hello to <strong>{agentName}</strong>. Ask a quick question, or hand the team some work — for example{" "}
-              <em>“please research the latest on solid-state batteries”</em>. Briefings from the team appear here and in your inbox.
-            </p>
+            {subordinate ? (
+              <p>
+                Talk with <strong>{agentName}</strong> directly: ask what it knows or has found, or give it a piece of work of its own — for example{" "}
+                <em>“please research the latest on solid-state batteries”</em>. It can search the web and the team&apos;s knowledge; it hands work to nobody else.
+              </p>
+            ) : (
+              <p>
+                Say hello to <strong>{agentName}</strong>. Ask a quick question, or hand the team some work — for example{" "}
+                <em>“please research the latest on solid-state batteries”</em>. Briefings from the team appear here and in your inbox.
+              </p>
+            )}
           </li>
         )}
         {messages.map((message) => {
           const inboxItemId = message.metadata?.inboxItemId;
           const isQuestion = message.metadata?.question === true;
           const text = message.parts.map((part) => (part.type === "text" ? part.text : "")).join("");
-          const stopped = message.id === stoppedId && !text.includes(STOPPED_MARKER);
+          const stopped = message.metadata?.stopped === true || message.id === stoppedId;
+          const failed = message.metadata?.error;
+          const isLast = message.id === last?.id;
           const kindClass = message.metadata?.briefing ? " message-briefing" : isQuestion ? " message-question" : "";
           return (
             <li key={message.id} className={`message message-${message.role}${kindClass}`}>
@@ -232,19 +319,25 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
                   <MessagePart key={index} part={part} context={partContext} />
                 ))}
                 {isQuestion && inboxItemId && <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />}
-                {message.role === "assistant" && busy && message.id === messages.at(-1)?.id && !text && (
+                {message.role === "assistant" && busy && isLast && !text && (
                   <span className="typing" aria-label="Thinking">
                     <span />
                     <span />
                     <span />
                   </span>
                 )}
-                {stopped && <p className="marker">{STOPPED_MARKER}</p>}
+                {stopped && !failed && <p className="marker">{STOPPED_BY_PERSON}</p>}
+                {failed &&
+                  (isLast && !busy ? (
+                    <ErrorNote message={failed} actions={[{ label: "Retry", onClick: retry }]} />
+                  ) : (
+                    <p className="marker marker-error">The reply failed: {failed}</p>
+                  ))}
               </div>
             </li>
           );
         })}
-        {status === "submitted" && messages.at(-1)?.role === "user" && (
+        {status === "submitted" && last?.role === "user" && (
           <li className="message message-assistant">
             <div className="message-meta">
               <span className="message-author">{agentName}</span>
@@ -259,12 +352,12 @@ export function Chat({ agentId, agentName, initialMessages, initialApprovals }: 
       </ol>
       <div ref={endRef} />
       <div className="composer-wrap">
-        {errorText && <ErrorNote message={errorText} onDismiss={clearError} />}
+        {errorText && <ErrorNote message={errorText} actions={[{ label: "Retry", onClick: retry }]} onDismiss={clearError} />}
         {syncError && <ErrorNote message={syncError} onDismiss={() => setSyncError(null)} />}
         <form className="composer" onSubmit={submit}>
           <textarea
             aria-label="Message"
-            placeholder="Message the lead…"
+            placeholder={`Message ${agentName}…`}
             title="Enter sends, Shift+Enter starts a new line"
             value={input}
             rows={2}

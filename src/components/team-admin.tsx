@@ -87,9 +87,14 @@ export function AgentEditor({ agent, working, removable = false }: { agent: Agen
       )}
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="card-foot">
-        <Link href={`/agents/${agent.id}`} className="meta-link">
-          Tasks and work log
-        </Link>
+        <span className="card-links">
+          <Link href={`/agents/${agent.id}/chat`} className="meta-link" aria-label={`Chat with ${agent.name}`}>
+            Chat
+          </Link>
+          <Link href={`/agents/${agent.id}`} className="meta-link">
+            Tasks and work log
+          </Link>
+        </span>
         <span className="card-actions">
           <button type="button" className="button button-quiet" onClick={() => setEditing(true)} aria-label={`Edit ${agent.name}`}>
             Edit

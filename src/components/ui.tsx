@@ -37,14 +37,24 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-export function ErrorNote({ message, onDismiss }: { message: string; onDismiss?: () => void }) {
+/** An error said once, with what the person can do about it (Retry, say) and Dismiss. */
+export function ErrorNote({ message, onDismiss, actions = [] }: { message: string; onDismiss?: () => void; actions?: { label: string; onClick: () => void }[] }) {
   return (
     <div className="error-note" role="alert">
       <span>{message}</span>
-      {onDismiss && (
-        <button type="button" className="link-button" onClick={onDismiss}>
-          Dismiss
-        </button>
+      {(actions.length > 0 || onDismiss) && (
+        <span className="error-note-actions">
+          {actions.map((action) => (
+            <button key={action.label} type="button" className="link-button" onClick={action.onClick}>
+              {action.label}
+            </button>
+          ))}
+          {onDismiss && (
+            <button type="button" className="link-button" onClick={onDismiss}>
+              Dismiss
+            </button>
+          )}
+        </span>
       )}
     </div>
   );

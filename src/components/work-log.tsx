@@ -1,11 +1,15 @@
-import { Fragment } from "react";
-import type { Message } from "@/lib/db/schema";
+"use client";
+
+import Link from "next/link";
+import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { parseLogInput, splitMarker } from "@/lib/agents/formats";
-import { parseToolOutput } from "@/lib/chat-messages";
+import { api, messageOf } from "@/lib/api-client";
+import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/chat-messages";
+import type { LogSession, LogStep, WorkLogPage } from "@/lib/work-log-page";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
 import { ToolCall } from "./tool-call";
-import { EmptyState, LocalTime } from "./ui";
+import { EmptyState, ErrorNote, LocalTime, StatusBadge } from "./ui";
 
 const INPUT_LABELS = {
   task: "Task",
@@ -21,7 +25,7 @@ const INPUT_LABELS = {
   webhook: "Webhook",
 } as const;
 
-function kindOf(message: Message): { label: string; className: string } {
+function kindOf(message: ApiMessage): { label: string; className: string } {
   if (message.role === "summary") return { label: "Summary", className: "log-summary" };
   if (message.role === "user") {
     const input = parseLogInput(message.content);
@@ -34,12 +38,111 @@ function kindOf(message: Message): { label: string; className: string } {
   return { label: "Assistant", className: "log-assistant" };
 }
 
+const number = (value: number) => value.toLocaleString("en-US");
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** Loaded pages joined: the messages in chain order and what the pages said about them. */
+type Loaded = WorkLogPage;
+
+function join(older: Loaded, newer: Loaded, messages: ApiMessage[]): Loaded {
+  return {
+    messages,
+    sessions: { ...older.sessions, ...newer.sessions },
+    sessionOf: { ...older.sessionOf, ...newer.sessionOf },
+    steps: { ...older.steps, ...newer.steps },
+  };
+}
+
+/** Consecutive messages of one session (or of none) under one heading. */
+function groupsOf(loaded: Loaded): { key: string; session: LogSession | null; messages: ApiMessage[] }[] {
+  const groups: { key: string; session: LogSession | null; messages: ApiMessage[] }[] = [];
+  for (const message of loaded.messages) {
+    const sessionId = loaded.sessionOf[message.id] ?? null;
+    const last = groups.at(-1);
+    if (last && (last.session?.id ?? null) === sessionId) last.messages.push(message);
+    else groups.push({ key: sessionId ?? `none-${message.id}`, session: sessionId ? (loaded.sessions[sessionId] ?? null) : null, messages: [message] });
+  }
+  return groups;
+}
+
+function SessionHeading({ session }: { session: LogSession | null }) {
+  if (!session) {
+    return (
+      <h3 className="log-session-head">
+        <span className="log-session-title">Outside a work session</span>
+      </h3>
+    );
+  }
+  return (
+    <h3 className="log-session-head">
+      <span className="log-session-title">
+        Session <LocalTime value={session.startedAt} />
+      </span>
+      <StatusBadge status={session.status} />
+      <span className="log-session-stats">
+        {session.steps} step{session.steps === 1 ? "" : "s"} · {number(session.inputTokens)} in · {number(session.outputTokens)} out · model {seconds(session.modelMs)}
+      </span>
+      <Link href={`/sessions/${session.id}`} className="meta-link" aria-label={`Trace of the session started ${new Date(session.startedAt).toLocaleString()}`}>
+        Trace
+      </Link>
+    </h3>
+  );
+}
+
+function StepCost({ step }: { step: LogStep | undefined }) {
+  if (!step) return null;
+  return (
+    <span className="log-step" title="This step's model call">
+      {" "}
+      · {number(step.inputTokens)} in · {number(step.outputTokens)} out · {seconds(step.durationMs)}
+    </span>
+  );
+}
+
 /**
- * An agent's background conversation as a log: messages it was given (tasks, reports,
- * injected messages), what it said, each tool call with its input and result, summaries,
- * errors and stop markers.
+ * An agent's background conversation as a log, grouped by the work session that wrote it:
+ * messages it was given (tasks, reports, injected messages), what it said with each step's
+ * time and tokens, each tool call with its input and result, summaries, errors and stop
+ * markers. Older pages load on request, at any depth; the newest page follows the server's
+ * re-renders (live events refresh the page).
  */
-export function WorkLog({ messages, agentName, approvals = [] }: { messages: Message[]; agentName: string; approvals?: ApprovalData[] }) {
+export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId: string; agentName: string; page: WorkLogPage; approvals?: ApprovalData[] }) {
+  const [loaded, setLoaded] = useState<Loaded>(page);
+  const [loadingOlder, setLoadingOlder] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const loadedRef = useRef(loaded);
+  loadedRef.current = loaded;
+
+  // A re-render of the page brings the newest page: joined to what is loaded, or instead of it when it does not reach it.
+  useEffect(() => {
+    const merged = mergeNewest(loadedRef.current.messages, page.messages);
+    setLoaded(merged ? join(loadedRef.current, page, merged) : page);
+  }, [page]);
+
+  const keepScroll = useRef<number | null>(null);
+  useLayoutEffect(() => {
+    if (keepScroll.current === null) return;
+    window.scrollTo(0, document.documentElement.scrollHeight - keepScroll.current);
+    keepScroll.current = null;
+  }, [loaded]);
+
+  const loadOlder = async () => {
+    const oldest = loadedRef.current.messages[0];
+    if (!oldest || loadingOlder) return;
+    setLoadingOlder(true);
+    try {
+      const older = await api<WorkLogPage>(`/api/agents/${agentId}/work-log?before=${oldest.id}`);
+      keepScroll.current = document.documentElement.scrollHeight - window.scrollY;
+      setLoaded((current) => join(older, current, [...older.messages, ...current.messages]));
+      setError(null);
+    } catch (cause) {
+      setError(`Could not load older entries: ${messageOf(cause)}`);
+    } finally {
+      setLoadingOlder(false);
+    }
+  };
+
+  const { messages } = loaded;
   if (messages.length === 0) {
     return (
       <EmptyState title="No background work yet">
@@ -52,51 +155,77 @@ export function WorkLog({ messages, agentName, approvals = [] }: { messages: Mes
   // A call held for the person shows its approval under it (newest first: the first per call wins).
   const approvalOf = new Map<string, ApprovalData>();
   for (const approval of approvals) if (!approvalOf.has(approval.toolCallId)) approvalOf.set(approval.toolCallId, approval);
-  return (
-    <ol className="work-log">
-      {messages.map((message) => {
-        if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
-        if (message.role === "tool") {
+
+  const entry = (message: ApiMessage) => {
+    const createdAt = new Date(message.createdAt).toISOString();
+    if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
+    if (message.role === "tool") {
+      return (
+        <li key={message.id} id={`m-${message.id}`} className="log-entry log-tool">
+          <div className="log-meta">
+            <span className="log-kind">Tool result</span> <LocalTime value={createdAt} />
+          </div>
+          <Markdown text={message.content} />
+        </li>
+      );
+    }
+    const kind = kindOf(message);
+    return (
+      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}`}>
+        <div className="log-meta">
+          <span className="log-kind">{kind.label}</span> <LocalTime value={createdAt} />
+          <StepCost step={loaded.steps[message.id]} />
+        </div>
+        {message.thinking && (
+          <details className="thinking">
+            <summary>Thinking</summary>
+            <Markdown text={message.thinking} />
+          </details>
+        )}
+        {message.content && <Markdown text={message.content} />}
+        {(message.toolCalls ?? []).map((call) => {
+          const result = results.get(call.toolCallId);
+          const approval = approvalOf.get(call.toolCallId);
           return (
-            <li key={message.id} className="log-entry log-tool">
-              <div className="log-meta">
-                <span className="log-kind">Tool result</span> <LocalTime value={message.createdAt.toISOString()} />
-              </div>
-              <Markdown text={message.content} />
-            </li>
+            <Fragment key={call.toolCallId}>
+              <ToolCall
+                toolName={call.toolName}
+                input={call.args}
+                state={result ? "done" : approval?.status === "pending" ? "waiting" : "running"}
+                output={result ? parseToolOutput(result.content) : undefined}
+              />
+              {approval && <ApprovalCard approval={approval} agentName={agentName} compact />}
+            </Fragment>
           );
-        }
-        const kind = kindOf(message);
-        return (
-          <li key={message.id} className={`log-entry ${kind.className}`}>
-            <div className="log-meta">
-              <span className="log-kind">{kind.label}</span> <LocalTime value={message.createdAt.toISOString()} />
-            </div>
-            {message.thinking && (
-              <details className="thinking">
-                <summary>Thinking</summary>
-                <Markdown text={message.thinking} />
-              </details>
-            )}
-            {message.content && <Markdown text={message.content} />}
-            {(message.toolCalls ?? []).map((call) => {
-              const result = results.get(call.toolCallId);
-              const approval = approvalOf.get(call.toolCallId);
-              return (
-                <Fragment key={call.toolCallId}>
-                  <ToolCall
-                    toolName={call.toolName}
-                    input={call.args}
-                    state={result ? "done" : approval?.status === "pending" ? "waiting" : "running"}
-                    output={result ? parseToolOutput(result.content) : undefined}
-                  />
-                  {approval && <ApprovalCard approval={approval} agentName={agentName} compact />}
-                </Fragment>
-              );
-            })}
-          </li>
-        );
-      })}
-    </ol>
+        })}
+      </li>
+    );
+  };
+
+  return (
+    <div className="work-log-wrap">
+      <p className="work-log-nav">
+        {hasOlder(messages) ? (
+          <button type="button" className="button" onClick={() => void loadOlder()} disabled={loadingOlder}>
+            {loadingOlder ? "Loading…" : "Load older entries"}
+          </button>
+        ) : (
+          <span className="hint">The beginning of this work log.</span>
+        )}
+        <a href="#work-log-now" className="button button-quiet">
+          Jump to now
+        </a>
+      </p>
+      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
+      {groupsOf(loaded).map((group) => (
+        <section key={group.key} className="log-session" aria-label={group.session ? `Session started ${new Date(group.session.startedAt).toLocaleString()}` : "Outside a work session"}>
+          <SessionHeading session={group.session} />
+          <ol className="work-log">{group.messages.map(entry)}</ol>
+        </section>
+      ))}
+      <p id="work-log-now" className="hint work-log-now" tabIndex={-1}>
+        Now — new entries appear here as the agent works.
+      </p>
+    </div>
   );
 }

@@ -1,7 +1,11 @@
 // Stored messages (the HTTP API's shape) → AI SDK UI messages for `useChat`. Shared by the
 // server page (first render) and the client (refetch after live events), so it stays pure.
 import type { UIMessage } from "ai";
-import { isPersonQuestion } from "@/lib/agents/formats";
+import { errorMarkerMessage, isPersonQuestion, isStoppedMarker, splitMarker } from "@/lib/agents/formats";
+import type { Message } from "@/lib/db/schema";
+
+/** How many stored messages a chat or a work log loads at once (first render, "Load older", refetch). */
+export const CHAT_PAGE_SIZE = 100;
 
 export type ApiMessage = {
   id: string;
@@ -16,8 +20,18 @@ export type ApiMessage = {
   createdAt: string | Date;
 };
 
-/** `briefing` / `question`: a message of its own that belongs to inbox item `inboxItemId`. */
-export type ChatMetadata = { briefing?: boolean; question?: boolean; inboxItemId?: string; createdAt?: string };
+/** The API's message shape (seed 004): no conversation id, tool calls as {toolCallId, toolName, args}. */
+export function toApiMessage(message: Message): ApiMessage {
+  const { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt } = message;
+  return { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt: createdAt.toISOString() };
+}
+
+/**
+ * `briefing` / `question`: a message of its own that belongs to inbox item `inboxItemId`.
+ * `error`: the reply ended in a model failure (its marker, said once, with a Retry);
+ * `stopped`: the person stopped it.
+ */
+export type ChatMetadata = { briefing?: boolean; question?: boolean; inboxItemId?: string; createdAt?: string; error?: string; stopped?: boolean };
 export type ChatMessage = UIMessage<ChatMetadata>;
 
 
@@ -54,7 +68,16 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
         reply = { id: message.id, role: "assistant", metadata: { createdAt, ...kind, ...(inboxItemId ? { inboxItemId } : {}) }, parts: [] };
         out.push(reply);
       }
-      if (message.content) reply.parts.push({ type: "text", text: message.content, state: "done" });
+      // A marker is not the agent's words: the reply says how it ended instead (and a retry's answer supersedes an error).
+      const marked = splitMarker(message.content);
+      const text = marked ? marked.text.trimEnd() : message.content;
+      const metadata = { ...reply.metadata };
+      delete metadata.error;
+      delete metadata.stopped;
+      reply.metadata = metadata;
+      if (marked && errorMarkerMessage(marked.marker) !== null) reply.metadata.error = errorMarkerMessage(marked.marker)!;
+      if (marked && isStoppedMarker(marked.marker)) reply.metadata.stopped = true;
+      if (text) reply.parts.push({ type: "text", text, state: "done" });
       for (const call of message.toolCalls ?? []) {
         reply.parts.push({ type: "dynamic-tool", toolName: call.toolName, toolCallId: call.toolCallId, state: "input-available", input: call.args });
       }
@@ -74,4 +97,24 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
     }
   }
   return out;
+}
+
+/**
+ * The newest page merged onto what is loaded: the loaded messages up to where the page
+ * begins, then the page. Null when the page does not reach back to anything loaded (more
+ * than a page was written since): the caller reads further back, or starts over.
+ */
+export function mergeNewest(loaded: readonly ApiMessage[], newest: readonly ApiMessage[]): ApiMessage[] | null {
+  if (newest.length === 0) return loaded.length === 0 ? [] : null;
+  const first = newest[0]!;
+  if (first.previousMessageId === null) return [...newest]; // the page is the whole conversation
+  const at = loaded.findIndex((message) => message.id === first.id);
+  if (at >= 0) return [...loaded.slice(0, at), ...newest];
+  const before = loaded.findIndex((message) => message.id === first.previousMessageId);
+  return before >= 0 ? [...loaded.slice(0, before + 1), ...newest] : null;
+}
+
+/** Whether messages older than the first loaded one exist (the chain goes on before it). */
+export function hasOlder(loaded: readonly ApiMessage[]): boolean {
+  return loaded.length > 0 && loaded[0]!.previousMessageId !== null;
 }

@@ -85,12 +85,12 @@ export function encodeCursor(position: TimelinePosition): string {
   return Buffer.from(`${position.atMicros}.${position.id}`).toString("base64url");
 }
 
-/** The position a cursor names; a cursor this server did not make is a 400. */
-export function decodeCursor(cursor: string): TimelinePosition {
+/** The position a cursor names; a cursor this server did not make is a 400. `of`: what gave it out (the timeline, a search). */
+export function decodeCursor(cursor: string, of = "this timeline"): TimelinePosition {
   const text = /^[A-Za-z0-9_-]{1,100}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
   const match = /^(\d{1,18})\.([0-9a-f-]{36})$/.exec(text);
   if (!match || !isUuid(match[2]!)) {
-    throw new CadreError("bad_request:cursor", "The `before` cursor is not one this timeline gave out: pass the `nextCursor` of a page as it came.");
+    throw new CadreError("bad_request:cursor", `The \`before\` cursor is not one ${of} gave out: pass the \`nextCursor\` of a page as it came.`);
   }
   return { atMicros: BigInt(match[1]!), id: match[2]! };
 }

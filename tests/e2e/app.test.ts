@@ -188,7 +188,7 @@ describe("Cadre in a browser", () => {
 
   it("chats: Enter sends, Shift+Enter breaks the line, the reply streams and survives a reload", async () => {
     await page.getByRole("link", { name: "Chat with the lead" }).click();
-    await page.waitForURL(`**/teams/${teamId}/chat`);
+    await page.waitForURL(/\/agents\/[0-9a-f-]{36}\/chat$/); // the lead's chat
     await settle(page);
     const box = page.getByRole("textbox", { name: "Message" });
     await box.waitFor();
@@ -260,7 +260,7 @@ describe("Cadre in a browser", () => {
     await page.getByTestId("inbox-badge").waitFor({ state: "detached", timeout: LIVE });
     await shoot(page, "briefing");
     await page.getByRole("link", { name: "Open in chat" }).click();
-    await page.waitForURL(`**/teams/${teamId}/chat`);
+    await page.waitForURL(/\/agents\/[0-9a-f-]{36}\/chat$/); // the lead's chat
     await settle(page);
     await page.locator(".message-briefing").first().waitFor();
 

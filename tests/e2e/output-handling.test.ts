@@ -255,6 +255,8 @@ describe("hostile output in Chromium", () => {
       ["briefing", `/inbox/${briefing.id}`],
       ["knowledge", "/knowledge"],
       ["knowledge search", `/knowledge?q=${encodeURIComponent(PAYLOADS[1]!)}&agentId=${scout.id}`],
+      // the chats' and work logs' snippets, each match marked
+      ["conversation search", `/teams/${team.id}/search?q=${encodeURIComponent(MARKERS.slice(0, 16).join(" or "))}`],
     ];
     const seen = new Set<string>();
     const unsafeLinks: string[] = [];
@@ -269,7 +271,7 @@ describe("hostile output in Chromium", () => {
       for (const marker of found.markers) seen.add(marker);
       unsafeLinks.push(...found.unsafe.map((link) => `${name}: ${link}`));
       injected.push(...[...found.elements, ...found.handlers].map((element) => `${name}: ${element}`));
-      if (["chat", "subordinate", "knowledge", "briefing"].includes(name)) await shoot(page, `hostile-${name.replace(/\W+/g, "-")}`);
+      if (["chat", "subordinate", "knowledge", "briefing", "conversation search"].includes(name)) await shoot(page, `hostile-${name.replace(/\W+/g, "-")}`);
     }
     // Still nothing after every page had its chance, and the worker's live updates re-rendered some.
     await page.waitForTimeout(500);

@@ -24,6 +24,7 @@ import type { Agent, InboxItem, Message, Team } from "@/lib/db/schema";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
+import { STOPPED_MARKER } from "@/lib/agents/formats";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -530,8 +531,9 @@ describe("GET /api/agents/:agentId/messages", () => {
     expect(ids(await getMessages(lead.id, `?limit=3&before=${all[2]}`))).toEqual(all.slice(0, 2));
     expect(ids(await getMessages(lead.id, `?before=${all[0]}`))).toEqual([]);
     expect(ids(await getMessages(lead.id, "?limit=500"))).toEqual(all);
-    // A message of another conversation is no place in this one.
-    expect(ids(await getMessages(lead.id, `?before=${background[1]!.id}`))).toEqual([]);
+    // A message of another conversation is no place in this one: a 404, not an empty page that would read as the beginning.
+    const foreign = await api.messages.GET(jsonRequest("GET", `/api/agents/${lead.id}/messages?before=${background[1]!.id}`), params({ agentId: lead.id }));
+    await expectError(foreign, 404, "not_found:message");
   });
 
   it("treats empty query parameters as absent", async () => {
@@ -949,8 +951,8 @@ describe("POST /api/agents/:agentId/chat", () => {
     }
     expect(messages.map((message) => message.role)).toEqual(["user", "assistant"]);
     const stopped = messages[1]!.content;
-    expect(stopped.endsWith("(stopped by user)")).toBe(true);
-    const said = stopped.slice(0, -"(stopped by user)".length).trimEnd();
+    expect(stopped.endsWith(STOPPED_MARKER)).toBe(true);
+    const said = stopped.slice(0, -STOPPED_MARKER.length).trimEnd();
     expect(said.length).toBeGreaterThan(0);
     expect(OFFLINE_EXPLANATION.startsWith(said)).toBe(true);
     expect(said.length).toBeLessThan(OFFLINE_EXPLANATION.length);

@@ -294,7 +294,7 @@ describe("limits, failures and stops", () => {
     await deleteModelPrice(database.db, "mock-model-id");
   });
 
-  it("Stop aborts the model call at once, leaves (stopped by user), and cancels the tasks delegated from it", async () => {
+  it("Stop aborts the model call at once, leaves the stopped marker, and cancels the tasks delegated from it", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const model = sessionModel(async (options, call) => {
       if (call === 0) return toolCallReply("delegateToAgent", { agentId: subordinates[0]!.id, title: "Dig", description: "" });

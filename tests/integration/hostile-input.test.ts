@@ -50,6 +50,8 @@ async function loadRoutes() {
     teamRecord: await import("@/app/api/teams/[teamId]/export/route"),
     usage: await import("@/app/api/usage/route"),
     modelPrice: await import("@/app/api/model-prices/[...model]/route"),
+    search: await import("@/app/api/teams/[teamId]/search/route"),
+    workLog: await import("@/app/api/agents/[agentId]/work-log/route"),
   };
 }
 
@@ -261,6 +263,18 @@ const cases: Case[] = [
   ["timeline GET: SQL as team id", 404, () => api.timeline.GET(request("GET", "/x"), params({ teamId: SQL }))],
   ["session GET: an unknown uuid", 404, () => api.session.GET(request("GET", "/x"), params({ sessionId: randomUUID() }))],
   ["session GET: HTML as id", 404, () => api.session.GET(request("GET", "/x"), params({ sessionId: HTML }))],
+
+  // --- GET /api/teams/:teamId/search and /api/agents/:agentId/work-log
+  ["search GET: no q", 400, () => api.search.GET(request("GET", "/api/teams/x/search"), params({ teamId: ids.team }))],
+  ["search GET: only stop words", 400, () => api.search.GET(request("GET", "/api/teams/x/search?q=the+and+of"), params({ teamId: ids.team }))],
+  ["search GET: 201 characters", 400, () => api.search.GET(request("GET", `/api/teams/x/search?q=${long(201)}`), params({ teamId: ids.team }))],
+  ["search GET: a NUL in q", 400, () => api.search.GET(request("GET", "/api/teams/x/search?q=a%00b"), params({ teamId: ids.team }))],
+  ["search GET: a forged cursor", 400, () => api.search.GET(request("GET", `/api/teams/x/search?q=x&before=${Buffer.from("1.x").toString("base64url")}`), params({ teamId: ids.team }))],
+  ["search GET: an unknown parameter", 400, () => api.search.GET(request("GET", "/api/teams/x/search?q=x&rank=1"), params({ teamId: ids.team }))],
+  ["search GET: SQL as team id", 404, () => api.search.GET(request("GET", "/x?q=x"), params({ teamId: SQL }))],
+  ["work-log GET: SQL as before", 400, () => api.workLog.GET(request("GET", `/api/agents/x/work-log?before=${encodeURIComponent(SQL)}`), params({ agentId: ids.lead }))],
+  ["work-log GET: another conversation's message as before", 404, () => api.workLog.GET(request("GET", `/api/agents/x/work-log?before=${randomUUID()}`), params({ agentId: ids.lead }))],
+  ["work-log GET: limit 1e309", 400, () => api.workLog.GET(request("GET", "/api/agents/x/work-log?limit=1e309"), params({ agentId: ids.lead }))],
 
   // --- /api/agents/:agentId/tasks and /api/tasks/:taskId/cancel
   ["tasks POST: missing title", 400, () => api.agentTasks.POST(request("POST", "/x", { body: json({ description: "d" }) }), params({ agentId: ids.scout }))],

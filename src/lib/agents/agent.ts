@@ -10,7 +10,7 @@ import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
 import { BudgetExceeded, TeamOverBudget } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
+import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
 import { closeOpenToolCalls } from "./work-log";
 import { reportUnknownOutcome } from "./alerts";
@@ -30,7 +30,7 @@ type StopReason = "user" | "lost";
 
 class SessionAbort extends Error {
   constructor(readonly reason: StopReason) {
-    super(reason === "user" ? "Stopped by the person." : "Another worker took this session over.");
+    super(reason === "user" ? STOPPED_BY_PERSON : "Another worker took this session over.");
     // Reads as an abort to everything that checks, like the SDK and the tool wrapper.
     this.name = "AbortError";
   }

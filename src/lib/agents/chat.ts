@@ -3,7 +3,8 @@ import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, st
 import { getAgent, requireAgent } from "@/lib/db/queries/agents";
 import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
-import { appendMessage } from "@/lib/db/queries/messages";
+import { appendMessage, listMessages } from "@/lib/db/queries/messages";
+import type { Db } from "@/lib/db/client";
 import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
@@ -73,8 +74,12 @@ async function replyInChat(
   reply?.span.setAttribute("gen_ai.conversation.id", conversation.id);
   // Every decided call gets its result before the new message: a call and its result stay together.
   await carryOutChatDecisions(deps, agent, team, conversation.id, signal);
-  // Regenerating answers the stored history again; the person's message is already in it.
-  if (!options.regenerate) await writeUnderAgent(db, agent.id, (tx) => appendMessage(tx, conversation.id, { role: "user", content: text }));
+  // Regenerating (Retry) answers the stored history again; the person's message is already in
+  // it — unless the request that failed never reached the server, and then it is stored now.
+  await writeUnderAgent(db, agent.id, async (tx) => {
+    if (options.regenerate && (await lastPersonMessage(tx, conversation.id)) === text) return;
+    await appendMessage(tx, conversation.id, { role: "user", content: text });
+  });
 
   const turn = await prepareChatTurn(deps, agent, team, conversation.id, signal);
   const { model, recorder } = turn;
@@ -242,6 +247,15 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
     await turn.recorder.recordMissingResults(errorMarker(describeModelError(error)));
     await appendMessage(db, conversation.id, { role: "assistant", content: errorMarker(describeModelError(error)) });
   }
+}
+
+/** How far back a retry looks for the person's message: past one reply's steps (MAX_CHAT_STEPS, each a call and its results). */
+const RETRY_LOOKBACK = 50;
+
+/** The person's newest message in the chat, if one of the last few. */
+async function lastPersonMessage(db: Db, conversationId: string): Promise<string | null> {
+  const recent = await listMessages(db, conversationId, { limit: RETRY_LOOKBACK });
+  return recent.findLast((message) => message.role === "user")?.content ?? null;
 }
 
 function agentDeleted(agentId: string): CadreError {

@@ -2,15 +2,33 @@
 // place that knows the wording. Pure and client-safe (the work log and the chat render
 // with it), so it imports nothing from the engine.
 
-/** Ends a session the person stopped. */
-export const STOPPED_MARKER = "(stopped by user)";
+// One wording per event of the person's, used everywhere it is told (the log, a session's
+// error, a cancelled task's result, the pages).
+/** Why a session, or a task dropped with it, ended when the person pressed Stop. */
+export const STOPPED_BY_PERSON = "Stopped by the person.";
+/** Why a task ended when the person cancelled it. */
+export const CANCELLED_BY_PERSON = "Cancelled by the person.";
+/** Ends a session or a chat reply the person stopped. */
+export const STOPPED_MARKER = "(stopped by the person)";
+/** The marker's wording before it was made one with STOPPED_BY_PERSON: older logs still end with it. */
+const LEGACY_STOPPED_MARKER = "(stopped by user)";
 export const errorMarker = (message: string) => `(error: ${message})`;
 export const stepLimitMarker = (limit: number) =>
   `(stopped: this session reached its limit of ${limit} tool rounds; raise MAX_STEPS_PER_SESSION to allow longer sessions)`;
 export const budgetMarker = (message: string) => `(stopped: ${message})`;
 
-/** A marker alone, or a marker after text cut short ("…partial text\n\n(stopped by user)"). */
-const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by user|stopped: [\s\S]*|error: [\s\S]*)\))$/;
+/** A marker alone, or a marker after text cut short ("…partial text\n\n(stopped by the person)"). */
+const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by the person|stopped by user|stopped: [\s\S]*|error: [\s\S]*)\))$/;
+
+/** A marker the person's Stop left (either wording). */
+export function isStoppedMarker(marker: string): boolean {
+  return marker === STOPPED_MARKER || marker === LEGACY_STOPPED_MARKER;
+}
+
+/** The message of an error marker ("(error: MESSAGE)"); null for any other marker. */
+export function errorMarkerMessage(marker: string): string | null {
+  return marker.startsWith("(error: ") && marker.endsWith(")") ? marker.slice("(error: ".length, -1) : null;
+}
 
 /** The marker a message ends with, and the text before it; null when it has none. */
 export function splitMarker(content: string): { text: string; marker: string } | null {
@@ -199,5 +217,5 @@ export const logInputLikePatterns: readonly { kind: LogInput["kind"]; pattern: s
  * cut off or never run, a session that ended under it, an outcome nobody knows.
  */
 export function isFailedToolResult(content: string): boolean {
-  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown))/.test(content) || content === STOPPED_MARKER;
+  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown))/.test(content) || isStoppedMarker(content);
 }

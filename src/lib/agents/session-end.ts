@@ -7,7 +7,7 @@ import { agents, type Agent } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { STOPPED_MARKER } from "./formats";
+import { STOPPED_BY_PERSON, STOPPED_MARKER } from "./formats";
 import { cancelTrees, endTask } from "./tasks";
 import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 
@@ -51,7 +51,7 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
       await appendMessage(tx, conversationId, { role: "assistant", content: marker });
       await endOpenWork(deps, tx, session, ending);
     }
-    const error = ending.status === "stopped" ? "Stopped by the person." : ending.reason;
+    const error = ending.status === "stopped" ? STOPPED_BY_PERSON : ending.reason;
     await endSession(tx, session.sessionId, ending.status, { steps: session.steps, error });
     // Every end looks for work that is waiting, as a normal end does (finishSessionIfIdle).
     if (ending.status === "interrupted" || locked.wakeRequestedAt || (await hasWaitingWork(tx, agent.id))) {
@@ -110,7 +110,7 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
       tx,
       deps.jobs,
       open.map((task) => task.id),
-      "Stopped by the person.",
+      STOPPED_BY_PERSON,
       { quietFor: agent.id },
     );
     return;
@@ -149,7 +149,7 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
 
 /**
  * A Stop that no session ended: the agent had no session running, or its worker died
- * before the stop reached it. A log left waiting for a reply gets the "(stopped by user)"
+ * before the stop reached it. A log left waiting for a reply gets the "(stopped by the person)"
  * marker (and its open tool calls a result), so nothing takes that turn up again.
  */
 export async function markStopped(tx: Db, conversationId: string): Promise<void> {

@@ -141,7 +141,7 @@ export class StepRecorder {
   /**
    * Gives every call of the latest step that has no result one now: the error the
    * SDK produced (a malformed or unknown tool call never reaches `execute`), or a
-   * marker such as "(stopped by user)". A stored call never stays without its result.
+   * marker such as "(stopped by the person)". A stored call never stays without its result.
    */
   async recordMissingResults(fallback: string, errors: readonly { toolCallId: string; error: unknown }[] = []): Promise<void> {
     await this.lastAssistant;

@@ -8,6 +8,7 @@ import { agents, type Task, type WorkSession } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { markStopped } from "./session-end";
+import { STOPPED_BY_PERSON } from "./formats";
 import { cancelTrees } from "./tasks";
 
 /**
@@ -15,7 +16,7 @@ import { cancelTrees } from "./tasks";
  * transaction under the agent's lock (the lock a session is claimed under, so a
  * session is either running and told, or not yet claimed and finds nothing to start):
  * its open tasks — pending ones too — are cancelled with what was delegated from them;
- * a running session is told to stop at once and ends with the "(stopped by user)"
+ * a running session is told to stop at once and ends with the "(stopped by the person)"
  * marker. Input queued for the agent that is not a task (a webhook, a report) is new
  * work and is handled after the Stop, like work given after it.
  */
@@ -28,7 +29,7 @@ export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promis
       tx,
       jobs,
       open.map((task) => task.id),
-      "Stopped by the person.",
+      STOPPED_BY_PERSON,
       { quietFor: agentId },
     );
     const session = await requestSessionStop(tx, agentId);

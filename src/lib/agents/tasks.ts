@@ -10,7 +10,7 @@ import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessio
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { raiseAlert } from "./alerts";
-import { formatLogInput, type LogInput } from "./formats";
+import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "./formats";
 
 /** Creates a task and wakes its agent, in one transaction: a task never waits unnoticed. */
 export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promise<Task> {
@@ -130,7 +130,7 @@ export async function cancelTrees(
 }
 
 /** Cancels a task and every open task delegated from it, at any depth, in one transaction (see cancelTrees). */
-export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = "Cancelled by the person."): Promise<{ task: Task; cancelled: Task[] }> {
+export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = CANCELLED_BY_PERSON): Promise<{ task: Task; cancelled: Task[] }> {
   await requireTask(db, taskId);
   const cancelled = await retryingTransaction(db, (tx) => cancelTrees(tx, jobs, [taskId], reason));
   return { task: await requireTask(db, taskId), cancelled };

@@ -60,6 +60,7 @@ export function toolCatalogue(): ToolInfo[] {
     ["lead", "work", "lead"],
     ["subordinate", "work", "subordinate"],
     ["lead", "chat", "chat"],
+    ["subordinate", "chat", "chat"],
   ];
   for (const [role, where, label] of offers) {
     for (const [name, definition] of Object.entries(definitions(role, where))) {
@@ -70,7 +71,7 @@ export function toolCatalogue(): ToolInfo[] {
         effects: toolEffects(name),
         defaultPolicy: defaultToolPolicy(name),
       };
-      info.availableTo.push(label);
+      if (!info.availableTo.includes(label)) info.availableTo.push(label);
       byName.set(name, info);
     }
   }

@@ -198,6 +198,13 @@ export const messages = pgTable(
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
     // A timeline filtered to tasks, reports or questions reads only input rows, a small part of a work log.
     index("messages_conversation_input_created_idx").on(t.conversationId, t.createdAt, t.id).where(sql`role = 'user'`),
+    // Full-text search over what the person and the agents said (not tool output, which is
+    // large and repeats the web; not a tool-calling step's empty text): an expression index,
+    // so a search and the index agree on `to_tsvector('english', content)`, no stored column
+    // widens every row, and a work step's rows never touch it. See searchTeamMessages.
+    index("messages_content_search_idx")
+      .using("gin", sql`to_tsvector('english', ${t.content})`)
+      .where(sql`role in ('user', 'assistant') and content <> ''`),
   ],
 );
 

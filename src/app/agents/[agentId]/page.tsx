@@ -12,7 +12,6 @@ import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { listMessages } from "@/lib/db/queries/messages";
 import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
@@ -20,11 +19,10 @@ import { formatUsd } from "@/lib/usage/format";
 import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ agentId: string }> };
-
-const WORK_LOG_LIMIT = 300;
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -41,7 +39,7 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background, approvals, usageByModel, prices] = await Promise.all([
+  const [team, tasks, sessions, usage, background, approvals, usageByModel, prices, log] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTasksByAgent(db(), agent.id),
     listSessions(db(), agent.id, 10),
@@ -50,9 +48,9 @@ export default async function AgentPage({ params }: Props) {
     listAgentApprovals(db(), agent.id),
     getAgentUsageByModel(db(), agent.id),
     loadPriceTable(db()),
+    getWorkLogPage(db(), agent.id),
   ]);
   const spend = spendOf(usageByModel, prices);
-  const log = background ? await listMessages(db(), background.id, { limit: WORK_LOG_LIMIT }) : [];
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
 
@@ -84,11 +82,9 @@ export default async function AgentPage({ params }: Props) {
           <Link href={`/teams/${agent.teamId}/timeline?agent=${agent.id}`} className="button">
             Timeline
           </Link>
-          {agent.role === "lead" && (
-            <Link href={`/teams/${agent.teamId}/chat`} className="button">
-              Chat
-            </Link>
-          )}
+          <Link href={`/agents/${agent.id}/chat`} className="button" aria-label={`Chat with ${agent.name}`}>
+            Chat
+          </Link>
         </div>
       </header>
 
@@ -186,9 +182,9 @@ export default async function AgentPage({ params }: Props) {
 
       <section aria-labelledby="log-heading" className="section" id="work-log">
         <h2 id="log-heading">Work log</h2>
-        {log.length >= WORK_LOG_LIMIT && <p className="hint">Showing the latest {WORK_LOG_LIMIT} entries.</p>}
         <WorkLog
-          messages={log}
+          agentId={agent.id}
+          page={log}
           agentName={agent.name}
           approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
         />

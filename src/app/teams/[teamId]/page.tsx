@@ -71,7 +71,7 @@ export default async function TeamPage({ params }: Props) {
             Timeline
           </Link>
           {lead && (
-            <Link href={`/teams/${team.id}/chat`} className="button button-primary">
+            <Link href={`/agents/${lead.id}/chat`} className="button button-primary">
               Chat with the lead
             </Link>
           )}

@@ -4,15 +4,34 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { assignTask } from "../tasks";
 import type { ToolContext } from "./context";
 
-/** Tools only the foreground chat has: handing longer work to the background. */
+const title = z.string().min(1).max(200);
+const description = z.string().max(8000).default("");
+
+/**
+ * Tools only the foreground chat has: handing longer work to the background. A lead may
+ * hand it to a subordinate; a subordinate only to itself (it delegates to nobody).
+ */
 export function chatTools(context: ToolContext) {
+  if (context.agent.role !== "lead") {
+    return {
+      createTask: tool({
+        description: "Hand work that takes longer than a chat reply to your own background work: a task for yourself. Reply with a short acknowledgement after.",
+        inputSchema: z.object({ title, description }),
+        execute: ({ title, description }, { toolCallId }) =>
+          context.effect(toolCallId, async (tx) => {
+            const task = await assignTask(tx, context.jobs, { agentId: context.agent.id, source: "user", title, description });
+            return { created: true, taskId: task.id, assignedTo: context.agent.name };
+          }),
+      }),
+    };
+  }
   return {
     createTask: tool({
       description:
         "Hand work that takes longer than a chat reply to the background: a task for yourself or one of your subordinates. Reply with a short acknowledgement after.",
       inputSchema: z.object({
-        title: z.string().min(1).max(200),
-        description: z.string().max(8000).default(""),
+        title,
+        description,
         agentId: z.string().optional().describe("Who does it: yourself (default) or a subordinate's id"),
       }),
       execute: async ({ title, description, agentId }, { toolCallId }) => {

@@ -14,11 +14,17 @@ export function workTools(context: ToolContext): ToolSet {
   return context.agent.role === "lead" ? { ...common, ...teamLeadTools(context) } : { ...common, ...subordinateTools(context) };
 }
 
-/** The tools of the foreground chat: look things up, see the team, hand work to the background. */
+/**
+ * The tools of the foreground chat, by role: look things up and hand work to the background.
+ * A lead also sees its team (and hands work to a subordinate through createTask); a
+ * subordinate keeps its own knowledge and gives work only to itself. Nobody delegates,
+ * asks or reports from the chat: those belong to the work log, where a task is in focus.
+ */
 export function foregroundTools(context: ToolContext): ToolSet {
-  const { searchKnowledge } = knowledgeTools(context);
+  const { searchKnowledge, addKnowledgeItem } = knowledgeTools(context);
   const tools: ToolSet = { ...searchTools(context), searchKnowledge, ...chatTools(context) };
   if (context.agent.role === "lead") tools.getTeamStatus = teamLeadTools(context).getTeamStatus;
+  else tools.addKnowledgeItem = addKnowledgeItem;
   return tools;
 }
 

@@ -178,7 +178,10 @@ export async function getMessagesAfterSummary(db: Db, conversationId: string): P
 
 /**
  * A page of history, newest last: at most `limit` messages before message `before`
- * (or up to the tail). Walks the chain backwards, so a page costs the same at any depth.
+ * (or up to the tail). Walks the chain backwards from the cursor's predecessor, so a
+ * page costs the same at any depth, and pages never overlap or leave a gap (the chain
+ * is the order). A cursor that is no message of this conversation is a 404: an empty
+ * page would read as "the beginning".
  */
 export async function listMessages(
   db: Db,
@@ -200,6 +203,11 @@ export async function listMessages(
        where chain.depth < ${limit}
     )
     select * from chain order by depth desc`);
+  if (rows.length === 0 && options.before) {
+    // Nothing before it: the first message, or no message of this conversation at all.
+    const [cursor] = await db.execute<{ id: string }>(sql`select id from messages where id = ${options.before} and conversation_id = ${conversationId}`);
+    if (!cursor) throw new CadreError("not_found:message", `No message ${options.before} in this conversation: page back with the id of the oldest message a page returned.`);
+  }
   return rows.map(toMessage);
 }
 

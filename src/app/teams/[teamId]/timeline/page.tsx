@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { ConversationSearchForm } from "@/components/conversation-search";
 import { TeamTimeline } from "@/components/team-timeline";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
@@ -53,6 +54,7 @@ export default async function TimelinePage({ params, searchParams }: Props) {
           <p className="lede">Everything {team.name} does, newest first: each agent&apos;s work, the tasks it gives and gets, reports, questions, approvals, briefings and alerts.</p>
         </div>
       </header>
+      <ConversationSearchForm teamId={team.id} />
       <form method="get" className="timeline-filter" aria-label="Filter the timeline">
         <label className="field">
           Agent

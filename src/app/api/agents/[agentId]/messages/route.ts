@@ -1,19 +1,13 @@
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
-import type { Message } from "@/lib/db/schema";
+import { toApiMessage } from "@/lib/chat-messages";
 import { parseId, parseSearchParams, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { messagesQuery } from "./schema";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ agentId: string }> };
-
-/** The API's message shape (seed 004): no conversation id, tool calls as {toolCallId, toolName, args}. */
-function toApiMessage(message: Message) {
-  const { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt } = message;
-  return { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt };
-}
 
 export const GET = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");

@@ -1,0 +1,1 @@
+CREATE INDEX "messages_content_search_idx" ON "messages" USING gin (to_tsvector('english', "content")) WHERE role in ('user', 'assistant') and content <> '';

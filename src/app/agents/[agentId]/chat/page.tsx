@@ -1,0 +1,80 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { Chat } from "@/components/chat";
+import { LiveRefresh } from "@/components/live-events";
+import { StatusBadge } from "@/components/ui";
+import { requirePageSession } from "@/lib/auth";
+import { toWire } from "@/lib/api-client";
+import { CHAT_PAGE_SIZE, toApiMessage } from "@/lib/chat-messages";
+import { db } from "@/lib/db/client";
+import { getAgent } from "@/lib/db/queries/agents";
+import { listAgentApprovals } from "@/lib/db/queries/approvals";
+import { getConversationByMode } from "@/lib/db/queries/conversations";
+import { listMessages } from "@/lib/db/queries/messages";
+import { listTeamAgents } from "@/lib/db/queries/teams";
+import { getTeam } from "@/lib/db/queries/teams";
+import { getRunningSession } from "@/lib/db/queries/work-sessions";
+import { isUuid } from "@/lib/ids";
+
+export const dynamic = "force-dynamic";
+type Props = { params: Promise<{ agentId: string }> };
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  await requirePageSession();
+  const { agentId } = await params;
+  const agent = isUuid(agentId) ? await getAgent(db(), agentId) : null;
+  return { title: agent ? `Chat · ${agent.name}` : "Chat" };
+}
+
+/** The person's foreground conversation with one agent, lead or subordinate. */
+export default async function AgentChatPage({ params }: Props) {
+  await requirePageSession();
+  const { agentId } = await params;
+  if (!isUuid(agentId)) notFound();
+  const agent = await getAgent(db(), agentId);
+  if (!agent) notFound();
+  const [team, members, conversation, session, approvals] = await Promise.all([
+    getTeam(db(), agent.teamId),
+    listTeamAgents(db(), agent.teamId),
+    getConversationByMode(db(), agent.id, "foreground"),
+    getRunningSession(db(), agent.id),
+    listAgentApprovals(db(), agent.id),
+  ]);
+  if (!team) notFound();
+  const stored = conversation ? await listMessages(db(), conversation.id, { limit: CHAT_PAGE_SIZE }) : [];
+  const lead = agent.role === "lead" ? null : members.find((member) => member.id === agent.parentAgentId);
+
+  return (
+    <div className="page page-chat">
+      <LiveRefresh tables={["work_sessions"]} agentIds={[agent.id]} />
+      <header className="chat-header">
+        <nav aria-label="Breadcrumb" className="crumbs">
+          <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
+          <span aria-hidden="true">/</span> <Link href={`/agents/${agent.id}`}>{agent.name}</Link> <span aria-hidden="true">/</span> <span>Chat</span>
+        </nav>
+        <div className="chat-title">
+          <h1>{agent.name}</h1>
+          <span className="pill">{agent.role}</span>
+          <span className={session ? "pill pill-live" : "pill"}>{session ? "working in the background" : "idle"}</span>
+          {team.status === "paused" && <StatusBadge status="paused" />}
+          <Link href={`/agents/${agent.id}#work-log`} className="meta-link">
+            Work log
+          </Link>
+        </div>
+        {lead && (
+          <p className="hint">
+            Reports to <Link href={`/agents/${lead.id}/chat`}>{lead.name}</Link>. Work you give {agent.name} here is its own task; its report goes to {lead.name}.
+          </p>
+        )}
+      </header>
+      <Chat
+        agentId={agent.id}
+        agentName={agent.name}
+        agentRole={agent.role}
+        initialMessages={stored.map(toApiMessage)}
+        initialApprovals={approvals.map(toWire)}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,8 @@
+import { z } from "zod";
+import { CHAT_PAGE_SIZE } from "@/lib/chat-messages";
+
+export const workLogQuery = z.strictObject({
+  /** The id of the oldest message a page returned: the page before it. */
+  before: z.uuid().optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(CHAT_PAGE_SIZE),
+});
