@@ -106,6 +106,8 @@ export const agents = pgTable(
     instructions: text("instructions").notNull().default(""),
     model: text("model"),
     schedule: text("schedule"),
+    /** The IANA time zone the lead's schedule is read in ("Europe/Berlin"); null: UTC. */
+    scheduleTimeZone: text("schedule_time_zone"),
     /** Which tools the agent may use; null: every tool its role offers and every MCP server of its team. */
     toolScope: jsonb("tool_scope").$type<ToolScope>(),
     /**
@@ -260,6 +262,8 @@ export const inboxItems = pgTable(
     /** An `approval` item: the tool call the person decides on (its state is the approval's). */
     approvalId: uuid("approval_id").references((): AnyPgColumn => approvals.id, { onDelete: "cascade" }),
     readAt: timestamp("read_at", { withTimezone: true, mode: "date" }),
+    /** Archived by the person: out of the inbox's default view, still findable under Archived. */
+    archivedAt: timestamp("archived_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [
@@ -270,6 +274,8 @@ export const inboxItems = pgTable(
     index("inbox_items_agent_id_idx").on(t.agentId),
     index("inbox_items_team_type_created_idx").on(t.teamId, t.type, t.createdAt),
     index("inbox_items_team_created_idx").on(t.teamId, t.createdAt, t.id),
+    // The inbox's default view pages what is not archived, newest first (keyset on created_at, id).
+    index("inbox_items_active_created_idx").on(t.createdAt, t.id).where(sql`archived_at is null`),
     uniqueIndex("inbox_items_question_id_idx").on(t.questionId).where(sql`question_id is not null`),
     uniqueIndex("inbox_items_approval_id_idx").on(t.approvalId).where(sql`approval_id is not null`),
   ],
@@ -286,6 +292,9 @@ export const knowledgeItems = pgTable(
     content: text("content").notNull(),
     confidence: real("confidence").notNull().default(0.7),
     sourceConversationId: uuid("source_conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    /** The page the fact came from (a search result or a page the agent read), when there is one. */
+    sourceUrl: text("source_url"),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }),
     searchVector: tsvector("search_vector")
       .notNull()
       .generatedAlwaysAs(sql`to_tsvector('english', content)`),
