@@ -1,6 +1,7 @@
 // `npm run bench`: the costs users feel, measured against their limits. Prints one table.
 // Options: --only=context,step,…  (run some figures; the table shows those);
-//          --quick (no filler histories: under a million messages, for working on the bench itself).
+//          --quick (no filler histories: under a million messages, and small sizes for the scale
+//          figures: for working on the bench itself).
 import os from "node:os";
 import { JobQueue } from "../src/lib/jobs/job-queue";
 import { compactionFigure } from "./figures/compaction";
@@ -12,20 +13,28 @@ import { describeBreakdown, stepBreakdown } from "./figures/step-breakdown";
 import { throughputFigure } from "./figures/throughput";
 import { buildIfMissing, ttfbFigure, type Build } from "./figures/ttfb";
 import { wakeFigure } from "./figures/wake";
+import { idleFigure } from "./figures/idle";
+import { scaleFigure } from "./figures/scale";
 import { loadHistories, type HistorySpec } from "./lib/history";
 import { ModelServer } from "./lib/model-server";
 import { createBenchDatabase, describeServer, startBenchServer } from "./lib/postgres";
 import { renderTable, type FigureResult } from "./lib/table";
 import { Workers } from "./lib/workers";
 
-const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery"] as const;
+const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "scale", "idle"] as const;
 type Figure = (typeof allFigures)[number];
 
 const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
 const selected = new Set<Figure>(
   onlyArg ? (onlyArg.slice("--only=".length).split(",").filter((name) => (allFigures as readonly string[]).includes(name)) as Figure[]) : allFigures,
 );
-const needsWorkers = ["wake", "inject", "throughput", "recovery"].some((figure) => selected.has(figure as Figure));
+const needsWorkers = ["wake", "inject", "throughput", "recovery", "scale", "idle"].some((figure) => selected.has(figure as Figure));
+const quick = process.argv.includes("--quick");
+// The sizes of the scale figures: the issue's in a full run, small ones with --quick.
+const sizes = {
+  scale: quick ? { teams: 20, perTeam: 10, workerCounts: [1, 2, 4] } : { teams: 100, perTeam: 10, workerCounts: [1, 2, 4] },
+  idle: quick ? { seconds: 20, teams: 100, perTeam: 10 } : { seconds: 60, teams: 100, perTeam: 10 },
+};
 
 const startedAt = performance.now();
 const elapsed = () => `${((performance.now() - startedAt) / 1000).toFixed(0).padStart(4)} s`;
@@ -37,7 +46,7 @@ const histories: HistorySpec[] = [
   { key: "ctx-100k", length: 100_000, summaries: true, ownTeam: true },
   { key: "full-100k", length: 100_000, summaries: false, ownTeam: true },
   // Other agents' logs, so the tables and indexes hold over a million messages.
-  ...Array.from({ length: process.argv.includes("--quick") ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
+  ...Array.from({ length: quick ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
 ];
 
 const server = await startBenchServer(log);
@@ -84,7 +93,7 @@ try {
   const machine = await describeServer(database);
   log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : "127.0.0.1:5432"}`);
   // The build (when needed) overlaps the load, and is done before anything is timed.
-  const building: Promise<Build> = selected.has("ttfb") ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
+  const building: Promise<Build> = selected.has("ttfb") || selected.has("idle") ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
   log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
   const loaded = await loadHistories(database, histories, log);
   const build = await building;
@@ -109,6 +118,8 @@ try {
     await run("inject", "messages posted mid-session", () => injectFigure(database, j, m, w));
     await run("throughput", "2 workers, 100 agents × 3 tasks", () => throughputFigure(database, j, m, w));
     await run("recovery", "kill -9 a worker mid-session, 3 times", () => recoveryFigure(database, j, m, w));
+    await run("scale", `1, 2 and 4 workers over ${sizes.scale.teams * sizes.scale.perTeam} agents`, () => scaleFigure(database, j, m, w, sizes.scale));
+    await run("idle", `statements while ${sizes.idle.teams * sizes.idle.perTeam} agents idle, ${sizes.idle.seconds} s`, () => idleFigure(database, w, sizes.idle));
     await workers.stopAll();
   }
   await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
