@@ -1,4 +1,4 @@
-import { createDatabase, type Database } from "@/lib/db/client";
+import { connectionBudget, createDatabase, type Database } from "@/lib/db/client";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { resumeChat } from "@/lib/agents/chat";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
@@ -32,8 +32,9 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
   const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : console.error(message, error)));
-  const database = createDatabase(url, { max: 10 });
-  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS });
+  const budget = connectionBudget();
+  const database = createDatabase(url, { max: budget.queries });
+  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS, poolSize: budget.jobs });
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 

@@ -16,6 +16,9 @@ import {
 
 export type JobQueueRole = "web" | "worker";
 
+/** How often a fetcher polls a queue whose jobs normally arrive by NOTIFY (pg-boss's own default). */
+const IDLE_POLL_SECONDS = 30;
+
 /** NOTIFICATION_RETRY_DELAY_SECONDS's default: the first retry's delay, doubled on each after. */
 export const DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS = 2;
 
@@ -41,20 +44,23 @@ export type NotificationAttempt = {
 export class JobQueue {
   readonly boss: PgBoss;
 
-  private constructor(boss: PgBoss) {
+  private constructor(
+    boss: PgBoss,
+    private readonly notificationRetryDelaySeconds: number,
+  ) {
     this.boss = boss;
   }
 
   static async start(
     connectionString: string,
     role: JobQueueRole,
-    options: { quiet?: boolean; notificationRetryDelaySeconds?: number } = {},
+    options: { quiet?: boolean; notificationRetryDelaySeconds?: number; /** pg-boss's pool (connectionBudget().jobs); its LISTEN connection comes on top. */ poolSize?: number } = {},
   ): Promise<JobQueue> {
     const boss = new PgBoss({
       connectionString,
       schema: "pgboss",
       useListenNotify: true,
-      max: role === "worker" ? 6 : 3,
+      max: options.poolSize ?? (role === "worker" ? 5 : 3),
       // Cron and maintenance belong to workers; the web process only sends.
       schedule: role === "worker",
       supervise: role === "worker",
@@ -69,8 +75,9 @@ export class JobQueue {
     });
     await boss.start();
     // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
-    await ensureQueues(boss, { notificationRetryDelaySeconds: options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS });
-    holder.queue = new JobQueue(boss);
+    const notificationRetryDelaySeconds = options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
+    await ensureQueues(boss, { notificationRetryDelaySeconds });
+    holder.queue = new JobQueue(boss, notificationRetryDelaySeconds);
     return holder.queue;
   }
 
@@ -117,10 +124,16 @@ export class JobQueue {
     await this.boss.unschedule(LEAD_SCHEDULE_QUEUE, agentId);
   }
 
+  /**
+   * Each of the `concurrency` fetchers of pg-boss polls on its own. While LISTEN/NOTIFY is
+   * up a nudge arrives at once, so polling is only the backstop for jobs that appear without
+   * a NOTIFY (a retry after its delay): every 30 s, not 2, which was most of an idle worker's
+   * load (8 fetchers × one statement every 2 s). The backlog drain (runner.ts) covers the rest.
+   */
   async workAgentWakes(concurrency: number, handler: (job: Job<AgentWakePayload>) => Promise<void>): Promise<void> {
     await this.boss.work<AgentWakePayload>(
       AGENT_WAKE_QUEUE,
-      { batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+      { batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS },
       async ([job]) => {
         if (job) await handler(job);
       },
@@ -153,14 +166,23 @@ export class JobQueue {
   ): Promise<void> {
     await this.boss.work(
       NOTIFICATION_QUEUE,
-      { batchSize: 1, localConcurrency: 4, includeMetadata: true, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+      {
+        batchSize: 1,
+        localConcurrency: 4,
+        includeMetadata: true,
+        pollingIntervalSeconds: 2,
+        // A retry has no NOTIFY: polling is what finds it. Every 10 s (a retry lands at most
+        // that much after its delay), or every 2 s when the delay is shortened (tests).
+        notifyPollingIntervalSeconds: this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 2 : 10,
+      },
       async ([job]: JobWithMetadata<unknown>[]) => {
         if (!job) return;
         const { notificationId } = notificationPayload.parse(job.data);
         await deliver({ notificationId, attempt: job.retryCount + 1, lastAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
       },
     );
-    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
+    const giveUpPolling = this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 5 : IDLE_POLL_SECONDS;
+    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: giveUpPolling }, async ([job]) => {
       if (job) await giveUp(notificationPayload.parse(job.data).notificationId);
     });
   }
@@ -221,7 +243,7 @@ async function ensureQueues(boss: PgBoss, settings: { notificationRetryDelaySeco
   });
 
   // The give-up queue first: a queue's dead letter must exist when the queue names it.
-  // No NOTIFY: pg-boss files dead letters without one, so its worker polls (every 5 s).
+  // No NOTIFY: pg-boss files dead letters without one, so its worker polls (every 30 s: marking a given-up delivery failed is not urgent).
   await boss.createQueue(NOTIFICATION_GIVE_UP_QUEUE, { policy: "standard", retryLimit: 5, retryDelay: 10 });
   const policy = notificationQueuePolicy(settings.notificationRetryDelaySeconds);
   await boss.createQueue(NOTIFICATION_QUEUE, { policy: "standard", notify: true, ...policy });
