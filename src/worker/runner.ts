@@ -42,6 +42,8 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   // heartbeat reads the same request from the database within seconds as a fallback.
   const listener = await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
 
+  // Alive (row and liveness lock) before the first session: its sessions are never taken for a dead worker's.
+  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, databaseUrl: url, log });
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
@@ -77,14 +79,16 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     // Now and then the backlog again: a nudge lost with a database restart, or a wake job
     // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
     // one per agent (singleton key), so an agent already queued costs nothing.
-    if (++reaps % 10 === 0) {
+    if (++reaps % 15 === 0) {
       drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
       // A stdio MCP server whose settings were deleted or turned off (its team deleted, say) must not outlive them.
       pruneMcpConnections((ids) => listEnabledMcpServerIds(database.db, ids)).catch((error: unknown) => log("[worker] closing unused MCP connections failed", error));
     }
-  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
+    // Every stale/7.5 s (2 s by default): a killed worker's sessions are retaken once two of
+    // their beats are missing and its liveness lock is free, so the reaper's rhythm is most
+    // of what is left of recovery. One cheap statement; pg-boss polling less often pays for it.
+  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 7.5));
 
-  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, log });
   log("[worker] ready: waiting for work.");
   return {
     jobs,
