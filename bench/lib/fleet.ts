@@ -61,7 +61,7 @@ export function scriptFleet(model: ModelServer, fleet: readonly FleetAgent[], to
  */
 export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fleet: readonly FleetAgent[], title: string, timeoutMs = 600_000): Promise<{ seconds: number; sessions: number }> {
   const ids = fleet.map((agent) => agent.id);
-  const [{ started }] = (await database.sql`select clock_timestamp() as started`) as unknown as [{ started: Date }];
+  const [{ started }] = (await database.sql`select clock_timestamp()::text as started`) as unknown as [{ started: string }];
   // A few at a time: the bench process is one more client, not the figure.
   for (let i = 0; i < fleet.length; i += 20) {
     await Promise.all(fleet.slice(i, i + 20).map((agent) => assignTask(database.db, jobs, { agentId: agent.id, source: "user", title })));
@@ -77,7 +77,7 @@ export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fl
     },
     { timeoutMs, what: `every task of "${title}" to end` },
   );
-  return { seconds: (new Date(done.ended!).getTime() - started.getTime()) / 1000, sessions: done.sessions };
+  return { seconds: (new Date(done.ended!).getTime() - new Date(started).getTime()) / 1000, sessions: done.sessions };
 }
 
 /** The most sessions of one agent running at once, over these agents' whole history. */

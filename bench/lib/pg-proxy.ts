@@ -186,12 +186,8 @@ function fold(text: string): string {
 }
 
 type Source = "cadre" | "pg-boss";
-
-/** What kind of statement a key of `statements` is, for the idle and scale figures. */
-export function statementKind(key: string): "pg-boss maintenance" | "pg-boss fetch" | "pg-boss other" | "cadre" {
+/** What kind of statement a key of `statements` is, for the idle and scale figures: Cadre's own, pg-boss fetching jobs (its polling), or the rest of pg-boss (supervision, cron, stats, the LISTEN heartbeat). */
+export function statementKind(key: string): "cadre" | "pg-boss fetch" | "pg-boss maintenance" {
   if (key.startsWith("cadre|")) return "cadre";
-  const text = key.slice(key.indexOf("|") + 1);
-  if (/for update skip locked|skip locked/i.test(text) && /state\s*=\s*'(active|retry|created)'|set state = 'active'|state < 'active'/i.test(text)) return "pg-boss fetch";
-  if (/monitor|maintain|supervise|cron|archive|expire|drop|delete from|warning|version|queue_cache|stats|bam/i.test(text)) return "pg-boss maintenance";
-  return "pg-boss other";
+  return /^pg-boss\|WITH next AS \(/i.test(key) ? "pg-boss fetch" : "pg-boss maintenance";
 }
