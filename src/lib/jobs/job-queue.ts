@@ -125,19 +125,42 @@ export class JobQueue {
   }
 
   /**
-   * Each of the `concurrency` fetchers of pg-boss polls on its own. While LISTEN/NOTIFY is
-   * up a nudge arrives at once, so polling is only the backstop for jobs that appear without
-   * a NOTIFY (a retry after its delay): every 30 s, not 2, which was most of an idle worker's
-   * load (8 fetchers × one statement every 2 s). The backlog drain (runner.ts) covers the rest.
+   * `concurrency` sessions at once. While LISTEN/NOTIFY is up a nudge arrives at once, so
+   * polling is only the backstop for jobs that appear without a NOTIFY (a retry after its
+   * delay): every 30 s, not 2, which was most of an idle worker's load (8 fetchers × one
+   * statement every 2 s). The backlog drain (runner.ts) covers the rest. A backlog (more
+   * agents woken than this worker runs at once) drains at once: see `fetchers`.
    */
   async workAgentWakes(concurrency: number, handler: (job: Job<AgentWakePayload>) => Promise<void>): Promise<void> {
-    await this.boss.work<AgentWakePayload>(
-      AGENT_WAKE_QUEUE,
-      { batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS },
-      async ([job]) => {
-        if (job) await handler(job);
-      },
-    );
+    await this.fetchers<AgentWakePayload>(AGENT_WAKE_QUEUE, concurrency, { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS }, handler);
+  }
+
+  /**
+   * `count` pg-boss fetchers of one job each, each registered on its own so it knows its id:
+   * after a job it asks for another at once (`notifyWorker`), and waits for a NOTIFY or its
+   * poll only once a fetch came back empty. pg-boss alone re-fetches after a job only when a
+   * NOTIFY came meanwhile (its burst modes need batches of more than one job, which would
+   * make a long session hold up a short one), so a backlog queued in one go would drain at
+   * `count` jobs per poll interval: 8 per 30 s, or with the old 2 s polling 4 sessions/s per worker.
+   */
+  private async fetchers<T extends object>(
+    queue: string,
+    count: number,
+    polling: { pollingIntervalSeconds: number; notifyPollingIntervalSeconds: number },
+    handler: (job: JobWithMetadata<T>) => Promise<void>,
+  ): Promise<void> {
+    const options = { batchSize: 1, localConcurrency: 1, includeMetadata: true, ...polling } as const;
+    for (let i = 0; i < count; i++) {
+      let fetcherId: string | undefined;
+      fetcherId = await this.boss.work<T, unknown, typeof options>(queue, options, async ([job]) => {
+        if (!job) return;
+        try {
+          await handler(job);
+        } finally {
+          if (fetcherId && !this.stopping) this.boss.notifyWorker(fetcherId);
+        }
+      });
+    }
   }
 
   async workLeadSchedules(handler: (job: Job<LeadSchedulePayload>) => Promise<void>): Promise<void> {
@@ -164,19 +187,16 @@ export class JobQueue {
     deliver: (attempt: NotificationAttempt) => Promise<void>,
     giveUp: (notificationId: string) => Promise<void>,
   ): Promise<void> {
-    await this.boss.work(
+    await this.fetchers<NotificationPayload>(
       NOTIFICATION_QUEUE,
+      4,
       {
-        batchSize: 1,
-        localConcurrency: 4,
-        includeMetadata: true,
         pollingIntervalSeconds: 2,
         // A retry has no NOTIFY: polling is what finds it. Every 10 s (a retry lands at most
         // that much after its delay), or every 2 s when the delay is shortened (tests).
         notifyPollingIntervalSeconds: this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 2 : 10,
       },
-      async ([job]: JobWithMetadata<unknown>[]) => {
-        if (!job) return;
+      async (job) => {
         const { notificationId } = notificationPayload.parse(job.data);
         await deliver({ notificationId, attempt: job.retryCount + 1, lastAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
       },
