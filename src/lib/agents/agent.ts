@@ -10,7 +10,7 @@ import { BudgetExceeded } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
-import { closeOpenToolCalls } from "./work-log";
+import { closeOpenToolCalls, hasOpenToolCalls } from "./work-log";
 import { reportUnknownOutcome } from "./alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
@@ -103,12 +103,14 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
   };
 
   try {
-    const agent = await requireAgent(db, agentId);
-    const conversation = await getBackgroundConversation(db, agentId);
+    // Independent reads in two phases, not four round trips one after another: a wake-up's
+    // latency is mostly the session's start.
+    const [agent, conversation] = await Promise.all([requireAgent(db, agentId), getBackgroundConversation(db, agentId)]);
+    const [team, tail] = await Promise.all([requireTeam(db, agent.teamId), getLastMessage(db, conversation.id)]);
     state = {
       session,
       agent,
-      team: await requireTeam(db, agent.teamId),
+      team,
       conversation,
       model: deps.chooseModel(agent.model),
       steps: 0,
@@ -116,7 +118,8 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,
-      startTail: (await getLastMessage(db, conversation.id))?.id ?? null,
+      startTail: tail?.id ?? null,
+      freshlyRead: true,
       signal: controller.signal,
       stop: () => abort("user"),
       shuttingDown: () => options.shutdown?.aborted === true,
@@ -172,6 +175,10 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
  * itself, and the person (and a subordinate's lead) is told, as of any failure.
  */
 async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversationId: string): Promise<void> {
+  // Nearly always there is none: look first, outside a transaction (two round trips saved at
+  // every session's start). A call left open cannot gain its result meanwhile: only this
+  // session, which holds the agent's lease, writes results to its log.
+  if (!(await hasOpenToolCalls(deps.db, conversationId))) return;
   // The results and the alerts in one transaction: a crash between them would leave a call
   // closed as "outcome unknown" that nobody was told about.
   await deps.db.transaction(async (tx) => {
