@@ -1,7 +1,7 @@
 // `npm run bench`: the costs users feel, measured against their limits. Prints one table.
 // Options: --only=context,step,…  (run some figures; the table shows those);
 //          --quick (no filler histories: under a million messages, and small sizes for the scale
-//          figures: for working on the bench itself).
+//          figures: for working on the bench itself); --memory-sessions=N.
 import os from "node:os";
 import { JobQueue } from "../src/lib/jobs/job-queue";
 import { compactionFigure } from "./figures/compaction";
@@ -43,6 +43,9 @@ const sizes = {
   peers: quick ? { rounds: [50], sessions: 2, crashAt: 25 } : { rounds: [50, 200], sessions: 3, crashAt: 25 },
   pages: quick ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 } : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
 };
+// --memory-sessions=N: a longer (or shorter) memory figure than the default.
+const memorySessions = Number(process.argv.find((arg) => arg.startsWith("--memory-sessions="))?.split("=")[1]);
+if (memorySessions > 0) sizes.memory.sessions = memorySessions;
 const needsBuild = ["ttfb", "idle", "fan-out", "pages"].some((figure) => selected.has(figure as Figure));
 
 const startedAt = performance.now();

@@ -13,7 +13,7 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 /**
  * One worker process running session after session (each a task answered at once, with
  * knowledge extraction, and the briefing decision for leads): its resident memory after
- * the first tenth of the sessions (warm: modules loaded, caches full) and at the end. A
+ * the first fifth of the sessions (warm: modules loaded, caches full, the heap grown) and at the end. A
  * leak grows with sessions; what is left is noise (the heap's own rhythm).
  */
 export async function memoryFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, options: MemoryOptions): Promise<FigureResult> {
@@ -40,7 +40,9 @@ export async function memoryFigure(database: BenchDatabase, jobs: JobQueue, mode
   } finally {
     await workers.stopAll();
   }
-  const warmRound = Math.max(0, Math.floor(rounds / 10) - 1);
+  // V8 grows its heap in steps over the first thousands of sessions before it settles: the
+  // reference is the median after a fifth of the sessions.
+  const warmRound = Math.max(0, Math.round(rounds / 5) - 1);
   const warm = median(samples[warmRound]!);
   const end = median(samples.at(-1)!);
   const perRound = samples.map(median);
@@ -53,8 +55,8 @@ export async function memoryFigure(database: BenchDatabase, jobs: JobQueue, mode
         p50: "",
         p95: "",
         ratio: `${warm.toFixed(0)} MiB after ${formatCount(((warmRound + 1) * sessions) / rounds)} → ${end.toFixed(0)} MiB at the end (${growth.toFixed(2)}×)`,
-        goal: "growth ≤ 1.15× (noise)",
-        pass: growth <= 1.15,
+        goal: "growth ≤ 1.10× after warm-up",
+        pass: growth <= 1.1,
       },
     ],
     notes: [
