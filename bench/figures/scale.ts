@@ -7,6 +7,8 @@ import { formatCount } from "../lib/stats";
 import type { FigureResult, Row } from "../lib/table";
 import type { Workers } from "../lib/workers";
 
+const POOL_SIZE = 8;
+
 export type ScaleOptions = { teams: number; perTeam: number; workerCounts: number[] };
 
 type Point = {
@@ -36,7 +38,9 @@ export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model
     const proxies = await Promise.all(Array.from({ length: count }, () => PgProxy.start(database.url)));
     try {
       const started = [];
-      for (const proxy of proxies) started.push(...(await workers.start(1, { DATABASE_URL: proxy.url(database.url) })));
+      // A pool of 8 each (11 connections per worker): four workers stay well inside a shared
+      // server's max_connections of 100, as several machines on one managed Postgres must.
+      for (const proxy of proxies) started.push(...(await workers.start(1, { DATABASE_URL: proxy.url(database.url), DATABASE_POOL_SIZE: String(POOL_SIZE) })));
       await workers.idle();
       for (const proxy of proxies) proxy.reset();
       const cpuBefore = started.map((worker) => processUsage(worker.child.pid!).cpuMs);
@@ -75,7 +79,7 @@ export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model
   return {
     rows,
     notes: [
-      `scale: ${formatCount(fleet.length)} agents (${options.teams} teams of ${options.perTeam}), one task each per point (a web search, an answer, knowledge extraction, and each lead's briefing decision), zero-latency scripted model over HTTP; ${points.map((point) => `${point.workers} worker(s): ${point.sessions} sessions in ${(point.sessions / point.perSecond).toFixed(1)} s, ${(point.bossStatements / point.sessions).toFixed(1)} of the statements per session pg-boss's, at most ${point.peakConnections} connections open`).join("; ")}. Each worker runs 8 sessions at once; the machine's cores are shared by the workers, Postgres, the model server and this process, so on 2 cores the curve flattens by CPU, not by Postgres. Max sessions of one agent at once: ${maxPerAgent}.`,
+      `scale: ${formatCount(fleet.length)} agents (${options.teams} teams of ${options.perTeam}), one task each per point (a web search, an answer, knowledge extraction, and each lead's briefing decision), zero-latency scripted model over HTTP; ${points.map((point) => `${point.workers} worker(s): ${point.sessions} sessions in ${(point.sessions / point.perSecond).toFixed(1)} s, ${(point.bossStatements / point.sessions).toFixed(1)} of the statements per session pg-boss's, at most ${point.peakConnections} connections open`).join("; ")}. Each worker runs 8 sessions at once on DATABASE_POOL_SIZE=${POOL_SIZE}; the machine's cores are shared by the workers, Postgres, the model server and this process, so on 2 cores the curve flattens by CPU, not by Postgres. Max sessions of one agent at once: ${maxPerAgent}.`,
     ],
   };
 }
