@@ -13,7 +13,7 @@ import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
-import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
+import { openTaskStatuses, listTasksForAgentPage } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getUsageTotals } from "@/lib/db/queries/usage";
 import { listSessions } from "@/lib/db/queries/work-sessions";
@@ -23,6 +23,8 @@ export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ agentId: string }> };
 
 const WORK_LOG_LIMIT = 300;
+/** Ended tasks shown beside the open ones: the page stays fast however long the agent has worked. */
+const ENDED_TASKS_LIMIT = 50;
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -39,9 +41,9 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background, approvals] = await Promise.all([
+  const [team, { tasks, endedCount }, sessions, usage, background, approvals] = await Promise.all([
     getTeam(db(), agent.teamId),
-    listTasksByAgent(db(), agent.id),
+    listTasksForAgentPage(db(), agent.id, ENDED_TASKS_LIMIT),
     listSessions(db(), agent.id, 10),
     getUsageTotals(db(), agent.id),
     getConversationByMode(db(), agent.id, "background"),
@@ -112,6 +114,11 @@ export default async function AgentPage({ params }: Props) {
 
       <section aria-labelledby="tasks-heading" className="section">
         <h2 id="tasks-heading">Tasks</h2>
+        {endedCount > ENDED_TASKS_LIMIT && (
+          <p className="hint">
+            All open tasks and the latest {ENDED_TASKS_LIMIT} of {number(endedCount)} ended ones.
+          </p>
+        )}
         {tasks.length === 0 ? (
           <EmptyState title="No tasks">
             <p>{agent.role === "lead" ? "Ask the lead for research in the chat and it creates one." : "The lead delegates tasks to this agent."}</p>
