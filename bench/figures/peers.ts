@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { assignTask } from "../../src/lib/agents/tasks";
+import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { tasks } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
@@ -108,7 +109,9 @@ async function cadreCrash(database: BenchDatabase, jobs: JobQueue, model: ModelS
       ? { toolCalls: [{ name: "addKnowledgeItem", arguments: { type: "fact", content: `Finding of round ${round}.`, confidence: 0.8 } }] }
       : { text: "All rounds done." };
   });
-  const [victim] = await workers.start(1);
+  // The whole loop in one turn, as the peers run it (the default MAX_STEPS_PER_SESSION is 25).
+  const env = { MAX_STEPS_PER_SESSION: String(total + 10) };
+  const [victim] = await workers.start(1, env);
   const task = await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: `${total} findings` });
   await waitFor(async () => holding, { timeoutMs: 60_000, what: "Cadre's session to reach the crash round" });
   await workers.kill(victim!);
@@ -116,7 +119,7 @@ async function cadreCrash(database: BenchDatabase, jobs: JobQueue, model: ModelS
   const [{ kept }] = (await database.sql`
     select count(*)::int as kept from messages m join conversations c on c.id = m.conversation_id
      where c.agent_id = ${lead.id} and c.mode = 'background' and m.role = 'tool'`) as unknown as [{ kept: number }];
-  await workers.start(1);
+  await workers.start(1, env);
   await waitFor(
     async () => {
       const [row] = await database.db.select({ status: tasks.status }).from(tasks).where(eq(tasks.id, task.id));
@@ -144,11 +147,15 @@ export async function peersFigure(
   log: (line: string) => void,
 ): Promise<FigureResult> {
   installPeers(log);
+  // Cadre's loop runs in this process: no worker process may take its agent's wake-up.
+  await workers.stopAll();
   const rows: Row[] = [];
   const notes: string[] = [];
   for (const rounds of options.rounds) {
-    const { lead } = await createTeamWithLead(database.db, { name: `Peer ${rounds}`, mission: "Loop." });
-    const cadre = summarize((await measureSteps(database, lead.id, { sessions: options.sessions, steps: rounds })).gaps);
+    // A subordinate, as in the step figure: a lead's session ends with one more call (its briefing decision).
+    const { team } = await createTeamWithLead(database.db, { name: `Peer ${rounds}`, mission: "Loop." });
+    const looper = await createSubordinate(database.db, team.id, { name: `Looper ${rounds}`, instructions: "Search, round after round." });
+    const cadre = summarize((await measureSteps(database, looper.id, { sessions: options.sessions, steps: rounds })).gaps);
     rows.push({ figure: "peers", measure: `Cadre, ${rounds}-step tool loop`, p50: formatMs(cadre.p50), p95: formatMs(cadre.p95), ratio: "1.00×", goal: "", pass: null });
     for (const peer of PEERS) {
       const gaps = summarize(await peerGaps(database.url, peer.script, rounds, options.sessions));

@@ -20,6 +20,7 @@ type Point = {
   statements: number;
   bossStatements: number;
   peakConnections: number;
+  kinds: string;
 };
 
 /**
@@ -59,6 +60,7 @@ export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model
         statements,
         bossStatements,
         peakConnections: proxies.reduce((sum, proxy) => sum + proxy.peakOpen, 0),
+        kinds: run.kinds,
       });
     } finally {
       await workers.stopAll();
@@ -79,7 +81,7 @@ export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model
   return {
     rows,
     notes: [
-      `scale: ${formatCount(fleet.length)} agents (${options.teams} teams of ${options.perTeam}), one task each per point (a web search, an answer, knowledge extraction, and each lead's briefing decision), zero-latency scripted model over HTTP; ${points.map((point) => `${point.workers} worker(s): ${point.sessions} sessions in ${(point.sessions / point.perSecond).toFixed(1)} s, ${(point.bossStatements / point.sessions).toFixed(1)} of the statements per session pg-boss's, at most ${point.peakConnections} connections open`).join("; ")}. Each worker runs 8 sessions at once on DATABASE_POOL_SIZE=${POOL_SIZE}; the machine's cores are shared by the workers, Postgres, the model server and this process, so on 2 cores the curve flattens by CPU, not by Postgres. Max sessions of one agent at once: ${maxPerAgent}.`,
+      `scale: ${formatCount(fleet.length)} agents (${options.teams} teams of ${options.perTeam}), one task each per point (a web search, an answer, knowledge extraction, and each lead's briefing decision), zero-latency scripted model over HTTP; ${points.map((point) => `${point.workers} worker(s): ${point.sessions} sessions (${point.kinds}) in ${(point.sessions / point.perSecond).toFixed(1)} s, ${(point.bossStatements / point.sessions).toFixed(1)} of the statements per session pg-boss's, at most ${point.peakConnections} connections open`).join("; ")}. Each worker runs 8 sessions at once on DATABASE_POOL_SIZE=${POOL_SIZE}; the machine's cores are shared by the workers, Postgres, the model server and this process, so on 2 cores the curve flattens by CPU, not by Postgres. Max sessions of one agent at once: ${maxPerAgent}.`,
     ],
   };
 }

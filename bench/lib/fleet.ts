@@ -59,7 +59,7 @@ export function scriptFleet(model: ModelServer, fleet: readonly FleetAgent[], to
  * One task for each agent, all at once; resolves when every agent's session has ended.
  * Returns the seconds from the first assignment to the last session's end (database clock).
  */
-export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fleet: readonly FleetAgent[], title: string, timeoutMs = 600_000): Promise<{ seconds: number; sessions: number }> {
+export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fleet: readonly FleetAgent[], title: string, timeoutMs = 600_000): Promise<{ seconds: number; sessions: number; kinds: string }> {
   const ids = fleet.map((agent) => agent.id);
   const [{ started }] = (await database.sql`select clock_timestamp()::text as started`) as unknown as [{ started: string }];
   // A few at a time: the bench process is one more client, not the figure.
@@ -77,7 +77,14 @@ export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fl
     },
     { timeoutMs, what: `every task of "${title}" to end` },
   );
-  return { seconds: (new Date(done.ended!).getTime() - new Date(started).getTime()) / 1000, sessions: done.sessions };
+  const kinds = await database.db.execute<{ kind: string; n: number }>(sql`
+    select status || case when steps = 0 then ' (no step)' else '' end || coalesce(': ' || left(error, 70), '') as kind, count(*)::int as n
+      from work_sessions where agent_id in ${ids} and started_at >= ${started} group by 1 order by 2 desc`);
+  return {
+    seconds: (new Date(done.ended!).getTime() - new Date(started).getTime()) / 1000,
+    sessions: done.sessions,
+    kinds: kinds.map((row) => `${row.n} ${row.kind}`).join(", "),
+  };
 }
 
 /** The most sessions of one agent running at once, over these agents' whole history. */
