@@ -1,6 +1,7 @@
 // `npm run bench`: the costs users feel, measured against their limits. Prints one table.
 // Options: --only=context,step,…  (run some figures; the table shows those);
-//          --quick (no filler histories: under a million messages, for working on the bench itself).
+//          --quick (no filler histories: under a million messages, and small sizes for the scale
+//          figures: for working on the bench itself); --memory-sessions=N.
 import os from "node:os";
 import { JobQueue } from "../src/lib/jobs/job-queue";
 import { compactionFigure } from "./figures/compaction";
@@ -13,20 +14,40 @@ import { throughputFigure } from "./figures/throughput";
 import { TIMELINE_AGENTS, TIMELINE_MESSAGES_PER_AGENT, timelineFigure } from "./figures/timeline";
 import { buildIfMissing, ttfbFigure, type Build } from "./figures/ttfb";
 import { wakeFigure } from "./figures/wake";
+import { idleFigure } from "./figures/idle";
+import { scaleFigure } from "./figures/scale";
+import { memoryFigure } from "./figures/memory";
+import { pagesFigure } from "./figures/pages";
+import { fanOutFigure } from "./figures/fan-out";
+import { peersFigure } from "./figures/peers";
 import { loadHistories, type HistorySpec } from "./lib/history";
 import { ModelServer } from "./lib/model-server";
 import { createBenchDatabase, describeServer, startBenchServer } from "./lib/postgres";
 import { renderTable, type FigureResult } from "./lib/table";
 import { Workers } from "./lib/workers";
 
-const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline"] as const;
+const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline", "scale", "idle", "memory", "fan-out", "pages", "peers"] as const;
 type Figure = (typeof allFigures)[number];
 
 const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
 const selected = new Set<Figure>(
   onlyArg ? (onlyArg.slice("--only=".length).split(",").filter((name) => (allFigures as readonly string[]).includes(name)) as Figure[]) : allFigures,
 );
-const needsWorkers = ["wake", "inject", "throughput", "recovery"].some((figure) => selected.has(figure as Figure));
+const needsWorkers = ["wake", "inject", "throughput", "recovery", "scale", "idle", "memory", "peers"].some((figure) => selected.has(figure as Figure));
+const quick = process.argv.includes("--quick");
+// The sizes of the scale figures: the issue's in a full run, small ones with --quick.
+const sizes = {
+  scale: quick ? { teams: 20, perTeam: 10, workerCounts: [1, 2, 4] } : { teams: 100, perTeam: 10, workerCounts: [1, 2, 4] },
+  idle: quick ? { seconds: 20, teams: 100, perTeam: 10 } : { seconds: 60, teams: 100, perTeam: 10 },
+  memory: quick ? { sessions: 1_000, agents: 200 } : { sessions: 10_000, agents: 500 },
+  fanOut: quick ? { streams: 200, events: 10 } : { streams: 200, events: 30 },
+  peers: quick ? { rounds: [50], sessions: 2, crashAt: 25 } : { rounds: [50, 200], sessions: 3, crashAt: 25 },
+  pages: quick ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 } : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
+};
+// --memory-sessions=N: a longer (or shorter) memory figure than the default.
+const memorySessions = Number(process.argv.find((arg) => arg.startsWith("--memory-sessions="))?.split("=")[1]);
+if (memorySessions > 0) sizes.memory.sessions = memorySessions;
+const needsBuild = ["ttfb", "idle", "fan-out", "pages"].some((figure) => selected.has(figure as Figure));
 
 const startedAt = performance.now();
 const elapsed = () => `${((performance.now() - startedAt) / 1000).toFixed(0).padStart(4)} s`;
@@ -40,7 +61,7 @@ const histories: HistorySpec[] = [
   // One team whose timeline is read: 100k messages over five work logs.
   ...Array.from({ length: TIMELINE_AGENTS }, (_, i): HistorySpec => ({ key: `team-${i}`, length: TIMELINE_MESSAGES_PER_AGENT, summaries: true, teamKey: "timeline" })),
   // Other agents' logs, so the tables and indexes hold over a million messages.
-  ...Array.from({ length: process.argv.includes("--quick") ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
+  ...Array.from({ length: quick ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
 ];
 
 const server = await startBenchServer(log);
@@ -87,7 +108,7 @@ try {
   const machine = await describeServer(database);
   log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : "127.0.0.1:5432"}`);
   // The build (when needed) overlaps the load, and is done before anything is timed.
-  const building: Promise<Build> = selected.has("ttfb") ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
+  const building: Promise<Build> = needsBuild ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
   log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
   const loaded = await loadHistories(database, histories, log);
   const build = await building;
@@ -115,9 +136,16 @@ try {
     await run("inject", "messages posted mid-session", () => injectFigure(database, j, m, w));
     await run("throughput", "2 workers, 100 agents × 3 tasks", () => throughputFigure(database, j, m, w));
     await run("recovery", "kill -9 a worker mid-session, 3 times", () => recoveryFigure(database, j, m, w));
+    await run("scale", `1, 2 and 4 workers over ${sizes.scale.teams * sizes.scale.perTeam} agents`, () => scaleFigure(database, j, m, w, sizes.scale));
+    await run("idle", `statements while ${sizes.idle.teams * sizes.idle.perTeam} agents idle, ${sizes.idle.seconds} s`, () => idleFigure(database, w, sizes.idle));
+    await run("peers", "the same tool loop in Cadre, LangGraph.js and Mastra; kill -9 mid-session", () => peersFigure(database, j, m, w, sizes.peers, log));
+    await run("memory", `worker RSS over ${sizes.memory.sessions} sessions`, () => memoryFigure(database, j, m, w, sizes.memory));
     await workers.stopAll();
   }
   await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
+  await run("fan-out", `${sizes.fanOut.streams} live-update streams on one web process`, () => fanOutFigure(database, sizes.fanOut));
+  // Last: it fills the big team's tables, which would change what other figures read.
+  await run("pages", "server render of the team, agent, inbox and knowledge pages of a big team", () => pagesFigure(database, loaded.get("ctx-100k")!, sizes.pages));
 
   const ordered = allFigures.flatMap((figure) => (results.has(figure) ? [results.get(figure)!] : []));
   console.log("");

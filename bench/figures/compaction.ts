@@ -53,7 +53,8 @@ async function scriptedSession(database: BenchDatabase, budget: number, search: 
   });
   const engine = await createTestEngine(database, {
     model,
-    config: { contextTokenBudget: budget, maxStepsPerSession: COMPACTION_STEPS, sessionTokenBudget: UNLIMITED, teamDailyTokenBudget: UNLIMITED, search },
+    // Above the rounds: a session that reached the limit hands over to a new one after its turn.
+    config: { contextTokenBudget: budget, maxStepsPerSession: COMPACTION_STEPS + 10, sessionTokenBudget: UNLIMITED, teamDailyTokenBudget: UNLIMITED, search },
   });
   try {
     const { team } = await createTeamWithLead(database.db, { name: `Survey ${budget}`, mission: "Survey the field." });

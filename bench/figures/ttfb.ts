@@ -8,7 +8,7 @@ import { formatMs, now, summarize } from "../lib/stats";
 import type { FigureResult } from "../lib/table";
 
 const root = path.resolve(import.meta.dirname, "../..");
-const buildId = path.join(root, ".next", "BUILD_ID");
+export const buildId = path.join(root, ".next", "BUILD_ID");
 
 export type Build = { built: boolean; seconds: number; error?: string };
 
@@ -53,10 +53,10 @@ function post(agent: http.Agent, url: string, body: string): Promise<Reply> {
 }
 
 /** The production web server alone (`npm run start:web`), offline model, on the bench database. */
-async function startWeb(database: BenchDatabase): Promise<{ url: string; stop: () => Promise<void>; output: () => string }> {
+export async function startWeb(database: BenchDatabase, extraEnv: Record<string, string> = {}): Promise<{ url: string; pid: number; stop: () => Promise<void>; output: () => string }> {
   const port = await freePort();
   // No OPENAI_* variables: the offline model answers.
-  const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DATABASE_URL: database.url, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" as const };
+  const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", DATABASE_URL: database.url, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" as const, ...extraEnv };
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", "--web-only"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -87,7 +87,7 @@ async function startWeb(database: BenchDatabase): Promise<{ url: string; stop: (
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  return { url, stop, output: () => output };
+  return { url, pid: child.pid!, stop, output: () => output };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { database } from "@/lib/db/client";
+import { connectionBudget, database } from "@/lib/db/client";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
@@ -8,7 +8,10 @@ const holder = globalThis as typeof globalThis & { cadreEngine?: Promise<EngineD
 
 /** The web process's database, job queue and engine settings, started on first use. */
 export function webEngine(): Promise<EngineDeps> {
-  holder.cadreEngine ??= JobQueue.start(databaseUrl(), "web", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS })
+  holder.cadreEngine ??= JobQueue.start(databaseUrl(), "web", {
+    notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
+    poolSize: connectionBudget().jobs,
+  })
     .then((jobs) => engineDeps(database().db, jobs))
     .catch((error) => {
       holder.cadreEngine = undefined;

@@ -1,4 +1,4 @@
-import { createDatabase, type Database } from "@/lib/db/client";
+import { connectionBudget, createDatabase, type Database } from "@/lib/db/client";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { resumeChat } from "@/lib/agents/chat";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
@@ -33,8 +33,9 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
   const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : console.error(message, error)));
-  const database = createDatabase(url, { max: 10 });
-  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS });
+  const budget = connectionBudget();
+  const database = createDatabase(url, { max: budget.queries });
+  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS, poolSize: budget.jobs });
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 
@@ -42,6 +43,8 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   // heartbeat reads the same request from the database within seconds as a fallback.
   const listener = await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
 
+  // Alive (row and liveness lock) before the first session: its sessions are never taken for a dead worker's.
+  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, databaseUrl: url, log });
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
@@ -81,14 +84,16 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     // Now and then the backlog again: a nudge lost with a database restart, or a wake job
     // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
     // one per agent (singleton key), so an agent already queued costs nothing.
-    if (++reaps % 10 === 0) {
+    if (++reaps % 15 === 0) {
       drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
       // A stdio MCP server whose settings were deleted or turned off (its team deleted, say) must not outlive them.
       pruneMcpConnections((ids) => listEnabledMcpServerIds(database.db, ids)).catch((error: unknown) => log("[worker] closing unused MCP connections failed", error));
     }
-  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 3));
+    // Every stale/7.5 s (2 s by default): a killed worker's sessions are retaken once two of
+    // their beats are missing and its liveness lock is free, so the reaper's rhythm is most
+    // of what is left of recovery. One cheap statement; pg-boss polling less often pays for it.
+  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 7.5));
 
-  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, log });
   log("[worker] ready: waiting for work.");
   return {
     jobs,

@@ -26,7 +26,15 @@ export type WorkerFleet = {
  * so kills land in model calls, in tools and between steps; dead workers are noticed within
  * seconds (SESSION_STALE_SECONDS=2) so many kills fit in a test run.
  */
-export function useWorkerFleet(play: (request: FakeChatRequest) => FakeReply): WorkerFleet {
+export function useWorkerFleet(
+  play: (request: FakeChatRequest) => FakeReply,
+  options: {
+    /** Added to (or overriding) every worker's environment. */
+    workerEnv?: Record<string, string>;
+    /** Told of each model request as it arrives; the function it returns is called once it is answered. */
+    onModelRequest?: (request: FakeChatRequest) => () => void;
+  } = {},
+): WorkerFleet {
   let openai: FakeOpenAI;
   let tavily: FakeTavily;
   const fleet = {
@@ -40,6 +48,7 @@ export function useWorkerFleet(play: (request: FakeChatRequest) => FakeReply): W
         TAVILY_BASE_URL: tavily.url,
         WORKER_CONCURRENCY: "4",
         SESSION_STALE_SECONDS: "2",
+        ...options.workerEnv,
       });
       fleet.live.push(worker);
       return worker;
@@ -62,8 +71,13 @@ export function useWorkerFleet(play: (request: FakeChatRequest) => FakeReply): W
     fleet.database = await createTestDatabase({ max: 5 });
     fleet.jobs = await JobQueue.start(fleet.database.url, "web", { quiet: true });
     openai = await startFakeOpenAI(async (request) => {
-      await pause(10 + Math.random() * 60);
-      return play(request);
+      const answered = options.onModelRequest?.(request);
+      try {
+        await pause(10 + Math.random() * 60);
+        return play(request);
+      } finally {
+        answered?.();
+      }
     });
     tavily = await startFakeTavily(async ({ query }) => {
       await pause(40 + Math.random() * 120);

@@ -12,7 +12,7 @@ import { BudgetExceeded, TeamOverBudget } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
-import { closeOpenToolCalls } from "./work-log";
+import { closeOpenToolCalls, hasOpenToolCalls } from "./work-log";
 import { reportUnknownOutcome } from "./alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
@@ -116,9 +116,10 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   };
 
   try {
-    const agent = await requireAgent(db, session.agentId);
-    const conversation = await getBackgroundConversation(db, agent.id);
-    const team = await requireTeam(db, agent.teamId);
+    // Independent reads in two phases, not four round trips one after another: a wake-up's
+    // latency is mostly the session's start.
+    const [agent, conversation] = await Promise.all([requireAgent(db, session.agentId), getBackgroundConversation(db, session.agentId)]);
+    const [team, tail] = await Promise.all([requireTeam(db, agent.teamId), getLastMessage(db, conversation.id)]);
     span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
     state = {
       session,
@@ -131,7 +132,8 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,
-      startTail: (await getLastMessage(db, conversation.id))?.id ?? null,
+      startTail: tail?.id ?? null,
+      freshlyRead: true,
       signal: controller.signal,
       stop: () => abort("user"),
       shuttingDown: () => options.shutdown?.aborted === true,
@@ -192,6 +194,10 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
  * itself, and the person (and a subordinate's lead) is told, as of any failure.
  */
 async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversationId: string): Promise<void> {
+  // Nearly always there is none: look first, outside a transaction (two round trips saved at
+  // every session's start). A call left open cannot gain its result meanwhile: only this
+  // session, which holds the agent's lease, writes results to its log.
+  if (!(await hasOpenToolCalls(deps.db, conversationId))) return;
   // The results and the alerts in one transaction: a crash between them would leave a call
   // closed as "outcome unknown" that nobody was told about.
   await deps.db.transaction(async (tx) => {

@@ -45,14 +45,22 @@ export async function logAwaitsReply(db: Db, conversationId: string): Promise<bo
  * again), "(outcome unknown …)" for one whose effect lies outside Cadre, or the marker of
  * a session that ends. A stored call never stays without its result. Returns the calls closed.
  */
+/** Whether any tool call in the context has no result yet (waiting for the person's decision counts). */
+export async function hasOpenToolCalls(db: Db, conversationId: string): Promise<boolean> {
+  return openToolCalls(await getConversationContext(db, conversationId)).length > 0;
+}
+
+function openToolCalls(context: Message[]): StoredToolCall[] {
+  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  return context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
+}
+
 export async function closeOpenToolCalls(
   db: Db,
   conversationId: string,
   content: string | ((call: StoredToolCall) => string),
 ): Promise<StoredToolCall[]> {
-  const context = await getConversationContext(db, conversationId);
-  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
-  const open = context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
+  const open = openToolCalls(await getConversationContext(db, conversationId));
   if (open.length === 0) return [];
   // A call waiting for the person's decision is not broken: it keeps waiting, whatever ends,
   // and a decided one gets its result when the decision is carried out (approvals.ts).

@@ -1,7 +1,7 @@
 import { stepCountIs, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
-import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
+import { getOldestAgentInput, hasAgentInputAbout, hasQueuedInputFor } from "@/lib/db/queries/agent-inputs";
 import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
@@ -44,6 +44,8 @@ export type SessionState = {
   focus: string | null | undefined;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
+  /** Agent and team were read a moment ago, after the claim (whose row carries any Stop): the loop's first look need not read them again. */
+  freshlyRead?: boolean;
   signal: AbortSignal;
   /** Aborts the session as the person's Stop does. */
   stop: () => void;
@@ -74,13 +76,18 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
     if (state.shuttingDown()) return "interrupted";
     // A long run of turns (many tasks, many reports) hands over to a fresh session between turns.
     if (state.steps >= deps.config.maxStepsPerSession) return "handed-over";
-    state.agent = await requireAgent(db, state.agent.id);
-    state.team = await requireTeam(db, state.agent.teamId);
-    // The NOTIFY and the heartbeat usually get there first; this catches a Stop that reached neither yet.
-    if (await isSessionStopRequested(db, state.session.id)) {
-      state.stop();
-      state.signal.throwIfAborted();
+    if (state.freshlyRead) state.freshlyRead = false;
+    else {
+      const [agent, stopRequested] = await Promise.all([requireAgent(db, state.agent.id), isSessionStopRequested(db, state.session.id)]);
+      state.agent = agent;
+      state.team = await requireTeam(db, state.agent.teamId);
+      // The NOTIFY and the heartbeat usually get there first; this catches a Stop that reached neither yet.
+      if (stopRequested) {
+        state.stop();
+        state.signal.throwIfAborted();
+      }
     }
+    state.signal.throwIfAborted();
     const paused = state.team.status === "paused";
     // Checked before work is taken, so nothing is begun that the budget would cut at its first call.
     // Cheap: the team's spending is an estimate kept in this process (budgets.ts), read again only now and then.
@@ -113,7 +120,14 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   const agentId = state.agent.id;
   // The person decided on calls that waited: carry the decisions out, and go on with a
   // task whose calls all have their results now (its turn continues from them).
-  if (await hasDecidedUnresolvedApproval(db, state.conversation.id)) {
+  // The four places work can come from, read together; re-read after decisions were carried out.
+  let [decided, oldest, inProgress, pending] = await Promise.all([
+    hasDecidedUnresolvedApproval(db, state.conversation.id),
+    getOldestAgentInput(db, agentId),
+    listTasksByAgent(db, agentId, ["in_progress"]),
+    listPendingTasks(db, agentId),
+  ]);
+  if (decided) {
     const recorder = new StepRecorder(db, state.conversation.id);
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
     const carried = await carryOutDecisions(
@@ -126,8 +140,8 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       await noteDecisionsUnlessAtTail(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
       return true;
     }
+    [oldest, inProgress, pending] = await Promise.all([getOldestAgentInput(db, agentId), listTasksByAgent(db, agentId, ["in_progress"]), listPendingTasks(db, agentId)]);
   }
-  const oldest = await getOldestAgentInput(db, agentId);
   if (oldest) {
     const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId });
     if (moved.length > 0) {
@@ -135,13 +149,13 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       return true;
     }
   }
-  for (const task of (await listTasksByAgent(db, agentId, ["in_progress"])).reverse()) {
+  for (const task of inProgress.reverse()) {
     if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
     await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task) });
     state.focus = task.id;
     return true;
   }
-  for (const task of await listPendingTasks(db, agentId)) {
+  for (const task of pending) {
     const begun = await db.transaction(async (tx) => {
       const updated = await setTaskStatus(tx, task.id, "in_progress");
       if (updated) {
@@ -275,8 +289,17 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   let contextTail: string | null = null;
   // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
-    if (turn.takesInput) await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: state.focus ?? null });
-    const [system, context] = await Promise.all([instructions(), history.read(), checkBudgets(deps, state)]);
+    // Whether input waits is read beside the call's other reads; only when some does, the
+    // transaction that moves it into the log runs, and the log is read again after it.
+    const focus = state.focus ?? null;
+    const [system, read, , inputWaits] = await Promise.all([
+      instructions(),
+      history.read(),
+      checkBudgets(deps, state),
+      turn.takesInput ? hasQueuedInputFor(db, state.agent.id, focus) : false,
+    ]);
+    let context = read;
+    if (inputWaits && (await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus })).length > 0) context = await history.read();
     const messages = await loadContextForCall(
       {
         db,

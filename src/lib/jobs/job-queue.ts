@@ -16,6 +16,9 @@ import {
 
 export type JobQueueRole = "web" | "worker";
 
+/** How often a fetcher polls a queue whose jobs normally arrive by NOTIFY (pg-boss's own default). */
+const IDLE_POLL_SECONDS = 30;
+
 /** NOTIFICATION_RETRY_DELAY_SECONDS's default: the first retry's delay, doubled on each after. */
 export const DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS = 2;
 
@@ -41,20 +44,23 @@ export type NotificationAttempt = {
 export class JobQueue {
   readonly boss: PgBoss;
 
-  private constructor(boss: PgBoss) {
+  private constructor(
+    boss: PgBoss,
+    private readonly notificationRetryDelaySeconds: number,
+  ) {
     this.boss = boss;
   }
 
   static async start(
     connectionString: string,
     role: JobQueueRole,
-    options: { quiet?: boolean; notificationRetryDelaySeconds?: number } = {},
+    options: { quiet?: boolean; notificationRetryDelaySeconds?: number; /** pg-boss's pool (connectionBudget().jobs); its LISTEN connection comes on top. */ poolSize?: number } = {},
   ): Promise<JobQueue> {
     const boss = new PgBoss({
       connectionString,
       schema: "pgboss",
       useListenNotify: true,
-      max: role === "worker" ? 6 : 3,
+      max: options.poolSize ?? (role === "worker" ? 5 : 3),
       // Cron and maintenance belong to workers; the web process only sends.
       schedule: role === "worker",
       supervise: role === "worker",
@@ -69,8 +75,9 @@ export class JobQueue {
     });
     await boss.start();
     // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
-    await ensureQueues(boss, { notificationRetryDelaySeconds: options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS });
-    holder.queue = new JobQueue(boss);
+    const notificationRetryDelaySeconds = options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
+    await ensureQueues(boss, { notificationRetryDelaySeconds });
+    holder.queue = new JobQueue(boss, notificationRetryDelaySeconds);
     return holder.queue;
   }
 
@@ -117,14 +124,43 @@ export class JobQueue {
     await this.boss.unschedule(LEAD_SCHEDULE_QUEUE, agentId);
   }
 
+  /**
+   * `concurrency` sessions at once. While LISTEN/NOTIFY is up a nudge arrives at once, so
+   * polling is only the backstop for jobs that appear without a NOTIFY (a retry after its
+   * delay): every 30 s, not 2, which was most of an idle worker's load (8 fetchers × one
+   * statement every 2 s). The backlog drain (runner.ts) covers the rest. A backlog (more
+   * agents woken than this worker runs at once) drains at once: see `fetchers`.
+   */
   async workAgentWakes(concurrency: number, handler: (job: Job<AgentWakePayload>) => Promise<void>): Promise<void> {
-    await this.boss.work<AgentWakePayload>(
-      AGENT_WAKE_QUEUE,
-      { batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
-      async ([job]) => {
-        if (job) await handler(job);
-      },
-    );
+    await this.fetchers<AgentWakePayload>(AGENT_WAKE_QUEUE, concurrency, { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS }, handler);
+  }
+
+  /**
+   * `count` pg-boss fetchers of one job each, each registered on its own so it knows its id:
+   * after a job it asks for another at once (`notifyWorker`), and waits for a NOTIFY or its
+   * poll only once a fetch came back empty. pg-boss alone re-fetches after a job only when a
+   * NOTIFY came meanwhile (its burst modes need batches of more than one job, which would
+   * make a long session hold up a short one), so a backlog queued in one go would drain at
+   * `count` jobs per poll interval: 8 per 30 s, or with the old 2 s polling 4 sessions/s per worker.
+   */
+  private async fetchers<T extends object>(
+    queue: string,
+    count: number,
+    polling: { pollingIntervalSeconds: number; notifyPollingIntervalSeconds: number },
+    handler: (job: JobWithMetadata<T>) => Promise<void>,
+  ): Promise<void> {
+    const options = { batchSize: 1, localConcurrency: 1, includeMetadata: true, ...polling } as const;
+    for (let i = 0; i < count; i++) {
+      let fetcherId: string | undefined;
+      fetcherId = await this.boss.work<T, unknown, typeof options>(queue, options, async ([job]) => {
+        if (!job) return;
+        try {
+          await handler(job);
+        } finally {
+          if (fetcherId && !this.stopping) this.boss.notifyWorker(fetcherId);
+        }
+      });
+    }
   }
 
   async workLeadSchedules(handler: (job: Job<LeadSchedulePayload>) => Promise<void>): Promise<void> {
@@ -151,16 +187,22 @@ export class JobQueue {
     deliver: (attempt: NotificationAttempt) => Promise<void>,
     giveUp: (notificationId: string) => Promise<void>,
   ): Promise<void> {
-    await this.boss.work(
+    await this.fetchers<NotificationPayload>(
       NOTIFICATION_QUEUE,
-      { batchSize: 1, localConcurrency: 4, includeMetadata: true, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
-      async ([job]: JobWithMetadata<unknown>[]) => {
-        if (!job) return;
+      4,
+      {
+        pollingIntervalSeconds: 2,
+        // A retry has no NOTIFY: polling is what finds it. Every 10 s (a retry lands at most
+        // that much after its delay), or every 2 s when the delay is shortened (tests).
+        notifyPollingIntervalSeconds: this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 2 : 10,
+      },
+      async (job) => {
         const { notificationId } = notificationPayload.parse(job.data);
         await deliver({ notificationId, attempt: job.retryCount + 1, lastAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
       },
     );
-    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: 5 }, async ([job]) => {
+    const giveUpPolling = this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 5 : IDLE_POLL_SECONDS;
+    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: giveUpPolling }, async ([job]) => {
       if (job) await giveUp(notificationPayload.parse(job.data).notificationId);
     });
   }
@@ -221,7 +263,7 @@ async function ensureQueues(boss: PgBoss, settings: { notificationRetryDelaySeco
   });
 
   // The give-up queue first: a queue's dead letter must exist when the queue names it.
-  // No NOTIFY: pg-boss files dead letters without one, so its worker polls (every 5 s).
+  // No NOTIFY: pg-boss files dead letters without one, so its worker polls (every 30 s: marking a given-up delivery failed is not urgent).
   await boss.createQueue(NOTIFICATION_GIVE_UP_QUEUE, { policy: "standard", retryLimit: 5, retryDelay: 10 });
   const policy = notificationQueuePolicy(settings.notificationRetryDelaySeconds);
   await boss.createQueue(NOTIFICATION_QUEUE, { policy: "standard", notify: true, ...policy });

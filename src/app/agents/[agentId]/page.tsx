@@ -12,7 +12,7 @@ import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { openTaskStatuses, listTasksByAgent } from "@/lib/db/queries/tasks";
+import { openTaskStatuses, listTasksForAgentPage } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
 import { formatUsd } from "@/lib/usage/format";
@@ -23,6 +23,9 @@ import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ agentId: string }> };
+
+/** Ended tasks shown beside the open ones: the page stays fast however long the agent has worked. */
+const ENDED_TASKS_LIMIT = 50;
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -39,9 +42,9 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, tasks, sessions, usage, background, approvals, usageByModel, prices, log] = await Promise.all([
+  const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log] = await Promise.all([
     getTeam(db(), agent.teamId),
-    listTasksByAgent(db(), agent.id),
+    listTasksForAgentPage(db(), agent.id, ENDED_TASKS_LIMIT),
     listSessions(db(), agent.id, 10),
     getUsageTotals(db(), agent.id),
     getConversationByMode(db(), agent.id, "background"),
@@ -126,6 +129,11 @@ export default async function AgentPage({ params }: Props) {
 
       <section aria-labelledby="tasks-heading" className="section">
         <h2 id="tasks-heading">Tasks</h2>
+        {endedCount > ENDED_TASKS_LIMIT && (
+          <p className="hint">
+            All open tasks and the latest {ENDED_TASKS_LIMIT} of {number(endedCount)} ended ones.
+          </p>
+        )}
         {tasks.length === 0 ? (
           <EmptyState title="No tasks">
             <p>{agent.role === "lead" ? "Ask the lead for research in the chat and it creates one." : "The lead delegates tasks to this agent."}</p>

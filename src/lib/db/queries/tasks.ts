@@ -50,6 +50,29 @@ export function listTasksByAgent(db: Db, agentId: string, statuses?: readonly Ta
     .execute();
 }
 
+/**
+ * What the agent page shows of a long life: every open task, the `limit` most recent ended
+ * ones (newest first), and how many ended ones there are in all. A page listing all of an
+ * agent's 10 000 tasks took seconds to render.
+ */
+export async function listTasksForAgentPage(db: Db, agentId: string, limit: number): Promise<{ tasks: Task[]; endedCount: number }> {
+  const [open, ended, [counted]] = await Promise.all([
+    listTasksByAgent(db, agentId, openTaskStatuses),
+    db
+      .select()
+      .from(tasks)
+      .where(and(eq(tasks.agentId, agentId), inArray(tasks.status, [...finalTaskStatuses])))
+      .orderBy(desc(tasks.createdAt), desc(tasks.id))
+      .limit(limit),
+    db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(tasks)
+      .where(and(eq(tasks.agentId, agentId), inArray(tasks.status, [...finalTaskStatuses]))),
+  ]);
+  const all = [...open, ...ended].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
+  return { tasks: all, endedCount: counted?.n ?? 0 };
+}
+
 /** The agent's pending tasks, oldest first: the order a work session takes them. */
 export function listPendingTasks(db: Db, agentId: string): Promise<Task[]> {
   return db

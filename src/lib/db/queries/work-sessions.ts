@@ -1,6 +1,7 @@
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";
+import { workerHoldsLock } from "./workers";
 import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
 
@@ -133,12 +134,32 @@ export async function requestSessionStop(db: Db, agentId: string): Promise<WorkS
   });
 }
 
-/** Marks sessions of dead workers interrupted; returns their agents so they can be woken again. */
+/**
+ * How long a session's heartbeat must be silent before a session whose worker no longer
+ * holds its liveness lock is taken to be dead: two beats (a beat every stale/5 s). The lock
+ * alone is not enough: a live worker whose lock connection dropped (a network blip, a
+ * Postgres restart) takes it again at its next beat, and its sessions keep beating meanwhile.
+ */
+export const deadWorkerGraceSeconds = (staleAfterSeconds: number) => (staleAfterSeconds * 2) / 5;
+
+/**
+ * Marks sessions of dead workers interrupted; returns their agents so they can be woken
+ * again. Dead is either of: no heartbeat for `staleAfterSeconds` (a worker that hangs, a
+ * machine that vanished without closing its connections), or no heartbeat for two beats
+ * and its worker's liveness lock free (a killed process: Postgres freed the lock when its
+ * connection closed), which retakes a kill -9's sessions in seconds instead of 15–20.
+ */
 export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<string[]> {
+  const silentFor = (seconds: number) => sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${seconds})`;
   const rows = await db
     .update(workSessions)
     .set({ status: "interrupted", error: "The worker running this session stopped responding.", endedAt: sql`now()` })
-    .where(and(eq(workSessions.status, "running"), sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${staleAfterSeconds})`))
+    .where(
+      and(
+        eq(workSessions.status, "running"),
+        sql`(${silentFor(staleAfterSeconds)} or (${silentFor(deadWorkerGraceSeconds(staleAfterSeconds))} and not ${workerHoldsLock(sql`${workSessions.worker}`)}))`,
+      ),
+    )
     .returning({ agentId: workSessions.agentId });
   return rows.map((row) => row.agentId);
 }

@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
 import { workers } from "../schema";
 
@@ -33,6 +33,27 @@ export async function recordWorkerHeartbeat(db: Db, workerId: string): Promise<v
 /** A graceful stop: the worker no longer counts as alive, at once rather than after the staleness window. */
 export async function markWorkerStopped(db: Db, workerId: string): Promise<void> {
   await db.update(workers).set({ stoppedAt: sql`now()`, heartbeatAt: sql`now()` }).where(eq(workers.id, workerId));
+}
+
+/**
+ * The key of a worker's liveness lock: a session-level advisory lock its process holds on a
+ * connection of its own for as long as it lives (worker/liveness.ts). Postgres releases it
+ * the moment that connection closes, which a killed process's does at once.
+ */
+export function workerLockKey(worker: SQL): SQL {
+  return sql`hashtextextended(${worker}, 0)`;
+}
+
+/**
+ * SQL: the worker named by `worker` holds its liveness lock in this database (pg_locks shows
+ * a bigint advisory key as its high and low 32 bits in classid and objid).
+ */
+export function workerHoldsLock(worker: SQL): SQL {
+  const key = workerLockKey(worker);
+  return sql`exists (select 1 from pg_locks l
+     where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+       and l.database = (select oid from pg_database where datname = current_database())
+       and l.classid = ((${key} >> 32) & 4294967295)::oid and l.objid = (${key} & 4294967295)::oid)`;
 }
 
 export type WorkerLiveness = {
