@@ -103,7 +103,7 @@ export function AgentEditor({
 function ScheduleSummary({ schedule }: { schedule: LeadScheduleView }) {
   const { preview, lastRunAt, teamStatus } = schedule;
   return (
-    <div className="schedule-summary" aria-label="Schedule">
+    <div className="schedule-summary" role="group" aria-label="Schedule">
       <p className="meta">
         Scheduled runs: <strong>{teamStatus === "paused" ? `paused (${preview.text} when resumed)` : preview.text}</strong>
       </p>
@@ -232,7 +232,7 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
               </datalist>
             </label>
           </div>
-          <div className="schedule-preview" aria-live="polite" aria-label="Schedule preview">
+          <div className="schedule-preview" role="status" aria-label="Schedule preview">
             {preview.error ? (
               <p className="field-error">{preview.error}</p>
             ) : (
