@@ -5,13 +5,14 @@
 // goes, focus, Escape), a task assigned by hand, a failed task retried and a delegation tree —
 // each checked through the API or the database, with screenshots at 1440 and 375 px.
 import { eq } from "drizzle-orm";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import path from "node:path";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTask, getTask } from "@/lib/db/queries";
 import { tasks } from "@/lib/db/schema";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, launchChromium, settle, shoot, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir, settle, shoot, startApp, type AppServer } from "./app-server";
 
 let database: TestDatabase;
 let fake: FakeOpenAI;
@@ -34,6 +35,16 @@ async function call<T>(pathname: string, init: { method?: string; body?: unknown
 async function open(pathname: string): Promise<void> {
   await page.goto(`${app.url}${pathname}`);
   await settle(page);
+}
+
+/** A part of the page alone at both widths, for a closer look than the full-page shots give. */
+async function shootRegion(region: Locator, name: string): Promise<void> {
+  for (const width of [1440, 375]) {
+    await page.setViewportSize({ width, height: width === 1440 ? 900 : 812 });
+    await page.waitForTimeout(100);
+    await region.screenshot({ path: path.join(screenshotDir, `${name}-section-${width}.png`) });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
 }
 
 describe("team and agent settings in the browser", () => {
@@ -116,6 +127,7 @@ describe("team and agent settings in the browser", () => {
     const draftRequest = fake.requests.find((request) => request.response_format);
     expect(JSON.stringify(draftRequest?.messages)).toContain("Brief me only on big price moves");
     await shoot(page, "settings-agent-editor");
+    await shootRegion(form, "settings-agent-editor");
 
     await form.getByRole("button", { name: "Save" }).click();
     await page.getByRole("button", { name: "Edit Heat Lead" }).waitFor();
@@ -123,9 +135,12 @@ describe("team and agent settings in the browser", () => {
     expect(body.agent).toMatchObject({ model: "llama-3.2-3b", schedule: "0 7 * * 1-5", scheduleTimeZone: "Europe/Berlin" });
     expect(body.agent.instructions).toContain("Cite every source.");
     const schedule = page.getByLabel("Schedule", { exact: true });
-    expect(await schedule.getByText("weekdays at 07:00 Europe/Berlin").isVisible()).toBe(true);
+    // The card shows the saved schedule once the page's data is refreshed.
+    await schedule.getByText("weekdays at 07:00 Europe/Berlin").waitFor();
     expect(await schedule.getByText(/^Next: /).isVisible()).toBe(true);
     await shoot(page, "settings-team");
+    await shootRegion(page.getByRole("article", { name: "Heat Lead" }), "settings-lead-card");
+    await shootRegion(page.getByRole("region", { name: "Danger zone" }), "settings-danger-zone");
   });
 
   it("pauses the team (the schedule says so) and resumes it", async () => {
@@ -134,6 +149,7 @@ describe("team and agent settings in the browser", () => {
     await page.getByText("This team is paused", { exact: false }).waitFor();
     expect(await page.getByLabel("Schedule", { exact: true }).getByText("paused (weekdays at 07:00 Europe/Berlin when resumed)").isVisible()).toBe(true);
     await shoot(page, "settings-team-paused");
+    await shootRegion(page.getByRole("article", { name: "Heat Lead" }), "settings-lead-card-paused");
     await page.getByRole("button", { name: "Resume team" }).click();
     await page.getByRole("button", { name: "Pause team" }).waitFor();
   });
@@ -144,7 +160,7 @@ describe("team and agent settings in the browser", () => {
     await assign.getByLabel("Task title").fill("Compare three heat pump models");
     await assign.getByLabel("Task description (optional)").fill("Prices in Germany, with sources.");
     await assign.getByRole("button", { name: "Assign task" }).click();
-    await page.getByText("Compare three heat pump models").waitFor();
+    await page.locator(".task-title", { hasText: "Compare three heat pump models" }).waitFor();
     // The worker takes it up with the fake model and completes it.
     await expect.poll(async () => (await database.db.select().from(tasks).where(eq(tasks.title, "Compare three heat pump models")))[0]?.status, { timeout: 30_000 }).toBe("completed");
 
@@ -162,6 +178,7 @@ describe("team and agent settings in the browser", () => {
       .toBe(2);
     expect(await getTask(database.db, failed.id)).toMatchObject({ status: "failed" });
     await shoot(page, "settings-agent-tasks");
+    await shootRegion(page.getByRole("region", { name: "Tasks" }), "settings-agent-tasks");
 
     await open(`/agents/${world.lead}`);
     await page.getByText("Delegation tree").click();
@@ -170,6 +187,7 @@ describe("team and agent settings in the browser", () => {
     expect(await tree.getByRole("link", { name: "Scout" }).isVisible()).toBe(true);
     expect(await tree.getByText("Twelve installers in Berlin.").isVisible()).toBe(true);
     await shoot(page, "settings-delegation-tree");
+    await shootRegion(page.locator(".task").filter({ hasText: "Heat pump report" }), "settings-delegation-tree");
   });
 
   it("asks before deleting the team, says what goes, and deletes it", async () => {
@@ -183,6 +201,7 @@ describe("team and agent settings in the browser", () => {
     // Focus starts on the safe choice; Escape closes and gives focus back.
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Keep the team");
     await shoot(page, "settings-delete-dialog");
+    await shootRegion(dialog, "settings-delete-dialog");
     await page.keyboard.press("Escape");
     await expect.poll(() => dialog.isVisible()).toBe(false);
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Delete team");
