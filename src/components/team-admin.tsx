@@ -191,7 +191,7 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
           {drafting ? "Drafting…" : "Improve with the model"}
         </button>
       </div>
-      <p className="hint" role="status">
+      <p className="hint under-field" role="status">
         {drafting ? "The model is revising the instructions above." : "The model's revision replaces the text above; read it, then save or cancel."}
       </p>
       {draftError && <ErrorNote message={draftError} onDismiss={() => setDraftError(null)} />}
@@ -209,7 +209,7 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
           {models?.models.map((id) => <option key={id} value={id} />)}
         </datalist>
       </label>
-      <p className="hint" id={`${prefix}-models-hint`}>
+      <p className="hint under-field" id={`${prefix}-models-hint`}>
         {models === null
           ? "Asking the model server what it offers…"
           : models.error ?? (models.source === "server" ? `${models.models.length} models on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}

@@ -1,7 +1,7 @@
 import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
 import { createTeamWithLead, updateTeam, type TeamChanges } from "@/lib/db/queries/teams";
 import { getTeamLead, updateAgent, type AgentChanges } from "@/lib/db/queries/agents";
-import { getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
+import { deleteTeam, getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
 import type { EngineDeps } from "./engine-config";
 import { wakeAgentsWithWork } from "./tasks";
@@ -88,4 +88,15 @@ export async function editAgent(engine: EngineDeps, agentId: string, changes: Ag
     await syncLeadSchedule(engine, agent, "active");
   }
   return agent;
+}
+
+/**
+ * Deletes a team with everything under it (agents, tasks, conversations, knowledge, inbox
+ * items: by cascade, in one statement), then drops its lead's schedule — best effort, as a
+ * check-in for a team that is gone is skipped anyway.
+ */
+export async function removeTeam(engine: EngineDeps, teamId: string): Promise<void> {
+  const lead = await getTeamLead(engine.db, teamId);
+  await deleteTeam(engine.db, teamId);
+  if (lead) await syncLeadSchedule(engine, lead, "paused");
 }
