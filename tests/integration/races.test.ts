@@ -8,10 +8,12 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { streamChatReply } from "@/lib/agents/chat";
 import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, getTeam } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
+import { tasks } from "@/lib/db/schema";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -37,6 +39,7 @@ async function loadRoutes() {
     stop: await import("@/app/api/agents/[agentId]/stop/route"),
     agentTasks: await import("@/app/api/agents/[agentId]/tasks/route"),
     cancelTask: await import("@/app/api/tasks/[taskId]/cancel/route"),
+    retryTask: await import("@/app/api/tasks/[taskId]/retry/route"),
     inboxItem: await import("@/app/api/inbox/[itemId]/route"),
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
     hook: await import("@/app/api/hooks/[teamId]/route"),
@@ -128,6 +131,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
   const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
   const [scout, analyst] = subordinates as [(typeof subordinates)[0], (typeof subordinates)[0]];
   const task = await createTask(database.db, { agentId: scout.id, source: "lead", title: "Find prices" });
+  const failed = await createTask(database.db, { agentId: scout.id, source: "user", title: "Failed once" });
+  await database.db.update(tasks).set({ status: "failed", result: "The model server failed." }).where(eq(tasks.id, failed.id));
   const item = await createInboxItem(database.db, { teamId: team.id, agentId: scout.id, type: "briefing", title: "t", summary: "s", content: "c" });
   const knowledge = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Panels got cheaper." });
   const { secret } = await setWebhookSecret(database.db, team.id, `whsec_race_${index}`);
@@ -160,6 +165,10 @@ async function round(index: number): Promise<{ key: string; status: number; body
     { key: "POST /api/agents/[agentId]/stop", run: () => api.stop.POST(request("POST"), params({ agentId: scout.id })) },
     { key: "POST /api/agents/[agentId]/stop", run: () => api.stop.POST(request("POST"), params({ agentId: lead.id })) },
     { key: "POST /api/tasks/[taskId]/cancel", run: () => api.cancelTask.POST(request("POST"), params({ taskId: task.id })) },
+    // Twice at once: each retry is a new task, and neither may trip over the other or the deletes.
+    { key: "POST /api/tasks/[taskId]/retry", run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })) },
+    { key: "POST /api/tasks/[taskId]/retry", run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })) },
+    { key: "PATCH /api/agents/[agentId]", run: () => api.agent.PATCH(request("PATCH", { schedule: "0 7 * * 1-5", scheduleTimeZone: "Europe/Berlin" }), params({ agentId: lead.id })) },
     { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Newcomer" }), params({ teamId: team.id })) },
     { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Under scout", parentAgentId: scout.id }), params({ teamId: team.id })) },
     { key: "PATCH /api/teams/[teamId]", run: () => api.team.PATCH(request("PATCH", { name: "Renamed team", status: index % 2 ? "paused" : "active" }), params({ teamId: team.id })) },

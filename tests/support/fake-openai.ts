@@ -62,6 +62,8 @@ const defaultHandler: FakeOpenAIHandler = () => ({ text: "Hello from the fake mo
 export type FakeOpenAIOptions = {
   /** Keep every request in `requests` (default true). Long runs turn it off to bound memory. */
   record?: boolean;
+  /** What GET /v1/models lists (default: one model, "fake-model"). */
+  models?: string[];
 };
 
 export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler, options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
@@ -83,6 +85,10 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
   });
 
   async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "GET" && req.url?.endsWith("/models")) {
+      const data = (options.models ?? ["fake-model"]).map((id) => ({ id, object: "model", created: 0, owned_by: "fake" }));
+      return sendJson(res, 200, { object: "list", data });
+    }
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       return sendJson(res, 404, { error: { message: `No route for ${req.method} ${req.url}`, type: "invalid_request_error" } });
     }

@@ -8,6 +8,7 @@ import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
 import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
 import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { raiseAlert } from "./alerts";
 import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "./formats";
@@ -18,6 +19,24 @@ export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promis
     const task = await createTask(tx, input);
     await jobs.wakeAgent(tx, input.agentId);
     return task;
+  });
+}
+
+/**
+ * A failed or cancelled task, tried again by the person: a new pending task for the same
+ * agent with the same title, its description saying which task it retries, and the agent
+ * woken — in the caller's transaction. The old task stays as it ended, for the record.
+ */
+export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Task> {
+  if (task.status !== "failed" && task.status !== "cancelled") {
+    throw new CadreError("conflict:task_not_ended", `Only a failed or cancelled task can be retried; this one is ${task.status.replace("_", " ")}.`);
+  }
+  const retryNote = `Retry of task ${task.id} ("${task.title}"), which ${task.status === "failed" ? "failed" : "was cancelled"}${task.result ? `: ${task.result}` : "."}`;
+  return assignTask(db, jobs, {
+    agentId: task.agentId,
+    source: "user",
+    title: task.title,
+    description: [task.description, retryNote].filter(Boolean).join("\n\n"),
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
 import { createTeamWithLead, updateTeam, type TeamChanges } from "@/lib/db/queries/teams";
-import { getTeamLead } from "@/lib/db/queries/agents";
+import { getTeamLead, updateAgent, type AgentChanges } from "@/lib/db/queries/agents";
+import { deleteTeam, getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
 import type { EngineDeps } from "./engine-config";
 import { wakeAgentsWithWork } from "./tasks";
@@ -26,7 +27,7 @@ export async function createTeam(
     leadName: input.leadName,
     leadInstructions: input.instructions?.trim() || defaultLeadInstructions(input.mission),
   });
-  await syncLeadSchedule(engine, created.lead.id, "active", null);
+  await syncLeadSchedule(engine, created.lead, "active");
   return created;
 }
 
@@ -36,12 +37,16 @@ export async function createTeam(
  * reconciles every lead's schedule when it starts, and a check-in for a paused team
  * is skipped anyway.
  */
-async function syncLeadSchedule(engine: EngineDeps, leadId: string, status: TeamStatus, schedule: string | null): Promise<void> {
+export async function syncLeadSchedule(
+  engine: EngineDeps,
+  lead: Pick<Agent, "id" | "schedule" | "scheduleTimeZone">,
+  status: TeamStatus,
+): Promise<void> {
   try {
-    if (status === "active") await engine.jobs.scheduleLead(leadId, schedule ?? env().LEAD_SCHEDULE);
-    else await engine.jobs.unscheduleLead(leadId);
+    if (status === "active") await engine.jobs.scheduleLead(lead.id, lead.schedule ?? env().LEAD_SCHEDULE, lead.scheduleTimeZone);
+    else await engine.jobs.unscheduleLead(lead.id);
   } catch (error) {
-    engine.log(`[teams] could not update the schedule of lead ${leadId}`, error);
+    engine.log(`[teams] could not update the schedule of lead ${lead.id}`, error);
   }
 }
 
@@ -67,6 +72,31 @@ export async function setTeamStatus(engine: EngineDeps, teamId: string, status: 
     return updated;
   });
   const lead = await getTeamLead(engine.db, teamId);
-  if (lead) await syncLeadSchedule(engine, lead.id, status, lead.schedule);
+  if (lead) await syncLeadSchedule(engine, lead, status);
   return team;
+}
+
+/**
+ * The person's edit of an agent (name, instructions, model, schedule and its time zone). A
+ * lead's new schedule takes effect now, not at the next worker start; a paused team's lead
+ * stays unscheduled and gets the new schedule when the team resumes.
+ */
+export async function editAgent(engine: EngineDeps, agentId: string, changes: AgentChanges): Promise<Agent> {
+  const agent = await writeUnderAgent(engine.db, agentId, (tx) => updateAgent(tx, agentId, changes));
+  const scheduleChanged = changes.schedule !== undefined || changes.scheduleTimeZone !== undefined;
+  if (scheduleChanged && agent.role === "lead" && (await getTeam(engine.db, agent.teamId))?.status === "active") {
+    await syncLeadSchedule(engine, agent, "active");
+  }
+  return agent;
+}
+
+/**
+ * Deletes a team with everything under it (agents, tasks, conversations, knowledge, inbox
+ * items: by cascade, in one statement), then drops its lead's schedule — best effort, as a
+ * check-in for a team that is gone is skipped anyway.
+ */
+export async function removeTeam(engine: EngineDeps, teamId: string): Promise<void> {
+  const lead = await getTeamLead(engine.db, teamId);
+  await deleteTeam(engine.db, teamId);
+  if (lead) await syncLeadSchedule(engine, lead, "paused");
 }

@@ -114,10 +114,11 @@ export class JobQueue {
     });
   }
 
-  async scheduleLead(agentId: string, cron: string): Promise<void> {
+  /** `timeZone`: the IANA zone the cron is read in (null: UTC), so "0 8 * * *" stays 08:00 across a DST change. */
+  async scheduleLead(agentId: string, cron: string, timeZone: string | null = null): Promise<void> {
     // LEAD_SCHEDULE=off (or an agent's schedule "off") turns proactive runs off.
     if (cron.trim().toLowerCase() === "off") return this.unscheduleLead(agentId);
-    await this.boss.schedule(LEAD_SCHEDULE_QUEUE, cron, { agentId } satisfies LeadSchedulePayload, { key: agentId });
+    await this.boss.schedule(LEAD_SCHEDULE_QUEUE, cron, { agentId } satisfies LeadSchedulePayload, { key: agentId, tz: timeZone ?? "UTC" });
   }
 
   async unscheduleLead(agentId: string): Promise<void> {

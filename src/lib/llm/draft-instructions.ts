@@ -13,11 +13,12 @@ const draftSchema = z.object({
 /**
  * A first draft of a new team lead's instructions, written by the model from the team's
  * name and mission (structured output). The person edits it before the team is created.
- * The call belongs to no agent yet: its usage row has no agent and the purpose "draft".
+ * With `current` (and the person's `request`), a revision of existing instructions instead,
+ * which the person reviews before saving. The call belongs to no agent yet: its usage row has no agent and the purpose "draft".
  */
 export async function draftLeadInstructions(
   db: Db,
-  input: { name: string; mission: string },
+  input: { name: string; mission: string; current?: string; request?: string },
   options: { abortSignal?: AbortSignal; model?: ModelChoice; timeoutMs?: number } = {},
 ): Promise<string> {
   const { abortSignal, model = chooseModel(), timeoutMs } = options;
@@ -30,7 +31,11 @@ export async function draftLeadInstructions(
           "You write the standing instructions for the lead agent of a research team. The lead chats with a person, " +
           "breaks the mission into tasks, delegates them to subordinates, keeps a knowledge base and sends briefings. " +
           "Write 4 to 8 short bullets: how to approach the mission, what to delegate, when to brief, what a good briefing contains.",
-        prompt: `Team: ${input.name}\nMission: ${input.mission}`,
+        prompt: input.current?.trim()
+          ? // A revision: the person's own text stays the base, changed only as they ask.
+            `Team: ${input.name}\nMission: ${input.mission}\n\nRevise these instructions${input.request?.trim() ? ` as the person asks: ${input.request.trim()}` : " to be clearer and more useful"}. ` +
+            `Keep what they say unless asked otherwise.\n\nCurrent instructions:\n${input.current.trim()}`
+          : `Team: ${input.name}\nMission: ${input.mission}`,
       },
     );
     return output.instructions.trim();

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
-import { CancelTaskButton, StopSessionButton } from "@/components/agent-controls";
+import { AssignTaskForm, CancelTaskButton, RetryTaskButton, StopSessionButton, TaskTree } from "@/components/agent-controls";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
@@ -12,7 +12,7 @@ import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { openTaskStatuses, listTasksForAgentPage } from "@/lib/db/queries/tasks";
+import { openTaskStatuses, listTasksForAgentPage, listTasksWithSubtasks } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
 import { formatUsd } from "@/lib/usage/format";
@@ -54,6 +54,7 @@ export default async function AgentPage({ params }: Props) {
     getWorkLogPage(db(), agent.id),
   ]);
   const spend = spendOf(usageByModel, prices);
+  const delegating = await listTasksWithSubtasks(db(), tasks.map((task) => task.id));
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
 
@@ -149,6 +150,7 @@ export default async function AgentPage({ params }: Props) {
                     from {task.source} · <LocalTime value={task.createdAt.toISOString()} relative />
                   </span>
                   {open.has(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
+                  {(task.status === "failed" || task.status === "cancelled") && <RetryTaskButton taskId={task.id} title={task.title} />}
                 </div>
                 {task.description && task.description !== task.title && (
                   <details className="task-detail">
@@ -162,10 +164,12 @@ export default async function AgentPage({ params }: Props) {
                     <Markdown text={task.result} />
                   </div>
                 )}
+                {delegating.has(task.id) && <TaskTree taskId={task.id} title={task.title} />}
               </li>
             ))}
           </ul>
         )}
+        <AssignTaskForm agentId={agent.id} agentName={agent.name} />
       </section>
 
       <section aria-labelledby="sessions-heading" className="section">

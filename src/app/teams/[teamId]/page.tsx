@@ -5,7 +5,8 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { McpServers } from "@/components/mcp-servers";
 import { NotificationChannels } from "@/components/notification-channels";
-import { AddSubordinateForm, AgentEditor, TeamStatusButton } from "@/components/team-admin";
+import { AddSubordinateForm, AgentEditor, TeamStatusButton, type LeadScheduleView } from "@/components/team-admin";
+import { DeleteTeamButton, TeamSettingsForm } from "@/components/team-settings";
 import { TeamUsageSection } from "@/components/team-usage";
 import { ToolPoliciesPanel } from "@/components/tool-policies";
 import { ToolScopes } from "@/components/tool-scopes";
@@ -17,10 +18,12 @@ import { lastDays, MAX_DIGEST_DAYS } from "@/lib/export/digest";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
-import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
+import { countTeamContents, getTeam, listTeamAgents } from "@/lib/db/queries/teams";
+import { getLastScheduledTask } from "@/lib/db/queries/tasks";
+import { previewSchedule } from "@/lib/agents/schedule-preview";
 import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
-import { smtpSettings } from "@/lib/env";
+import { env, smtpSettings } from "@/lib/env";
 import { isUuid } from "@/lib/ids";
 import { listMcpServerViews } from "@/lib/mcp/servers";
 import { listTeamNotifications } from "@/lib/notifications/channels";
@@ -50,6 +53,14 @@ export default async function TeamPage({ params }: Props) {
   const [toolPolicies, mcpServers] = await Promise.all([listToolPolicies(db(), team.id), listMcpServerViews(db(), team.id).then((views) => views.map(toWire))]);
   const lead = agents.find((agent) => agent.role === "lead");
   const subordinates = agents.filter((agent) => agent.role === "subordinate");
+  const [contents, lastRun] = await Promise.all([countTeamContents(db(), team.id), lead ? getLastScheduledTask(db(), lead.id) : null]);
+  const leadSchedule: LeadScheduleView | undefined = lead && {
+    preview: previewSchedule(lead.schedule ?? env().LEAD_SCHEDULE, lead.scheduleTimeZone),
+    defaultCron: env().LEAD_SCHEDULE,
+    lastRunAt: lastRun?.createdAt.toISOString() ?? null,
+    teamStatus: team.status,
+  };
+  const teamContext = { name: team.name, mission: team.mission };
 
   return (
     <div className="page">
@@ -84,7 +95,7 @@ export default async function TeamPage({ params }: Props) {
       <section aria-labelledby="lead-heading" className="section">
         <h2 id="lead-heading">Lead</h2>
         {lead ? (
-          <AgentEditor agent={lead} working={working.has(lead.id)} />
+          <AgentEditor agent={lead} working={working.has(lead.id)} team={teamContext} schedule={leadSchedule} />
         ) : (
           <p className="notice">This team has no lead.</p>
         )}
@@ -98,7 +109,7 @@ export default async function TeamPage({ params }: Props) {
           <ul className="card-list">
             {subordinates.map((agent) => (
               <li key={agent.id}>
-                <AgentEditor agent={agent} working={working.has(agent.id)} removable />
+                <AgentEditor agent={agent} working={working.has(agent.id)} team={teamContext} removable />
               </li>
             ))}
           </ul>
@@ -159,6 +170,20 @@ export default async function TeamPage({ params }: Props) {
       <section aria-labelledby="export-heading" className="section">
         <h2 id="export-heading">Export</h2>
         <TeamExport teamId={team.id} defaultFrom={lastDays(7).from} defaultTo={lastDays(7).to} maxDays={MAX_DIGEST_DAYS} />
+      </section>
+
+      <section aria-labelledby="settings-heading" className="section">
+        <h2 id="settings-heading">Team settings</h2>
+        {/* A fresh form when the saved values change (another tab, the API). */}
+        <TeamSettingsForm key={`${team.name}\n${team.mission}`} teamId={team.id} name={team.name} mission={team.mission} />
+      </section>
+
+      <section aria-labelledby="danger-heading" className="section danger-zone">
+        <h2 id="danger-heading">Danger zone</h2>
+        <div className="card danger-card">
+          <p>Deleting the team removes it with its agents, tasks, chats and knowledge. Pausing keeps everything and stops the work.</p>
+          <DeleteTeamButton teamId={team.id} teamName={team.name} contents={contents} />
+        </div>
       </section>
     </div>
   );

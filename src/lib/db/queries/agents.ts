@@ -57,7 +57,7 @@ export async function createSubordinate(db: Db, teamId: string, input: NewSubord
   });
 }
 
-export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null; toolScope: ToolScope | null }>;
+export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null; scheduleTimeZone: string | null; toolScope: ToolScope | null }>;
 
 export async function updateAgent(db: Db, agentId: string, changes: AgentChanges): Promise<Agent> {
   const [agent] = await db

@@ -130,6 +130,59 @@ export async function listOpenTaskTree(db: Db, taskId: string): Promise<Task[]> 
   return found;
 }
 
+/** A task and everything delegated from it, at any depth, parents first, each with the name of the agent that did it. */
+export type TaskTreeNode = Pick<Task, "id" | "parentTaskId" | "agentId" | "title" | "status" | "result" | "source" | "createdAt" | "updatedAt"> & {
+  agentName: string;
+  depth: number;
+};
+
+export async function listTaskTree(db: Db, taskId: string): Promise<TaskTreeNode[]> {
+  const rows = await db.execute<{
+    id: string; parent_task_id: string | null; agent_id: string; agent_name: string; title: string; status: TaskStatus;
+    result: string | null; source: Task["source"]; created_at: string; updated_at: string; depth: number;
+  }>(sql`
+    with recursive tree as (
+      select id, 0 as depth from tasks where id = ${taskId}
+      union all
+      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id
+    )
+    select t.id, t.parent_task_id, t.agent_id, a.name as agent_name, t.title, t.status, t.result, t.source,
+           t.created_at, t.updated_at, tree.depth
+      from tree join tasks t on t.id = tree.id join agents a on a.id = t.agent_id
+     order by tree.depth, t.created_at, t.id`);
+  return rows.map((row) => ({
+    id: row.id,
+    parentTaskId: row.parent_task_id,
+    agentId: row.agent_id,
+    agentName: row.agent_name,
+    title: row.title,
+    status: row.status,
+    result: row.result,
+    source: row.source,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    depth: Number(row.depth),
+  }));
+}
+
+/** Which of these tasks delegated anything: only they get a delegation tree to open. */
+export async function listTasksWithSubtasks(db: Db, taskIds: string[]): Promise<Set<string>> {
+  if (taskIds.length === 0) return new Set();
+  const rows = await db.selectDistinct({ parentTaskId: tasks.parentTaskId }).from(tasks).where(inArray(tasks.parentTaskId, taskIds));
+  return new Set(rows.flatMap((row) => (row.parentTaskId ? [row.parentTaskId] : [])));
+}
+
+/** The newest task a lead's schedule started: the "last run" shown beside its schedule. */
+export async function getLastScheduledTask(db: Db, agentId: string): Promise<Task | null> {
+  const [task] = await db
+    .select()
+    .from(tasks)
+    .where(and(eq(tasks.agentId, agentId), eq(tasks.source, "schedule")))
+    .orderBy(desc(tasks.createdAt))
+    .limit(1);
+  return task ?? null;
+}
+
 /** Tasks delegated from this one that are still open. */
 export function listOpenSubtasks(db: Db, parentTaskId: string): Promise<Task[]> {
   return db

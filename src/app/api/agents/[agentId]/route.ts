@@ -1,7 +1,7 @@
 import { removeSubordinate } from "@/lib/agents/tasks";
-import { requireAgent, updateAgent } from "@/lib/db/queries/agents";
-import { getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
-import { env } from "@/lib/env";
+import { editAgent } from "@/lib/agents/teams";
+import { requireAgent } from "@/lib/db/queries/agents";
+import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { updateAgentBody } from "./schema";
@@ -18,13 +18,7 @@ export const GET = route(async (_request: Request, { params }: Params) => {
 export const PATCH = route(async (request: Request, { params }: Params) => {
   const agentId = parseId((await params).agentId, "agent");
   const body = await parseJsonBody(request, updateAgentBody);
-  const { db, jobs } = await webEngine();
-  const agent = await writeUnderAgent(db, agentId, (tx) => updateAgent(tx, agentId, body));
-  // A lead's new schedule takes effect now, not at the next worker start; a paused team stays unscheduled.
-  if (body.schedule !== undefined && agent.role === "lead" && (await getTeam(db, agent.teamId))?.status === "active") {
-    await jobs.scheduleLead(agent.id, agent.schedule ?? env().LEAD_SCHEDULE);
-  }
-  return Response.json({ agent });
+  return Response.json({ agent: await editAgent(await webEngine(), agentId, body) });
 });
 
 export const DELETE = route(async (_request: Request, { params }: Params) => {

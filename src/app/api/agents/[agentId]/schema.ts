@@ -1,15 +1,5 @@
-import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
-
-/** pg-boss reads schedules with cron-parser; refusing here what it would refuse later keeps a bad cron from breaking a lead's runs. */
-function isCron(value: string): boolean {
-  try {
-    CronExpressionParser.parse(value, { strict: false });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { isCron, isTimeZone } from "@/lib/agents/schedule-preview";
 
 export const updateAgentBody = z
   .strictObject({
@@ -17,5 +7,14 @@ export const updateAgentBody = z
     instructions: z.string().max(20000).optional(),
     model: z.string().trim().min(1).max(200).nullable().optional(),
     schedule: z.string().trim().min(1).max(120).refine(isCron, 'schedule must be a cron expression, such as "0 8 * * *"').nullable().optional(),
+    /** The IANA zone the schedule is read in; null: UTC. */
+    scheduleTimeZone: z
+      .string()
+      .trim()
+      .min(1)
+      .max(64)
+      .refine(isTimeZone, 'scheduleTimeZone must be an IANA time zone, such as "Europe/Berlin" (null: UTC)')
+      .nullable()
+      .optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, "Nothing to change: send name, instructions, model or schedule.");
+  .refine((body) => Object.keys(body).length > 0, "Nothing to change: send name, instructions, model, schedule or scheduleTimeZone.");

@@ -1,5 +1,5 @@
-import { editTeam, setTeamStatus } from "@/lib/agents/teams";
-import { deleteTeam, listTeamAgents, requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
+import { editTeam, removeTeam, setTeamStatus } from "@/lib/agents/teams";
+import { listTeamAgents, requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { updateTeamBody } from "./schema";
@@ -28,9 +28,6 @@ export const PATCH = route(async (request: Request, { params }: Params) => {
 
 export const DELETE = route(async (_request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
-  const engine = await webEngine();
-  const lead = (await listTeamAgents(engine.db, teamId)).find((agent) => agent.role === "lead");
-  await deleteTeam(engine.db, teamId);
-  if (lead) await engine.jobs.unscheduleLead(lead.id);
+  await removeTeam(await webEngine(), teamId);
   return new Response(null, { status: 204 });
 });
