@@ -788,7 +788,7 @@ describe("/api/knowledge", () => {
   it("GET ?agentId= answers the agent's items, newest first, without the search vector", async () => {
     const items = await search(`?agentId=${scout.id}`);
     expect(items).toEqual(wire([created[3], created[2]]));
-    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "type"]);
+    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "type", "updatedAt"]);
   });
 
   it("GET ?q= searches the full text (stemmed, across agents); agentId and type narrow it", async () => {
