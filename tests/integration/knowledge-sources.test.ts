@@ -55,7 +55,7 @@ describe("the source of a fact", () => {
     const sources = new TurnSources();
     const search = searchTools(context, sources);
     const knowledge = knowledgeTools(context, sources);
-    const add = (input: object) => knowledge.addKnowledgeItem.execute!({ type: "fact", ...input } as never, call) as Promise<{ sourceUrl?: string }>;
+    const add = (input: object) => knowledge.addKnowledgeItem.execute!({ type: "fact", ...input } as never, call) as unknown as Promise<{ sourceUrl?: string }>;
 
     // Before any search: no source.
     expect(await add({ content: "Batteries are getting cheaper." })).not.toHaveProperty("sourceUrl");
