@@ -111,7 +111,7 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
           {item.conversationHref && (
             <>
               {" · "}
-              <Link href={item.conversationHref}>conversation</Link>
+              <Link href={item.conversationHref}>Source conversation</Link>
             </>
           )}
         </div>

@@ -33,7 +33,7 @@ export default async function BriefingPage({ params }: Props) {
   // An alert, or a call held in the work log, is followed up there; a question or a chat call in the chat.
   const inWorkLog = item.type === "alert" || (item.approval !== null && item.approvalMode === "background");
   return (
-    <div className="page page-narrow">
+    <div className="page">
       <MarkReadOnOpen itemId={item.id} read={item.readAt !== null} />
       <LiveRefresh tables={["inbox_items", "approvals", "tasks"]} agentIds={[item.agentId]} />
       <nav aria-label="Breadcrumb" className="crumbs">
