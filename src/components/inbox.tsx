@@ -149,7 +149,7 @@ export function InboxList({
         view.before ? (
           <EmptyState title="Nothing older">
             <p>
-              <Link href={inboxHref(view)}>Back to the newest</Link>
+              <Link href={inboxHref({ ...view, before: null })}>Back to the newest</Link>
             </p>
           </EmptyState>
         ) : view.archived ? (
@@ -230,7 +230,7 @@ export function InboxList({
       )}
       {(nextCursor || view.before) && (
         <nav aria-label="Inbox pages" className="pager">
-          {view.before && <Link href={inboxHref(view)}>Newest</Link>}
+          {view.before && <Link href={inboxHref({ ...view, before: null })}>Newest</Link>}
           {nextCursor && <Link href={inboxHref({ ...view, before: nextCursor })}>Older items</Link>}
         </nav>
       )}

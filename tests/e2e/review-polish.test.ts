@@ -152,9 +152,15 @@ describe("Review polish, in a browser", () => {
     expect(await search.locator(".json").first().isVisible()).toBe(true);
     await shoot(page, "polish-work-log");
 
-    await page.goto(`${app.url}/agents/${teams[0]!.leadId}/chat`);
+    // The lead's work log: its delegation names who it went to.
+    await page.goto(`${app.url}/agents/${teams[0]!.leadId}`);
     await settle(page);
     await page.getByText(/^Delegated to Scout: “/).first().waitFor();
+    await shoot(page, "polish-lead-work-log");
+    // The chat: the lead's createTask reads as a task created.
+    await page.goto(`${app.url}/agents/${teams[0]!.leadId}/chat`);
+    await settle(page);
+    await page.getByText(/^Created a task for Ada: “/).first().waitFor();
     await shoot(page, "polish-chat");
   }, 60_000);
 
