@@ -115,7 +115,7 @@ describe("Review polish, in a browser", () => {
     await page.waitForURL(/archived=1/);
     await settle(page);
     await page.getByRole("heading", { level: 1, name: "Archived" }).waitFor();
-    await page.locator(".inbox-title", { hasText: title.replace(" (unread)", "").trim() }).waitFor();
+    await page.locator(".inbox-title", { hasText: title.replace(/\s*\(unread\)\s*$/, "") }).waitFor();
     await shoot(page, "polish-inbox-archived");
     await page.getByRole("button", { name: /^Move back to inbox “/ }).click();
     await page.getByText("Nothing archived from Grid desk").waitFor();
@@ -157,11 +157,11 @@ describe("Review polish, in a browser", () => {
     await settle(page);
     await page.getByText(/^Delegated to Scout: “/).first().waitFor();
     await shoot(page, "polish-lead-work-log");
-    // The chat: the lead's createTask reads as a task created.
+    // The chat: the briefing links to its inbox item by id.
     await page.goto(`${app.url}/agents/${teams[0]!.leadId}/chat`);
     await settle(page);
-    await page.getByText(/^Created a task for Ada: “/).first().waitFor();
-    await shoot(page, "polish-chat");
+    const { items } = (await call<{ items: { id: string }[] }>(`/api/inbox?teamId=${teams[0]!.id}&type=briefing`)).body;
+    expect(await page.locator(".message-briefing").getByRole("link", { name: "Open in inbox" }).first().getAttribute("href")).toBe(`/inbox/${items[0]!.id}`);
   }, 60_000);
 
   it("gives the not-found page an h1, and reads in the dark scheme", async () => {
