@@ -8,9 +8,9 @@ export default function PageError({ error, retry }: { error: unknown; retry: () 
     console.error(error);
   }, [error]);
   return (
-    <div className="page page-narrow">
+    <div className="page">
       <div className="empty" role="alert">
-        <p className="empty-title">This page could not be loaded</p>
+        <h1 className="empty-title">This page could not be loaded</h1>
         <div className="empty-body">
           <p>
             The server could not answer — most often the database is not reachable. Check that Postgres is running and DATABASE_URL is right

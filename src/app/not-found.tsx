@@ -2,9 +2,9 @@ import Link from "next/link";
 
 export default function NotFound() {
   return (
-    <div className="page page-narrow">
+    <div className="page">
       <div className="empty">
-        <p className="empty-title">Not found</p>
+        <h1 className="empty-title">Not found</h1>
         <div className="empty-body">
           <p>There is nothing here — it may have been removed.</p>
           <p>

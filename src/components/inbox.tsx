@@ -49,15 +49,59 @@ const FILTERS: { type: InboxItemType | null; label: string; empty: string; hint:
   { type: "alert", label: "Alerts", empty: "No alerts", hint: "When work fails or waits with no worker to run it, an alert lands here." },
 ];
 
-function InboxFilters({ current }: { current: InboxItemType | null }) {
+/** What the inbox shows: a type, a team, the archive; `before` pages back. */
+export type InboxView = { type: InboxItemType | null; teamId: string | null; archived: boolean; before: string | null };
+
+/** The address of a view of the inbox: the filters kept, paging reset unless given. */
+export function inboxHref(view: Omit<InboxView, "before"> & { before?: string | null }): string {
+  const query = new URLSearchParams();
+  if (view.type) query.set("type", view.type);
+  if (view.teamId) query.set("team", view.teamId);
+  if (view.archived) query.set("archived", "1");
+  if (view.before) query.set("before", view.before);
+  const text = query.toString();
+  return text ? `/inbox?${text}` : "/inbox";
+}
+
+function InboxFilters({ view, teams }: { view: InboxView; teams: { id: string; name: string }[] }) {
+  const router = useRouter();
   return (
-    <nav aria-label="Filter by type" className="filter-tabs">
-      {FILTERS.map(({ type, label }) => (
-        <Link key={label} href={type ? `/inbox?type=${type}` : "/inbox"} className={type === current ? "filter-tab active" : "filter-tab"} aria-current={type === current ? "page" : undefined}>
-          {label}
+    <div className="inbox-filters">
+      <nav aria-label="Filter by type" className="filter-tabs">
+        {FILTERS.map(({ type, label }) => (
+          <Link
+            key={label}
+            href={inboxHref({ ...view, type })}
+            className={type === view.type ? "filter-tab active" : "filter-tab"}
+            aria-current={type === view.type ? "page" : undefined}
+          >
+            {label}
+          </Link>
+        ))}
+      </nav>
+      <div className="inbox-filter-controls">
+        {teams.length > 1 && (
+          <label className="inline-field">
+            <span>Team</span>
+            <select
+              aria-label="Filter by team"
+              value={view.teamId ?? ""}
+              onChange={(event) => router.push(inboxHref({ ...view, teamId: event.target.value || null }))}
+            >
+              <option value="">All teams</option>
+              {teams.map((team) => (
+                <option key={team.id} value={team.id}>
+                  {team.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <Link href={inboxHref({ ...view, archived: !view.archived })} className="filter-tab" aria-current={view.archived ? "page" : undefined}>
+          {view.archived ? "Back to inbox" : "Archived"}
         </Link>
-      ))}
-    </nav>
+      </div>
+    </div>
   );
 }
 
@@ -65,17 +109,32 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
-/** The inbox: filters by type, each item with what the person can do about it right there. */
-export function InboxList({ items, filter, unreadCount, waitingCount }: { items: InboxRow[]; filter: InboxItemType | null; unreadCount: number; waitingCount: number }) {
+/** The inbox: filters by type and team, the archive, each item with what the person can do about it right there. */
+export function InboxList({
+  items,
+  view,
+  teams,
+  nextCursor,
+  unreadCount,
+  waitingCount,
+}: {
+  items: InboxRow[];
+  view: InboxView;
+  teams: { id: string; name: string }[];
+  nextCursor: string | null;
+  unreadCount: number;
+  waitingCount: number;
+}) {
   const { busy, error, clearError, run } = useAction();
-  const shown = FILTERS.find((entry) => entry.type === filter) ?? FILTERS[0]!;
+  const shown = FILTERS.find((entry) => entry.type === view.type) ?? FILTERS[0]!;
+  const teamName = teams.find((team) => team.id === view.teamId)?.name;
   const status = [waitingCount > 0 ? `${plural(waitingCount, "item")} waiting for you` : null, unreadCount > 0 ? `${unreadCount} unread` : null].filter(Boolean);
 
   return (
     <>
       <header className="page-header">
         <div>
-          <h1>Inbox</h1>
+          <h1>{view.archived ? "Archived" : "Inbox"}</h1>
           <p className="lede">{status.length === 0 ? "You're all caught up." : `${status.join(" · ")}.`}</p>
         </div>
         <div className="header-actions">
@@ -84,12 +143,24 @@ export function InboxList({ items, filter, unreadCount, waitingCount }: { items:
           </button>
         </div>
       </header>
-      <InboxFilters current={filter} />
+      <InboxFilters view={view} teams={teams} />
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       {items.length === 0 ? (
-        <EmptyState title={shown.empty}>
-          <p>{shown.hint}</p>
-        </EmptyState>
+        view.before ? (
+          <EmptyState title="Nothing older">
+            <p>
+              <Link href={inboxHref({ ...view, before: null })}>Back to the newest</Link>
+            </p>
+          </EmptyState>
+        ) : view.archived ? (
+          <EmptyState title={teamName ? `Nothing archived from ${teamName}` : "Nothing archived"}>
+            <p>Archive what you have dealt with to keep the inbox short; it stays here, and opening it still works.</p>
+          </EmptyState>
+        ) : (
+          <EmptyState title={teamName ? `${shown.empty} from ${teamName}` : shown.empty}>
+            <p>{shown.hint}</p>
+          </EmptyState>
+        )
       ) : (
         <ul className="inbox-list">
           {items.map((item) => {
@@ -127,21 +198,41 @@ export function InboxList({ items, filter, unreadCount, waitingCount }: { items:
                   {item.question && <QuestionCard question={item.question} agentName={item.agentName} showQuestion={false} />}
                   {item.approval && <ApprovalCard approval={item.approval} agentName={item.agentName} heading={false} compact />}
                 </div>
-                {!item.read && (
-                  <button
-                    type="button"
-                    className="button button-quiet"
-                    disabled={busy}
-                    aria-label={`Mark “${item.title}” read`}
-                    onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { read: true } }))}
-                  >
-                    Mark read
-                  </button>
-                )}
+                <div className="inbox-actions">
+                  {!item.read && (
+                    <button
+                      type="button"
+                      className="button button-quiet"
+                      disabled={busy}
+                      aria-label={`Mark “${item.title}” read`}
+                      onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { read: true } }))}
+                    >
+                      Mark read
+                    </button>
+                  )}
+                  {/* A question or approval that waits is not archived: its work would wait unseen (the API says so too). */}
+                  {!waiting && (
+                    <button
+                      type="button"
+                      className="button button-quiet"
+                      disabled={busy}
+                      aria-label={`${view.archived ? "Move back to inbox" : "Archive"} “${item.title}”`}
+                      onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { archived: !view.archived } }))}
+                    >
+                      {view.archived ? "Unarchive" : "Archive"}
+                    </button>
+                  )}
+                </div>
               </li>
             );
           })}
         </ul>
+      )}
+      {(nextCursor || view.before) && (
+        <nav aria-label="Inbox pages" className="pager">
+          {view.before && <Link href={inboxHref({ ...view, before: null })}>Newest</Link>}
+          {nextCursor && <Link href={inboxHref({ ...view, before: nextCursor })}>Older items</Link>}
+        </nav>
       )}
     </>
   );

@@ -1,25 +1,139 @@
 "use client";
 
+import Link from "next/link";
+import { useState } from "react";
 import { api } from "@/lib/api-client";
-import { ErrorNote } from "./ui";
+import type { KnowledgeItemType } from "@/lib/db/schema";
+import { Markdown } from "./markdown";
+import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
 
-export function DeleteKnowledgeButton({ itemId }: { itemId: string }) {
+export type KnowledgeRowData = {
+  id: string;
+  type: KnowledgeItemType;
+  content: string;
+  confidence: number;
+  sourceUrl: string | null;
+  createdAt: string;
+  updatedAt: string | null;
+  agent: { id: string; name: string; teamName: string } | null;
+  /** The chat or work log the item was learned in. */
+  conversationHref: string | null;
+};
+
+/** A short name for an item in button labels: its first words. */
+function shortName(content: string): string {
+  const text = content.replace(/\s+/g, " ").trim();
+  return text.length > 48 ? `${text.slice(0, 47)}…` : text;
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^www\./, "");
+  } catch {
+    return url;
+  }
+}
+
+/** One knowledge item as a compact row: type, text, where it came from; Edit opens a form in place. */
+export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: readonly KnowledgeItemType[] }) {
+  const [editing, setEditing] = useState(false);
   const { busy, error, clearError, run } = useAction();
+  const name = shortName(item.content);
+
+  if (editing) {
+    return (
+      <li className="knowledge-row knowledge-row-editing">
+        <form
+          className="knowledge-edit"
+          aria-label={`Edit knowledge item “${name}”`}
+          onSubmit={async (event) => {
+            event.preventDefault();
+            const form = new FormData(event.currentTarget);
+            const sourceUrl = String(form.get("sourceUrl") ?? "").trim();
+            const saved = await run(() =>
+              api(`/api/knowledge/${item.id}`, { method: "PATCH", body: { content: String(form.get("content") ?? ""), type: form.get("type"), sourceUrl: sourceUrl || null } }),
+            );
+            if (saved) setEditing(false);
+          }}
+        >
+          <label className="field">
+            <span>Content</span>
+            <textarea name="content" defaultValue={item.content} rows={3} required maxLength={10_000} />
+          </label>
+          <div className="knowledge-edit-row">
+            <label className="field">
+              <span>Type</span>
+              <select name="type" defaultValue={item.type}>
+                {types.map((value) => (
+                  <option key={value} value={value}>
+                    {value}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label className="field field-grow">
+              <span>Source URL (optional)</span>
+              <input type="url" name="sourceUrl" defaultValue={item.sourceUrl ?? ""} placeholder="https://…" inputMode="url" />
+            </label>
+          </div>
+          {error && <ErrorNote message={error} onDismiss={clearError} />}
+          <div className="form-actions">
+            <button type="submit" className="button button-primary" disabled={busy}>
+              Save
+            </button>
+            <button type="button" className="button button-quiet" onClick={() => (clearError(), setEditing(false))}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      </li>
+    );
+  }
+
   return (
-    <>
-      <button
-        type="button"
-        className="button button-quiet button-danger-text"
-        disabled={busy}
-        onClick={async () => {
-          if (!window.confirm("Delete this knowledge item? Agents will no longer see it.")) return;
-          await run(() => api(`/api/knowledge/${itemId}`, { method: "DELETE" }), { keepBusy: true });
-        }}
-      >
-        Delete
-      </button>
-      {error && <ErrorNote message={error} onDismiss={clearError} />}
-    </>
+    <li className="knowledge-row">
+      <span className={`pill pill-${item.type}`}>{item.type}</span>
+      <div className="knowledge-main">
+        <Markdown text={item.content} className="knowledge-text" />
+        <div className="meta">
+          {item.agent ? <Link href={`/agents/${item.agent.id}`}>{item.agent.name}</Link> : "unknown agent"}
+          {item.agent && ` · ${item.agent.teamName}`} · {Math.round(item.confidence * 100)}% sure · <LocalTime value={item.createdAt} relative />
+          {item.updatedAt && " · edited"}
+          {item.sourceUrl && (
+            <>
+              {" · "}
+              <a href={item.sourceUrl} target="_blank" rel="noopener noreferrer" className="knowledge-source">
+                {hostOf(item.sourceUrl)}
+              </a>
+            </>
+          )}
+          {item.conversationHref && (
+            <>
+              {" · "}
+              <Link href={item.conversationHref}>Source conversation</Link>
+            </>
+          )}
+        </div>
+        {error && <ErrorNote message={error} onDismiss={clearError} />}
+      </div>
+      <div className="knowledge-actions">
+        <button type="button" className="button button-quiet button-small" aria-label={`Edit “${name}”`} onClick={() => setEditing(true)}>
+          Edit
+        </button>
+        <button
+          type="button"
+          className="button button-quiet button-small button-danger-text"
+          disabled={busy}
+          aria-label={`Delete “${name}”`}
+          onClick={async () => {
+            if (!window.confirm("Delete this knowledge item? Agents will no longer see it.")) return;
+            await run(() => api(`/api/knowledge/${item.id}`, { method: "DELETE" }), { keepBusy: true });
+          }}
+        >
+          Delete
+        </button>
+      </div>
+    </li>
   );
 }

@@ -83,8 +83,13 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
             offline<span className="wide-only">&nbsp;model</span>
           </span>
         )}
-        <span className={`live-dot live-${live}`} title={live === "live" ? "Live updates on" : "Reconnecting for live updates…"}>
-          <span className="visually-hidden">{live === "live" ? "Live updates on" : "Live updates reconnecting"}</span>
+        {/* Only the browser's connection for live updates, not the app's health: the worker banner says when workers are down. */}
+        <span className={`live-status live-${live}`} title={live === "live" ? "Live updates: connected — pages update by themselves" : "Live updates: reconnecting — reload to see the latest"}>
+          <span className="live-dot" aria-hidden="true" />
+          <span className="wide-only live-label" aria-hidden="true">
+            {live === "live" ? "Live" : "Reconnecting…"}
+          </span>
+          <span className="visually-hidden">{live === "live" ? "Live updates: connected" : "Live updates: reconnecting"}</span>
         </span>
         {canSignOut && (
           // A plain form post: the server ends the session and answers 303 → /sign-in, with or without JavaScript.

@@ -81,7 +81,7 @@ export function AgentEditor({
           <Link href={`/agents/${agent.id}/chat`} className="meta-link" aria-label={`Chat with ${agent.name}`}>
             Chat
           </Link>
-          <Link href={`/agents/${agent.id}`} className="meta-link">
+          <Link href={`/agents/${agent.id}`} className="meta-link" aria-label={`Tasks and work log of ${agent.name}`}>
             Tasks and work log
           </Link>
         </span>

@@ -72,12 +72,12 @@ export function UsageChart({
           accessibilityLayer
         >
           <CartesianGrid vertical={false} stroke="var(--border)" />
-          <XAxis dataKey="label" tickLine={false} axisLine={{ stroke: "var(--border)" }} tick={{ fill: "var(--muted)", fontSize: 11 }} minTickGap={12} />
+          <XAxis dataKey="label" tickLine={false} axisLine={{ stroke: "var(--border)" }} tick={{ fill: "var(--muted)", fontSize: 12 }} minTickGap={12} />
           <YAxis
             tickFormatter={formatAxis}
             tickLine={false}
             axisLine={false}
-            tick={{ fill: "var(--muted)", fontSize: 11 }}
+            tick={{ fill: "var(--muted)", fontSize: 12 }}
             width={metric === "tokens" ? 44 : 58}
             allowDecimals={metric !== "tokens"}
           />

@@ -305,13 +305,13 @@ describe("Cadre in a browser", () => {
     await page.getByRole("button", { name: "Search" }).click();
     await page.waitForURL(/q=Wh/);
     await settle(page);
-    const item = page.locator(".knowledge-item:visible").first();
+    const item = page.locator(".knowledge-row:visible").first();
     await item.getByText("500 Wh/kg", { exact: false }).waitFor();
     await page.locator("select[name=agentId]:visible").selectOption(scoutId);
     await page.getByRole("button", { name: "Search" }).click();
     await page.waitForURL(/agentId=/);
     await settle(page);
-    await page.locator(".knowledge-item:visible").first().waitFor();
+    await page.locator(".knowledge-row:visible").first().waitFor();
     await noInjectedImages(page);
     await shoot(page, "knowledge");
 
@@ -321,7 +321,7 @@ describe("Cadre in a browser", () => {
     await page.getByRole("link", { name: "Clear" }).click();
     await page.waitForURL(/\/knowledge$/);
     await settle(page);
-    const first = page.locator(".knowledge-item:visible").first();
+    const first = page.locator(".knowledge-row:visible").first();
     await first.getByRole("link", { name: "Source conversation" }).click();
     await page.waitForURL(/\/agents\/[0-9a-f-]{36}#work-log$/);
     await settle(page);
@@ -330,10 +330,10 @@ describe("Cadre in a browser", () => {
     await page.goto(`${app.url}/knowledge`);
     await settle(page);
     // Counted only once the list is there: counted before it rendered, "one fewer" would be -1.
-    await page.locator(".knowledge-item:visible").first().waitFor();
-    const before = await page.locator(".knowledge-item:visible").count();
-    await page.locator(".knowledge-item:visible").first().getByRole("button", { name: "Delete" }).click();
-    await expect.poll(() => page.locator(".knowledge-item:visible").count()).toBe(before - 1);
+    await page.locator(".knowledge-row:visible").first().waitFor();
+    const before = await page.locator(".knowledge-row:visible").count();
+    await page.locator(".knowledge-row:visible").first().getByRole("button", { name: /^Delete “/ }).click();
+    await expect.poll(() => page.locator(".knowledge-row:visible").count()).toBe(before - 1);
   }, 60_000);
 
   it("stops a running work session from the agent page", async () => {

@@ -713,10 +713,11 @@ describe("/api/inbox", () => {
       created.push(await createInboxItem(database.db, { teamId: fixture.team.id, agentId: fixture.lead.id, type: "briefing", title, summary: `${title} summary`, content: `## ${title}` }));
     }
     const inbox = await getInbox();
-    expect(Object.keys(inbox).sort()).toEqual(["badgeCount", "items", "unreadCount", "waitingCount"]);
+    expect(Object.keys(inbox).sort()).toEqual(["badgeCount", "items", "nextCursor", "unreadCount", "waitingCount"]);
     const ours = inbox.items.filter((item) => created.some((c) => c.id === item.id));
-    // Each item carries the question or approval it asks about: none for briefings.
-    expect(ours).toEqual(wire([...created].reverse().map((item) => ({ ...item, question: null, approval: null }))));
+    // Each item carries the question or approval it asks about (none for briefings) and the names of its team and agent.
+    const names = new Map([one, two].map((fixture) => [fixture.team.id, { teamName: fixture.team.name, agentName: fixture.lead.name }]));
+    expect(ours).toEqual(wire([...created].reverse().map((item) => ({ ...item, question: null, approval: null, approvalMode: null, ...names.get(item.teamId) }))));
     expect(ours.map((item) => [item.teamId, item.agentId])).toEqual([
       [one.team.id, one.lead.id],
       [two.team.id, two.lead.id],
@@ -787,7 +788,7 @@ describe("/api/knowledge", () => {
   it("GET ?agentId= answers the agent's items, newest first, without the search vector", async () => {
     const items = await search(`?agentId=${scout.id}`);
     expect(items).toEqual(wire([created[3], created[2]]));
-    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "type"]);
+    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "type", "updatedAt"]);
   });
 
   it("GET ?q= searches the full text (stemmed, across agents); agentId and type narrow it", async () => {

@@ -59,7 +59,7 @@ async function loadRoutes() {
 
 let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
-const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", knowledgeItem: "", secret: "", approval: "", question: "", otherAgent: "", mcpServer: "" };
+const ids = { team: "", lead: "", scout: "", task: "", inboxItem: "", approvalItem: "", knowledgeItem: "", secret: "", approval: "", question: "", otherAgent: "", mcpServer: "" };
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
@@ -100,6 +100,7 @@ beforeAll(async () => {
     knowledgeItem: knowledgeItem.id,
     secret,
     approval: approval!.id,
+    approvalItem: (await createInboxItem(database.db, { teamId: team.id, agentId: scout.id, type: "approval", title: "May I?", summary: "s", content: "c", approvalId: approval!.id })).id,
     question: question.id,
     otherAgent: other.lead.id,
     mcpServer: mcpServer.id,
@@ -306,6 +307,19 @@ const cases: Case[] = [
   ["inbox PATCH: read as a string", 400, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: json({ read: "yes" }) }), params({ itemId: ids.inboxItem }))],
   ["inbox PATCH: read as a huge number", 400, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: '{"read": 1e400}' }), params({ itemId: ids.inboxItem }))],
   ["inbox PATCH: missing read", 400, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: "{}" }), params({ itemId: ids.inboxItem }))],
+  ["inbox PATCH: archived as a string", 400, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: json({ archived: "yes" }) }), params({ itemId: ids.inboxItem }))],
+  ["inbox PATCH: archived null", 400, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: json({ archived: null }) }), params({ itemId: ids.inboxItem }))],
+  ["inbox PATCH: archive a waiting approval", 409, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: json({ archived: true }) }), params({ itemId: ids.approvalItem }))],
+  ["knowledge PATCH: an empty body", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: "{}" }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: blank content", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ content: "   " }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: an unknown type", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ type: "rumour" }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: a javascript: source", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ sourceUrl: "javascript:alert(1)" }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: a source that is no URL", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ sourceUrl: "not a url" }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: a huge content", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ content: "x".repeat(20_000) }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: an unknown field", 400, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ content: "ok", agentId: ids.lead }) }), params({ itemId: ids.knowledgeItem }))],
+  ["knowledge PATCH: an unknown uuid", 404, () => api.knowledgeItem.PATCH(request("PATCH", "/x", { body: json({ content: "ok" }) }), params({ itemId: randomUUID() }))],
+  ["inbox GET: a cursor it never gave out", 400, () => api.inbox.GET(request("GET", "/api/inbox?before=yesterday"))],
+  ["inbox GET: archived as a word", 400, () => api.inbox.GET(request("GET", "/api/inbox?archived=maybe"))],
   ["inbox PATCH: an unknown uuid", 404, () => api.inboxItem.PATCH(request("PATCH", "/x", { body: json({ read: true }) }), params({ itemId: randomUUID() }))],
   ["knowledge GET: SQL as agentId", 400, () => api.knowledge.GET(request("GET", `/api/knowledge?agentId=${encodeURIComponent("1' OR '1'='1")}`))],
   ["knowledge GET: a NUL byte in q", 400, () => api.knowledge.GET(request("GET", "/api/knowledge?q=solar%00"))],
@@ -391,7 +405,6 @@ const cases: Case[] = [
   ["tool-policies PUT: another team's agent", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask", agentId: ids.otherAgent }) }), params({ teamId: ids.team }))],
   ["tool-policies PUT: an unknown team", 404, () => api.toolPolicies.PUT(request("PUT", "/x", { body: json({ toolName: "tavilySearch", policy: "ask" }) }), params({ teamId: randomUUID() }))],
   ["inbox GET: an unknown type", 400, () => api.inbox.GET(request("GET", "/api/inbox?type=spam"))],
-  ["inbox GET: a date that is not one", 400, () => api.inbox.GET(request("GET", "/api/inbox?before=yesterday"))],
   // GET /api/teams/:teamId/digest and /export: query parameters and ids.
   ["digest GET: a month 13", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2026-13-01&to=2026-12-31"), params({ teamId: ids.team }))],
   ["digest GET: 30 February", 400, () => api.digest.GET(request("GET", "/api/teams/x/digest?from=2026-02-30"), params({ teamId: ids.team }))],

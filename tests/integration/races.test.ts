@@ -188,6 +188,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
       run: () => api.hook.POST(request("POST", hookBody, signedWebhookHeaders(secret, hookBody)), params({ teamId: team.id })),
     },
     { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { read: true }), params({ itemId: item.id })) },
+    { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { archived: index % 2 === 0 }), params({ itemId: item.id })) },
+    { key: "PATCH /api/knowledge/[itemId]", run: () => api.knowledgeItem.PATCH(request("PATCH", { content: `Edited ${index}`, sourceUrl: "https://example.com/source" }), params({ itemId: knowledge.id })) },
     { key: "DELETE /api/knowledge/[itemId]", run: () => api.knowledgeItem.DELETE(request("DELETE"), params({ itemId: knowledge.id })) },
     {
       key: "POST /api/approvals/[approvalId]/decision",

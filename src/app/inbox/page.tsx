@@ -5,29 +5,50 @@ import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
-import { listInboxView } from "@/lib/db/queries/views";
-import { inboxItemTypes, type InboxItemType } from "@/lib/db/schema";
+import { listTeams } from "@/lib/db/queries/teams";
+import { inboxItemTypes } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
+import { isUuid } from "@/lib/ids";
+import { getInboxPage, type InboxPage } from "@/lib/inbox-page";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Inbox" };
 
-type Props = { searchParams: Promise<{ type?: string | string[] }> };
+type Props = { searchParams: Promise<Record<string, string | string[] | undefined>> };
+
+const single = (value: string | string[] | undefined) => (typeof value === "string" ? value : undefined);
 
 export default async function InboxPage({ searchParams }: Props) {
   await requirePageSession();
-  const { type } = await searchParams;
-  // An unknown ?type= shows everything rather than an error: it is only a filter.
-  const filter = inboxItemTypes.find((known) => known === type) ?? null;
-  const [items, counts] = await Promise.all([listInboxView(db(), { type: filter ?? undefined }), countInboxNeedingAttention(db())]);
+  const params = await searchParams;
+  // Unknown filters show everything rather than an error: they are only filters.
+  const type = inboxItemTypes.find((known) => known === single(params.type)) ?? null;
+  const team = single(params.team);
+  const teamId = team && isUuid(team) ? team : null;
+  const archived = single(params.archived) === "1";
+  let before = single(params.before) ?? null;
+  const filter = { type: type ?? undefined, teamId: teamId ?? undefined, archived };
+  let page: InboxPage;
+  try {
+    page = await getInboxPage(db(), { ...filter, before: before ?? undefined });
+  } catch (error) {
+    // A cursor from an old link that no longer reads: start at the newest.
+    if (!(error instanceof CadreError && error.code === "bad_request:cursor")) throw error;
+    before = null;
+    page = await getInboxPage(db(), filter);
+  }
+  const [counts, teams] = await Promise.all([countInboxNeedingAttention(db()), listTeams(db())]);
   return (
-    <div className="page page-narrow">
+    <div className="page">
       {/* Questions end when their task does (tasks), approvals change state (approvals). */}
       <LiveRefresh tables={["inbox_items", "approvals", "tasks"]} />
       <InboxList
-        filter={filter as InboxItemType | null}
+        view={{ type, teamId, archived, before }}
+        teams={teams.map(({ id, name }) => ({ id, name }))}
+        nextCursor={page.nextCursor}
         unreadCount={counts.unread}
         waitingCount={counts.waiting}
-        items={items.map((item) => ({
+        items={page.items.map((item) => ({
           id: item.id,
           type: item.type,
           title: item.title,

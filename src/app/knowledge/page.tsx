@@ -1,9 +1,8 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { DeleteKnowledgeButton } from "@/components/knowledge";
+import { KnowledgeRow } from "@/components/knowledge";
 import { LiveRefresh } from "@/components/live-events";
-import { Markdown } from "@/components/markdown";
-import { EmptyState, LocalTime } from "@/components/ui";
+import { EmptyState } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
@@ -23,11 +22,12 @@ export default async function KnowledgePage({ searchParams }: Props) {
   const params = await searchParams;
   const q = one(params.q).slice(0, 400);
   const agentId = isUuid(one(params.agentId)) ? one(params.agentId) : "";
+  const teamId = isUuid(one(params.teamId)) ? one(params.teamId) : "";
   const type = (knowledgeItemTypes as readonly string[]).includes(one(params.type)) ? (one(params.type) as KnowledgeItemType) : undefined;
 
   const [agents, items] = await Promise.all([
     listAgentDirectory(db()),
-    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, type, limit: 200 }),
+    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, teamId: teamId || undefined, type, limit: 200 }),
   ]);
   const owners = new Map(
     (await listConversationOwners(db(), [...new Set(items.flatMap((item) => (item.sourceConversationId ? [item.sourceConversationId] : [])))])).map((owner) => [
@@ -36,7 +36,8 @@ export default async function KnowledgePage({ searchParams }: Props) {
     ]),
   );
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
-  const filtered = Boolean(q || agentId || type);
+  const filtered = Boolean(q || agentId || teamId || type);
+  const teams = [...new Map(agents.map((agent) => [agent.teamId, agent.teamName])).entries()];
 
   return (
     <div className="page">
@@ -51,6 +52,17 @@ export default async function KnowledgePage({ searchParams }: Props) {
         <label className="field field-grow">
           <span>Search knowledge</span>
           <input type="search" name="q" defaultValue={q} placeholder="e.g. battery density" />
+        </label>
+        <label className="field">
+          <span>Team</span>
+          <select name="teamId" defaultValue={teamId}>
+            <option value="">All teams</option>
+            {teams.map(([id, name]) => (
+              <option key={id} value={id}>
+                {name}
+              </option>
+            ))}
+          </select>
         </label>
         <label className="field">
           <span>Agent</span>
@@ -99,28 +111,22 @@ export default async function KnowledgePage({ searchParams }: Props) {
           {items.map((item) => {
             const agent = agentsById.get(item.agentId);
             const owner = item.sourceConversationId ? owners.get(item.sourceConversationId) : undefined;
-            const source = owner ? (owner.mode === "foreground" ? `/teams/${owner.teamId}/chat` : `/agents/${owner.agentId}#work-log`) : undefined;
             return (
-              <li key={item.id} className="card knowledge-item">
-                <div className="card-head">
-                  <span className={`pill pill-${item.type}`}>{item.type}</span>
-                  <span className="meta">confidence {Math.round(item.confidence * 100)}%</span>
-                </div>
-                <Markdown text={item.content} />
-                <div className="card-foot">
-                  <span className="meta">
-                    {agent ? <Link href={`/agents/${agent.id}`}>{agent.name}</Link> : "unknown agent"}
-                    {agent && ` · ${agent.teamName}`} · <LocalTime value={item.createdAt.toISOString()} relative />
-                    {source && (
-                      <>
-                        {" · "}
-                        <Link href={source}>Source conversation</Link>
-                      </>
-                    )}
-                  </span>
-                  <DeleteKnowledgeButton itemId={item.id} />
-                </div>
-              </li>
+              <KnowledgeRow
+                key={item.id}
+                types={knowledgeItemTypes}
+                item={{
+                  id: item.id,
+                  type: item.type,
+                  content: item.content,
+                  confidence: item.confidence,
+                  sourceUrl: item.sourceUrl,
+                  createdAt: item.createdAt.toISOString(),
+                  updatedAt: item.updatedAt?.toISOString() ?? null,
+                  agent: agent ? { id: agent.id, name: agent.name, teamName: agent.teamName } : null,
+                  conversationHref: owner ? (owner.mode === "foreground" ? `/agents/${owner.agentId}/chat` : `/agents/${owner.agentId}#work-log`) : null,
+                }}
+              />
             );
           })}
         </ul>

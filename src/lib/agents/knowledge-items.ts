@@ -1,7 +1,7 @@
 import { Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
-import { createKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { createKnowledgeItem, searchKnowledgeItems, updateKnowledgeItem } from "@/lib/db/queries/knowledge-items";
 import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -29,9 +29,35 @@ function renderSession(messages: readonly Message[], maxChars: number): string {
   return text.length > maxChars ? text.slice(text.length - maxChars) : text;
 }
 
+/** A fact's text for comparison: lower case, punctuation gone, whitespace collapsed. */
+export function normalizeKnowledge(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s]/gu, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/**
+ * Whether two facts say the same: equal once normalised, one containing the other (a
+ * restatement with a clause added), or sharing at least 80% of their words (Jaccard).
+ */
+export function isNearDuplicate(a: string, b: string): boolean {
+  const left = normalizeKnowledge(a);
+  const right = normalizeKnowledge(b);
+  if (!left || !right) return left === right;
+  if (left === right || ` ${left} `.includes(` ${right} `) || ` ${right} `.includes(` ${left} `)) return true;
+  const leftWords = new Set(left.split(" "));
+  const rightWords = new Set(right.split(" "));
+  const shared = [...leftWords].filter((word) => rightWords.has(word)).length;
+  return shared / (leftWords.size + rightWords.size - shared) >= 0.8;
+}
+
 /**
  * Distils a work session into knowledge items linked to the conversation they came
- * from. Items the agent already recorded word for word are not added twice.
+ * from. A near-duplicate of what the agent already knows (isNearDuplicate) is not added
+ * again: the known item is merged into — it keeps the higher confidence, and gains a source
+ * URL if it had none. Near-duplicates within one extraction are dropped the same way.
  */
 export async function extractKnowledgeFromConversation(input: {
   db: Db;
@@ -56,12 +82,17 @@ export async function extractKnowledgeFromConversation(input: {
       output: Output.object({ schema: extractionSchema }),
     },
   );
-  const existing = new Set((await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 })).map((item) => item.content.trim()));
+  const known = await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 });
   const created: KnowledgeItem[] = [];
   for (const item of result.output.items) {
-    if (existing.has(item.content.trim())) continue;
-    existing.add(item.content.trim());
-    created.push(await createKnowledgeItem(input.db, { ...item, agentId: input.agentId, sourceConversationId: input.conversationId }));
+    const match = known.find((existing) => isNearDuplicate(existing.content, item.content));
+    if (!match) {
+      const saved = await createKnowledgeItem(input.db, { ...item, agentId: input.agentId, sourceConversationId: input.conversationId });
+      known.push(saved);
+      created.push(saved);
+    } else if (item.confidence > match.confidence) {
+      Object.assign(match, await updateKnowledgeItem(input.db, match.id, { confidence: item.confidence }));
+    }
   }
   return created;
 }

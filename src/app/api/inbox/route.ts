@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { countInboxNeedingAttention, listInboxItems } from "@/lib/db/queries/inbox-items";
+import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { parseSearchParams, route } from "@/lib/http";
+import { getInboxPage } from "@/lib/inbox-page";
 import { webEngine } from "@/lib/server";
 
 export const dynamic = "force-dynamic";
@@ -9,22 +10,24 @@ export const dynamic = "force-dynamic";
 const inboxQuery = z.object({
   type: z.enum(inboxItemTypes).optional(),
   teamId: z.uuid().optional(),
-  /** Paging back: items created before this time (an item's createdAt). */
-  before: z.iso.datetime({ offset: true }).optional(),
+  /** false (default): the inbox; true: what the person archived. */
+  archived: z.enum(["true", "false"]).default("false"),
+  /** Paging back: the `nextCursor` of the page before. */
+  before: z.string().max(200).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
 /**
- * Newest first, each with the question or approval it carries. `unreadCount`: not read yet;
- * `waitingCount`: questions and approvals that wait for the person; `badgeCount`: either (what
- * the navigation shows).
+ * Newest first, each with the question or approval it carries and the names of its team and
+ * agent; `nextCursor` pages back. `unreadCount`: not read yet; `waitingCount`: questions and
+ * approvals that wait for the person; `badgeCount`: either (what the navigation shows).
  */
 export const GET = route(async (request: Request) => {
   const query = parseSearchParams(request, inboxQuery);
   const { db } = await webEngine();
-  const [items, counts] = await Promise.all([
-    listInboxItems(db, { ...query, before: query.before ? new Date(query.before) : undefined }),
+  const [page, counts] = await Promise.all([
+    getInboxPage(db, { ...query, archived: query.archived === "true" }),
     countInboxNeedingAttention(db),
   ]);
-  return Response.json({ items, unreadCount: counts.unread, waitingCount: counts.waiting, badgeCount: counts.badge });
+  return Response.json({ ...page, unreadCount: counts.unread, waitingCount: counts.waiting, badgeCount: counts.badge });
 });

@@ -8,6 +8,7 @@ export const dynamic = "force-dynamic";
 
 const knowledgeQuery = z.object({
   agentId: z.uuid().optional(),
+  teamId: z.uuid().optional(),
   q: z.string().max(400).optional(),
   type: z.enum(knowledgeItemTypes).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(100),

@@ -10,7 +10,9 @@ import { LocalTime } from "@/components/ui";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
+import { getTask } from "@/lib/db/queries/tasks";
 import { getInboxListing } from "@/lib/db/queries/views";
+import { citedSources } from "@/lib/tool-labels";
 import { isUuid } from "@/lib/ids";
 
 export const dynamic = "force-dynamic";
@@ -29,11 +31,13 @@ export default async function BriefingPage({ params }: Props) {
   if (!isUuid(itemId)) notFound();
   const item = await getInboxListing(db(), itemId);
   if (!item) notFound();
+  const task = item.taskId ? await getTask(db(), item.taskId) : null;
+  const sources = item.question || item.approval ? [] : citedSources(item.content);
   const waiting = item.question?.status === "open" || item.approval?.status === "pending";
   // An alert, or a call held in the work log, is followed up there; a question or a chat call in the chat.
   const inWorkLog = item.type === "alert" || (item.approval !== null && item.approvalMode === "background");
   return (
-    <div className="page page-narrow">
+    <div className="page">
       <MarkReadOnOpen itemId={item.id} read={item.readAt !== null} />
       <LiveRefresh tables={["inbox_items", "approvals", "tasks"]} agentIds={[item.agentId]} />
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -48,6 +52,11 @@ export default async function BriefingPage({ params }: Props) {
               {item.agentName} ·{" "}
               <Link href={`/teams/${item.teamId}`}>{item.teamName}</Link> · <LocalTime value={item.createdAt.toISOString()} />
             </p>
+            {task && (
+              <p className="meta">
+                Answers the task <Link href={`/agents/${task.agentId}`}>“{task.title}”</Link>
+              </p>
+            )}
           </div>
           <div className="header-actions">
             <MarkUnreadButton itemId={item.id} />
@@ -73,6 +82,21 @@ export default async function BriefingPage({ params }: Props) {
               <Markdown text={item.summary} />
             </div>
             <Markdown text={item.content} className="briefing-body" />
+            {sources.length > 0 && (
+              <section className="briefing-sources" aria-labelledby="briefing-sources-heading">
+                <h2 id="briefing-sources-heading">Sources</h2>
+                <ol>
+                  {sources.map((source) => (
+                    <li key={source.url}>
+                      <a href={source.url} target="_blank" rel="noopener noreferrer">
+                        {source.label}
+                      </a>{" "}
+                      <span className="meta">{new URL(source.url).hostname.replace(/^www\./, "")}</span>
+                    </li>
+                  ))}
+                </ol>
+              </section>
+            )}
           </>
         )}
       </article>

@@ -3,6 +3,7 @@ import { chatTools } from "./chat-tools";
 import type { ToolContext } from "./context";
 import { knowledgeTools } from "./knowledge-tools";
 import { searchTools } from "./search-tools";
+import { TurnSources } from "./sources";
 import { subordinateTools } from "./subordinate-tools";
 import { teamLeadTools } from "./team-lead-tools";
 
@@ -10,7 +11,9 @@ export type { ToolContext } from "./context";
 
 /** The tools of a work session, by role. A subordinate is never offered a lead's tools. */
 export function workTools(context: ToolContext): ToolSet {
-  const common = { ...searchTools(context), ...knowledgeTools(context) };
+  // One turn's tool set: what it searched and read is where the knowledge it adds came from.
+  const sources = new TurnSources();
+  const common = { ...searchTools(context, sources), ...knowledgeTools(context, sources) };
   return context.agent.role === "lead" ? { ...common, ...teamLeadTools(context) } : { ...common, ...subordinateTools(context) };
 }
 
@@ -21,8 +24,9 @@ export function workTools(context: ToolContext): ToolSet {
  * asks or reports from the chat: those belong to the work log, where a task is in focus.
  */
 export function foregroundTools(context: ToolContext): ToolSet {
-  const { searchKnowledge, addKnowledgeItem } = knowledgeTools(context);
-  const tools: ToolSet = { ...searchTools(context), searchKnowledge, ...chatTools(context) };
+  const sources = new TurnSources();
+  const { searchKnowledge, addKnowledgeItem } = knowledgeTools(context, sources);
+  const tools: ToolSet = { ...searchTools(context, sources), searchKnowledge, ...chatTools(context) };
   if (context.agent.role === "lead") tools.getTeamStatus = teamLeadTools(context).getTeamStatus;
   else tools.addKnowledgeItem = addKnowledgeItem;
   return tools;

@@ -4,12 +4,14 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { createKnowledgeItem, deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 import type { ToolContext } from "./context";
+import { TurnSources, webSourceUrl } from "./sources";
 
 async function teamAgentIds(context: ToolContext): Promise<string[]> {
   return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);
 }
 
-export function knowledgeTools(context: ToolContext) {
+/** `sources`: what the turn searched and read; a fact added without a source gets one from there. */
+export function knowledgeTools(context: ToolContext, sources = new TurnSources()) {
   return {
     addKnowledgeItem: tool({
       description: "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
@@ -17,8 +19,10 @@ export function knowledgeTools(context: ToolContext) {
         type: z.enum(knowledgeItemTypes),
         content: z.string().min(1).max(4000),
         confidence: z.number().min(0).max(1).optional().describe("0..1, how sure you are"),
+        // Forgiving: an address that is not http(s) is dropped, never a failed call.
+        sourceUrl: z.string().max(2000).optional().describe("The web page the fact came from (https://…), if any"),
       }),
-      execute: ({ type, content, confidence }, { toolCallId }) =>
+      execute: ({ type, content, confidence, sourceUrl }, { toolCallId }) =>
         context.effect(toolCallId, async (tx) => {
           const item = await createKnowledgeItem(tx, {
             agentId: context.agent.id,
@@ -26,8 +30,9 @@ export function knowledgeTools(context: ToolContext) {
             content,
             confidence: confidence ?? 0.7,
             sourceConversationId: context.conversationId,
+            sourceUrl: webSourceUrl(sourceUrl) ?? sources.sourceOf(content),
           });
-          return { saved: true, id: item.id };
+          return { saved: true, id: item.id, ...(item.sourceUrl ? { sourceUrl: item.sourceUrl } : {}) };
         }),
     }),
     searchKnowledge: tool({
@@ -36,7 +41,7 @@ export function knowledgeTools(context: ToolContext) {
       execute: async ({ query }) => {
         const items = await searchKnowledgeItems(context.db, { q: query, agentIds: await teamAgentIds(context), limit: 10 });
         if (items.length === 0) return "No knowledge items match.";
-        return { items: items.map(({ id, type, content, confidence }) => ({ id, type, content, confidence })) };
+        return { items: items.map(({ id, type, content, confidence, sourceUrl }) => ({ id, type, content, confidence, ...(sourceUrl ? { sourceUrl } : {}) })) };
       },
     }),
     removeKnowledgeItem: tool({

@@ -2,6 +2,7 @@ import { tavily } from "@tavily/core";
 import { tool } from "ai";
 import { z } from "zod";
 import type { ToolContext } from "./context";
+import { TurnSources } from "./sources";
 
 export const WEB_SEARCH_NOT_CONFIGURED =
   "Web search is not configured (TAVILY_API_KEY is not set), so no search was made. Work from what you know and say that sources could not be checked.";
@@ -13,7 +14,8 @@ const MAX_RESULT_CHARS = 800;
 const DEFAULT_PAGE_READ_MAX_CHARS = 12_000;
 const DEFAULT_PAGE_READ_TIMEOUT_MS = 30_000;
 
-export function searchTools(context: ToolContext) {
+/** `sources`: what the turn searched and read, for the knowledge it adds (see sources.ts). */
+export function searchTools(context: ToolContext, sources = new TurnSources()) {
   return {
     tavilySearch: tool({
       description: "Search the web. Returns the top results with title, url and an excerpt.",
@@ -28,14 +30,13 @@ export function searchTools(context: ToolContext) {
         try {
           // The client cannot be cancelled; race it so a Stop ends the session at once.
           const response = await abortable(client.search(query, { maxResults: maxResults ?? 5, searchDepth: "basic" }), abortSignal);
-          return {
-            query,
-            results: response.results.map((result) => ({
-              title: result.title,
-              url: result.url,
-              content: result.content.length > MAX_RESULT_CHARS ? `${result.content.slice(0, MAX_RESULT_CHARS)}…` : result.content,
-            })),
-          };
+          const results = response.results.map((result) => ({
+            title: result.title,
+            url: result.url,
+            content: result.content.length > MAX_RESULT_CHARS ? `${result.content.slice(0, MAX_RESULT_CHARS)}…` : result.content,
+          }));
+          sources.searched(results);
+          return { query, results };
         } catch (error) {
           if (abortSignal?.aborted) throw error;
           // A failed search is information for the agent, not the end of its session.
@@ -64,6 +65,7 @@ export function searchTools(context: ToolContext) {
           const page = response.results.find((result) => result.rawContent?.trim());
           if (!page) return pageReadFailed(url, response.failedResults[0]?.error || "the page has no readable text");
           const title = withoutNul(page.title ?? "").trim();
+          sources.pageRead(page.url || url);
           return {
             url: page.url || url,
             ...(title ? { title } : {}),

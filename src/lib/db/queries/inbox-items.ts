@@ -1,7 +1,8 @@
-import { and, count, desc, eq, isNull, lt, or, sql, type SQL } from "drizzle-orm";
-import { notFound } from "@/lib/errors";
+import { and, count, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
+import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { approvals, inboxItems, questions, type Approval, type InboxItem, type InboxItemType, type Question } from "../schema";
+import type { TimelinePosition } from "./timeline";
 
 export type NewInboxItem = {
   teamId: string;
@@ -37,7 +38,27 @@ export async function createInboxItemOnce(db: Db, input: NewInboxItem & { dedupe
 /** An inbox item with what the person can still do about it: the question or approval it carries, in its current state. */
 export type InboxItemView = InboxItem & { question: Question | null; approval: Approval | null };
 
-export type InboxFilter = { type?: InboxItemType; teamId?: string; before?: Date; limit?: number };
+/**
+ * `archived`: false (the default) shows the inbox, true what the person archived. `before`: a
+ * keyset position (created_at, id), so items created in the same microsecond page without a
+ * gap or a repeat.
+ */
+export type InboxFilter = { type?: InboxItemType; teamId?: string; archived?: boolean; before?: TimelinePosition; limit?: number };
+
+export function inboxFilterWhere(filter: InboxFilter): SQL | undefined {
+  return and(
+    filter.archived ? isNotNull(inboxItems.archivedAt) : isNull(inboxItems.archivedAt),
+    filter.type ? eq(inboxItems.type, filter.type) : undefined,
+    filter.teamId ? eq(inboxItems.teamId, filter.teamId) : undefined,
+    filter.before
+      ? sql`(${inboxItems.createdAt}, ${inboxItems.id}) < (timestamptz 'epoch' + ${filter.before.atMicros.toString()}::bigint * interval '1 microsecond', ${filter.before.id}::uuid)`
+      : undefined,
+  );
+}
+
+/** Newest first — the keyset order; `atMicros` is the item's created_at to the microsecond, for the next cursor. */
+export const inboxOrder = [desc(inboxItems.createdAt), desc(inboxItems.id)];
+export const inboxAtMicros = sql<string>`(extract(epoch from ${inboxItems.createdAt}) * 1000000)::bigint::text`;
 
 function viewQuery(db: Db, where: SQL | undefined) {
   return db
@@ -48,17 +69,10 @@ function viewQuery(db: Db, where: SQL | undefined) {
     .where(where);
 }
 
-/** Newest first, optionally of one type or team, before a time (paging back). */
+/** Newest first, with the question or approval each carries (the engine's and tests' read; the pages page through getInboxPage). */
 export async function listInboxItems(db: Db, filter: InboxFilter = {}): Promise<InboxItemView[]> {
-  const rows = await viewQuery(
-    db,
-    and(
-      filter.type ? eq(inboxItems.type, filter.type) : undefined,
-      filter.teamId ? eq(inboxItems.teamId, filter.teamId) : undefined,
-      filter.before ? lt(inboxItems.createdAt, filter.before) : undefined,
-    ),
-  )
-    .orderBy(desc(inboxItems.createdAt))
+  const rows = await viewQuery(db, inboxFilterWhere(filter))
+    .orderBy(...inboxOrder)
     .limit(filter.limit ?? 100);
   return rows.map(({ item, question, approval }) => ({ ...item, question, approval }));
 }
@@ -109,6 +123,34 @@ export async function setInboxItemRead(db: Db, itemId: string, read: boolean): P
     .returning();
   if (!item) throw notFound("inbox_item", itemId);
   return item;
+}
+
+/**
+ * Archives or brings back an item. An archived item is read too (out of sight is dealt with).
+ * A question or approval that still waits for the person cannot be archived: its work would
+ * wait unseen, so the person is told to answer or decide first.
+ */
+export async function setInboxItemArchived(db: Db, itemId: string, archived: boolean): Promise<InboxItem> {
+  return db.transaction(async (tx) => {
+    const [row] = await viewQuery(tx, eq(inboxItems.id, itemId)).for("update", { of: inboxItems });
+    if (!row) throw notFound("inbox_item", itemId);
+    if (archived && (row.question?.status === "open" || row.approval?.status === "pending")) {
+      throw new CadreError(
+        "conflict:inbox_item_waiting",
+        `“${row.item.title}” still waits for you: ${row.question ? "answer the question" : "approve or deny the call"} first, then archive it.`,
+      );
+    }
+    const [item] = await tx
+      .update(inboxItems)
+      .set(
+        archived
+          ? { archivedAt: sql`coalesce(${inboxItems.archivedAt}, now())`, readAt: sql`coalesce(${inboxItems.readAt}, now())` }
+          : { archivedAt: null },
+      )
+      .where(eq(inboxItems.id, itemId))
+      .returning();
+    return item!;
+  });
 }
 
 export async function markAllInboxItemsRead(db: Db): Promise<number> {

@@ -8,6 +8,8 @@ export type NewKnowledgeItem = {
   content: string;
   confidence?: number;
   sourceConversationId?: string | null;
+  /** The web page or search result the fact came from (http or https). */
+  sourceUrl?: string | null;
 };
 
 // Everything but the generated search vector, which nobody outside Postgres needs.
@@ -18,7 +20,8 @@ export async function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Prom
   return item!;
 }
 
-export type KnowledgeSearch = { agentId?: string; agentIds?: string[]; q?: string; type?: KnowledgeItemType; limit?: number };
+/** `teamId`: knowledge has no team of its own; it is its agents' team's. */
+export type KnowledgeSearch = { agentId?: string; agentIds?: string[]; teamId?: string; q?: string; type?: KnowledgeItemType; limit?: number };
 
 /**
  * Knowledge items, best full-text match first when `q` is given (websearch syntax:
@@ -28,6 +31,7 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
   const conditions: SQL[] = [];
   if (search.agentId) conditions.push(eq(knowledgeItems.agentId, search.agentId));
   if (search.agentIds) conditions.push(sql`${knowledgeItems.agentId} = any(${sql.param(search.agentIds)}::uuid[])`);
+  if (search.teamId) conditions.push(sql`${knowledgeItems.agentId} in (select id from agents where team_id = ${search.teamId})`);
   if (search.type) conditions.push(eq(knowledgeItems.type, search.type));
   const q = search.q?.trim();
   const query = q ? sql`websearch_to_tsquery('english', ${q})` : undefined;
@@ -42,6 +46,18 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
 
 export async function getKnowledgeItem(db: Db, itemId: string): Promise<KnowledgeItem | null> {
   const [item] = await db.select(knowledgeColumns).from(knowledgeItems).where(eq(knowledgeItems.id, itemId));
+  return item ?? null;
+}
+
+export type KnowledgeChanges = { content?: string; type?: KnowledgeItemType; sourceUrl?: string | null; confidence?: number };
+
+/** The person's edit (or a merge of a near-duplicate): the changed fields and `updated_at`; null when the item is gone. */
+export async function updateKnowledgeItem(db: Db, itemId: string, changes: KnowledgeChanges): Promise<KnowledgeItem | null> {
+  const [item] = await db
+    .update(knowledgeItems)
+    .set({ ...changes, updatedAt: sql`now()` })
+    .where(eq(knowledgeItems.id, itemId))
+    .returning(knowledgeColumns);
   return item ?? null;
 }
 

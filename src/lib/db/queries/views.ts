@@ -2,7 +2,7 @@
 import { desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { agents, approvals, conversations, inboxItems, questions, tasks, teams, type AgentRole, type ConversationMode, type InboxItemType, type Team } from "@/lib/db/schema";
-import type { InboxItemView } from "./inbox-items";
+import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
 
 export type AgentListing = { id: string; name: string; role: AgentRole; teamId: string; teamName: string };
 
@@ -48,13 +48,21 @@ function inboxListingQuery(db: Db) {
 }
 
 /**
- * The inbox, newest first (optionally one type), with the names of the team and agent each
- * item came from and the question or approval it carries, in its current state.
+ * The inbox, newest first (filtered as `listInboxItems` is), with the names of the team and
+ * agent each item came from, the question or approval it carries in its current state, and
+ * its keyset position (`atMicros`).
  */
-export async function listInboxView(db: Db, filter: { type?: InboxItemType; limit?: number } = {}): Promise<InboxListing[]> {
-  const rows = await inboxListingQuery(db)
-    .where(filter.type ? eq(inboxItems.type, filter.type) : undefined)
-    .orderBy(desc(inboxItems.createdAt))
+export async function listInboxView(db: Db, filter: InboxFilter = {}): Promise<(InboxListing & { atMicros: string })[]> {
+  const rows = await db
+    .select({ item: inboxItems, question: questions, approval: approvals, teamName: teams.name, agentName: agents.name, approvalMode: conversations.mode, atMicros: inboxAtMicros })
+    .from(inboxItems)
+    .innerJoin(teams, eq(teams.id, inboxItems.teamId))
+    .innerJoin(agents, eq(agents.id, inboxItems.agentId))
+    .leftJoin(questions, eq(questions.id, inboxItems.questionId))
+    .leftJoin(approvals, eq(approvals.id, inboxItems.approvalId))
+    .leftJoin(conversations, eq(conversations.id, approvals.conversationId))
+    .where(inboxFilterWhere(filter))
+    .orderBy(...inboxOrder)
     .limit(filter.limit ?? 200);
   return rows.map(({ item, ...rest }) => ({ ...item, ...rest }));
 }

@@ -1,0 +1,119 @@
+// How a tool call reads to a person: "Searched the web for …", "Delegated to Scout: …".
+// Pure and client-safe: the chat, the work log and the timeline all label calls here (and the
+// briefing page lists its sources with citedSources). The
+// raw input and output stay one click away (components/tool-call.tsx).
+
+export type ToolCallState = "running" | "waiting" | "done" | "error";
+
+/** A search result as tavilySearch returns it. */
+export type SearchSource = { title: string; url: string; host: string; content: string };
+
+const record = (value: unknown): Record<string, unknown> => (value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
+const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() ? value.replace(/\s+/g, " ").trim() : undefined);
+
+function clip(value: string | undefined, max = 80): string {
+  if (!value) return "";
+  return value.length > max ? `${value.slice(0, max - 1)}…` : value;
+}
+
+const quoted = (value: string | undefined) => (value ? `“${clip(value)}”` : "");
+
+function host(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return new URL(url).hostname.replace(/^www\./, "");
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * The label of one call, in the tense of its state: running or waiting reads as under way
+ * ("Searching the web for …"), done and failed as past ("Searched the web for …"). `output`
+ * (when done) fills in what only the result knows, such as who a task went to.
+ */
+export function describeToolCall(toolName: string, args: unknown, state: ToolCallState, output?: unknown): string {
+  const input = record(args);
+  const result = record(output);
+  const past = state === "done" || state === "error";
+  const verb = (now: string, then: string) => (past ? then : now);
+  const prefix = state === "error" ? "Failed: " : "";
+  const to = text(result.to) ?? text(result.assignedTo);
+  const label = (() => {
+    switch (toolName) {
+      case "tavilySearch":
+        return `${verb("Searching", "Searched")} the web for ${quoted(text(input.query))}`;
+      case "readWebPage":
+        return `${verb("Reading", "Read")} ${host(text(input.url)) ?? "a web page"}`;
+      case "delegateToAgent":
+        return `${verb("Delegating", "Delegated")} to ${to ?? "a subordinate"}: ${quoted(text(input.title))}`;
+      case "createTask":
+        return `${verb("Creating", "Created")} a task${to ? ` for ${to}` : ""}: ${quoted(text(input.title))}`;
+      case "addKnowledgeItem":
+        return `${verb("Saving", "Saved")} ${text(input.type) ?? "knowledge"}: ${quoted(text(input.content))}`;
+      case "searchKnowledge":
+        return `${verb("Searching", "Searched")} team knowledge for ${quoted(text(input.query))}`;
+      case "removeKnowledgeItem":
+        return `${verb("Removing", "Removed")} a knowledge item`;
+      case "getTeamStatus":
+        return `${verb("Checking", "Checked")} the team's status`;
+      case "createInboxItem":
+        return `${verb("Sending", "Sent")} ${text(input.type) === "alert" ? "an alert" : "a briefing"}: ${quoted(text(input.title))}`;
+      case "askPerson":
+        return `${verb("Asking", "Asked")} you: ${quoted(text(input.question))}`;
+      case "requestInput":
+        return `${verb("Asking", "Asked")} the lead: ${quoted(text(input.question))}`;
+      case "answerSubordinate":
+        return `${verb("Answering", "Answered")} ${to ?? "a subordinate"}: ${quoted(text(input.answer))}`;
+      case "reportToLead":
+        return `${verb("Reporting", "Reported")} to the lead: ${quoted(text(input.result))}`;
+      default: {
+        // An MCP tool (SERVER__TOOL) or one this list does not know: its name, readable.
+        const [server, tool] = toolName.includes("__") ? toolName.split("__", 2) : [undefined, toolName];
+        return `${verb("Using", "Used")} ${tool}${server ? ` (${server})` : ""}`;
+      }
+    }
+  })();
+  return `${prefix}${label}`;
+}
+
+/** The sources a search found, when `output` is tavilySearch's result; [] otherwise. */
+export function searchSources(toolName: string, output: unknown): SearchSource[] {
+  if (toolName !== "tavilySearch") return [];
+  const results = record(output).results;
+  if (!Array.isArray(results)) return [];
+  return results.flatMap((entry) => {
+    const { title, url, content } = record(entry);
+    const address = text(url);
+    // Only http(s) becomes a link: a result is outside text, and javascript: must stay inert.
+    let parsed: URL;
+    try {
+      parsed = new URL(address ?? "");
+    } catch {
+      return [];
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return [];
+    const site = parsed.hostname.replace(/^www\./, "");
+    return [{ title: text(title) ?? site, url: parsed.href, host: site, content: typeof content === "string" ? content : "" }];
+  });
+}
+
+/**
+ * The web addresses a briefing cites (Markdown links and bare URLs), in order, each once:
+ * its sources, listed under it. Only http(s).
+ */
+export function citedSources(markdown: string): { url: string; label: string }[] {
+  const found = new Map<string, string>();
+  for (const match of markdown.matchAll(/\[([^\]\n]{1,200})\]\((https?:\/\/[^)\s]+)\)|(https?:\/\/[^\s)<>\]"']+)/g)) {
+    const url = (match[2] ?? match[3] ?? "").replace(/[.,;:!?]+$/, "");
+    if (!url || found.has(url)) continue;
+    let site: string;
+    try {
+      site = new URL(url).hostname.replace(/^www\./, "");
+    } catch {
+      continue;
+    }
+    found.set(url, match[1]?.trim() || site);
+  }
+  return [...found].map(([url, label]) => ({ url, label }));
+}

@@ -1,0 +1,122 @@
+// Knowledge worth keeping: a fact added after a search or a page read names where it came
+// from (the real tools against a fake Tavily), a bad source is dropped rather than failing
+// the call, and extraction merges near-duplicates instead of adding them again.
+import { MockLanguageModelV4 } from "ai/test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { extractKnowledgeFromConversation, isNearDuplicate } from "@/lib/agents/knowledge-items";
+import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
+import { searchTools } from "@/lib/agents/tools/search-tools";
+import { TurnSources } from "@/lib/agents/tools/sources";
+import type { ToolContext } from "@/lib/agents/tools";
+import { appendMessages, createKnowledgeItem, getAllMessages, getBackgroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import type { Db } from "@/lib/db/client";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
+import { createTeamFixture } from "../support/fixtures";
+import { textReply } from "../support/mock-model";
+
+let database: TestDatabase;
+let tavily: FakeTavily;
+beforeAll(async () => {
+  database = await createTestDatabase();
+  tavily = await startFakeTavily(({ query }) => ({
+    results: [
+      { title: "Wind turbines", url: "https://example.com/wind", content: "Offshore wind capacity doubled in Denmark." },
+      { title: "Solar panel prices", url: "https://example.com/solar", content: `Solar panel prices fell 20 percent in 2025 (${query}).` },
+    ],
+  }));
+});
+afterAll(async () => {
+  await tavily?.close();
+  await database?.close();
+});
+
+async function scoutContext() {
+  const { team, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+  const scout = subordinates[0]!;
+  const conversation = await getBackgroundConversation(database.db, scout.id);
+  const context = {
+    db: database.db,
+    agent: scout,
+    team,
+    conversationId: conversation.id,
+    search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url },
+    focusTaskId: () => null,
+    effect: <T>(_id: string, write: (tx: Db) => Promise<T>) => write(database.db),
+  } as unknown as ToolContext;
+  return { scout, conversation, context };
+}
+
+const call = { toolCallId: "call", messages: [] } as never;
+
+describe("the source of a fact", () => {
+  it("comes from the search result the fact was learned from, the page read last, or the agent; a bad one is dropped", async () => {
+    const { scout, context } = await scoutContext();
+    const sources = new TurnSources();
+    const search = searchTools(context, sources);
+    const knowledge = knowledgeTools(context, sources);
+    const add = (input: object) => knowledge.addKnowledgeItem.execute!({ type: "fact", ...input } as never, call) as unknown as Promise<{ sourceUrl?: string }>;
+
+    // Before any search: no source.
+    expect(await add({ content: "Batteries are getting cheaper." })).not.toHaveProperty("sourceUrl");
+    await search.tavilySearch.execute!({ query: "solar" }, call);
+    expect((await add({ content: "Solar panel prices fell 20 percent in 2025." })).sourceUrl).toBe("https://example.com/solar");
+    expect((await add({ content: "Offshore wind capacity doubled in Denmark." })).sourceUrl).toBe("https://example.com/wind");
+    // A fact the results do not say gets none.
+    expect(await add({ content: "Tidal power is promising." })).not.toHaveProperty("sourceUrl");
+    // The agent's own source wins; a bad one is dropped (falling back to what it saw), never an error.
+    expect((await add({ content: "Tidal power is promising.", sourceUrl: "https://example.org/tidal" })).sourceUrl).toBe("https://example.org/tidal");
+    expect(await add({ content: "Tidal power is promising.", sourceUrl: "javascript:alert(1)" })).not.toHaveProperty("sourceUrl");
+
+    await search.readWebPage.execute!({ url: "https://example.com/report" }, call);
+    expect((await add({ content: "Anything learned right after reading a page." })).sourceUrl).toBe("https://example.com/report");
+
+    const stored = await searchKnowledgeItems(database.db, { agentId: scout.id });
+    expect(stored.filter((item) => item.sourceUrl).map((item) => item.sourceUrl).sort()).toEqual([
+      "https://example.com/report",
+      "https://example.com/solar",
+      "https://example.com/wind",
+      "https://example.org/tidal",
+    ]);
+  });
+});
+
+describe("extraction", () => {
+  it("tells near-duplicates apart from different facts", () => {
+    expect(isNearDuplicate("Solar panels got 20% cheaper.", "solar panels got 20 cheaper")).toBe(true);
+    expect(isNearDuplicate("Solar panels got cheaper", "Solar panels got cheaper in Germany last year, per IEA.")).toBe(true);
+    expect(isNearDuplicate("The lead prefers short briefings with sources at the end", "The lead prefers short briefings with sources at the end, always")).toBe(true);
+    expect(isNearDuplicate("Solar panels got cheaper", "Wind turbines got cheaper")).toBe(false);
+    expect(isNearDuplicate("Use RSS feeds for news", "Use RSS feeds for weather alerts and news digests")).toBe(false);
+  });
+
+  it("merges near-duplicates of what the agent knows (keeping the higher confidence and the source) and within its own output", async () => {
+    const { scout, conversation } = await scoutContext();
+    const known = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Solar panel prices fell 20% in 2025.", confidence: 0.5, sourceUrl: "https://example.com/solar" });
+    const sure = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Wind is cheap.", confidence: 0.9 });
+    await appendMessages(database.db, conversation.id, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
+    const extracted = {
+      items: [
+        { type: "fact", content: "solar panel prices fell 20 % in 2025", confidence: 0.8 },
+        { type: "fact", content: "Wind is cheap!", confidence: 0.4 },
+        { type: "lesson", content: "Check two sources before briefing.", confidence: 0.7 },
+        { type: "lesson", content: "Check two sources before briefing", confidence: 0.6 },
+      ],
+    };
+    const model = new MockLanguageModelV4({ doGenerate: async () => textReply(JSON.stringify(extracted)) });
+    const created = await extractKnowledgeFromConversation({
+      db: database.db,
+      model: { model, modelId: "mock", kind: "offline" },
+      agentId: scout.id,
+      conversationId: conversation.id,
+      messages: await getAllMessages(database.db, conversation.id),
+      maxInputChars: 10_000,
+    });
+    expect(created.map((item) => item.content)).toEqual(["Check two sources before briefing."]);
+    const items = await searchKnowledgeItems(database.db, { agentId: scout.id });
+    expect(items).toHaveLength(3);
+    const solar = items.find((item) => item.id === known.id)!;
+    expect(solar).toMatchObject({ content: "Solar panel prices fell 20% in 2025.", confidence: 0.8, sourceUrl: "https://example.com/solar" });
+    expect(items.find((item) => item.id === sure.id)!.confidence).toBe(0.9);
+  });
+});
