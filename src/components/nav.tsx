@@ -6,6 +6,7 @@ import { useCallback, useEffect, useState } from "react";
 import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
 
 const links = [
+  { href: "/", label: "Home" },
   { href: "/teams", label: "Teams" },
   { href: "/inbox", label: "Inbox" },
   { href: "/knowledge", label: "Knowledge" },
@@ -44,13 +45,13 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
   const live = useLiveState();
   return (
     <header className="sidebar">
-      <Link href="/teams" className="brand" aria-label="Cadre home">
+      <Link href="/" className="brand" aria-label="Cadre home">
         <span className="brand-mark" aria-hidden="true">◆</span> Cadre
       </Link>
       <nav aria-label="Main">
         <ul className="nav-links">
           {links.map(({ href, label }) => {
-            const active = pathname === href || pathname.startsWith(`${href}/`) || (href === "/teams" && pathname.startsWith("/agents/"));
+            const active = pathname === href || (href !== "/" && pathname.startsWith(`${href}/`)) || (href === "/teams" && pathname.startsWith("/agents/"));
             const showBadge = href === "/inbox" && count !== null && count > 0;
             return (
               <li key={href}>

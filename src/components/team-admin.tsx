@@ -4,6 +4,8 @@ import Link from "next/link";
 import { useState, type FormEvent } from "react";
 import { api } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
+import type { AgentActivity } from "@/lib/activity";
+import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
@@ -23,7 +25,7 @@ export function TeamStatusButton({ teamId, status }: { teamId: string; status: T
 }
 
 /** An agent's card: name and instructions, editable in place; subordinates can be removed. */
-export function AgentEditor({ agent, working, removable = false }: { agent: Agent; working: boolean; removable?: boolean }) {
+export function AgentEditor({ agent, activity, removable = false }: { agent: Agent; activity: AgentActivity | undefined; removable?: boolean }) {
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState(agent.name);
   const [instructions, setInstructions] = useState(agent.instructions);
@@ -75,8 +77,8 @@ export function AgentEditor({ agent, working, removable = false }: { agent: Agen
         <Link href={`/agents/${agent.id}`} className="card-title">
           {agent.name}
         </Link>
-        <span className={working ? "pill pill-live" : "pill"}>{working ? "working" : "idle"}</span>
       </div>
+      {activity ? <AgentActivityLine activity={activity} /> : <span className="pill">idle</span>}
       {agent.instructions ? (
         <details className="instructions">
           <summary>Instructions</summary>
