@@ -51,19 +51,20 @@ function excerpt(text: string | null, limit = 280): string | null {
  * counted whole, so the page costs the same with 10 or 10 000 entries behind it.
  */
 export async function getSinceLastVisit(db: Db, since: Date): Promise<TeamNews[]> {
+  const after = sql`${since.toISOString()}::timestamptz`;
   const rows = await db.execute<Row>(sql`
     with news as (
       select 'task' as kind, a.team_id, t.id, t.title, t.result as body, t.status, a.id as agent_id, a.name as agent_name, t.completed_at as at
         from tasks t join agents a on a.id = t.agent_id
-       where t.status in ('completed', 'failed') and t.completed_at > ${since}
+       where t.status in ('completed', 'failed') and t.completed_at > ${after}
       union all
       select 'briefing', i.team_id, i.id, i.title, i.summary, null, a.id, a.name, i.created_at
         from inbox_items i join agents a on a.id = i.agent_id
-       where i.type = 'briefing' and i.created_at > ${since}
+       where i.type = 'briefing' and i.created_at > ${after}
       union all
       select 'knowledge', a.team_id, k.id, k.type, k.content, null, a.id, a.name, k.created_at
         from knowledge_items k join agents a on a.id = k.agent_id
-       where k.created_at > ${since}
+       where k.created_at > ${after}
     ), ranked as (
       select news.*,
              row_number() over (partition by team_id, kind, status order by at desc, id desc) as rank,
