@@ -5,8 +5,8 @@ import { usePathname } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
 import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
 
+// Home ("/", since you were last here) is the brand link: a fifth link would crowd the phone's bar.
 const links = [
-  { href: "/", label: "Home" },
   { href: "/teams", label: "Teams" },
   { href: "/inbox", label: "Inbox" },
   { href: "/knowledge", label: "Knowledge" },
@@ -51,7 +51,7 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
       <nav aria-label="Main">
         <ul className="nav-links">
           {links.map(({ href, label }) => {
-            const active = pathname === href || (href !== "/" && pathname.startsWith(`${href}/`)) || (href === "/teams" && pathname.startsWith("/agents/"));
+            const active = pathname === href || pathname.startsWith(`${href}/`) || (href === "/teams" && pathname.startsWith("/agents/"));
             const showBadge = href === "/inbox" && count !== null && count > 0;
             return (
               <li key={href}>

@@ -147,7 +147,7 @@ describe("What is happening now, everywhere", () => {
     await settle(page);
     await page.getByRole("heading", { level: 1, name: "Since you were last here" }).waitFor();
     const news = page.getByRole("article", { name: "Tide desk" });
-    await news.getByRole("link", { name: "Research tidal lagoon sites" }).waitFor();
+    await news.getByRole("link", { name: "Research tidal lagoon sites" }).first().waitFor();
     await news.getByText("Briefings").waitFor();
     await news.getByText(/^Learned/).waitFor();
     expect(await page.getByRole("article", { name: "Wind desk" }).count()).toBe(0);
