@@ -5,6 +5,7 @@ import { usePathname } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
 import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
 
+// Home ("/", since you were last here) is the brand link: a fifth link would crowd the phone's bar.
 const links = [
   { href: "/teams", label: "Teams" },
   { href: "/inbox", label: "Inbox" },
@@ -44,7 +45,7 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
   const live = useLiveState();
   return (
     <header className="sidebar">
-      <Link href="/teams" className="brand" aria-label="Cadre home">
+      <Link href="/" className="brand" aria-label="Cadre home">
         <span className="brand-mark" aria-hidden="true">◆</span> Cadre
       </Link>
       <nav aria-label="Main">

@@ -5,6 +5,8 @@ import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { previewSchedule, type SchedulePreview } from "@/lib/agents/schedule-preview";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
+import type { AgentActivity } from "@/lib/activity";
+import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
@@ -37,13 +39,13 @@ type TeamContext = { name: string; mission: string };
 /** An agent's card: name, instructions, model and (for a lead) schedule, editable in place; subordinates can be removed. */
 export function AgentEditor({
   agent,
-  working,
+  activity,
   removable = false,
   team,
   schedule,
 }: {
   agent: Agent;
-  working: boolean;
+  activity: AgentActivity | undefined;
   removable?: boolean;
   team: TeamContext;
   schedule?: LeadScheduleView;
@@ -63,8 +65,8 @@ export function AgentEditor({
         <Link href={`/agents/${agent.id}`} className="card-title">
           {agent.name}
         </Link>
-        <span className={working ? "pill pill-live" : "pill"}>{working ? "working" : "idle"}</span>
       </div>
+      {activity ? <AgentActivityLine activity={activity} /> : <span className="pill">idle</span>}
       <p className="meta">Model: {agent.model ?? "the default model"}</p>
       {schedule && <ScheduleSummary schedule={schedule} />}
       {agent.instructions ? (

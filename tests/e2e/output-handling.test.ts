@@ -245,6 +245,8 @@ describe("hostile output in Chromium", () => {
     expect(items).toHaveLength(3);
 
     const pages: [string, string][] = [
+      // since you were last here: task results, briefings and knowledge of the last day
+      ["home", "/"],
       ["teams", "/teams"],
       ["team", `/teams/${team.id}`],
       ["chat", `/teams/${team.id}/chat`],

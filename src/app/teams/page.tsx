@@ -1,11 +1,13 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { TeamActivitySummary } from "@/components/agent-activity";
 import { CreateTeamForm } from "@/components/create-team-form";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
+import { getTeamActivity } from "@/lib/team-activity";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Teams" };
@@ -13,9 +15,16 @@ export const metadata: Metadata = { title: "Teams" };
 export default async function TeamsPage() {
   await requirePageSession();
   const teams = await listTeamSummaries(db());
+  const activity = await getTeamActivity(
+    db(),
+    teams.map((team) => team.id),
+  );
+  const agentIds = [...activity.values()].flat().map((agent) => agent.agentId);
   return (
     <div className="page">
       <LiveRefresh tables={["teams", "agents", "tasks", "inbox_items"]} />
+      {/* What each agent is doing: its sessions and the steps in its work log. */}
+      <LiveRefresh tables={["work_sessions", "messages"]} agentIds={agentIds} mode="background" />
       <header className="page-header">
         <div>
           <h1>Teams</h1>
@@ -42,6 +51,7 @@ export default async function TeamsPage() {
                     {team.status === "paused" && <StatusBadge status="paused" />}
                   </div>
                   <p className="card-text clamp">{team.mission}</p>
+                  <TeamActivitySummary agents={activity.get(team.id) ?? []} />
                   <div className="card-foot">
                     <span className="meta">
                       {team.subordinates} subordinate{team.subordinates === 1 ? "" : "s"} · {team.openTasks} open task{team.openTasks === 1 ? "" : "s"}

@@ -1,5 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { AgentActivityLine } from "@/components/agent-activity";
+import { activityState } from "@/lib/activity";
 import { notFound } from "next/navigation";
 import { AssignTaskForm, CancelTaskButton, RetryTaskButton, StopSessionButton, TaskTree } from "@/components/agent-controls";
 import { LiveRefresh } from "@/components/live-events";
@@ -8,6 +10,7 @@ import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
+import { getTeamActivity } from "@/lib/team-activity";
 import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
@@ -42,7 +45,7 @@ export default async function AgentPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log] = await Promise.all([
+  const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTasksForAgentPage(db(), agent.id, ENDED_TASKS_LIMIT),
     listSessions(db(), agent.id, 10),
@@ -52,7 +55,10 @@ export default async function AgentPage({ params }: Props) {
     getAgentUsageByModel(db(), agent.id),
     loadPriceTable(db()),
     getWorkLogPage(db(), agent.id),
+    getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
   ]);
+  const activity = teamActivity.find((each) => each.agentId === agent.id);
+  const subordinateIds = teamActivity.filter((each) => each.parentAgentId === agent.id).map((each) => each.agentId);
   const spend = spendOf(usageByModel, prices);
   const delegating = await listTasksWithSubtasks(db(), tasks.map((task) => task.id));
   const running = sessions.find((session) => session.status === "running");
@@ -61,6 +67,7 @@ export default async function AgentPage({ params }: Props) {
   return (
     <div className="page">
       <LiveRefresh tables={["tasks", "work_sessions", "messages", "agents", "approvals"]} agentIds={[agent.id]} mode="background" />
+      {subordinateIds.length > 0 && <LiveRefresh tables={["work_sessions"]} agentIds={subordinateIds} />}
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
         {team && <Link href={`/teams/${team.id}`}>{team.name}</Link>} <span aria-hidden="true">/</span> <span>{agent.name}</span>
@@ -70,16 +77,11 @@ export default async function AgentPage({ params }: Props) {
           <h1>
             {agent.name} <span className="pill">{agent.role}</span>
           </h1>
-          <p className="lede">
-            {running ? (
-              <>
-                <span className="pill pill-live">working</span> session started <LocalTime value={running.startedAt.toISOString()} relative />, {running.steps} step
-                {running.steps === 1 ? "" : "s"} so far{running.stopRequestedAt ? " — stopping…" : ""}
-              </>
-            ) : (
-              "Idle: no work session is running."
-            )}
-          </p>
+          {activity && activityState(activity) !== "idle" ? (
+            <AgentActivityLine activity={activity} />
+          ) : (
+            <p className="lede">Idle: no work session is running.</p>
+          )}
         </div>
         <div className="header-actions">
           {running && !running.stopRequestedAt && <StopSessionButton agentId={agent.id} />}
@@ -142,7 +144,7 @@ export default async function AgentPage({ params }: Props) {
         ) : (
           <ul className="task-list">
             {tasks.map((task) => (
-              <li key={task.id} className="task" data-status={task.status}>
+              <li key={task.id} id={`task-${task.id}`} className="task" data-status={task.status}>
                 <div className="task-head">
                   <StatusBadge status={task.status} />
                   <span className="task-title">{task.title}</span>

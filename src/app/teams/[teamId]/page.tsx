@@ -22,9 +22,9 @@ import { countTeamContents, getTeam, listTeamAgents } from "@/lib/db/queries/tea
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
 import { previewSchedule } from "@/lib/agents/schedule-preview";
 import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
-import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { env, smtpSettings } from "@/lib/env";
 import { isUuid } from "@/lib/ids";
+import { getTeamActivity } from "@/lib/team-activity";
 import { listMcpServerViews } from "@/lib/mcp/servers";
 import { listTeamNotifications } from "@/lib/notifications/channels";
 import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/webhooks";
@@ -47,9 +47,7 @@ export default async function TeamPage({ params }: Props) {
   if (!team) notFound();
   const [agents, webhook] = await Promise.all([listTeamAgents(db(), team.id), getWebhookSecretStatus(db(), team.id)]);
   const notifications = await listTeamNotifications(db(), team.id);
-  const working = new Set(
-    (await Promise.all(agents.map(async (agent) => ((await getRunningSession(db(), agent.id)) ? agent.id : null)))).filter(Boolean),
-  );
+  const activity = new Map(((await getTeamActivity(db(), [team.id])).get(team.id) ?? []).map((each) => [each.agentId, each]));
   const [toolPolicies, mcpServers] = await Promise.all([listToolPolicies(db(), team.id), listMcpServerViews(db(), team.id).then((views) => views.map(toWire))]);
   const lead = agents.find((agent) => agent.role === "lead");
   const subordinates = agents.filter((agent) => agent.role === "subordinate");
@@ -65,7 +63,7 @@ export default async function TeamPage({ params }: Props) {
   return (
     <div className="page">
       <LiveRefresh tables={["teams", "agents", "work_sessions"]} teamIds={[team.id]} />
-      <LiveRefresh tables={["work_sessions", "agents"]} agentIds={agents.map((agent) => agent.id)} />
+      <LiveRefresh tables={["work_sessions", "agents", "tasks", "messages"]} agentIds={agents.map((agent) => agent.id)} mode="background" />
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <span>{team.name}</span>
       </nav>
@@ -95,7 +93,7 @@ export default async function TeamPage({ params }: Props) {
       <section aria-labelledby="lead-heading" className="section">
         <h2 id="lead-heading">Lead</h2>
         {lead ? (
-          <AgentEditor agent={lead} working={working.has(lead.id)} team={teamContext} schedule={leadSchedule} />
+          <AgentEditor agent={lead} activity={activity.get(lead.id)} team={teamContext} schedule={leadSchedule} />
         ) : (
           <p className="notice">This team has no lead.</p>
         )}
@@ -109,7 +107,7 @@ export default async function TeamPage({ params }: Props) {
           <ul className="card-list">
             {subordinates.map((agent) => (
               <li key={agent.id}>
-                <AgentEditor agent={agent} working={working.has(agent.id)} team={teamContext} removable />
+                <AgentEditor agent={agent} activity={activity.get(agent.id)} team={teamContext} removable />
               </li>
             ))}
           </ul>

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { AgentActivityLine } from "@/components/agent-activity";
 import { Chat } from "@/components/chat";
 import { LiveRefresh } from "@/components/live-events";
 import { StatusBadge } from "@/components/ui";
@@ -14,8 +15,8 @@ import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getTeam } from "@/lib/db/queries/teams";
-import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { getTeamActivity } from "@/lib/team-activity";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ agentId: string }> };
@@ -34,20 +35,24 @@ export default async function AgentChatPage({ params }: Props) {
   if (!isUuid(agentId)) notFound();
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
-  const [team, members, conversation, session, approvals] = await Promise.all([
+  const [team, members, conversation, teamActivity, approvals] = await Promise.all([
     getTeam(db(), agent.teamId),
     listTeamAgents(db(), agent.teamId),
     getConversationByMode(db(), agent.id, "foreground"),
-    getRunningSession(db(), agent.id),
+    getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
     listAgentApprovals(db(), agent.id),
   ]);
+  const activity = teamActivity.find((each) => each.agentId === agent.id);
+  const subordinateIds = members.filter((member) => member.parentAgentId === agent.id).map((member) => member.id);
   if (!team) notFound();
   const stored = conversation ? await listMessages(db(), conversation.id, { limit: CHAT_PAGE_SIZE }) : [];
   const lead = agent.role === "lead" ? null : members.find((member) => member.id === agent.parentAgentId);
 
   return (
     <div className="page page-chat">
-      <LiveRefresh tables={["work_sessions"]} agentIds={[agent.id]} />
+      {/* The header's activity: this agent's session and work log, and for a lead its subordinates' sessions. */}
+      <LiveRefresh tables={["work_sessions", "tasks", "messages"]} agentIds={[agent.id]} mode="background" />
+      {subordinateIds.length > 0 && <LiveRefresh tables={["work_sessions"]} agentIds={subordinateIds} />}
       <header className="chat-header">
         <nav aria-label="Breadcrumb" className="crumbs">
           <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
@@ -56,12 +61,12 @@ export default async function AgentChatPage({ params }: Props) {
         <div className="chat-title">
           <h1>{agent.name}</h1>
           <span className="pill">{agent.role}</span>
-          <span className={session ? "pill pill-live" : "pill"}>{session ? "working in the background" : "idle"}</span>
           {team.status === "paused" && <StatusBadge status="paused" />}
           <Link href={`/agents/${agent.id}#work-log`} className="meta-link">
             Work log
           </Link>
         </div>
+        {activity && <AgentActivityLine activity={activity} />}
         {lead && (
           <p className="hint">
             Reports to <Link href={`/agents/${lead.id}/chat`}>{lead.name}</Link>. Work you give {agent.name} here is its own task; its report goes to {lead.name}.
