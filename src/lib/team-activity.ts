@@ -5,7 +5,7 @@ import { inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import type { AgentActivity, CurrentStep } from "@/lib/activity";
 import { agents, type AgentRole, type StoredToolCall } from "@/lib/db/schema";
-import { describeToolCall } from "@/lib/tool-call-labels";
+import { describeToolCall } from "@/lib/tool-labels";
 
 type Row = {
   agent_id: string;
@@ -77,7 +77,7 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
     let step: CurrentStep | null = null;
     if (running && pending.length > 0 && row.call_at) {
       const [first] = pending;
-      const label = describeToolCall(first!.toolName, first!.args, names) + (pending.length > 1 ? ` (and ${pending.length - 1} more)` : "");
+      const label = describeToolCall(first!.toolName, first!.args, "running", undefined, names) + (pending.length > 1 ? ` (and ${pending.length - 1} more)` : "");
       step = { kind: "tool", label, toolName: first!.toolName, since: iso(row.call_at) };
     } else if (running) {
       const started = new Date(row.session_started_at!);

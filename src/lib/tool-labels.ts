@@ -3,7 +3,17 @@
 // briefing page lists its sources with citedSources). The
 // raw input and output stay one click away (components/tool-call.tsx).
 
+import { MCP_SEPARATOR } from "@/lib/mcp/names";
+
 export type ToolCallState = "running" | "waiting" | "done" | "error";
+
+/** Agent names by id, so a call still under way reads "Delegating to Scout" rather than an id. */
+export type AgentNames = ReadonlyMap<string, string> | Record<string, string>;
+
+function nameOf(names: AgentNames | undefined, id: unknown): string | undefined {
+  if (typeof id !== "string" || !names) return undefined;
+  return (names instanceof Map ? names.get(id) : (names as Record<string, string>)[id]) ?? undefined;
+}
 
 /** A search result as tavilySearch returns it. */
 export type SearchSource = { title: string; url: string; host: string; content: string };
@@ -30,15 +40,16 @@ function host(url: string | undefined): string | undefined {
 /**
  * The label of one call, in the tense of its state: running or waiting reads as under way
  * ("Searching the web for …"), done and failed as past ("Searched the web for …"). `output`
- * (when done) fills in what only the result knows, such as who a task went to.
+ * (when done) fills in what only the result knows, such as who a task went to; before that,
+ * `names` does (the live status names the subordinate a running delegation goes to).
  */
-export function describeToolCall(toolName: string, args: unknown, state: ToolCallState, output?: unknown): string {
+export function describeToolCall(toolName: string, args: unknown, state: ToolCallState, output?: unknown, names?: AgentNames): string {
   const input = record(args);
   const result = record(output);
   const past = state === "done" || state === "error";
   const verb = (now: string, then: string) => (past ? then : now);
   const prefix = state === "error" ? "Failed: " : "";
-  const to = text(result.to) ?? text(result.assignedTo);
+  const to = text(result.to) ?? text(result.assignedTo) ?? nameOf(names, input.agentId);
   const label = (() => {
     switch (toolName) {
       case "tavilySearch":
@@ -69,7 +80,8 @@ export function describeToolCall(toolName: string, args: unknown, state: ToolCal
         return `${verb("Reporting", "Reported")} to the lead: ${quoted(text(input.result))}`;
       default: {
         // An MCP tool (SERVER__TOOL) or one this list does not know: its name, readable.
-        const [server, tool] = toolName.includes("__") ? toolName.split("__", 2) : [undefined, toolName];
+        const at = toolName.indexOf(MCP_SEPARATOR);
+        const [server, tool] = at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
         return `${verb("Using", "Used")} ${tool}${server ? ` (${server})` : ""}`;
       }
     }

@@ -8,7 +8,7 @@ import { appendMessages, claimSession, createInboxItem, createKnowledgeItem, cre
 import { tasks } from "@/lib/db/schema";
 import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/since-last-visit";
 import { getTeamActivity } from "@/lib/team-activity";
-import { describeToolCall } from "@/lib/tool-call-labels";
+import { describeToolCall } from "@/lib/tool-labels";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 
@@ -92,11 +92,11 @@ describe("getTeamActivity", () => {
 
   it("describes tool calls in words, naming the subordinate a lead delegates to", () => {
     const names = new Map([["a1", "Scout"]]);
-    expect(describeToolCall("delegateToAgent", { agentId: "a1", title: "Find sites" }, names)).toBe("Delegating “Find sites” to Scout");
-    expect(describeToolCall("readWebPage", { url: "https://example.com/x" })).toBe("Reading https://example.com/x");
-    expect(describeToolCall("github__create_issue", {})).toBe("Using create_issue on github");
-    expect(describeToolCall("tavilySearch", { query: "x".repeat(200) })).toMatch(/^Searching the web for “x{79}…”$/);
-    expect(describeToolCall("somethingNew", null)).toBe("Running somethingNew");
+    expect(describeToolCall("delegateToAgent", { agentId: "a1", title: "Find sites" }, "running", undefined, names)).toBe("Delegating to Scout: “Find sites”");
+    expect(describeToolCall("readWebPage", { url: "https://example.com/x" }, "running")).toBe("Reading example.com");
+    expect(describeToolCall("github__create_issue", {}, "running")).toBe("Using create_issue (github)");
+    expect(describeToolCall("tavilySearch", { query: "x".repeat(200) }, "running")).toMatch(/^Searching the web for “x{79}…”$/);
+    expect(describeToolCall("somethingNew", null, "running")).toBe("Using somethingNew");
   });
 });
 
