@@ -216,6 +216,20 @@ describe("tasks by hand", () => {
     expect(calls.map((call) => call.model)).toContain("offline");
   });
 
+  it("retry: twenty at once make one new task; the others are a 409 naming it", async () => {
+    const { subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    const task = await createTask(database.db, { agentId: scout.id, source: "user", title: "Retry me once" });
+    await database.db.update(tasks).set({ status: "cancelled", result: "Cancelled by the person." }).where(eq(tasks.id, task.id));
+    const responses = await Promise.all(Array.from({ length: 20 }, () => api.retry.POST(json("POST"), params({ taskId: task.id }))));
+    expect(responses.map((response) => response.status).sort()).toEqual([201, ...Array<number>(19).fill(409)]);
+    const copies = await database.db.select().from(tasks).where(eq(tasks.agentId, scout.id));
+    expect(copies.filter((copy) => copy.id !== task.id)).toHaveLength(1);
+    const refused = (await responses.find((response) => response.status === 409)!.json()) as { error: { code: string; message: string } };
+    expect(refused.error.code).toBe("conflict:task_retried");
+    expect(refused.error.message).toContain(copies.find((copy) => copy.id !== task.id)!.id);
+  });
+
   it("the tree: a task and what it spawned at any depth, who did each and the result; 404 unknown", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
     const [scout, analyst] = subordinates as [(typeof subordinates)[0], (typeof subordinates)[0]];

@@ -7,6 +7,9 @@ import { CronExpressionParser } from "cron-parser";
 
 /** An IANA time zone name the runtime knows ("Europe/Berlin"); Intl is what pg-boss and cron-parser resolve zones with. */
 export function isTimeZone(value: string): boolean {
+  // Area/Location as IANA spells it: Intl also takes offsets ("+05:30"), legacy names
+  // ("EST5EDT") and any casing, which would be stored as typed and read back unlike the README.
+  if (!/^(UTC|[A-Z][A-Za-z_]*(\/[A-Z][A-Za-z0-9_+-]*)+)$/.test(value)) return false;
   try {
     new Intl.DateTimeFormat("en", { timeZone: value });
     return true;
@@ -17,6 +20,8 @@ export function isTimeZone(value: string): boolean {
 
 /** pg-boss reads schedules with cron-parser; refusing here what it would refuse later keeps a bad cron from breaking a lead's runs. */
 export function isCron(value: string): boolean {
+  // Five fields: a schedule runs at most once a minute (a sixth, seconds field is refused).
+  if (value.trim().split(/\s+/).length !== 5) return false;
   try {
     CronExpressionParser.parse(value, { strict: false });
     return true;

@@ -27,11 +27,21 @@ export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promis
  * agent with the same title, its description saying which task it retries, and the agent
  * woken — in the caller's transaction. The old task stays as it ended, for the record.
  */
+const retryMarker = (taskId: string) => `Retry of task ${taskId}`;
+
 export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Task> {
   if (task.status !== "failed" && task.status !== "cancelled") {
     throw new CadreError("conflict:task_not_ended", `Only a failed or cancelled task can be retried; this one is ${task.status.replace("_", " ")}.`);
   }
-  const retryNote = `Retry of task ${task.id} ("${task.title}"), which ${task.status === "failed" ? "failed" : "was cancelled"}${task.result ? `: ${task.result}` : "."}`;
+  // One retry per ended task: the task's row lock makes a second retry (a double click, two
+  // tabs) wait for the first and then find it.
+  await db.execute(sql`select 1 from tasks where id = ${task.id} for update`);
+  const [earlier] = await db.execute<{ id: string }>(sql`
+    select id from tasks where agent_id = ${task.agentId} and position(${retryMarker(task.id)} in description) > 0 limit 1`);
+  if (earlier) {
+    throw new CadreError("conflict:task_retried", `This task was already retried as task ${earlier.id}; retry that one if it failed too.`);
+  }
+  const retryNote = `${retryMarker(task.id)} ("${task.title}"), which ${task.status === "failed" ? "failed" : "was cancelled"}${task.result ? `: ${task.result}` : "."}`;
   return assignTask(db, jobs, {
     agentId: task.agentId,
     source: "user",

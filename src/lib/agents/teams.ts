@@ -1,6 +1,7 @@
 import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
 import { createTeamWithLead, updateTeam, type TeamChanges } from "@/lib/db/queries/teams";
-import { getTeamLead, updateAgent, type AgentChanges } from "@/lib/db/queries/agents";
+import { getTeamLead, requireAgent, updateAgent, type AgentChanges } from "@/lib/db/queries/agents";
+import { CadreError } from "@/lib/errors";
 import { deleteTeam, getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
 import type { EngineDeps } from "./engine-config";
@@ -82,7 +83,14 @@ export async function setTeamStatus(engine: EngineDeps, teamId: string, status: 
  * stays unscheduled and gets the new schedule when the team resumes.
  */
 export async function editAgent(engine: EngineDeps, agentId: string, changes: AgentChanges): Promise<Agent> {
-  const agent = await writeUnderAgent(engine.db, agentId, (tx) => updateAgent(tx, agentId, changes));
+  const agent = await writeUnderAgent(engine.db, agentId, async (tx) => {
+    const scheduled = (changes.schedule !== undefined && changes.schedule !== null) || (changes.scheduleTimeZone !== undefined && changes.scheduleTimeZone !== null);
+    if (scheduled && (await requireAgent(tx, agentId)).role !== "lead") {
+      // Only a lead runs on a schedule: stored on a subordinate it would do nothing, silently.
+      throw new CadreError("bad_request:validation", "Only a team's lead has a schedule; give this agent tasks instead, or schedule its lead.");
+    }
+    return updateAgent(tx, agentId, changes);
+  });
   const scheduleChanged = changes.schedule !== undefined || changes.scheduleTimeZone !== undefined;
   if (scheduleChanged && agent.role === "lead" && (await getTeam(engine.db, agent.teamId))?.status === "active") {
     await syncLeadSchedule(engine, agent, "active");

@@ -116,7 +116,8 @@ export async function listOpenTaskTree(db: Db, taskId: string): Promise<Task[]> 
     with recursive tree as (
       select id, 0 as depth from tasks where id = ${taskId}
       union all
-      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id
+      -- A tree is built by delegation, so it has no cycle; the depth cap keeps a corrupted row from looping forever.
+      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id where tree.depth < 100
     )
     select tree.id from tree join tasks t on t.id = tree.id
      where t.status in ('pending', 'in_progress', 'waiting_input')
@@ -144,7 +145,8 @@ export async function listTaskTree(db: Db, taskId: string): Promise<TaskTreeNode
     with recursive tree as (
       select id, 0 as depth from tasks where id = ${taskId}
       union all
-      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id
+      -- A tree is built by delegation, so it has no cycle; the depth cap keeps a corrupted row from looping forever.
+      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id where tree.depth < 100
     )
     select t.id, t.parent_task_id, t.agent_id, a.name as agent_name, t.title, t.status, t.result, t.source,
            t.created_at, t.updated_at, tree.depth
