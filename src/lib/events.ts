@@ -79,7 +79,11 @@ const KEEP_ALIVE_MS = 15_000;
  * stream then closes, and EventSource reconnects and refetches after reading what was
  * queued). So no subscriber outlives its consumer, and none holds more than the limit.
  */
-export function liveEventStream(signal: AbortSignal, options: { maxUnreadBytes?: number } = {}): ReadableStream<Uint8Array> {
+export function liveEventStream(request: Request, options: { maxUnreadBytes?: number } = {}): ReadableStream<Uint8Array> {
+  // The stream holds the request, not only its signal: a Request's signal follows the client's
+  // abort through a weak reference that is gone once the Request is garbage-collected, and the
+  // subscriber would then outlive its client until the next keep-alive found the socket closed.
+  const signal = request.signal;
   const encoder = new TextEncoder();
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -91,7 +95,7 @@ export function liveEventStream(signal: AbortSignal, options: { maxUnreadBytes?:
     ended = true;
     clearInterval(keepAlive);
     unsubscribe?.();
-    signal.removeEventListener("abort", end);
+    request.signal.removeEventListener("abort", end);
     try {
       controller?.close();
     } catch {
