@@ -78,6 +78,18 @@ function build(): void {
   if (result.status !== 0) throw new Error(`next build failed:\n${result.stdout}\n${result.stderr}`);
 }
 
+export type ApiRequest = { method?: string; body?: unknown };
+
+/** A JSON request to the app's API (JSON body when given): its status and parsed answer. */
+export async function callApi<T>(baseUrl: string, pathname: string, init: ApiRequest = {}): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${baseUrl}${pathname}`, {
+    method: init.method ?? "GET",
+    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
 /** `pid`: the supervisor's (scripts/start.ts); the web server and the worker are its children. */
 export type AppServer = { url: string; pid: number; output: () => string; stop: () => Promise<void> };
 

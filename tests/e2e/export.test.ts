@@ -7,7 +7,7 @@ import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
 
 let database: TestDatabase;
 let app: AppServer;
@@ -17,14 +17,7 @@ let page: Page;
 let teamId = "";
 let taskId = "";
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${app.url}${pathname}`, {
-    method: init.method ?? "GET",
-    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
 
 function section(): Locator {
   return page.getByRole("region", { name: "Export" });

@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
 
 const LIVE = 20_000; // the product promises about a second; the worker's turn comes first on a loaded machine
 
@@ -27,14 +27,7 @@ type ApiApproval = { id: string; toolCallId: string; toolName: string; input: Re
 type ApiTask = { id: string; title: string; status: string; result: string | null };
 type ApiMessage = { role: string; content: string; toolCallId: string | null; toolCalls: { toolCallId: string; toolName: string; args: unknown }[] | null };
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${app.url}${pathname}`, {
-    method: init.method ?? "GET",
-    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
 
 async function createTeam(name: string, leadName: string): Promise<Team> {
   const { status, body } = await call<{ team: { id: string }; lead: { id: string; name: string } }>("/api/teams", {

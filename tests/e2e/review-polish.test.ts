@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem } from "@/lib/db/queries";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
 
 let database: TestDatabase;
 let tavily: FakeTavily;
@@ -19,14 +19,7 @@ let context: BrowserContext;
 let page: Page;
 const teams: { id: string; leadId: string; scoutId?: string }[] = [];
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${app.url}${pathname}`, {
-    method: init.method ?? "GET",
-    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
 
 async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 90_000;

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem } from "@/lib/db/queries";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
 
 const LIVE = 30_000; // the worker's sessions come first on a loaded machine
 
@@ -21,14 +21,7 @@ let context: BrowserContext;
 let page: Page;
 let team: { id: string; leadId: string; scoutId: string };
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${app.url}${pathname}`, {
-    method: init.method ?? "GET",
-    headers: init.body === undefined ? undefined : { "content-type": "application/json" },
-    body: init.body === undefined ? undefined : JSON.stringify(init.body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
 
 async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + 60_000;
