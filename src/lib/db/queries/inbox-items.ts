@@ -3,6 +3,7 @@ import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { approvals, inboxItems, questions, type Approval, type InboxItem, type InboxItemType, type Question } from "../schema";
 import type { TimelinePosition } from "./timeline";
+import { atMicros, olderThan } from "./keyset";
 
 export type NewInboxItem = {
   teamId: string;
@@ -51,14 +52,14 @@ export function inboxFilterWhere(filter: InboxFilter): SQL | undefined {
     filter.type ? eq(inboxItems.type, filter.type) : undefined,
     filter.teamId ? eq(inboxItems.teamId, filter.teamId) : undefined,
     filter.before
-      ? sql`(${inboxItems.createdAt}, ${inboxItems.id}) < (timestamptz 'epoch' + ${filter.before.atMicros.toString()}::bigint * interval '1 microsecond', ${filter.before.id}::uuid)`
+      ? olderThan(inboxItems.createdAt, inboxItems.id, filter.before)
       : undefined,
   );
 }
 
 /** Newest first — the keyset order; `atMicros` is the item's created_at to the microsecond, for the next cursor. */
 export const inboxOrder = [desc(inboxItems.createdAt), desc(inboxItems.id)];
-export const inboxAtMicros = sql<string>`(extract(epoch from ${inboxItems.createdAt}) * 1000000)::bigint::text`;
+export const inboxAtMicros = atMicros(inboxItems.createdAt);
 
 function viewQuery(db: Db, where: SQL | undefined) {
   return db

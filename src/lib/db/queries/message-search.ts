@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { MATCH_END, MATCH_START } from "@/lib/search-marks";
 import type { AgentRole, ConversationMode, MessageRole } from "../schema";
+import { atMicros, olderThan } from "./keyset";
 
 /** Where a match sits in the newest-first order: its time in microseconds (Postgres keeps them; a JS Date would not), then its id. */
 export type SearchPosition = { atMicros: bigint; id: string };
@@ -39,7 +40,7 @@ export async function searchTermCount(db: Db, q: string): Promise<number> {
  */
 export async function searchTeamMessages(db: Db, input: { teamId: string; q: string; before?: SearchPosition; limit: number }): Promise<MessageMatch[]> {
   const after = input.before
-    ? sql`and (m.created_at, m.id) < (timestamptz 'epoch' + ${input.before.atMicros.toString()}::bigint * interval '1 microsecond', ${input.before.id}::uuid)`
+    ? sql`and ${olderThan(sql`m.created_at`, sql`m.id`, input.before)}`
     : sql``;
   // The query is spelled out in place (not a CTE): as a stable expression of a parameter it can be the GIN index's condition.
   const query = sql`websearch_to_tsquery('english', ${input.q})`;
@@ -57,7 +58,7 @@ export async function searchTeamMessages(db: Db, input: { teamId: string; q: str
        limit ${input.limit}
     )
     select f.id, f.role, f.mode, f.conversation_id as "conversationId", f.agent_id as "agentId", f.agent_name as "agentName", f.agent_role as "agentRole",
-           f.created_at as "createdAt", (extract(epoch from f.created_at) * 1000000)::bigint::text as "atMicros",
+           f.created_at as "createdAt", ${atMicros(sql`f.created_at`)} as "atMicros",
            ts_headline('english', replace(replace(f.content, ${MATCH_START}, ''), ${MATCH_END}, ''), ${query},
              case when length(f.content) <= ${WHOLE_SNIPPET_CHARS} then ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, HighlightAll=true`}
                   else ${`StartSel=${MATCH_START}, StopSel=${MATCH_END}, MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "`} end) as snippet

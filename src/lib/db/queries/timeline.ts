@@ -4,6 +4,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { logInputLikePatterns, type LogInput } from "@/lib/agents/formats";
 import type { Db } from "../client";
 import type { AgentRole, InboxItemType, StoredToolCall, TaskSource, TaskStatus } from "../schema";
+import { atMicros, olderThan } from "./keyset";
 
 /** What the timeline can be filtered by: the product's words for what happened. */
 export const timelineKinds = ["work", "task", "report", "question", "approval", "briefing", "alert"] as const;
@@ -76,7 +77,7 @@ export type TimelineRow =
   | (RowBase & { source: "task-given" | "task-ended"; row: TaskRowData })
   | (RowBase & { source: "inbox"; row: InboxRowData });
 
-const micros = (column: string) => sql.raw(`(extract(epoch from ${column}) * 1000000)::bigint::text`);
+const micros = (column: string) => atMicros(sql.raw(column));
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 /** The kind of a work-log message, in SQL: input by its wording (formats.ts), everything else is the agent's work. */
@@ -88,7 +89,7 @@ const messageKind = sql.raw(
 
 function before(time: SQL, id: SQL, position: TimelinePosition | undefined): SQL {
   if (!position) return sql`true`;
-  return sql`(${time}, ${id}) < (timestamptz 'epoch' + ${position.atMicros.toString()}::bigint * interval '1 microsecond', ${position.id}::uuid)`;
+  return olderThan(time, id, position);
 }
 
 const messageKinds: readonly (TimelineKind | undefined)[] = [undefined, "work", "task", "report", "question"];
