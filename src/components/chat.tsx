@@ -150,12 +150,8 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
 
   // The database is the truth: after a reply and on every change to this chat, reload the
   // newest page and join it to what is shown (reading back a few pages if much was written).
-  // Resyncs can overlap (an event during a slow fetch); only the latest may show its answer,
-  // or an older fetch that finished last would hide a message the newer one found.
-  const resyncRun = useRef(0);
   const resync = useCallback(async () => {
     if (busyRef.current) return;
-    const run = ++resyncRun.current;
     try {
       let newest = await page();
       let merged = mergeNewest(storedRef.current, newest);
@@ -163,7 +159,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
         newest = [...(await page(newest[0]!.id)), ...newest];
         merged = mergeNewest(storedRef.current, newest);
       }
-      if (busyRef.current || run !== resyncRun.current) return;
+      if (busyRef.current) return;
       show(merged ?? newest);
       setSyncError(null);
     } catch (cause) {
