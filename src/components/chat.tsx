@@ -5,6 +5,7 @@ import { DefaultChatTransport, getToolName, isToolUIPart } from "ai";
 import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
+import { oneAtATime } from "@/lib/one-at-a-time";
 import { STOPPED_BY_PERSON } from "@/lib/agents/formats";
 import { CHAT_PAGE_SIZE, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
@@ -150,7 +151,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
 
   // The database is the truth: after a reply and on every change to this chat, reload the
   // newest page and join it to what is shown (reading back a few pages if much was written).
-  const resync = useCallback(async () => {
+  const readNewest = useCallback(async () => {
     if (busyRef.current) return;
     try {
       let newest = await page();
@@ -166,6 +167,11 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       setSyncError(`Could not load the latest messages: ${messageOf(cause)}`);
     }
   }, [page, show]);
+  // One resync at a time (an older read answering after a newer one would hide what only the
+  // newer saw); a resync asked for meanwhile runs once this one ends.
+  const readNewestRef = useRef(readNewest);
+  readNewestRef.current = readNewest;
+  const resync = useMemo(() => oneAtATime(() => readNewestRef.current()), []);
   const resyncSoon = useCoalesced(() => void resync(), 250);
 
   // Older messages go on top without moving what the person is reading.
