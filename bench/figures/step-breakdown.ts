@@ -2,8 +2,8 @@ import { ContextReader, loadContextForCall } from "../../src/lib/agents/compacti
 import { workInstructions } from "../../src/lib/agents/prompts";
 import { requireAgent } from "../../src/lib/db/queries/agents";
 import { appendMessage } from "../../src/lib/db/queries/messages";
-import { listTasksByAgent, openTaskStatuses } from "../../src/lib/db/queries/tasks";
-import { listTeamAgents, requireTeam } from "../../src/lib/db/queries/teams";
+import { readNextCallFacts } from "../../src/lib/db/queries/next-call";
+import { requireTeam } from "../../src/lib/db/queries/teams";
 import { recordUsage } from "../../src/lib/db/queries/usage";
 import { claimSession, endSession } from "../../src/lib/db/queries/work-sessions";
 import { OfflineModel } from "../../src/lib/llm/offline-model";
@@ -40,14 +40,10 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
     ],
     ["store the tool result (durable)", (round) => appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." })],
     [
-      "reads for the next call (team ∥ tasks ∥ new messages; the team's token total is read every 30 s)",
+      "reads for the next call (the prompt's facts and waiting input ∥ new messages; the team's token total is read every 30 s)",
       async () => {
-        const [members, openTasks, read] = await Promise.all([
-          listTeamAgents(db, team.id),
-          listTasksByAgent(db, agent.id, openTaskStatuses),
-          reader.read(),
-        ]);
-        system = workInstructions({ agent, team, members, openTasks: openTasks.reverse() });
+        const [facts, read] = await Promise.all([readNextCallFacts(db, { teamId: team.id, agentId: agent.id, focusTaskId: null }), reader.read()]);
+        system = workInstructions({ agent, team, members: facts.members, openTasks: facts.openTasks });
         context = read;
       },
     ],

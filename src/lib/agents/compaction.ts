@@ -8,11 +8,28 @@ import type { ModelChoice } from "@/lib/llm/provider";
 import { toModelMessages } from "./model-messages";
 import { COMPACTION_INSTRUCTIONS } from "./prompts";
 
-/** Rough token count: ~4 characters per token, which is what budgets need, not exactness. */
+/**
+ * Rough token count: ~4 characters per token of the text, or of the messages as JSON, which
+ * is what budgets need, not exactness. A message's JSON length is kept with it (model
+ * messages are remade only when their stored message changed, see model-messages.ts), so a
+ * long context is not serialized again before every call.
+ */
 export function estimateTokens(value: string | readonly ModelMessage[]): number {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  return Math.ceil(text.length / 4);
+  if (typeof value === "string") return Math.ceil(value.length / 4);
+  // JSON.stringify(value).length, from its parts: the brackets, the commas and each message.
+  let length = 2 + Math.max(0, value.length - 1);
+  for (const message of value) {
+    let own = serializedLength.get(message);
+    if (own === undefined) {
+      own = JSON.stringify(message).length;
+      serializedLength.set(message, own);
+    }
+    length += own;
+  }
+  return Math.ceil(length / 4);
 }
+
+const serializedLength = new WeakMap<ModelMessage, number>();
 
 /** What a model call on this context would cost: the system prompt plus the messages. */
 export function estimateContextTokens(context: readonly Message[], instructions: string, maxToolResultChars?: number): number {

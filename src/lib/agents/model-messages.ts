@@ -30,44 +30,74 @@ export function toModelMessages(
     }
   }
 
-  const used = new Set<string>();
   const out: ModelMessage[] = [];
   for (const message of stored) {
     switch (message.role) {
       case "user":
-        out.push({ role: "user", content: message.content });
-        break;
       case "summary":
-        out.push({ role: "user", content: SUMMARY_PREFIX + message.content });
+        out.push(remembered(inputMessages, message, () => ({ role: "user", content: message.role === "summary" ? SUMMARY_PREFIX + message.content : message.content })));
         break;
       case "tool":
         // Emitted right after its call; an orphan (its call was compacted away) is dropped.
         break;
       case "assistant": {
+        out.push(remembered(assistantMessages, message, () => assistantMessage(message)));
         const calls = message.toolCalls ?? [];
-        const content: Exclude<AssistantContent, string> = [];
-        if (message.thinking) content.push({ type: "reasoning", text: message.thinking });
-        if (message.content) content.push({ type: "text", text: message.content });
-        for (const call of calls) {
-          content.push({ type: "tool-call", toolCallId: call.toolCallId, toolName: call.toolName, input: call.args ?? {} });
-        }
-        if (content.length === 0) content.push({ type: "text", text: "" });
-        out.push({ role: "assistant", content });
-        if (calls.length > 0) {
-          const results: ToolContent = calls.map((call) => {
-            const result = resultsByCallId.get(call.toolCallId);
-            if (result) used.add(result.id);
-            // A call waiting for the person has no result yet, on purpose: the model is told so, not that it broke.
-            const content = result?.content ?? (options.awaitingDecision?.has(call.toolCallId) ? AWAITING_APPROVAL_RESULT : undefined);
-            return toolResultPart(call, clip(content, options.maxToolResultChars));
-          });
-          out.push({ role: "tool", content: results });
-        }
+        if (calls.length > 0) out.push(toolMessageFor(message, calls, resultsByCallId, options));
         break;
       }
     }
   }
   return out;
+}
+
+// The model messages made from a stored message are kept with it: a session's context holds
+// the same stored objects from call to call, so a long context is converted (and its tool
+// results parsed) once, not again before every call. Stored messages are never changed.
+const inputMessages = new WeakMap<StoredLike, ModelMessage>();
+const assistantMessages = new WeakMap<StoredLike, ModelMessage>();
+const toolMessages = new WeakMap<StoredLike, { key: string; message: ModelMessage }>();
+
+function remembered(cache: WeakMap<StoredLike, ModelMessage>, message: StoredLike, make: () => ModelMessage): ModelMessage {
+  let made = cache.get(message);
+  if (!made) {
+    made = make();
+    cache.set(message, made);
+  }
+  return made;
+}
+
+function assistantMessage(message: StoredLike): ModelMessage {
+  const content: Exclude<AssistantContent, string> = [];
+  if (message.thinking) content.push({ type: "reasoning", text: message.thinking });
+  if (message.content) content.push({ type: "text", text: message.content });
+  for (const call of message.toolCalls ?? []) {
+    content.push({ type: "tool-call", toolCallId: call.toolCallId, toolName: call.toolName, input: call.args ?? {} });
+  }
+  if (content.length === 0) content.push({ type: "text", text: "" });
+  return { role: "assistant", content };
+}
+
+/** The results of an assistant message's calls, as one tool message; remade only when what it is made of changed. */
+function toolMessageFor(
+  message: StoredLike,
+  calls: readonly StoredToolCall[],
+  resultsByCallId: ReadonlyMap<string, StoredLike>,
+  options: { maxToolResultChars?: number; awaitingDecision?: ReadonlySet<string> },
+): ModelMessage {
+  const results = calls.map((call) => resultsByCallId.get(call.toolCallId));
+  const awaiting = calls.map((call) => options.awaitingDecision?.has(call.toolCallId) ?? false);
+  const key = `${options.maxToolResultChars}|${results.map((result) => result?.id ?? "").join(",")}|${awaiting.join(",")}`;
+  const known = toolMessages.get(message);
+  if (known?.key === key) return known.message;
+  const content: ToolContent = calls.map((call, index) => {
+    // A call waiting for the person has no result yet, on purpose: the model is told so, not that it broke.
+    const text = results[index]?.content ?? (awaiting[index] ? AWAITING_APPROVAL_RESULT : undefined);
+    return toolResultPart(call, clip(text, options.maxToolResultChars));
+  });
+  const made: ModelMessage = { role: "tool", content };
+  toolMessages.set(message, { key, message: made });
+  return made;
 }
 
 function clip(content: string | undefined, limit: number | undefined): string | undefined {

@@ -1,3 +1,4 @@
+import type { PromptMember, PromptTask } from "@/lib/db/queries/next-call";
 import type { Agent, Task, Team } from "@/lib/db/schema";
 import { formatLogInput, taskSourceWords } from "./formats";
 
@@ -6,7 +7,7 @@ import { formatLogInput, taskSourceWords } from "./formats";
  * agent's standing instructions, its team and its open tasks, so compaction can never
  * lose them: they are not in the conversation at all.
  */
-export function workInstructions(input: { agent: Agent; team: Team; members: Agent[]; openTasks: Task[]; focus?: string | null }): string {
+export function workInstructions(input: { agent: Agent; team: Team; members: readonly PromptMember[]; openTasks: readonly PromptTask[]; focus?: string | null }): string {
   const { agent, team, members, openTasks, focus } = input;
   const lines: string[] = [];
   if (agent.role === "lead") {
@@ -81,7 +82,7 @@ export function scheduledRunTask(team: Team): { title: string; description: stri
 export const BRIEFING_DECISION_PROMPT =
   "(Session ending) Decide whether to brief the person. If this session produced something they should know that you have not briefed yet, call createInboxItem. Otherwise reply exactly: No briefing needed.";
 
-export function chatInstructions(input: { agent: Agent; team: Team; members: Agent[] }): string {
+export function chatInstructions(input: { agent: Agent; team: Team; members: readonly PromptMember[] }): string {
   const { agent, team, members } = input;
   if (agent.role !== "lead") {
     const lead = members.find((member) => member.id === agent.parentAgentId);

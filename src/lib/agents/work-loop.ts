@@ -1,12 +1,13 @@
 import { stepCountIs, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
-import { getOldestAgentInput, hasAgentInputAbout, hasQueuedInputFor } from "@/lib/db/queries/agent-inputs";
+import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
 import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
-import { listTeamAgents, requireTeam } from "@/lib/db/queries/teams";
+import { readNextCallFacts } from "@/lib/db/queries/next-call";
+import { requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
@@ -281,23 +282,20 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     sessionTools(deps, state, recorder, turn.tools),
     awaitingDecisionCallIds(db, state.conversation.id),
   ]);
-  const instructions = async () => {
-    const [members, openTasks] = await Promise.all([listTeamAgents(db, state.team.id), listTasksByAgent(db, state.agent.id, openTaskStatuses)]);
-    return workInstructions({ agent: state.agent, team: state.team, members, openTasks: openTasks.reverse(), focus: state.focus ?? null });
-  };
   const history = new ContextReader(db, state.conversation.id);
   let contextTail: string | null = null;
   // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
-    // Whether input waits is read beside the call's other reads; only when some does, the
+    // Whether input waits is read with the prompt's facts; only when some does, the
     // transaction that moves it into the log runs, and the log is read again after it.
     const focus = state.focus ?? null;
-    const [system, read, , inputWaits] = await Promise.all([
-      instructions(),
+    const [facts, read] = await Promise.all([
+      readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, focusTaskId: focus }),
       history.read(),
       checkBudgets(deps, state),
-      turn.takesInput ? hasQueuedInputFor(db, state.agent.id, focus) : false,
     ]);
+    const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members, openTasks: facts.openTasks, focus });
+    const inputWaits = turn.takesInput && facts.inputWaits;
     let context = read;
     if (inputWaits && (await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus })).length > 0) context = await history.read();
     const messages = await loadContextForCall(

@@ -1,7 +1,6 @@
 import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { agentInputs, type AgentInput } from "../schema";
-import { executePrepared } from "./prepared";
 
 export async function insertAgentInput(db: Db, input: { agentId: string; content: string; taskId?: string | null }): Promise<AgentInput> {
   const [row] = await db
@@ -36,19 +35,6 @@ export async function takeAgentInputs(db: Db, agentId: string, scope: { taskId: 
   return rows
     .map((row) => ({ id: row.id, agentId: row.agent_id, content: row.content, taskId: row.task_id, createdAt: new Date(row.created_at) }))
     .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
-}
-
-/**
- * Whether anything takeAgentInputs(agentId, { taskId }) would take waits: one indexed read,
- * prepared, instead of the transaction that takes it, before every model call of a turn
- * (there usually is none).
- */
-export async function hasQueuedInputFor(db: Db, agentId: string, taskId: string | null): Promise<boolean> {
-  const rows = await executePrepared<{ one: number }>(
-    db,
-    sql`select 1 as one from agent_inputs where agent_id = ${agentId} and (task_id is null or task_id = ${taskId}::uuid) limit 1`,
-  );
-  return rows.length > 0;
 }
 
 /** Whether input about this task waits in the agent's queue. */

@@ -17,6 +17,15 @@ import type { Db } from "../client";
  * make that whole transaction lazy, so there it does nothing and the caller's commit decides.
  */
 export function lazyCommit(db: Db, lazy = true): SQL {
-  if (!lazy || db instanceof PgTransaction) return sql`(select 1) as lazy_commit`;
-  return sql`(select set_config('synchronous_commit', 'off', true)) as lazy_commit`;
+  return lazyCommitClause(commitsLazily(db, lazy));
+}
+
+/** Whether a statement on `db` asked to commit lazily does: never inside a caller's transaction. */
+export function commitsLazily(db: Db, lazy = true): boolean {
+  return lazy && !(db instanceof PgTransaction);
+}
+
+/** The `lazy_commit` FROM item itself, for a statement built once per variant (see prepared.ts). */
+export function lazyCommitClause(lazy: boolean): SQL {
+  return lazy ? sql`(select set_config('synchronous_commit', 'off', true)) as lazy_commit` : sql`(select 1) as lazy_commit`;
 }

@@ -2,8 +2,8 @@ import { eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
-import { lazyCommit } from "./lazy-commit";
-import { executePrepared } from "./prepared";
+import { commitsLazily, lazyCommitClause } from "./lazy-commit";
+import { executePrepared, statementVariants } from "./prepared";
 
 export type NewMessage = {
   role: MessageRole;
@@ -55,23 +55,50 @@ export async function appendMessages(
  * The lock (FOR UPDATE) returns the newest tail even when another append committed
  * while this one waited for it.
  */
-async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
-  const expected = message.previousMessageId;
-  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
-  const rows = await executePrepared<MessageRow & { tail: string | null }>(db, sql`
+type AppendValues = {
+  conversationId: string;
+  role: MessageRole;
+  content: string;
+  thinking: string | null;
+  toolCalls: string | null;
+  toolCallId: string | null;
+  inboxItemId: string | null;
+  expected: string | null;
+};
+
+const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "durable-after", MessageRow & { tail: string | null }, AppendValues>((variant) => {
+  const value = (name: keyof AppendValues) => sql.placeholder(name);
+  const after = variant.endsWith("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
+  return sql`
     with conversation as (
-      select id, last_message_id from conversations where id = ${conversationId} for update
+      select id, last_message_id from conversations where id = ${value("conversationId")}::uuid for update
     ), appended as (
       insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
-      select c.id, ${message.role}, ${storable(message.content)}, ${message.thinking == null ? null : storable(message.thinking)}, ${toolCalls}::jsonb, ${message.toolCallId ?? null}, ${message.inboxItemId ?? null}::uuid, c.last_message_id
-        from conversation c, ${lazyCommit(db, lazy)}
-       where ${expected === undefined ? sql`true` : sql`c.last_message_id is not distinct from ${expected}::uuid`}
+      select c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${value("toolCalls")}::jsonb, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
+        from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
+       where ${after}
       returning *
     ), moved as (
       update conversations c set last_message_id = a.id, updated_at = now()
         from appended a where c.id = a.conversation_id
     )
-    select c.last_message_id as tail, a.* from conversation c left join appended a on true`);
+    select c.last_message_id as tail, a.* from conversation c left join appended a on true`;
+});
+
+async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
+  const expected = message.previousMessageId;
+  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
+  const variant = `${commitsLazily(db, lazy) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}` as const;
+  const rows = await appendStatement(variant)(db, {
+    conversationId,
+    role: message.role,
+    content: storable(message.content),
+    thinking: message.thinking == null ? null : storable(message.thinking),
+    toolCalls,
+    toolCallId: message.toolCallId ?? null,
+    inboxItemId: message.inboxItemId ?? null,
+    expected: expected ?? null,
+  });
   const [row] = rows;
   if (!row) throw notFound("conversation", conversationId);
   if (!row.id) {
@@ -216,22 +243,32 @@ export async function listMessages(
  * with `limit`, only the next that many: a page forwards, whose last id starts the next.
  */
 export async function getMessagesSince(db: Db, conversationId: string, afterMessageId: string | null, options: { limit?: number } = {}): Promise<Message[]> {
-  const start = afterMessageId
+  const variant = `${afterMessageId ? "after" : "from-start"}${options.limit === undefined ? "" : "-page"}` as const;
+  const rows = await messagesSinceStatement(variant)(db, { conversationId, afterMessageId, limit: options.limit ?? null });
+  return rows.map(toMessage);
+}
+
+const messagesSinceStatement = statementVariants<
+  "after" | "from-start" | "after-page" | "from-start-page",
+  MessageRow & { depth: number },
+  { conversationId: string; afterMessageId: string | null; limit: number | null }
+>((variant) => {
+  const conversationId = sql`${sql.placeholder("conversationId")}::uuid`;
+  const start = variant.startsWith("after")
     ? sql`select ${messageColumns}, 1 as depth from messages m
-           where m.previous_message_id = ${afterMessageId} and m.conversation_id = ${conversationId}`
+           where m.previous_message_id = ${sql.placeholder("afterMessageId")}::uuid and m.conversation_id = ${conversationId}`
     : sql`select ${messageColumns}, 1 as depth from messages m
            where m.conversation_id = ${conversationId} and m.previous_message_id is null`;
-  const rows = await executePrepared<MessageRow & { depth: number }>(db, sql`
+  return sql`
     with recursive chain as (
       ${start}
       union all
       select ${messageColumns}, chain.depth + 1
         from chain join messages m on m.previous_message_id = chain.id
-       ${options.limit === undefined ? sql`` : sql`where chain.depth < ${options.limit}`}
+       ${variant.endsWith("-page") ? sql`where chain.depth < ${sql.placeholder("limit")}::int` : sql``}
     )
-    select * from chain order by depth`);
-  return rows.map(toMessage);
-}
+    select * from chain order by depth`;
+});
 
 /** The whole conversation in chain order (admin views, knowledge extraction over a full log). */
 export function getAllMessages(db: Db, conversationId: string): Promise<Message[]> {

@@ -1,8 +1,8 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { agents, usage, type Usage, type UsagePurpose } from "../schema";
-import { lazyCommit } from "./lazy-commit";
-import { executePrepared } from "./prepared";
+import { commitsLazily, lazyCommitClause } from "./lazy-commit";
+import { executePrepared, statementVariants } from "./prepared";
 
 export type NewUsage = {
   /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
@@ -24,15 +24,31 @@ export type NewUsage = {
  * its usage rows went with it, so there is nothing to record. The agent row is locked as the
  * foreign key would lock it, so a deletion either waits for this row or is seen, never a violation.
  */
-export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
-  const rows = await executePrepared<{ id: string; created_at: string | Date }>(db, sql`
+const insertUsage = statementVariants<"lazy" | "durable", { id: string; created_at: string | Date }, Record<string, unknown>>((variant) => {
+  const value = (name: string) => sql.placeholder(name);
+  return sql`
     insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason)
-    select ${input.agentId}, ${input.conversationId ?? null}, ${input.purpose}, ${input.model},
-           ${input.inputTokens ?? 0}, ${input.outputTokens ?? 0}, ${input.cachedTokens ?? 0}, ${input.durationMs ?? 0},
-           ${input.workSessionId ?? null}, ${input.finishReason ?? null}
-      from ${lazyCommit(db)}
-     where ${input.agentId}::uuid is null or exists (select 1 from agents where id = ${input.agentId}::uuid for key share)
-    returning id, created_at`);
+    select ${value("agentId")}::uuid, ${value("conversationId")}::uuid, ${value("purpose")}, ${value("model")},
+           ${value("inputTokens")}::int, ${value("outputTokens")}::int, ${value("cachedTokens")}::int, ${value("durationMs")}::int,
+           ${value("workSessionId")}::uuid, ${value("finishReason")}
+      from ${lazyCommitClause(variant === "lazy")}
+     where ${value("agentId")}::uuid is null or exists (select 1 from agents where id = ${value("agentId")}::uuid for key share)
+    returning id, created_at`;
+});
+
+export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
+  const rows = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, {
+    agentId: input.agentId,
+    conversationId: input.conversationId ?? null,
+    purpose: input.purpose,
+    model: input.model,
+    inputTokens: input.inputTokens ?? 0,
+    outputTokens: input.outputTokens ?? 0,
+    cachedTokens: input.cachedTokens ?? 0,
+    durationMs: input.durationMs ?? 0,
+    workSessionId: input.workSessionId ?? null,
+    finishReason: input.finishReason ?? null,
+  });
   const row = rows[0];
   if (!row) return null;
   return {
