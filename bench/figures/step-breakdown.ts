@@ -32,19 +32,25 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
   const phases: [string, (round: number) => Promise<unknown>][] = [
     [
       "store the answer (assistant row ∥ usage)",
-      (round) =>
-        Promise.all([
+      async (round) => {
+        const [answer] = await Promise.all([
           appendMessage(db, history.conversationId, { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }] }, { lazyCommit: true }),
           recordUsage(db, { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 }),
-        ]),
+        ]);
+        reader.appended(answer);
+      },
     ],
-    ["store the tool result (durable)", (round) => appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." })],
     [
-      "reads for the next call (the prompt's facts and waiting input ∥ new messages; the team's token total is read every 30 s)",
-      async () => {
-        const [facts, read] = await Promise.all([readNextCallFacts(db, { teamId: team.id, agentId: agent.id, focusTaskId: null }), reader.read()]);
+      "store the tool result (durable) ∥ the next call's facts (the prompt's, waiting input, the log's tail; the team's token total every 30 s)",
+      async (round) => {
+        const [result, facts] = await Promise.all([
+          appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." }),
+          readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null }),
+        ]);
+        reader.appended(result);
         system = workInstructions({ agent, team, members: facts.members, openTasks: facts.openTasks });
-        context = read;
+        // The log is read only when someone else wrote to it: here, never.
+        context = await reader.readUnlessAt(facts.tail);
       },
     ],
     ["context → model messages + compaction check", () => loadContextForCall({ ...compaction, instructions: system }, reader, context)],

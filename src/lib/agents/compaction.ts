@@ -161,10 +161,19 @@ export async function compactIfNeeded(options: CompactionOptions, conversationId
 export class ContextReader {
   private context: Message[] = [];
   private tail: string | null | undefined;
+  /** Rows this session appended since the log was last read, by id. */
+  private readonly own = new Set<string>();
+  /** A row this session appended did not follow the known tail: someone else wrote in between. */
+  private stale = false;
 
   /** The last message of the context as last read: what the next answer must follow. */
   get lastMessageId(): string | null {
     return this.tail ?? null;
+  }
+
+  /** Whether the log was read at all yet. */
+  get hasRead(): boolean {
+    return this.tail !== undefined;
   }
 
   constructor(
@@ -181,6 +190,42 @@ export class ContextReader {
       this.context = summary >= 0 ? added.slice(summary) : [...this.context, ...added];
     }
     this.tail = this.context.at(-1)?.id ?? null;
+    this.own.clear();
+    this.stale = false;
+    return this.context;
+  }
+
+  /**
+   * A row this session appended (a step's answer, a tool's result): the context grows by it
+   * without a read, when it follows the known tail. Otherwise someone else's row came first,
+   * and the next readUnlessAt reads the log.
+   */
+  appended(message: Message): void {
+    if (this.tail === undefined) return;
+    if (message.previousMessageId !== this.tail) {
+      this.stale = true;
+      return;
+    }
+    this.context = [...this.context, message];
+    this.tail = message.id;
+    this.own.add(message.id);
+  }
+
+  /** Someone else's row is in the log (a result recorded by another run of the step): read it next time. */
+  moved(): void {
+    this.stale = true;
+  }
+
+  /**
+   * The context, read from the log only when `logTail` (the log's last message, read by the
+   * caller) is not one of the rows this session appended since the last read: then nobody
+   * else wrote to the log, which is nearly every tool round. A tail read while the session's
+   * own append was still on its way is one of its rows too.
+   */
+  async readUnlessAt(logTail: string | null): Promise<Message[]> {
+    const known = this.tail !== undefined && !this.stale && (logTail === this.tail || (logTail !== null && this.own.has(logTail)));
+    if (!known) return this.read();
+    this.own.clear();
     return this.context;
   }
 }

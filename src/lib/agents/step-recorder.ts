@@ -8,6 +8,12 @@ import { describeToolError } from "./tools/tool-errors";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
 
+/** Who follows the log as the recorder writes it (the turn's ContextReader), so it need not read back what was just written. */
+export type LogFollower = {
+  appended(message: Message): void;
+  moved(): void;
+};
+
 /**
  * Persists a tool loop as it happens: the assistant row with its tool calls as soon
  * as the model has answered (before any tool runs), then each tool's result in its
@@ -21,11 +27,26 @@ export class StepRecorder {
   /** Why the latest answer could not be stored; the SDK would swallow it, so the turn checks. */
   private failure: unknown;
   toolCallCount = 0;
+  /** Results on their way to the log, one after another in the order their tools finished. */
+  private writes: Promise<void> = Promise.resolve();
 
+  private readonly follower?: LogFollower;
+  private readonly resultsInBackground: boolean;
+
+  /**
+   * `follower` is told of every row written. With `resultsInBackground`, a tool's result is
+   * written while the turn goes on, and the caller awaits `settled` before anything reads the
+   * log or calls the model again (a work turn does, before each call and when it ends); the
+   * chat, whose replies are not time-critical, writes each result before going on.
+   */
   constructor(
     private readonly db: Db,
     private readonly conversationId: string,
-  ) {}
+    options: { follower?: LogFollower; resultsInBackground?: boolean } = {},
+  ) {
+    this.follower = options.follower;
+    this.resultsInBackground = options.resultsInBackground ?? false;
+  }
 
   /**
    * Stores the model's answer for one step (text, reasoning, tool calls). Given
@@ -55,12 +76,19 @@ export class StepRecorder {
     };
     // Committed lazily: its tool's result, committed durably, flushes it too; a Postgres
     // crash before that loses only this step, the one in flight.
-    this.lastAssistant = appendMessage(this.db, this.conversationId, row, { lazyCommit: true }).catch((error: unknown) => {
-      this.failure ??= error;
-      // Its calls were never stored: nothing may be recorded as their results.
-      this.openCalls.clear();
-      return null;
-    });
+    // After the results on their way, so the log keeps its order.
+    this.lastAssistant = this.writes.then(() => appendMessage(this.db, this.conversationId, row, { lazyCommit: true })).then(
+      (message) => {
+        this.follower?.appended(message);
+        return message;
+      },
+      (error: unknown) => {
+        this.failure ??= error;
+        // Its calls were never stored: nothing may be recorded as their results.
+        this.openCalls.clear();
+        return null;
+      },
+    );
     return this.lastAssistant;
   }
 
@@ -108,15 +136,39 @@ export class StepRecorder {
     await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker });
   }
 
-  private async recordResult(toolCallId: string, content: string): Promise<void> {
-    if (!this.openCalls.has(toolCallId)) return;
+  /**
+   * Records a call's result after the results before it. The call stops being open at once, so
+   * nothing else records one for it meanwhile; `settled` waits for the write.
+   */
+  private recordResult(toolCallId: string, content: string): Promise<void> {
+    if (!this.openCalls.has(toolCallId)) return this.writes;
     this.openCalls.delete(toolCallId);
-    try {
-      await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, content) });
-    } catch (error) {
-      // Someone (a redelivered run of this step) recorded it first: one result is the point.
-      if (!isUniqueViolation(error)) throw error;
-    }
+    this.writes = this.writes.then(async () => {
+      try {
+        // Written first, then told: \`follower?.appended(await …)\` would skip the write without a follower.
+        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, content) });
+        this.follower?.appended(message);
+      } catch (error) {
+        // Someone (a redelivered run of this step) recorded it first: one result is the point.
+        if (isUniqueViolation(error)) this.follower?.moved();
+        else this.failure ??= error;
+      }
+    });
+    return this.writes;
+  }
+
+  /**
+   * Waits for the results on their way to the log, and rethrows a failure to store one or an
+   * answer: before the next model call (which must see them) and when the turn ends.
+   */
+  async settled(): Promise<void> {
+    await this.writes;
+    this.throwIfFailed();
+  }
+
+  /** Waits for the results on their way to the log; a failure stays for throwIfFailed. */
+  drained(): Promise<void> {
+    return this.writes;
   }
 
   /**
@@ -127,14 +179,17 @@ export class StepRecorder {
    */
   async runEffect<T>(toolCallId: string, write: (tx: Db) => Promise<T>): Promise<T> {
     await this.lastAssistant;
+    await this.writes;
+    let recorded: Message | undefined;
     const output = await this.db.transaction(async (tx) => {
       const result = await write(tx);
       if (this.openCalls.has(toolCallId)) {
-        await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) });
+        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) });
       }
       return result;
     });
     this.openCalls.delete(toolCallId);
+    if (recorded) this.follower?.appended(recorded);
     return output;
   }
 
@@ -145,8 +200,9 @@ export class StepRecorder {
    */
   async recordMissingResults(fallback: string, errors: readonly { toolCallId: string; error: unknown }[] = []): Promise<void> {
     await this.lastAssistant;
-    for (const { toolCallId, error } of errors) await this.recordResult(toolCallId, describeToolError(error));
-    for (const toolCallId of [...this.openCalls.keys()]) await this.recordResult(toolCallId, fallback);
+    for (const { toolCallId, error } of errors) void this.recordResult(toolCallId, describeToolError(error));
+    for (const toolCallId of [...this.openCalls.keys()]) void this.recordResult(toolCallId, fallback);
+    await this.writes;
   }
 
   /** The same tools, each storing its result (or its error) as soon as it finishes. */
@@ -166,19 +222,25 @@ export class StepRecorder {
           // The call's own row goes first, so a result never precedes its call; with no row, no tool runs.
           await this.lastAssistant;
           this.throwIfFailed();
+          let output: unknown;
           try {
-            const output = await execute(input, options);
-            this.executedTools.push(name);
-            await this.recordResult(options.toolCallId, toolOutputToText(output));
-            return output;
+            output = await execute(input, options);
           } catch (error) {
             // An aborted tool gets its marker from whoever aborted it.
             const aborted = options.abortSignal?.aborted || (error instanceof Error && error.name === "AbortError");
             if (!aborted) {
               await this.recordResult(options.toolCallId, describeToolError(error));
+              if (!this.resultsInBackground) await this.settled();
             }
             throw error;
           }
+          this.executedTools.push(name);
+          // In the background, the write goes out beside the next call's reads, which wait for
+          // it (settled) before the model is called: the model never answers without it.
+          const recording = this.recordResult(options.toolCallId, toolOutputToText(output));
+          if (!this.resultsInBackground) await this.settled();
+          else void recording;
+          return output;
         },
       } as typeof definition;
     }

@@ -276,24 +276,28 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   const turnStartSteps = state.steps;
   const remaining = Math.min(turn.maxSteps ?? Infinity, config.maxStepsPerSession);
 
-  const recorder = new StepRecorder(db, state.conversation.id);
+  // The recorder tells the context what it wrote, so a round reads the log only when someone else wrote to it.
+  const history = new ContextReader(db, state.conversation.id);
+  const recorder = new StepRecorder(db, state.conversation.id, { follower: history, resultsInBackground: true });
   state.recorder = recorder;
   const [{ tools, toolApproval }, awaitingDecision] = await Promise.all([
     sessionTools(deps, state, recorder, turn.tools),
     awaitingDecisionCallIds(db, state.conversation.id),
   ]);
-  const history = new ContextReader(db, state.conversation.id);
   let contextTail: string | null = null;
   // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
-    // Whether input waits is read with the prompt's facts; only when some does, the
+    // The prompt's facts, whether input waits and where the log's tail is are read beside
+    // the last tool result's write (settled waits for it); only when input waits, the
     // transaction that moves it into the log runs, and the log is read again after it.
     const focus = state.focus ?? null;
-    const [facts, read] = await Promise.all([
-      readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, focusTaskId: focus }),
-      history.read(),
+    const firstRead = history.hasRead ? null : history.read();
+    const [facts] = await Promise.all([
+      readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, conversationId: state.conversation.id, focusTaskId: focus }),
+      recorder.settled(),
       checkBudgets(deps, state),
     ]);
+    const read = firstRead ? await firstRead : await history.readUnlessAt(facts.tail);
     const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members, openTasks: facts.openTasks, focus });
     const inputWaits = turn.takesInput && facts.inputWaits;
     let context = read;
@@ -331,37 +335,44 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     onUsageRecorded: (usage) =>
       recordTeamSpending(state.team.id, state.model.modelId, { ...usage, cachedTokens: usage.inputTokenDetails?.cacheReadTokens }),
   };
-  const result = await generateModelText(call, {
-    instructions: first.instructions,
-    messages: first.messages,
-    tools,
-    toolApproval,
-    toolCallConcurrency: 1,
-    stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
-    prepareStep: async ({ stepNumber }) => {
-      recorder.throwIfFailed();
-      return stepNumber === 0 ? undefined : prepare();
-    },
-    // The usage row is the helper's; this stores the answer, right after the context it was given.
-    onLanguageModelCallEnd: async (event) => {
-      state.steps += 1;
-      recordSpending(state, event.usage);
-      await recorder.recordModelResponse(event.content, contextTail);
-    },
-    onStepEnd: async (step) => {
-      // A stop gives the step's open calls their marker itself.
-      if (state.signal.aborted) return;
-      // Calls held for the person's approval: stored, announced, and the turn ends here (the SDK stops).
-      const requests = approvalRequestsOf(step.content);
-      if (requests.length > 0 && (await recorder.stored())) {
-        recorder.holdForDecision(requests.map((request) => request.toolCallId));
-        await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
-        for (const request of requests) awaitingDecision.add(request.toolCallId);
-      }
-      await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
-    },
-  });
-  // The SDK swallows a callback's error: an answer that could not be stored ends the session here.
+  let result: Awaited<ReturnType<typeof generateModelText<ToolSet>>>;
+  try {
+    result = await generateModelText(call, {
+      instructions: first.instructions,
+      messages: first.messages,
+      tools,
+      toolApproval,
+      toolCallConcurrency: 1,
+      stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
+      prepareStep: async ({ stepNumber }) => {
+        recorder.throwIfFailed();
+        return stepNumber === 0 ? undefined : prepare();
+      },
+      // The usage row is the helper's; this stores the answer, right after the context it was given.
+      onLanguageModelCallEnd: async (event) => {
+        state.steps += 1;
+        recordSpending(state, event.usage);
+        await recorder.recordModelResponse(event.content, contextTail);
+      },
+      onStepEnd: async (step) => {
+        // A stop gives the step's open calls their marker itself.
+        if (state.signal.aborted) return;
+        // Calls held for the person's approval: stored, announced, and the turn ends here (the SDK stops).
+        const requests = approvalRequestsOf(step.content);
+        if (requests.length > 0 && (await recorder.stored())) {
+          recorder.holdForDecision(requests.map((request) => request.toolCallId));
+          await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
+          for (const request of requests) awaitingDecision.add(request.toolCallId);
+        }
+        await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
+      },
+    });
+  } finally {
+    // However the turn ended (a stop, a failure), the results on their way land before anything
+    // closes the step's calls or reads the log.
+    await recorder.drained();
+  }
+  // The SDK swallows a callback's error: an answer or a result that could not be stored ends the session here.
   recorder.throwIfFailed();
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
