@@ -203,3 +203,34 @@ describe("paging and reading on", () => {
     expect((await getMessagesSince(database.db, conversation.id, first!.id)).map((m) => m.content)).toEqual(["y", "z"]);
   });
 });
+
+describe("live updates of a conversation", () => {
+  it("announce each appended message at commit, with its conversation, agent, mode and role; a refused append announces nothing", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const conversation = await getBackgroundConversation(database.db, lead.id);
+    const heard: Record<string, unknown>[] = [];
+    const listening = await database.sql.listen("cadre_events", (payload) => {
+      const event = JSON.parse(payload) as Record<string, unknown>;
+      if (event.table === "messages" && event.conversationId === conversation.id) heard.push(event);
+    });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+    try {
+      let appendedId = "";
+      await database.db.transaction(async (tx) => {
+        appendedId = (await appendMessage(tx, conversation.id, { role: "user", content: "a task" })).id;
+        await settle();
+        expect(heard).toEqual([]); // not before the commit: a page would read nothing yet
+      });
+      await settle();
+      expect(heard).toEqual([{ table: "messages", op: "insert", id: appendedId, conversationId: conversation.id, agentId: lead.id, mode: "background", role: "user" }]);
+
+      // Lazily committed rows (a step's answer) are announced too; an append refused by the chain check is not.
+      const answer = await appendMessage(database.db, conversation.id, { role: "assistant", content: "noted" }, { lazyCommit: true });
+      await expect(appendMessage(database.db, conversation.id, { role: "assistant", content: "stale", previousMessageId: appendedId })).rejects.toThrow(/moved on/);
+      await settle();
+      expect(heard.map((event) => event.id)).toEqual([appendedId, answer.id]);
+    } finally {
+      await listening.unlisten();
+    }
+  });
+});

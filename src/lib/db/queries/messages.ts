@@ -71,7 +71,7 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
   const after = variant.endsWith("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
   return sql`
     with conversation as (
-      select id, last_message_id from conversations where id = ${value("conversationId")}::uuid for update
+      select id, agent_id, mode, last_message_id from conversations where id = ${value("conversationId")}::uuid for update
     ), appended as (
       insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
       select c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${value("toolCalls")}::jsonb, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
@@ -81,8 +81,14 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
     ), moved as (
       update conversations c set last_message_id = a.id, updated_at = now()
         from appended a where c.id = a.conversation_id
+    ), announced as (
+      -- Open pages learn of it at commit (see 0003_live_events.sql); sent here, not by a trigger.
+      select pg_notify('cadre_events', jsonb_build_object('table', 'messages', 'op', 'insert', 'id', a.id, 'conversationId', c.id,
+                                                          'agentId', c.agent_id, 'mode', c.mode, 'role', a.role)::text)
+        from appended a, conversation c
     )
-    select c.last_message_id as tail, a.* from conversation c left join appended a on true`;
+    select c.last_message_id as tail, a.*, (select count(*) from announced) as announced
+      from conversation c left join appended a on true`;
 });
 
 async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
