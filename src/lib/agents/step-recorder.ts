@@ -216,8 +216,9 @@ export class StepRecorder {
       }
       wrapped[name] = {
         ...definition,
-        // Converted once here: given a bare zod schema, the SDK converts it to JSON Schema again on every step.
-        inputSchema: asSchema(definition.inputSchema),
+        // Converted once: given a bare zod schema, the SDK converts it to JSON Schema again on
+        // every step; and the tools' schemas are module constants, so once per process.
+        inputSchema: convertedSchema(definition.inputSchema),
         execute: async (input: unknown, options: Parameters<typeof execute>[1]) => {
           // The call's own row goes first, so a result never precedes its call; with no row, no tool runs.
           await this.lastAssistant;
@@ -246,6 +247,18 @@ export class StepRecorder {
     }
     return wrapped as T;
   }
+}
+
+const convertedSchemas = new WeakMap<object, ReturnType<typeof asSchema>>();
+
+function convertedSchema(schema: Parameters<typeof asSchema>[0]): ReturnType<typeof asSchema> {
+  if (typeof schema !== "object" || schema === null) return asSchema(schema);
+  let converted = convertedSchemas.get(schema);
+  if (!converted) {
+    converted = asSchema(schema);
+    convertedSchemas.set(schema, converted);
+  }
+  return converted;
 }
 
 /**

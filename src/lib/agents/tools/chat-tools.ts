@@ -7,6 +7,15 @@ import type { ToolContext } from "./context";
 const title = z.string().min(1).max(200);
 const description = z.string().max(8000).default("");
 
+// Built once: a tool set is made for every turn, and a schema's construction and its JSON
+// Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
+const ownTaskInput = z.object({ title, description });
+const teamTaskInput = z.object({
+  title,
+  description,
+  agentId: z.string().optional().describe("Who does it: yourself (default) or a subordinate's id"),
+});
+
 /**
  * Tools only the foreground chat has: handing longer work to the background. A lead may
  * hand it to a subordinate; a subordinate only to itself (it delegates to nobody).
@@ -16,7 +25,7 @@ export function chatTools(context: ToolContext) {
     return {
       createTask: tool({
         description: "Hand work that takes longer than a chat reply to your own background work: a task for yourself. Reply with a short acknowledgement after.",
-        inputSchema: z.object({ title, description }),
+        inputSchema: ownTaskInput,
         execute: ({ title, description }, { toolCallId }) =>
           context.effect(toolCallId, async (tx) => {
             const task = await assignTask(tx, context.jobs, { agentId: context.agent.id, source: "user", title, description });
@@ -29,11 +38,7 @@ export function chatTools(context: ToolContext) {
     createTask: tool({
       description:
         "Hand work that takes longer than a chat reply to the background: a task for yourself or one of your subordinates. Reply with a short acknowledgement after.",
-      inputSchema: z.object({
-        title,
-        description,
-        agentId: z.string().optional().describe("Who does it: yourself (default) or a subordinate's id"),
-      }),
+      inputSchema: teamTaskInput,
       execute: async ({ title, description, agentId }, { toolCallId }) => {
         const members = await listTeamAgents(context.db, context.team.id);
         // A name instead of an id is understood; an id that is no member's is refused with the team list.

@@ -10,18 +10,24 @@ async function teamAgentIds(context: ToolContext): Promise<string[]> {
   return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);
 }
 
+// Built once: a tool set is made for every turn, and a schema's construction and its JSON
+// Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
+const addKnowledgeItemInput = z.object({
+  type: z.enum(knowledgeItemTypes),
+  content: z.string().min(1).max(4000),
+  confidence: z.number().min(0).max(1).optional().describe("0..1, how sure you are"),
+  // Forgiving: an address that is not http(s) is dropped, never a failed call.
+  sourceUrl: z.string().max(2000).optional().describe("The web page the fact came from (https://…), if any"),
+});
+const searchKnowledgeInput = z.object({ query: z.string().min(1).max(400) });
+const removeKnowledgeItemInput = z.object({ id: z.uuid() });
+
 /** `sources`: what the turn searched and read; a fact added without a source gets one from there. */
 export function knowledgeTools(context: ToolContext, sources = new TurnSources()) {
   return {
     addKnowledgeItem: tool({
       description: "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
-      inputSchema: z.object({
-        type: z.enum(knowledgeItemTypes),
-        content: z.string().min(1).max(4000),
-        confidence: z.number().min(0).max(1).optional().describe("0..1, how sure you are"),
-        // Forgiving: an address that is not http(s) is dropped, never a failed call.
-        sourceUrl: z.string().max(2000).optional().describe("The web page the fact came from (https://…), if any"),
-      }),
+      inputSchema: addKnowledgeItemInput,
       execute: ({ type, content, confidence, sourceUrl }, { toolCallId }) =>
         context.effect(toolCallId, async (tx) => {
           const item = await createKnowledgeItem(tx, {
@@ -37,7 +43,7 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
     }),
     searchKnowledge: tool({
       description: "Search the knowledge your team has collected (full-text).",
-      inputSchema: z.object({ query: z.string().min(1).max(400) }),
+      inputSchema: searchKnowledgeInput,
       execute: async ({ query }) => {
         const items = await searchKnowledgeItems(context.db, { q: query, agentIds: await teamAgentIds(context), limit: 10 });
         if (items.length === 0) return "No knowledge items match.";
@@ -46,7 +52,7 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
     }),
     removeKnowledgeItem: tool({
       description: "Remove a knowledge item of your team that is wrong or outdated.",
-      inputSchema: z.object({ id: z.uuid() }),
+      inputSchema: removeKnowledgeItemInput,
       execute: async ({ id }, { toolCallId }) => {
         const item = await getKnowledgeItem(context.db, id);
         // Another team's item does not exist as far as this agent is concerned.

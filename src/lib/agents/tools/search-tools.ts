@@ -19,10 +19,7 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
   return {
     tavilySearch: tool({
       description: "Search the web. Returns the top results with title, url and an excerpt.",
-      inputSchema: z.object({
-        query: z.string().min(1).max(400).describe("What to search for"),
-        maxResults: z.number().int().min(1).max(10).optional(),
-      }),
+      inputSchema: tavilySearchInput,
       execute: async ({ query, maxResults }, { abortSignal }) => {
         if (!context.search.tavilyApiKey) return WEB_SEARCH_NOT_CONFIGURED;
         abortSignal?.throwIfAborted();
@@ -46,9 +43,7 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
     }),
     readWebPage: tool({
       description: "Read one web page as text, such as a search result's url. Returns its url, title and content; a long page is cut.",
-      inputSchema: z.object({
-        url: webPageUrl.describe("The page's address, such as https://example.com/page"),
-      }),
+      inputSchema: readWebPageInput,
       execute: async ({ url }, { abortSignal }) => {
         if (!context.search.tavilyApiKey) return PAGE_READING_NOT_CONFIGURED;
         abortSignal?.throwIfAborted();
@@ -135,6 +130,16 @@ const webPageUrl = z
     ctx.addIssue({ code: "custom", message: checked.problem });
     return z.NEVER;
   });
+
+// Built once: a tool set is made for every turn, and a schema's construction and its JSON
+// Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
+const tavilySearchInput = z.object({
+  query: z.string().min(1).max(400).describe("What to search for"),
+  maxResults: z.number().int().min(1).max(10).optional(),
+});
+const readWebPageInput = z.object({
+  url: webPageUrl.describe("The page's address, such as https://example.com/page"),
+});
 
 function pageReadFailed(url: string, reason: string): string {
   return `Reading ${url} failed: ${reason.replace(/\.$/, "")}. Try another source, or work from what you have.`;

@@ -36,11 +36,17 @@ async function endedTask(db: Db, taskId: string, what: string): Promise<string> 
 
 const taskIdField = z.string().optional().describe("The task this is about; leave it out for the task you are working on");
 
+
+// Built once: a tool set is made for every turn, and a schema's construction and its JSON
+// Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
+const requestInputInput = z.object({ question: z.string().min(1).max(4000), taskId: taskIdField });
+const reportToLeadInput = z.object({ result: z.string().min(1).max(20000), taskId: taskIdField });
+
 export function subordinateTools(context: ToolContext) {
   return {
     requestInput: tool({
       description: "Ask your lead a question you cannot answer yourself. Your task waits until the lead answers.",
-      inputSchema: z.object({ question: z.string().min(1).max(4000), taskId: taskIdField }),
+      inputSchema: requestInputInput,
       execute: async ({ question, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
@@ -61,7 +67,7 @@ export function subordinateTools(context: ToolContext) {
     }),
     reportToLead: tool({
       description: "Report the result of your task to your lead. This completes the task.",
-      inputSchema: z.object({ result: z.string().min(1).max(20000), taskId: taskIdField }),
+      inputSchema: reportToLeadInput,
       execute: async ({ result, taskId }, { toolCallId }) => {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);

@@ -51,16 +51,38 @@ async function findOpenQuestion(context: ToolContext, questionId: string | undef
   return `Not sent: ${questionId ? `"${questionId}" is not an open question id` : "questionId is missing"}, and ${open.length} questions are open. Call answerSubordinate again with questionId set to one of: ${listed}.`;
 }
 
+
+// Built once: a tool set is made for every turn, and a schema's construction and its JSON
+// Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
+const delegateToAgentInput = z.object({
+  agentId: z.string().min(1).describe("The subordinate's id, from your team list"),
+  title: z.string().min(1).max(200),
+  description: z.string().max(8000).default(""),
+});
+const getTeamStatusInput = z.object({});
+const createInboxItemInput = z.object({
+  title: z.string().min(1).max(200),
+  summary: z.string().min(1).max(1000).describe("One or two sentences for the inbox"),
+  content: z.string().min(1).max(20000).describe("The full briefing, in Markdown"),
+  // Weaker models send "question" here too: a briefing it is (askPerson asks).
+  type: z.preprocess((value) => (value === "alert" ? "alert" : "briefing"), z.enum(["briefing", "alert"])).default("briefing"),
+});
+const askPersonInput = z.object({
+  question: z.string().min(1).max(4000),
+  taskId: z.string().optional().describe("The task this is about; leave it out for the task you are working on"),
+});
+const answerSubordinateInput = z.object({
+  questionId: z.string().optional().describe("The question id from the subordinate's message"),
+  agentId: z.string().optional().describe("The subordinate who asked, if you do not have the question id"),
+  answer: z.string().min(1).max(8000),
+});
+
 export function teamLeadTools(context: ToolContext) {
   return {
     delegateToAgent: tool({
       description:
         "Hand a task to one of your subordinates. They work on it in the background and report back to you. It belongs to the task in focus.",
-      inputSchema: z.object({
-        agentId: z.string().min(1).describe("The subordinate's id, from your team list"),
-        title: z.string().min(1).max(200),
-        description: z.string().max(8000).default(""),
-      }),
+      inputSchema: delegateToAgentInput,
       execute: async ({ agentId, title, description }, { toolCallId }) => {
         const subordinate = await findSubordinate(context, agentId);
         if (!subordinate) return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
@@ -83,7 +105,7 @@ export function teamLeadTools(context: ToolContext) {
     }),
     getTeamStatus: tool({
       description: "See your team: each member's id, role, whether it is working, and its recent tasks with their states.",
-      inputSchema: z.object({}),
+      inputSchema: getTeamStatusInput,
       execute: async () => {
         const members = await listTeamAgents(context.db, context.team.id);
         return {
@@ -110,13 +132,7 @@ export function teamLeadTools(context: ToolContext) {
     createInboxItem: tool({
       description:
         "Brief the person: a short summary lands in their inbox and the full briefing in your chat with them. Use it when there is something they should know.",
-      inputSchema: z.object({
-        title: z.string().min(1).max(200),
-        summary: z.string().min(1).max(1000).describe("One or two sentences for the inbox"),
-        content: z.string().min(1).max(20000).describe("The full briefing, in Markdown"),
-        // Weaker models send "question" here too: a briefing it is (askPerson asks).
-        type: z.preprocess((value) => (value === "alert" ? "alert" : "briefing"), z.enum(["briefing", "alert"])).default("briefing"),
-      }),
+      inputSchema: createInboxItemInput,
       execute: ({ title, summary, content, type }, { toolCallId }) =>
         // The inbox item (and its notifications), the briefing in the chat and the tool's result stand or fall together.
         context.effect(toolCallId, async (tx) => {
@@ -131,10 +147,7 @@ export function teamLeadTools(context: ToolContext) {
     askPerson: tool({
       description:
         "Ask the person a question only they can answer (a decision, a preference, access). It reaches their inbox and your chat with them; the task you are working on waits until they answer, and you are woken with the answer. To pass on a subordinate's question, ask it in your own words.",
-      inputSchema: z.object({
-        question: z.string().min(1).max(4000),
-        taskId: z.string().optional().describe("The task this is about; leave it out for the task you are working on"),
-      }),
+      inputSchema: askPersonInput,
       execute: async ({ question, taskId }, { toolCallId }) => {
         const named = optionalId(taskId);
         const task = named ? await getTask(context.db, named) : null;
@@ -149,11 +162,7 @@ export function teamLeadTools(context: ToolContext) {
     answerSubordinate: tool({
       description:
         "Answer a question a subordinate asked you (requestInput), naming its question id. The task that asked continues with your answer.",
-      inputSchema: z.object({
-        questionId: z.string().optional().describe("The question id from the subordinate's message"),
-        agentId: z.string().optional().describe("The subordinate who asked, if you do not have the question id"),
-        answer: z.string().min(1).max(8000),
-      }),
+      inputSchema: answerSubordinateInput,
       execute: async ({ questionId, agentId, answer }, { toolCallId }) => {
         const subordinate = agentId ? await findSubordinate(context, agentId) : null;
         const question = await findOpenQuestion(context, questionId, subordinate);
