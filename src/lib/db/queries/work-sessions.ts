@@ -1,6 +1,7 @@
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";
+import { statement } from "./prepared";
 import { workerHoldsLock } from "./workers";
 import type { Db } from "../client";
 import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
@@ -23,24 +24,41 @@ export async function claimSession(
   worker: string,
   staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS,
 ): Promise<WorkSession | null> {
-  return db.transaction(async (tx) => {
-    const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
-    if (!agent) return null;
-    const [running] = await tx
-      .select({ id: workSessions.id, stale: sql<boolean>`${workSessions.heartbeatAt} < now() - make_interval(secs => ${staleAfterSeconds})` })
-      .from(workSessions)
-      .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")));
-    if (running && !running.stale) return null;
-    if (running) {
-      await tx
-        .update(workSessions)
-        .set({ status: "interrupted", error: "The worker running this session stopped responding.", endedAt: sql`now()` })
-        .where(eq(workSessions.id, running.id));
-    }
-    await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
-    const [session] = await tx.insert(workSessions).values({ agentId, worker }).returning();
-    return session!;
-  });
+  // One round trip: the function (migration 0014) is the transaction this was, statement for statement.
+  const [row] = await claimStatement(db, { agentId, worker, staleAfterSeconds });
+  return row ? toWorkSession(row) : null;
+}
+
+type WorkSessionRow = {
+  id: string;
+  agent_id: string;
+  status: WorkSessionStatus;
+  worker: string;
+  steps: number;
+  error: string | null;
+  started_at: Date;
+  heartbeat_at: Date;
+  stop_requested_at: Date | null;
+  ended_at: Date | null;
+};
+
+const claimStatement = statement<WorkSessionRow, { agentId: string; worker: string; staleAfterSeconds: number }>(
+  () => sql`select * from cadre_claim_session(${sql.placeholder("agentId")}::uuid, ${sql.placeholder("worker")}, ${sql.placeholder("staleAfterSeconds")}::float8)`,
+);
+
+function toWorkSession(row: WorkSessionRow): WorkSession {
+  return {
+    id: row.id,
+    agentId: row.agent_id,
+    status: row.status,
+    worker: row.worker,
+    steps: row.steps,
+    error: row.error,
+    startedAt: row.started_at,
+    heartbeatAt: row.heartbeat_at,
+    stopRequestedAt: row.stop_requested_at,
+    endedAt: row.ended_at,
+  };
 }
 
 export type Heartbeat = { alive: boolean; stopRequested: boolean };
