@@ -1,11 +1,11 @@
 import type { Span } from "@opentelemetry/api";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
-import { getLastMessage } from "@/lib/db/queries/messages";
+import { getConversationContext } from "@/lib/db/queries/messages";
 import { requireTeam } from "@/lib/db/queries/teams";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { isDataException } from "@/lib/db/errors";
-import { claimSession, endSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
+import { claimSession, endSession, getLatestEndedSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
 import { BudgetExceeded, TeamOverBudget } from "./budgets";
@@ -116,10 +116,15 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   };
 
   try {
-    // Independent reads in two phases, not four round trips one after another: a wake-up's
-    // latency is mostly the session's start.
-    const [agent, conversation] = await Promise.all([requireAgent(db, session.agentId), getBackgroundConversation(db, session.agentId)]);
-    const [team, tail] = await Promise.all([requireTeam(db, agent.teamId), getLastMessage(db, conversation.id)]);
+    // Independent reads in two phases, not one after another: a wake-up's latency is mostly
+    // the session's start. The log's context gives both its tail and whether calls were left open.
+    const [agent, conversation, previous] = await Promise.all([
+      requireAgent(db, session.agentId),
+      getBackgroundConversation(db, session.agentId),
+      getLatestEndedSession(db, session.agentId, session.id),
+    ]);
+    const [team, context] = await Promise.all([requireTeam(db, agent.teamId), getConversationContext(db, conversation.id)]);
+    const tail = context.at(-1);
     span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
     state = {
       session,
@@ -140,8 +145,8 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     };
     // A Stop whose session died before ending gets its marker; then a worker that died
     // mid-tool left calls without results: close them first.
-    await honourUnfinishedStop(db, agent.id, conversation.id, session.id);
-    await closeInterruptedCalls(deps, agent, conversation.id);
+    await honourUnfinishedStop(db, conversation.id, previous);
+    if (hasOpenToolCalls(context)) await closeInterruptedCalls(deps, agent, conversation.id);
     const outcome = await workUntilIdle(deps, state);
     // Found before taking work: nothing was cut, so the log gets no marker.
     if (typeof outcome === "object") return await end({ status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team }, "over-budget");
@@ -194,10 +199,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
  * itself, and the person (and a subordinate's lead) is told, as of any failure.
  */
 async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversationId: string): Promise<void> {
-  // Nearly always there is none: look first, outside a transaction (two round trips saved at
-  // every session's start). A call left open cannot gain its result meanwhile: only this
-  // session, which holds the agent's lease, writes results to its log.
-  if (!(await hasOpenToolCalls(deps.db, conversationId))) return;
+  // Called only when the session's first read of the log found some (nearly never); closing
+  // reads again, in the transaction. A call left open cannot gain its result meanwhile: only
+  // this session, which holds the agent's lease, writes results to its log.
   // The results and the alerts in one transaction: a crash between them would leave a call
   // closed as "outcome unknown" that nobody was told about.
   await deps.db.transaction(async (tx) => {

@@ -2,8 +2,8 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
-import { endSession, getLatestEndedSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
-import { agents, type Agent } from "@/lib/db/schema";
+import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
+import { agents, type Agent, type WorkSession } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
@@ -159,10 +159,10 @@ export async function markStopped(tx: Db, conversationId: string): Promise<void>
 }
 
 /**
- * At the start of a session: when the previous one was asked to stop but ended without
+ * At the start of a session, given the agent's latest ended session (getLatestEndedSession):
+ * when the previous one was asked to stop but ended without
  * writing it (its worker died first), the Stop is honoured now, before any work is taken.
  */
-export async function honourUnfinishedStop(db: Db, agentId: string, conversationId: string, sessionId: string): Promise<void> {
-  const previous = await getLatestEndedSession(db, agentId, sessionId);
+export async function honourUnfinishedStop(db: Db, conversationId: string, previous: WorkSession | null): Promise<void> {
   if (previous?.stopRequestedAt && previous.status !== "stopped") await markStopped(db, conversationId);
 }

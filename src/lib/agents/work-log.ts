@@ -46,8 +46,9 @@ export async function logAwaitsReply(db: Db, conversationId: string): Promise<bo
  * a session that ends. A stored call never stays without its result. Returns the calls closed.
  */
 /** Whether any tool call in the context has no result yet (waiting for the person's decision counts). */
-export async function hasOpenToolCalls(db: Db, conversationId: string): Promise<boolean> {
-  return openToolCalls(await getConversationContext(db, conversationId)).length > 0;
+/** Whether a call in this context has no result (a worker died mid-tool, or a call waits for the person). */
+export function hasOpenToolCalls(context: Message[]): boolean {
+  return openToolCalls(context).length > 0;
 }
 
 function openToolCalls(context: Message[]): StoredToolCall[] {
