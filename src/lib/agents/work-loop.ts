@@ -1,4 +1,5 @@
 import { stepCountIs, type ToolSet } from "ai";
+import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
@@ -157,13 +158,21 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     return true;
   }
   for (const task of pending) {
-    const begun = await db.transaction(async (tx) => {
-      const updated = await setTaskStatus(tx, task.id, "in_progress");
-      if (updated) {
-        await appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(updated) });
-      }
-      return updated;
-    });
+    // The task's start and its message in the log go out together, pipelined in the
+    // transaction (one round trip, not two); a task that ended meanwhile rolls its message back.
+    const begun = await db
+      .transaction(async (tx) => {
+        const [updated] = await Promise.all([
+          setTaskStatus(tx, task.id, "in_progress"),
+          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task) }),
+        ]);
+        if (!updated) tx.rollback();
+        return updated;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof TransactionRollbackError) return null;
+        throw error;
+      });
     if (begun) {
       state.focus = begun.id;
       return true;
@@ -322,6 +331,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   };
 
   const first = await prepare();
+
   const call: ModelCall = {
     db,
     model: state.model,
