@@ -1,11 +1,7 @@
 import type { Span } from "@opentelemetry/api";
-import { requireAgent } from "@/lib/db/queries/agents";
-import { getBackgroundConversation } from "@/lib/db/queries/conversations";
-import { getConversationContext } from "@/lib/db/queries/messages";
-import { requireTeam } from "@/lib/db/queries/teams";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { isDataException } from "@/lib/db/errors";
-import { claimSession, endSession, getLatestEndedSession, heartbeatSession } from "@/lib/db/queries/work-sessions";
+import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
 import { BudgetExceeded, TeamOverBudget } from "./budgets";
@@ -116,15 +112,10 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   };
 
   try {
-    // Independent reads in two phases, not one after another: a wake-up's latency is mostly
-    // the session's start. The log's context gives both its tail and whether calls were left open.
-    const [agent, conversation, previous] = await Promise.all([
-      requireAgent(db, session.agentId),
-      getBackgroundConversation(db, session.agentId),
-      getLatestEndedSession(db, session.agentId, session.id),
-    ]);
-    const [team, context] = await Promise.all([requireTeam(db, agent.teamId), getConversationContext(db, conversation.id)]);
+    // One round trip of reads: a wake-up's latency is mostly the session's start.
+    const { agent, team, conversation, context, previous } = await readSessionStart(db, session.agentId, session.id);
     const tail = context.at(-1);
+
     span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
     state = {
       session,

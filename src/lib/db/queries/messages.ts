@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
@@ -188,12 +188,21 @@ const messageColumns = sql.raw(
  * tail and stops at the first summary, so its cost follows the context's size, not
  * the conversation's.
  */
-export async function getConversationContext(db: Db, conversationId: string): Promise<Message[]> {
+export function getConversationContext(db: Db, conversationId: string): Promise<Message[]> {
+  return readContext(db, sql`c.id = ${conversationId}`);
+}
+
+/** getConversationContext of the agent's work log, found by the agent: read beside the log's own row at a session's start. */
+export function getBackgroundContext(db: Db, agentId: string): Promise<Message[]> {
+  return readContext(db, sql`c.agent_id = ${agentId} and c.mode = 'background'`);
+}
+
+async function readContext(db: Db, conversation: SQL): Promise<Message[]> {
   const rows = await executePrepared<MessageRow & { depth: number }>(db, sql`
     with recursive chain as (
       select ${messageColumns}, 0 as depth
         from conversations c join messages m on m.id = c.last_message_id
-       where c.id = ${conversationId}
+       where ${conversation}
       union all
       select ${messageColumns}, chain.depth + 1
         from chain join messages m on m.id = chain.previous_message_id

@@ -4,7 +4,10 @@ import { decisionWaitingFor } from "./approvals";
 import { statement } from "./prepared";
 import { workerHoldsLock } from "./workers";
 import type { Db } from "../client";
-import { agents, workSessions, type WorkSession, type WorkSessionStatus } from "../schema";
+import { notFound } from "@/lib/errors";
+import { agents, conversations, teams, workSessions, type Agent, type Conversation, type Message, type Team, type WorkSession, type WorkSessionStatus } from "../schema";
+import { getBackgroundConversation } from "./conversations";
+import { getBackgroundContext, getConversationContext } from "./messages";
 
 /** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
 export const DEFAULT_STALE_SESSION_SECONDS = 15;
@@ -260,4 +263,29 @@ export async function listTeamsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_
      group by w.team_id, lead.id
      order by waiting_since`);
   return rows.map((row) => ({ teamId: row.team_id, leadId: row.lead_id, agents: row.agents, waitingSince: new Date(row.waiting_since) }));
+}
+
+export type SessionStart = { agent: Agent; team: Team; conversation: Conversation; context: Message[]; previous: WorkSession | null };
+
+/**
+ * What a work session starts from, in one round trip: its agent and team, the agent's work
+ * log and its context (whose last message is the log's tail, and which shows calls left
+ * open), and the agent's latest ended session (a Stop it did not get to honour). A log that
+ * does not exist yet is created, and read, after.
+ */
+export async function readSessionStart(db: Db, agentId: string, sessionId: string): Promise<SessionStart> {
+  const [[row], previous, context] = await Promise.all([
+    db
+      .select({ agent: agents, team: teams, conversation: conversations })
+      .from(agents)
+      .innerJoin(teams, eq(teams.id, agents.teamId))
+      .leftJoin(conversations, and(eq(conversations.agentId, agents.id), eq(conversations.mode, "background")))
+      .where(eq(agents.id, agentId)),
+    getLatestEndedSession(db, agentId, sessionId),
+    getBackgroundContext(db, agentId),
+  ]);
+  if (!row) throw notFound("agent", agentId);
+  if (row.conversation) return { agent: row.agent, team: row.team, conversation: row.conversation, context, previous };
+  const conversation = await getBackgroundConversation(db, agentId);
+  return { agent: row.agent, team: row.team, conversation, context: await getConversationContext(db, conversation.id), previous };
 }
