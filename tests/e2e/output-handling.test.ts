@@ -267,6 +267,11 @@ describe("hostile output in Chromium", () => {
       await page.goto(`${app.url}${path}`);
       await settle(page);
       if (name === "lead") await page.getByText("[webhook:alerts]", { exact: false }).first().waitFor({ timeout: 20_000 });
+      // settle gives a streamed page 3 s; under a full suite's load a page can take longer to
+      // show its content (a CI run once inspected the chat before it had): wait for a payload.
+      await page
+        .waitForFunction((markers) => markers.some((marker) => document.querySelector("main")?.textContent?.includes(marker)), MARKERS, { timeout: 20_000 })
+        .catch(() => {}); // none at all is what the assertion below reports
       await page.waitForTimeout(300); // an onerror or onload would have fired by now
       const found = await inspect(page);
       expect(found.markers.length, `${name}: payloads shown`).toBeGreaterThan(0);
