@@ -202,7 +202,8 @@ export class StepRecorder {
     await this.lastAssistant;
     for (const { toolCallId, error } of errors) void this.recordResult(toolCallId, describeToolError(error));
     for (const toolCallId of [...this.openCalls.keys()]) void this.recordResult(toolCallId, fallback);
-    await this.writes;
+    // In the background the writes go on beside the next call's reads (settled waits for them there).
+    if (!this.resultsInBackground) await this.writes;
   }
 
   /** The same tools, each storing its result (or its error) as soon as it finishes. */
