@@ -160,7 +160,7 @@ describe("team and agent settings in the browser", () => {
     await assign.getByLabel("Task title").fill("Compare three heat pump models");
     await assign.getByLabel("Task description (optional)").fill("Prices in Germany, with sources.");
     await assign.getByRole("button", { name: "Assign task" }).click();
-    await page.locator(".task-title", { hasText: "Compare three heat pump models" }).waitFor();
+    await page.locator(".task-title", { hasText: "Compare three heat pump models" }).first().waitFor();
     // The worker takes it up with the fake model and completes it.
     await expect.poll(async () => (await database.db.select().from(tasks).where(eq(tasks.title, "Compare three heat pump models")))[0]?.status, { timeout: 30_000 }).toBe("completed");
 
