@@ -2,7 +2,7 @@ import { and, eq, gte, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { agents, usage, type Usage, type UsagePurpose } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
-import { executePrepared, statementVariants } from "./prepared";
+import { statementVariants } from "./prepared";
 
 export type NewUsage = {
   /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
@@ -37,7 +37,7 @@ const insertUsage = statementVariants<"lazy" | "durable", { id: string; created_
 });
 
 export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
-  const rows = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, {
+  const values = {
     agentId: input.agentId,
     conversationId: input.conversationId ?? null,
     purpose: input.purpose,
@@ -48,21 +48,12 @@ export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null
     durationMs: input.durationMs ?? 0,
     workSessionId: input.workSessionId ?? null,
     finishReason: input.finishReason ?? null,
-  });
-  const row = rows[0];
+  };
+  const [row] = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, values);
   if (!row) return null;
   return {
     id: row.id,
-    agentId: input.agentId,
-    conversationId: input.conversationId ?? null,
-    purpose: input.purpose,
-    model: input.model,
-    inputTokens: input.inputTokens ?? 0,
-    outputTokens: input.outputTokens ?? 0,
-    cachedTokens: input.cachedTokens ?? 0,
-    durationMs: input.durationMs ?? 0,
-    workSessionId: input.workSessionId ?? null,
-    finishReason: input.finishReason ?? null,
+    ...values,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
