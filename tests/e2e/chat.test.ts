@@ -231,7 +231,8 @@ describe("Every agent's chat and its history, in a browser", () => {
     await page.waitForURL(/\/search\?q=geothermal/);
     await settle(page);
     const hits = page.getByRole("list", { name: "Matches for “geothermal”, newest first" }).locator(":scope > li");
-    expect(await hits.count()).toBe(20);
+    // Polled: settle gives a streamed page 3 s, which a loaded CI run can exceed.
+    await expect.poll(() => hits.count(), { timeout: 20_000 }).toBe(20);
     expect(await hits.first().locator("mark").innerText()).toBe("geothermal");
     await page.getByRole("button", { name: "Load older matches" }).click();
     await expect.poll(() => hits.count()).toBe(40);
@@ -241,7 +242,7 @@ describe("Every agent's chat and its history, in a browser", () => {
     await page.goto(`${app.url}/teams/${team.id}/search?q=lagoons`);
     await settle(page);
     const found = page.getByRole("list", { name: /Matches for “lagoons”/ }).locator(":scope > li");
-    expect(await found.count()).toBeGreaterThan(0);
+    await expect.poll(() => found.count(), { timeout: 20_000 }).toBeGreaterThan(0);
     await found.first().getByRole("link", { name: "Open Scout's work log" }).click();
     await page.waitForURL(`**/agents/${team.scoutId}#work-log`);
     await page.goto(`${app.url}/teams/${team.id}/search?q=the`);
