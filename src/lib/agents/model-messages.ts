@@ -56,7 +56,10 @@ export function toModelMessages(
 // results parsed) once, not again before every call. Stored messages are never changed.
 const inputMessages = new WeakMap<StoredLike, ModelMessage>();
 const assistantMessages = new WeakMap<StoredLike, ModelMessage>();
-const toolMessages = new WeakMap<StoredLike, { key: string; message: ModelMessage }>();
+const toolMessages = new WeakMap<StoredLike, MadeToolMessage>();
+
+/** A tool message and what it was made of: the stored results (by identity), which calls awaited a decision, the clip limit. */
+type MadeToolMessage = { results: (StoredLike | undefined)[]; awaiting: boolean[]; limit: number | undefined; message: ModelMessage };
 
 function remembered(cache: WeakMap<StoredLike, ModelMessage>, message: StoredLike, make: () => ModelMessage): ModelMessage {
   let made = cache.get(message);
@@ -78,26 +81,37 @@ function assistantMessage(message: StoredLike): ModelMessage {
   return { role: "assistant", content };
 }
 
-/** The results of an assistant message's calls, as one tool message; remade only when what it is made of changed. */
+/**
+ * The results of an assistant message's calls, as one tool message; remade only when what it is
+ * made of changed. Compared in place, without building anything: it runs for every call of the
+ * context before every model call.
+ */
 function toolMessageFor(
   message: StoredLike,
   calls: readonly StoredToolCall[],
   resultsByCallId: ReadonlyMap<string, StoredLike>,
   options: { maxToolResultChars?: number; awaitingDecision?: ReadonlySet<string> },
 ): ModelMessage {
+  const known = toolMessages.get(message);
+  if (known && known.limit === options.maxToolResultChars && sameInputs(known, calls, resultsByCallId, options.awaitingDecision)) return known.message;
   const results = calls.map((call) => resultsByCallId.get(call.toolCallId));
   const awaiting = calls.map((call) => options.awaitingDecision?.has(call.toolCallId) ?? false);
-  const key = `${options.maxToolResultChars}|${results.map((result) => result?.id ?? "").join(",")}|${awaiting.join(",")}`;
-  const known = toolMessages.get(message);
-  if (known?.key === key) return known.message;
   const content: ToolContent = calls.map((call, index) => {
     // A call waiting for the person has no result yet, on purpose: the model is told so, not that it broke.
     const text = results[index]?.content ?? (awaiting[index] ? AWAITING_APPROVAL_RESULT : undefined);
     return toolResultPart(call, clip(text, options.maxToolResultChars));
   });
   const made: ModelMessage = { role: "tool", content };
-  toolMessages.set(message, { key, message: made });
+  toolMessages.set(message, { results, awaiting, limit: options.maxToolResultChars, message: made });
   return made;
+}
+
+function sameInputs(known: MadeToolMessage, calls: readonly StoredToolCall[], resultsByCallId: ReadonlyMap<string, StoredLike>, awaitingDecision: ReadonlySet<string> | undefined): boolean {
+  for (let index = 0; index < calls.length; index++) {
+    const callId = calls[index]!.toolCallId;
+    if (known.results[index] !== resultsByCallId.get(callId) || known.awaiting[index] !== (awaitingDecision?.has(callId) ?? false)) return false;
+  }
+  return true;
 }
 
 function clip(content: string | undefined, limit: number | undefined): string | undefined {
