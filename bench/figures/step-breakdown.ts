@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { ContextReader, loadContextForCall } from "../../src/lib/agents/compaction";
 import { workInstructions } from "../../src/lib/agents/prompts";
 import { requireAgent } from "../../src/lib/db/queries/agents";
@@ -29,25 +30,36 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
 
   let context: Awaited<ReturnType<ContextReader["read"]>> = [];
   let system = "";
+  let answerId = "";
+  let resultWrite: Promise<unknown> = Promise.resolve();
   const phases: [string, (round: number) => Promise<unknown>][] = [
     [
-      "store the answer (assistant row ∥ usage)",
+      "store the answer (after the last result's write; assistant row ∥ usage)",
       async (round) => {
+        await resultWrite;
         const [answer] = await Promise.all([
           appendMessage(db, history.conversationId, { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }] }, { lazyCommit: true }),
           recordUsage(db, { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 }),
         ]);
+        answerId = answer.id;
         reader.appended(answer);
       },
     ],
     [
-      "store the tool result (durable) ∥ the next call's facts (the prompt's, waiting input, the log's tail; the team's token total every 30 s)",
+      "the next call's facts (the prompt's, waiting input, the log's tail; the team's token total every 30 s), the tool's result written beside them (lazily, named ahead)",
       async (round) => {
-        const [result, facts] = await Promise.all([
-          appendMessage(db, history.conversationId, { role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured." }),
-          readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null }),
-        ]);
-        reader.appended(result);
+        const id = randomUUID();
+        resultWrite = appendMessage(
+          db,
+          history.conversationId,
+          { id, role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured.", previousMessageId: answerId },
+          { lazyCommit: true },
+        );
+        reader.appending(
+          { id, conversationId: history.conversationId, role: "tool", content: "Web search is not configured.", thinking: null, toolCalls: null, toolCallId: `probe_${round}`, inboxItemId: null, previousMessageId: answerId, createdAt: new Date() },
+          resultWrite,
+        );
+        const facts = await readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null });
         system = workInstructions({ agent, team, members: facts.members, openTasks: facts.openTasks });
         // The log is read only when someone else wrote to it: here, never.
         context = await reader.readUnlessAt(facts.tail);
@@ -65,6 +77,7 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
       if (round >= 10) samples.get(name)!.push(now() - started);
     }
   }
+  await resultWrite;
   const cpu = process.cpuUsage(cpuStart);
   await endSession(db, session.id, "completed", { steps: 0 });
   const parts = phases.map(([name]): [string, number] => [name, percentile(samples.get(name)!, 50)]);

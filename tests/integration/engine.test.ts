@@ -49,6 +49,45 @@ describe("work sessions", () => {
     expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed", result: "Looked into it: nothing new." });
   });
 
+  it("give each call its own result when the provider reuses a call id (call_0 in every answer)", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const requests: { toolCallId: string; output: string }[][] = [];
+    const model = sessionModel((options, call) => {
+      // What each request pairs with each call: the tool results it carries.
+      requests.push(
+        options.prompt.flatMap((message) =>
+          message.role === "tool" ? message.content.flatMap((part) => (part.type === "tool-result" ? [{ toolCallId: part.toolCallId, output: JSON.stringify(part.output) }] : [])) : [],
+        ),
+      );
+      if (call === 0) return toolCallReply("addKnowledgeItem", { type: "fact", content: "Orbital launches moved to May." }, "call_0");
+      if (call === 1) return toolCallReply("searchKnowledge", { query: "orbital launches" }, "call_0");
+      if (call === 2) return toolCallReply("searchKnowledge", { query: "submarine" }, "call_0");
+      return textReply("Recorded and checked.");
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Record the launch date" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("completed");
+
+    // Stored: three calls under three ids, each with exactly one result, right after it.
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    const calls = log.flatMap((message) => message.toolCalls ?? []);
+    expect(calls.map((call) => call.toolName)).toEqual(["addKnowledgeItem", "searchKnowledge", "searchKnowledge"]);
+    expect(new Set(calls.map((call) => call.toolCallId)).size).toBe(3);
+    expect(calls[0]!.toolCallId).toBe("call_0");
+    for (const call of calls) {
+      const index = log.findIndex((message) => message.toolCalls?.some((stored) => stored.toolCallId === call.toolCallId));
+      expect(log[index + 1]).toMatchObject({ role: "tool", toolCallId: call.toolCallId });
+      expect(log.filter((message) => message.role === "tool" && message.toolCallId === call.toolCallId)).toHaveLength(1);
+    }
+    // Seen: each request pairs the newest call with its own result, not an older call_0's.
+    expect(requests[1]!.at(-1)!.output).toMatch(/"saved":true/);
+    expect(requests[2]!.at(-1)!.output).toMatch(/Orbital launches moved to May/);
+    expect(requests[3]!.at(-1)!.output).toMatch(/No knowledge items match/);
+    expect(requests[3]!.map((result) => result.output)).toHaveLength(3);
+    expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed" });
+  });
+
   it("inject a report that lands mid-session into the very next model call", async () => {
     const { lead } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     let engine!: TestEngine;

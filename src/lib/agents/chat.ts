@@ -173,8 +173,10 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
     return messages;
   };
   const onStepEnd = async (step: { content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[]; text: string }) => {
-    const requests = approvalRequestsOf(step.content);
-    if (requests.length > 0 && (await recorder.stored())) {
+    const asked = approvalRequestsOf(step.content);
+    if (asked.length > 0 && (await recorder.stored())) {
+      // Under the ids the log stored them with (see StepRecorder.storedId).
+      const requests = asked.map((request) => ({ ...request, toolCallId: recorder.storedId(request.toolCallId) }));
       recorder.holdForDecision(requests.map((request) => request.toolCallId));
       await requestApprovals(db, deps.jobs, { agent, conversationId, taskId: null }, requests, step.text);
       for (const request of requests) awaitingDecision.add(request.toolCallId);

@@ -165,6 +165,8 @@ export class ContextReader {
   private readonly own = new Set<string>();
   /** A row this session appended did not follow the known tail: someone else wrote in between. */
   private stale = false;
+  /** The writes of rows the context already holds (see appending): the log is read after they land. */
+  private writing: Promise<unknown> = Promise.resolve();
 
   /** The last message of the context as last read: what the next answer must follow. */
   get lastMessageId(): string | null {
@@ -182,7 +184,10 @@ export class ContextReader {
   ) {}
 
   async read(): Promise<Message[]> {
-    if (this.tail === undefined) {
+    await this.settled();
+    // Stale: the known tail may be a row named ahead that landed elsewhere or not at all, so
+    // reading on from it could miss rows: the context is read anew (rare).
+    if (this.tail === undefined || this.stale) {
       this.context = await getConversationContext(this.db, this.conversationId);
     } else {
       const added = await getMessagesSince(this.db, this.conversationId, this.tail);
@@ -209,6 +214,21 @@ export class ContextReader {
     this.context = [...this.context, message];
     this.tail = message.id;
     this.own.add(message.id);
+  }
+
+  /**
+   * A row this session is writing, named before it is written (a tool's result): the context
+   * grows by it now, so the next model call need not wait for the write; a read of the log
+   * waits for it. `written` never rejects: the writer keeps its own failure.
+   */
+  appending(message: Message, written: Promise<unknown>): void {
+    this.appended(message);
+    this.writing = written;
+  }
+
+  /** Waits for the rows on their way to the log (see appending). */
+  settled(): Promise<unknown> {
+    return this.writing;
   }
 
   /** Someone else's row is in the log (a result recorded by another run of the step): read it next time. */
@@ -244,6 +264,8 @@ export async function loadContextForCall(
   const settings = { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision };
   const messages = toModelMessages(await context, settings);
   if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
+  // The summary covers the log as stored: the session's rows on their way land first.
+  await reader.settled();
   await compactConversation(options, reader.conversationId);
   return toModelMessages(await reader.read(), settings);
 }

@@ -1,9 +1,12 @@
+import { randomUUID } from "node:crypto";
 import { asSchema, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
+import { CadreError } from "@/lib/errors";
 import { appendMessage, type NewMessage } from "@/lib/db/queries/messages";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import { toolOutputToText } from "./model-messages";
+import { toolEffects } from "./tool-policies";
 import { describeToolError } from "./tools/tool-errors";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
@@ -11,6 +14,8 @@ type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName
 /** Who follows the log as the recorder writes it (the turn's ContextReader), so it need not read back what was just written. */
 export type LogFollower = {
   appended(message: Message): void;
+  /** A row named before it is written; `written` settles when it is (never rejects). */
+  appending(message: Message, written: Promise<unknown>): void;
   moved(): void;
 };
 
@@ -29,9 +34,16 @@ export class StepRecorder {
   toolCallCount = 0;
   /** Results on their way to the log, one after another in the order their tools finished. */
   private writes: Promise<void> = Promise.resolve();
+  /** The last row this recorder wrote or named (see recordResult): what its next result follows. */
+  private ownTail: string | null = null;
+  /** Results the follower learns of only when they land (not named ahead): the next call waits for them. */
+  private unannounced: Promise<void> | null = null;
 
   private readonly follower?: LogFollower;
   private readonly resultsInBackground: boolean;
+  private readonly onResultAhead?: () => void;
+  /** How many tool calls wrote to the database (runEffect) so far: what was read before one may be stale. */
+  effectsRun = 0;
 
   /**
    * `follower` is told of every row written. With `resultsInBackground`, a tool's result is
@@ -42,10 +54,11 @@ export class StepRecorder {
   constructor(
     private readonly db: Db,
     private readonly conversationId: string,
-    options: { follower?: LogFollower; resultsInBackground?: boolean } = {},
+    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void } = {},
   ) {
     this.follower = options.follower;
     this.resultsInBackground = options.resultsInBackground ?? false;
+    this.onResultAhead = options.onResultAhead;
   }
 
   /**
@@ -65,8 +78,8 @@ export class StepRecorder {
         toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input ?? {} });
       }
     }
-    for (const call of toolCalls) this.openCalls.set(call.toolCallId, call.toolName);
     this.toolCallCount += toolCalls.length;
+    this.storedIds.clear();
     const row: NewMessage = {
       role: "assistant",
       content: text,
@@ -74,11 +87,22 @@ export class StepRecorder {
       toolCalls: toolCalls.length ? toolCalls : null,
       ...(after !== undefined ? { previousMessageId: after } : {}),
     };
-    // Committed lazily: its tool's result, committed durably, flushes it too; a Postgres
-    // crash before that loses only this step, the one in flight.
+    // Committed lazily: a Postgres crash before the next durable commit (a tool's writes, an
+    // outside tool's result) loses only steps that can be redone, never an effect's record.
     // After the results on their way, so the log keeps its order.
-    this.lastAssistant = this.writes.then(() => appendMessage(this.db, this.conversationId, row, { lazyCommit: true })).then(
+    // A result that could not be stored fails the answer too: the call was given it.
+    this.lastAssistant = this.writes.then(() => {
+      this.throwIfFailed();
+      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true });
+    }).then(
       (message) => {
+        this.ownTail = message.id;
+        // Stored under the ids the log gave them (a reused id gets a new one), in the model's order.
+        for (const [index, call] of (message.toolCalls ?? []).entries()) {
+          this.openCalls.set(call.toolCallId, call.toolName);
+          const given = toolCalls[index]?.toolCallId;
+          if (given !== undefined && given !== call.toolCallId) this.storedIds.set(given, call.toolCallId);
+        }
         this.follower?.appended(message);
         return message;
       },
@@ -92,8 +116,20 @@ export class StepRecorder {
     return this.lastAssistant;
   }
 
+  /** The latest step's calls whose id the log changed because the conversation had used it, by the model's id. */
+  private readonly storedIds = new Map<string, string>();
+
   /**
-   * Calls of the latest step that wait for the person's decision: they keep no result for
+   * The id a call of the latest step is stored under: the model's own, unless the conversation
+   * already had a result under it (a provider that numbers its calls per answer, call_0, call_1,
+   * …): then the log gave it a new one, and its result and any approval use that.
+   */
+  storedId(toolCallId: string): string {
+    return this.storedIds.get(toolCallId) ?? toolCallId;
+  }
+
+  /**
+   * Calls of the latest step (by stored id, see storedId) that wait for the person's decision: they keep no result for
    * now, on purpose, so nothing fills one in as the step ends (see approvals.ts).
    */
   holdForDecision(toolCallIds: readonly string[]): void {
@@ -138,15 +174,18 @@ export class StepRecorder {
 
   /**
    * Records a call's result after the results before it. The call stops being open at once, so
-   * nothing else records one for it meanwhile; `settled` waits for the write.
+   * nothing else records one for it meanwhile; `settled` waits for the write. `lazy`: the result
+   * of a call that changed nothing, which a Postgres crash may lose like the answer (see wrapTools).
    */
-  private recordResult(toolCallId: string, content: string): Promise<void> {
+  private recordResult(toolCallId: string, content: string, lazy = false): Promise<void> {
     if (!this.openCalls.has(toolCallId)) return this.writes;
     this.openCalls.delete(toolCallId);
-    this.writes = this.writes.then(async () => {
+    const text = this.resultText(toolCallId, content);
+    if (this.resultsInBackground && this.follower && this.ownTail !== null) return this.recordResultAhead(this.follower, toolCallId, text, lazy);
+    this.writes = this.unannounced = this.writes.then(async () => {
       try {
         // Written first, then told: \`follower?.appended(await …)\` would skip the write without a follower.
-        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, content) });
+        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text }, { lazyCommit: lazy });
         this.follower?.appended(message);
       } catch (error) {
         // Someone (a redelivered run of this step) recorded it first: one result is the point.
@@ -158,11 +197,57 @@ export class StepRecorder {
   }
 
   /**
+   * A result in a work turn: named now and told to the follower at once, so the next model call
+   * is prepared while the write is on its way (the follower's reads wait for it). The write lands
+   * right after the row before it (this recorder's own) or not there: the next answer, which
+   * must follow it, is stored only after it, and only when it landed where the call saw it.
+   */
+  private recordResultAhead(follower: LogFollower, toolCallId: string, content: string, lazy: boolean): Promise<void> {
+    const id = randomUUID();
+    const after = this.ownTail;
+    this.ownTail = id;
+    this.writes = this.writes.then(async () => {
+      try {
+        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, previousMessageId: after }, { lazyCommit: lazy });
+      } catch (error) {
+        // Someone else wrote first (a Stop's marker, another run's result): the log has moved
+        // on from what the next call is given, so that call's answer will not be stored; the
+        // result is kept where it can go, so the call is not left without one.
+        follower.moved();
+        if (isUniqueViolation(error)) return;
+        if (!(error instanceof CadreError && error.code === "conflict:message_chain")) {
+          this.failure ??= error;
+          return;
+        }
+        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content }).catch((retryError: unknown) => {
+          if (!isUniqueViolation(retryError)) this.failure ??= retryError;
+        });
+      }
+    });
+    follower.appending(
+      { id, conversationId: this.conversationId, role: "tool", content, thinking: null, toolCalls: null, toolCallId, inboxItemId: null, previousMessageId: after, createdAt: new Date() },
+      this.writes,
+    );
+    this.onResultAhead?.();
+    return this.writes;
+  }
+
+  /**
    * Waits for the results on their way to the log, and rethrows a failure to store one or an
    * answer: before the next model call (which must see them) and when the turn ends.
    */
   async settled(): Promise<void> {
     await this.writes;
+    this.throwIfFailed();
+  }
+
+  /**
+   * Before the next model call of a work turn: waits for the results its context cannot hold
+   * yet (the follower was not told of them ahead), and rethrows a failure to store one so far.
+   */
+  async announced(): Promise<void> {
+    if (this.unannounced) await this.unannounced;
+    this.unannounced = null;
     this.throwIfFailed();
   }
 
@@ -177,9 +262,11 @@ export class StepRecorder {
    * neither, so the effect happens once. A second run of the same call (same
    * toolCallId) finds the result taken and rolls its writes back.
    */
-  async runEffect<T>(toolCallId: string, write: (tx: Db) => Promise<T>): Promise<T> {
+  async runEffect<T>(modelToolCallId: string, write: (tx: Db) => Promise<T>): Promise<T> {
     await this.lastAssistant;
     await this.writes;
+    const toolCallId = this.storedId(modelToolCallId);
+    this.effectsRun += 1;
     let recorded: Message | undefined;
     const output = await this.db.transaction(async (tx) => {
       const result = await write(tx);
@@ -189,7 +276,10 @@ export class StepRecorder {
       return result;
     });
     this.openCalls.delete(toolCallId);
-    if (recorded) this.follower?.appended(recorded);
+    if (recorded) {
+      this.ownTail = recorded.id;
+      this.follower?.appended(recorded);
+    }
     return output;
   }
 
@@ -200,7 +290,7 @@ export class StepRecorder {
    */
   async recordMissingResults(fallback: string, errors: readonly { toolCallId: string; error: unknown }[] = []): Promise<void> {
     await this.lastAssistant;
-    for (const { toolCallId, error } of errors) void this.recordResult(toolCallId, describeToolError(error));
+    for (const { toolCallId, error } of errors) void this.recordResult(this.storedId(toolCallId), describeToolError(error));
     for (const toolCallId of [...this.openCalls.keys()]) void this.recordResult(toolCallId, fallback);
     // In the background the writes go on beside the next call's reads (settled waits for them there).
     if (!this.resultsInBackground) await this.writes;
@@ -215,6 +305,11 @@ export class StepRecorder {
         wrapped[name] = definition;
         continue;
       }
+      // What this wrapper records of one of Cadre's own tools is the result of a call that wrote
+      // nothing (a tool's writes commit with their result, in runEffect): a search, a read. Lost in
+      // a Postgres crash, it is redone with its step, so it commits lazily, like the answer. An
+      // outside tool's result is the record that its effect happened: durable.
+      const lazy = toolEffects(name) === "cadre";
       wrapped[name] = {
         ...definition,
         // Converted once: given a bare zod schema, the SDK converts it to JSON Schema again on
@@ -231,7 +326,7 @@ export class StepRecorder {
             // An aborted tool gets its marker from whoever aborted it.
             const aborted = options.abortSignal?.aborted || (error instanceof Error && error.name === "AbortError");
             if (!aborted) {
-              await this.recordResult(options.toolCallId, describeToolError(error));
+              await this.recordResult(this.storedId(options.toolCallId), describeToolError(error), lazy);
               if (!this.resultsInBackground) await this.settled();
             }
             throw error;
@@ -239,7 +334,7 @@ export class StepRecorder {
           this.executedTools.push(name);
           // In the background, the write goes out beside the next call's reads, which wait for
           // it (settled) before the model is called: the model never answers without it.
-          const recording = this.recordResult(options.toolCallId, toolOutputToText(output));
+          const recording = this.recordResult(this.storedId(options.toolCallId), toolOutputToText(output), lazy);
           if (!this.resultsInBackground) await this.settled();
           else void recording;
           return output;

@@ -7,7 +7,7 @@ import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/querie
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
-import { readNextCallFacts } from "@/lib/db/queries/next-call";
+import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
@@ -287,7 +287,23 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
 
   // The recorder tells the context what it wrote, so a round reads the log only when someone else wrote to it.
   const history = new ContextReader(db, state.conversation.id);
-  const recorder = new StepRecorder(db, state.conversation.id, { follower: history, resultsInBackground: true });
+  const readFacts = (focusTaskId: string | null) =>
+    readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, conversationId: state.conversation.id, focusTaskId });
+  // The next call's facts, read the moment a tool's result is on its way: the SDK's own work
+  // after a tool then overlaps the round trip. Used only if nothing changed since (no later
+  // call wrote to the database, the focus is the same); a later result reads them again.
+  let early: { facts: Promise<NextCallFacts>; focus: string | null; effectsRun: number } | null = null;
+  const recorder: StepRecorder = new StepRecorder(db, state.conversation.id, {
+    follower: history,
+    resultsInBackground: true,
+    onResultAhead: () => {
+      const focus = state.focus ?? null;
+      const facts = readFacts(focus);
+      // One replaced by a later result is never awaited: its failure must not go unhandled.
+      facts.catch(() => {});
+      early = { facts, focus, effectsRun: recorder.effectsRun };
+    },
+  });
   state.recorder = recorder;
   const [{ tools, toolApproval }, awaitingDecision] = await Promise.all([
     sessionTools(deps, state, recorder, turn.tools),
@@ -296,21 +312,28 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   let contextTail: string | null = null;
   // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
-    // The prompt's facts, whether input waits and where the log's tail is are read beside
-    // the last tool result's write (settled waits for it); only when input waits, the
-    // transaction that moves it into the log runs, and the log is read again after it.
+    // The prompt's facts, whether input waits and where the log's tail is are read while the
+    // last tool result's write is on its way: the context already holds the result, and the
+    // next answer is stored only after it (see StepRecorder.recordResultAhead). Only when input
+    // waits, the transaction that moves it into the log runs, after the result, and the log
+    // is read again.
     const focus = state.focus ?? null;
     const firstRead = history.hasRead ? null : history.read();
+    const ready = early?.focus === focus && early.effectsRun === recorder.effectsRun ? early.facts : null;
+    early = null;
     const [facts] = await Promise.all([
-      readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, conversationId: state.conversation.id, focusTaskId: focus }),
-      recorder.settled(),
+      ready ?? readFacts(focus),
       checkBudgets(deps, state),
+      recorder.announced(),
     ]);
     const read = firstRead ? await firstRead : await history.readUnlessAt(facts.tail);
     const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members, openTasks: facts.openTasks, focus });
     const inputWaits = turn.takesInput && facts.inputWaits;
     let context = read;
-    if (inputWaits && (await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus })).length > 0) context = await history.read();
+    if (inputWaits) {
+      await recorder.settled();
+      if ((await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus })).length > 0) context = await history.read();
+    }
     const messages = await loadContextForCall(
       {
         db,
@@ -368,8 +391,10 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         // A stop gives the step's open calls their marker itself.
         if (state.signal.aborted) return;
         // Calls held for the person's approval: stored, announced, and the turn ends here (the SDK stops).
-        const requests = approvalRequestsOf(step.content);
-        if (requests.length > 0 && (await recorder.stored())) {
+        const asked = approvalRequestsOf(step.content);
+        if (asked.length > 0 && (await recorder.stored())) {
+          // Under the ids the log stored them with (see StepRecorder.storedId).
+          const requests = asked.map((request) => ({ ...request, toolCallId: recorder.storedId(request.toolCallId) }));
           recorder.holdForDecision(requests.map((request) => request.toolCallId));
           await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
           for (const request of requests) awaitingDecision.add(request.toolCallId);

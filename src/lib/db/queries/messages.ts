@@ -6,6 +6,11 @@ import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
 
 export type NewMessage = {
+  /**
+   * The row's id, when the writer chose it: a work session names a tool's result before it is
+   * written, so its next call can follow the result while the write is on its way.
+   */
+  id?: string;
   role: MessageRole;
   content: string;
   thinking?: string | null;
@@ -56,6 +61,7 @@ export async function appendMessages(
  * while this one waited for it.
  */
 type AppendValues = {
+  id: string | null;
   conversationId: string;
   role: MessageRole;
   content: string;
@@ -73,8 +79,8 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
     with conversation as (
       select id, agent_id, mode, last_message_id from conversations where id = ${value("conversationId")}::uuid for update
     ), appended as (
-      insert into messages (conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
-      select c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${value("toolCalls")}::jsonb, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
+      insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
+      select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
         from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
        where ${after}
       returning *
@@ -91,11 +97,26 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
       from conversation c left join appended a on true`;
 });
 
+/**
+ * A step's calls as stored: a call whose id already has a result in the conversation gets a
+ * new one (its id, a tilde and six random hex digits). Providers that number calls per answer
+ * (call_0, call_1, …) reuse ids; a result is unique per id and conversation, so the new call's
+ * result could not be stored, and later prompts would pair it with the old one. One probe of
+ * that unique index per call; the caller reads the stored ids back (see StepRecorder.storedId).
+ */
+function toolCallsOf(calls: ReturnType<typeof sql.placeholder>): SQL {
+  return sql`(select jsonb_agg(case when exists (select 1 from messages r where r.conversation_id = c.id and r.tool_call_id = call->>'toolCallId')
+                                    then jsonb_set(call, '{toolCallId}', to_jsonb(concat(call->>'toolCallId', '~', left(md5(random()::text), 6))))
+                                    else call end order by n)
+                from jsonb_array_elements(${calls}::jsonb) with ordinality as calls(call, n))`;
+}
+
 async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
   const expected = message.previousMessageId;
   const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
   const variant = `${commitsLazily(db, lazy) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}` as const;
   const rows = await appendStatement(variant)(db, {
+    id: message.id ?? null,
     conversationId,
     role: message.role,
     content: storable(message.content),
