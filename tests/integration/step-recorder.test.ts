@@ -27,7 +27,7 @@ async function workTurn() {
   const tools = recorder.wrapTools({
     searchKnowledge: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }) => `Nothing about ${query}.` }),
   });
-  const run = (toolCallId: string, query: string) => tools.searchKnowledge.execute!({ query }, { toolCallId, messages: [] });
+  const run = (toolCallId: string, query: string) => tools.searchKnowledge.execute!({ query }, { toolCallId, messages: [], context: {} });
   return { conversationId: conversation.id, history, recorder, run, ahead: () => ahead };
 }
 
