@@ -19,29 +19,40 @@ export type LiveEvent = {
 export const EVENTS_CHANNEL = "cadre_events";
 
 type Listener = (event: LiveEvent) => void;
-type Hub = { listeners: Set<Listener>; listening?: Promise<unknown> };
+/** Told when events may have been missed: the LISTEN connection was lost and is back. */
+type GapListener = () => void;
+type Hub = { listeners: Set<Listener>; gapListeners: Set<GapListener>; listening?: Promise<unknown>; listened?: boolean };
 
 // One LISTEN per web process (kept on globalThis across dev reloads), fanned out in memory.
 const holder = globalThis as typeof globalThis & { cadreEventHub?: Hub };
 
 function hub(): Hub {
-  holder.cadreEventHub ??= { listeners: new Set() };
+  holder.cadreEventHub ??= { listeners: new Set(), gapListeners: new Set() };
   return holder.cadreEventHub;
 }
 
 function startListening(state: Hub): Promise<unknown> {
-  // postgres-js keeps a dedicated connection for LISTEN and re-listens after a reconnect.
+  // postgres-js keeps a dedicated connection for LISTEN and re-listens after a reconnect. What
+  // was announced in between reached nobody: every subscriber hears of the gap (a live stream
+  // then ends, and its page reconnects and refetches) rather than missing a change for good.
   state.listening ??= database()
-    .sql.listen(EVENTS_CHANNEL, (payload) => {
-      let event: LiveEvent;
-      try {
-        event = JSON.parse(payload) as LiveEvent;
-      } catch (error) {
-        console.error("Ignoring a malformed live event:", payload, error);
-        return;
-      }
-      for (const listener of state.listeners) listener(event);
-    })
+    .sql.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        let event: LiveEvent;
+        try {
+          event = JSON.parse(payload) as LiveEvent;
+        } catch (error) {
+          console.error("Ignoring a malformed live event:", payload, error);
+          return;
+        }
+        for (const listener of state.listeners) listener(event);
+      },
+      () => {
+        if (state.listened) for (const gap of [...state.gapListeners]) gap();
+        state.listened = true;
+      },
+    )
     .catch((error: unknown) => {
       state.listening = undefined;
       throw new Error(`Could not listen for live events: ${error instanceof Error ? error.message : error}`, { cause: error });
@@ -54,17 +65,26 @@ export function countLiveSubscribers(): number {
   return hub().listeners.size;
 }
 
-/** Calls `listener` for every change until the returned function is called. Resolves once LISTEN is active. */
-export async function subscribeToEvents(listener: Listener): Promise<() => void> {
+/**
+ * Calls `listener` for every change until the returned function is called, and `onGap` when
+ * changes may have been missed (the database connection was lost and is back). Resolves once
+ * LISTEN is active.
+ */
+export async function subscribeToEvents(listener: Listener, onGap?: GapListener): Promise<() => void> {
   const state = hub();
   state.listeners.add(listener);
+  if (onGap) state.gapListeners.add(onGap);
+  const unsubscribe = () => {
+    state.listeners.delete(listener);
+    if (onGap) state.gapListeners.delete(onGap);
+  };
   try {
     await startListening(state);
   } catch (error) {
-    state.listeners.delete(listener);
+    unsubscribe();
     throw error;
   }
-  return () => state.listeners.delete(listener);
+  return unsubscribe;
 }
 
 /** What one consumer may leave unread before it is dropped: about a thousand events. */
@@ -120,7 +140,8 @@ export function liveEventStream(request: Request, options: { maxUnreadBytes?: nu
         if (signal.aborted) return end();
         signal.addEventListener("abort", end, { once: true });
         try {
-          const stop = await subscribeToEvents((event) => send(`data: ${JSON.stringify(event)}\n\n`));
+          // A gap ends the stream: EventSource reconnects, and the page refetches on `ready`.
+          const stop = await subscribeToEvents((event) => send(`data: ${JSON.stringify(event)}\n\n`), end);
           unsubscribe = stop;
           // The request may have ended while LISTEN was being set up.
           if (ended) return void stop();

@@ -65,6 +65,30 @@ describe("live-event subscribers", () => {
     expect(countLiveSubscribers()).toBe(before);
   });
 
+  it("a stream ends when its process lost the database and listens again, so the page reconnects and refetches what it missed", async () => {
+    const response = await handlerFor("GET")(new Request("http://localhost:3000/api/events"));
+    const reader = response.body!.getReader();
+    await readUntil(reader, "event: ready");
+    // The process's LISTEN connection is cut (a failover, a restart, a proxy's idle cut).
+    const [{ count }] = (await database.sql`
+      select count(pg_terminate_backend(pid))::int as count from pg_stat_activity
+       where datname = current_database() and query ilike 'listen%cadre_events%'`) as unknown as [{ count: number }];
+    expect(count).toBe(1);
+    // Whatever was announced before it listened again reached nobody: the stream says so by ending.
+    const ended = (async () => {
+      for (;;) if ((await reader.read()).done) return true;
+    })();
+    await expect(Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve(false), 10_000))])).resolves.toBe(true);
+
+    // The next stream, the browser's reconnect, is live again.
+    const again = await handlerFor("GET")(new Request("http://localhost:3000/api/events"));
+    const next = again.body!.getReader();
+    await readUntil(next, "event: ready");
+    await notify(1, 10);
+    expect(await readUntil(next, '"table":"teams"')).toContain('"op":"update"');
+    await next.cancel();
+  });
+
   it("HEAD answers the stream's headers and leaves no subscriber behind (200 requests, then events)", async () => {
     const before = countLiveSubscribers();
     for (let index = 0; index < 200; index++) {
