@@ -20,7 +20,7 @@ import {
   recordUsage,
 } from "@/lib/db/queries";
 import { deleteModelPrice, upsertModelPrice } from "@/lib/db/queries/model-prices";
-import { updateTeam } from "@/lib/db/queries/teams";
+import { deleteTeam, updateTeam } from "@/lib/db/queries/teams";
 import { tasks, workSessions } from "@/lib/db/schema";
 import { startFakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
@@ -86,6 +86,20 @@ describe("work sessions", () => {
     expect(requests[3]!.at(-1)!.output).toMatch(/No knowledge items match/);
     expect(requests[3]!.map((result) => result.output)).toHaveLength(3);
     expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed" });
+  });
+
+  it("end quietly when the team is deleted while its agent works: nothing to retry, no error logged", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    const model = sessionModel(async (_options, call) => {
+      // The person deletes the team while the lead thinks about its second step.
+      if (call === 1) await deleteTeam(database.db, team.id);
+      return toolCallReply("searchKnowledge", { query: `round ${call}` });
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Keep searching" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome).toMatchObject({ status: "deleted", error: "Its agent was deleted meanwhile." });
+    expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
   });
 
   it("inject a report that lands mid-session into the very next model call", async () => {

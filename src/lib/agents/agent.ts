@@ -1,5 +1,7 @@
 import type { Span } from "@opentelemetry/api";
+import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";
+import { getAgent } from "@/lib/db/queries/agents";
 import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
@@ -16,7 +18,7 @@ import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop"
 
 export type SessionOutcome = {
   /** over-budget: the team's daily budget ran out; its work waits (endWorkSession). */
-  status: "busy" | "completed" | "failed" | "stopped" | "over-budget" | "interrupted" | "lost";
+  status: "busy" | "completed" | "failed" | "stopped" | "over-budget" | "interrupted" | "lost" | "deleted";
   sessionId?: string;
   steps: number;
   error?: string;
@@ -149,6 +151,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   } catch (error) {
     const steps = state?.steps ?? 0;
     if (stopReason === "lost") return { status: "lost", sessionId: session.id, steps };
+    // The agent (or its team) was deleted while it worked: its log, its tasks and this session
+    // went with it, so whatever failed on that is no error, and there is nothing to end, retry or report.
+    if (await agentWasDeleted(db, session.agentId)) return { status: "deleted", sessionId: session.id, steps, error: "Its agent was deleted meanwhile." };
     if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
     if (state && error instanceof StepLimitReached) {
       return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
@@ -181,6 +186,14 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     clearInterval(heartbeat);
     localSessions.delete(session.id);
   }
+}
+
+/** True only when the agent is certainly gone: a read that fails (the database is away) says nothing. */
+function agentWasDeleted(db: Db, agentId: string): Promise<boolean> {
+  return getAgent(db, agentId).then(
+    (agent) => agent === null,
+    () => false,
+  );
 }
 
 /**
