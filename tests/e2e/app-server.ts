@@ -163,10 +163,21 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
-/** Waits until React has revealed the streamed page (its hidden copy is gone). */
+/**
+ * Waits until React has revealed the streamed page (its hidden copy is gone). A not-found page
+ * keeps its unused copy, so it counts as revealed once it shows itself. Up to 15 s: a loaded CI
+ * machine took longer than the 3 s this once allowed, and a test then read a half-shown page.
+ */
 export async function settle(target: Page): Promise<void> {
-  // A not-found page keeps its unused copy; don't wait forever for it.
-  await target.waitForFunction(() => !document.querySelector('div[hidden][id^="S:"]'), undefined, { timeout: 3_000 }).catch(() => {});
+  await target
+    .waitForFunction(
+      () =>
+        !document.querySelector('div[hidden][id^="S:"]') ||
+        [...document.querySelectorAll("h1.empty-title")].some((heading) => heading.textContent === "Not found" && !heading.closest("[hidden]")),
+      undefined,
+      { timeout: 15_000 },
+    )
+    .catch(() => {});
 }
 
 /** Full-page screenshots at 1440 and 375 px; nothing may stick out sideways on the phone. */
