@@ -62,6 +62,11 @@ describe("work sessions", () => {
       if (call === 0) return toolCallReply("addKnowledgeItem", { type: "fact", content: "Orbital launches moved to May." }, "call_0");
       if (call === 1) return toolCallReply("searchKnowledge", { query: "orbital launches" }, "call_0");
       if (call === 2) return toolCallReply("searchKnowledge", { query: "submarine" }, "call_0");
+      // Two calls with one id in one answer: each still gets its own result.
+      if (call === 3) {
+        const twice = toolCallReply("searchKnowledge", { query: "orbital launches" }, "call_7");
+        return { ...twice, content: [...twice.content, { type: "tool-call", toolCallId: "call_7", toolName: "searchKnowledge", input: JSON.stringify({ query: "submarine" }) }] };
+      }
       return textReply("Recorded and checked.");
     });
     const engine = await engineWith({ model });
@@ -72,12 +77,13 @@ describe("work sessions", () => {
     // Stored: three calls under three ids, each with exactly one result, right after it.
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     const calls = log.flatMap((message) => message.toolCalls ?? []);
-    expect(calls.map((call) => call.toolName)).toEqual(["addKnowledgeItem", "searchKnowledge", "searchKnowledge"]);
-    expect(new Set(calls.map((call) => call.toolCallId)).size).toBe(3);
+    expect(calls.map((call) => call.toolName)).toEqual(["addKnowledgeItem", "searchKnowledge", "searchKnowledge", "searchKnowledge", "searchKnowledge"]);
+    expect(new Set(calls.map((call) => call.toolCallId)).size).toBe(5);
     expect(calls[0]!.toolCallId).toBe("call_0");
     for (const call of calls) {
       const index = log.findIndex((message) => message.toolCalls?.some((stored) => stored.toolCallId === call.toolCallId));
-      expect(log[index + 1]).toMatchObject({ role: "tool", toolCallId: call.toolCallId });
+      const position = log[index]!.toolCalls!.findIndex((stored) => stored.toolCallId === call.toolCallId);
+      expect(log[index + 1 + position]).toMatchObject({ role: "tool", toolCallId: call.toolCallId });
       expect(log.filter((message) => message.role === "tool" && message.toolCallId === call.toolCallId)).toHaveLength(1);
     }
     // Seen: each request pairs the newest call with its own result, not an older call_0's.
@@ -85,6 +91,9 @@ describe("work sessions", () => {
     expect(requests[2]!.at(-1)!.output).toMatch(/Orbital launches moved to May/);
     expect(requests[3]!.at(-1)!.output).toMatch(/No knowledge items match/);
     expect(requests[3]!.map((result) => result.output)).toHaveLength(3);
+    // The answer with call_7 twice: the first call's search found the fact, the second's nothing.
+    expect(requests[4]!.slice(-2).map((result) => result.output)).toEqual([expect.stringMatching(/Orbital launches/), expect.stringMatching(/No knowledge items match/)]);
+    expect(new Set(requests[4]!.map((result) => result.toolCallId)).size).toBe(5);
     expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed" });
   });
 

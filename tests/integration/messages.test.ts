@@ -16,6 +16,7 @@ import {
   getOrCreateConversation,
   listMessages,
 } from "@/lib/db/queries";
+import { createApproval } from "@/lib/db/queries/approvals";
 import type { Message } from "@/lib/db/schema";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -232,5 +233,31 @@ describe("live updates of a conversation", () => {
     } finally {
       await listening.unlisten();
     }
+  });
+});
+
+describe("a step's tool calls as stored", () => {
+  const answer = (ids: string[]) => ({ role: "assistant" as const, content: "", toolCalls: ids.map((toolCallId) => ({ toolCallId, toolName: "searchKnowledge", args: {} })) });
+
+  it("keep the model's ids while the conversation has not used them, and get new ones when a result or a waiting approval has them", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const log = await getBackgroundConversation(database.db, lead.id);
+    const first = await appendMessage(database.db, log.id, answer(["call_0", "call_1"]));
+    expect(first.toolCalls!.map((call) => call.toolCallId)).toEqual(["call_0", "call_1"]);
+    await addToolResultMessage(database.db, log.id, "call_0", "done");
+    // call_1 waits for the person: it has an approval and no result yet.
+    await createApproval(database.db, { teamId: lead.teamId, agentId: lead.id, conversationId: log.id, taskId: null, toolCallId: "call_1", toolName: "searchKnowledge", input: {}, reason: "" });
+
+    const next = await appendMessage(database.db, log.id, answer(["call_0", "call_1", "call_2"]));
+    const [zero, one, two] = next.toolCalls!.map((call) => call.toolCallId);
+    expect(zero).toMatch(/^call_0~[0-9a-f]{6}$/);
+    expect(one).toMatch(/^call_1~[0-9a-f]{6}$/);
+    expect(two).toBe("call_2");
+    // Each keeps its place and the rest of what the model sent.
+    expect(next.toolCalls!.map((call) => call.toolName)).toEqual(["searchKnowledge", "searchKnowledge", "searchKnowledge"]);
+    // The new ids take results of their own.
+    await addToolResultMessage(database.db, log.id, zero!, "again");
+    const results = (await getAllMessages(database.db, log.id)).filter((message) => message.role === "tool");
+    expect(results.map((message) => message.toolCallId)).toEqual(["call_0", zero]);
   });
 });

@@ -16,7 +16,7 @@ import { usage } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { draftLeadInstructions } from "@/lib/llm/draft-instructions";
 import { describeModelError, isModelFailure, ModelTimeoutError } from "@/lib/llm/errors";
-import { generateModelText, MODEL_CALL_RETRIES } from "@/lib/llm/model-call";
+import { generateModelText, MODEL_CALL_RETRIES, streamModelText } from "@/lib/llm/model-call";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
@@ -283,5 +283,66 @@ describe("a tool loop through the helper", () => {
       [10, 5, "mock", conversation.id],
       [10, 5, "mock", conversation.id],
     ]);
+  });
+
+  it("gives each call of a streamed answer its own id when the provider repeats one, inputs streamed or not", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const usageTotals = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+    const answers: LanguageModelV4StreamPart[][] = [
+      [
+        { type: "stream-start", warnings: [] },
+        // Streamed input, then the call; then the same id again, streamed; then again, not streamed.
+        { type: "tool-input-start", id: "call_0", toolName: "lookUp" },
+        { type: "tool-input-delta", id: "call_0", delta: '{"query":"solar"}' },
+        { type: "tool-input-end", id: "call_0" },
+        { type: "tool-call", toolCallId: "call_0", toolName: "lookUp", input: '{"query":"solar"}' },
+        { type: "tool-input-start", id: "call_0", toolName: "lookUp" },
+        { type: "tool-input-delta", id: "call_0", delta: '{"query":"wind"}' },
+        { type: "tool-input-end", id: "call_0" },
+        { type: "tool-call", toolCallId: "call_0", toolName: "lookUp", input: '{"query":"wind"}' },
+        { type: "tool-call", toolCallId: "call_0", toolName: "lookUp", input: '{"query":"tide"}' },
+        { type: "finish", finishReason: { unified: "tool-calls", raw: undefined }, usage: usageTotals },
+      ],
+      [
+        { type: "stream-start", warnings: [] },
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: "All up." },
+        { type: "text-end", id: "t" },
+        { type: "finish", finishReason: { unified: "stop", raw: undefined }, usage: usageTotals },
+      ],
+    ];
+    const prompts: string[] = [];
+    const model = choice(
+      new MockLanguageModelV4({
+        doStream: async (options) => {
+          prompts.push(JSON.stringify(options.prompt));
+          const parts = answers.shift()!;
+          return { stream: new ReadableStream({ start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()) }) };
+        },
+      }),
+    );
+    const ran: { id: string; query: string }[] = [];
+    const result = streamModelText(
+      { db: database.db, model, purpose: "chat", agentId: lead.id, timeoutMs: TIMEOUT_MS },
+      {
+        messages: [{ role: "user", content: "How are the renewables?" }],
+        tools: { lookUp: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }, { toolCallId }) => (ran.push({ id: toolCallId, query }), `${query}: up`) }) },
+        stopWhen: stepCountIs(3),
+      },
+    );
+    expect(await result.text).toBe("All up.");
+    expect(ran).toEqual([
+      { id: "call_0", query: "solar" },
+      { id: "call_0~2", query: "wind" },
+      { id: "call_0~3", query: "tide" },
+    ]);
+    // The next request pairs each call with its own result.
+    for (const [id, query] of [
+      ["call_0", "solar"],
+      ["call_0~2", "wind"],
+      ["call_0~3", "tide"],
+    ] as const) {
+      expect(prompts[1]).toContain(`"toolCallId":"${id}","toolName":"lookUp","output":{"type":"text","value":"${query}: up"`);
+    }
   });
 });

@@ -131,7 +131,8 @@ function withTimeout(model: LanguageModel, timeoutMs: number): LanguageModelV4 {
       wrapGenerate: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
         try {
-          return await deadline.race(inner.doGenerate({ ...params, abortSignal: deadline.signal }));
+          const result = await deadline.race(inner.doGenerate({ ...params, abortSignal: deadline.signal }));
+          return { ...result, content: withUniqueCallIds(result.content) };
         } catch (error) {
           throw deadline.explain(error);
         } finally {
@@ -144,8 +145,60 @@ function withTimeout(model: LanguageModel, timeoutMs: number): LanguageModelV4 {
           deadline.clear();
           throw deadline.explain(error);
         });
-        return { ...result, stream: deadline.guard(result.stream) };
+        return { ...result, stream: deadline.guard(result.stream).pipeThrough(uniqueCallIdsInStream()) };
       },
+    },
+  });
+}
+
+/**
+ * An answer's calls with ids it repeats (two calls both `call_0`) made unique, `call_0~2`, before
+ * the SDK pairs calls and results by id: otherwise both results go to one call. Ids reused
+ * across answers are the log's business (messages.ts).
+ */
+function withUniqueCallIds<T extends { type: string }>(content: T[]): T[] {
+  const seen = new Set<string>();
+  let changed = false;
+  const unique = content.map((part) => {
+    if (part.type !== "tool-call") return part;
+    const call = part as T & { toolCallId: string };
+    const id = freshId(call.toolCallId, seen);
+    if (id === call.toolCallId) return part;
+    changed = true;
+    return { ...call, toolCallId: id };
+  });
+  return changed ? unique : content;
+}
+
+function freshId(id: string, seen: Set<string>): string {
+  let fresh = id;
+  for (let n = 2; seen.has(fresh); n++) fresh = `${id}~${n}`;
+  seen.add(fresh);
+  return fresh;
+}
+
+/** withUniqueCallIds for a streamed answer: a call is named at its first input part, or at the call when its input did not stream. */
+function uniqueCallIdsInStream(): TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart> {
+  const seen = new Set<string>();
+  // Calls whose input is streaming: the id each will have, by the id the provider gave it.
+  const streaming = new Map<string, string>();
+  return new TransformStream({
+    transform(part, controller) {
+      if (part.type === "tool-input-start") {
+        const id = freshId(part.id, seen);
+        streaming.set(part.id, id);
+        controller.enqueue(id === part.id ? part : { ...part, id });
+      } else if (part.type === "tool-input-delta" || part.type === "tool-input-end") {
+        const id = streaming.get(part.id) ?? part.id;
+        controller.enqueue(id === part.id ? part : { ...part, id });
+      } else if (part.type === "tool-call") {
+        let id = streaming.get(part.toolCallId);
+        if (id === undefined) id = freshId(part.toolCallId, seen);
+        else streaming.delete(part.toolCallId);
+        controller.enqueue(id === part.toolCallId ? part : { ...part, toolCallId: id });
+      } else {
+        controller.enqueue(part);
+      }
     },
   });
 }

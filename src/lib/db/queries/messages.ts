@@ -98,14 +98,17 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
 });
 
 /**
- * A step's calls as stored: a call whose id already has a result in the conversation gets a
- * new one (its id, a tilde and six random hex digits). Providers that number calls per answer
- * (call_0, call_1, …) reuse ids; a result is unique per id and conversation, so the new call's
- * result could not be stored, and later prompts would pair it with the old one. One probe of
- * that unique index per call; the caller reads the stored ids back (see StepRecorder.storedId).
+ * A step's calls as stored: a call whose id the conversation already used gets a new one (its
+ * id, a tilde and six random hex digits). Used: a result has it, or an approval (a call held
+ * for the person has no result yet). Providers that number calls per answer (call_0, call_1, …)
+ * reuse ids; results and approvals are unique per id and conversation, so the new call's
+ * result could not be stored, and later prompts would pair it with the old one. Two probes of
+ * unique indexes per call; the caller reads the stored ids back (see StepRecorder.storedId).
+ * Ids repeated within one answer are made unique before the SDK sees them (model-call.ts).
  */
 function toolCallsOf(calls: ReturnType<typeof sql.placeholder>): SQL {
   return sql`(select jsonb_agg(case when exists (select 1 from messages r where r.conversation_id = c.id and r.tool_call_id = call->>'toolCallId')
+                                      or exists (select 1 from approvals p where p.conversation_id = c.id and p.tool_call_id = call->>'toolCallId')
                                     then jsonb_set(call, '{toolCallId}', to_jsonb(concat(call->>'toolCallId', '~', left(md5(random()::text), 6))))
                                     else call end order by n)
                 from jsonb_array_elements(${calls}::jsonb) with ordinality as calls(call, n))`;
