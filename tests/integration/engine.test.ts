@@ -111,6 +111,28 @@ describe("work sessions", () => {
     expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
   });
 
+  it("write nothing more once another worker took the agent over (a worker paused past the stale window)", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const logId = (await getBackgroundConversation(database.db, lead.id)).id;
+    let rowsAtTakeover = 0;
+    const model = sessionModel(async (_options, call) => {
+      if (call === 1) {
+        // While this worker is frozen, the reaper gives up on its session and another worker claims the agent.
+        await database.db.update(workSessions).set({ status: "interrupted" }).where(and(eq(workSessions.agentId, lead.id), eq(workSessions.status, "running")));
+        expect(await claimSession(database.db, lead.id, "other-worker")).not.toBeNull();
+        rowsAtTakeover = (await getAllMessages(database.db, logId)).length;
+      }
+      return toolCallReply("searchKnowledge", { query: `round ${call}` });
+    });
+    const engine = await engineWith({ model });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Keep searching" });
+    const outcome = await runWorkSession(engine.deps, lead.id);
+    expect(outcome.status).toBe("lost");
+    // The frozen worker's answer, results and wrap-up never reach the new session's log.
+    expect((await getAllMessages(database.db, logId)).length).toBe(rowsAtTakeover);
+    expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
+  });
+
   it("inject a report that lands mid-session into the very next model call", async () => {
     const { lead } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     let engine!: TestEngine;

@@ -2,6 +2,7 @@ import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { getAgent } from "@/lib/db/queries/agents";
+import { SessionTakenOver } from "@/lib/db/queries/messages";
 import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
@@ -150,7 +151,8 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     return { status: "completed", sessionId: session.id, steps: state.steps };
   } catch (error) {
     const steps = state?.steps ?? 0;
-    if (stopReason === "lost") return { status: "lost", sessionId: session.id, steps };
+    // Taken over: by the heartbeat's own reading, or found by a write (a worker paused past the stale window).
+    if (stopReason === "lost" || error instanceof SessionTakenOver) return { status: "lost", sessionId: session.id, steps };
     // The agent (or its team) was deleted while it worked: its log, its tasks and this session
     // went with it, so whatever failed on that is no error, and there is nothing to end, retry or report.
     if (await agentWasDeleted(db, session.agentId)) return { status: "deleted", sessionId: session.id, steps, error: "Its agent was deleted meanwhile." };

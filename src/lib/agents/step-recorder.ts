@@ -42,6 +42,8 @@ export class StepRecorder {
   private readonly follower?: LogFollower;
   private readonly resultsInBackground: boolean;
   private readonly onResultAhead?: () => void;
+  /** The work session writing (see AppendOptions.heldBy): nothing lands once another worker took its agent over. */
+  private readonly heldBy?: string;
   /** How many tool calls wrote to the database (runEffect) so far: what was read before one may be stale. */
   effectsRun = 0;
 
@@ -54,8 +56,9 @@ export class StepRecorder {
   constructor(
     private readonly db: Db,
     private readonly conversationId: string,
-    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void } = {},
+    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void; heldBy?: string } = {},
   ) {
+    this.heldBy = options.heldBy;
     this.follower = options.follower;
     this.resultsInBackground = options.resultsInBackground ?? false;
     this.onResultAhead = options.onResultAhead;
@@ -93,7 +96,7 @@ export class StepRecorder {
     // A result that could not be stored fails the answer too: the call was given it.
     this.lastAssistant = this.writes.then(() => {
       this.throwIfFailed();
-      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true });
+      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true, heldBy: this.heldBy });
     }).then(
       (message) => {
         this.ownTail = message.id;
@@ -169,7 +172,7 @@ export class StepRecorder {
 
   /** Stores what the text of an unfinished step was, when it was cut off. */
   async recordPartialText(text: string, marker: string): Promise<void> {
-    await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker });
+    await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker }, { heldBy: this.heldBy });
   }
 
   /**
@@ -185,7 +188,7 @@ export class StepRecorder {
     this.writes = this.unannounced = this.writes.then(async () => {
       try {
         // Written first, then told: \`follower?.appended(await …)\` would skip the write without a follower.
-        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text }, { lazyCommit: lazy });
+        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text }, { lazyCommit: lazy, heldBy: this.heldBy });
         this.follower?.appended(message);
       } catch (error) {
         // Someone (a redelivered run of this step) recorded it first: one result is the point.
@@ -208,7 +211,7 @@ export class StepRecorder {
     this.ownTail = id;
     this.writes = this.writes.then(async () => {
       try {
-        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, previousMessageId: after }, { lazyCommit: lazy });
+        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, previousMessageId: after }, { lazyCommit: lazy, heldBy: this.heldBy });
       } catch (error) {
         // Someone else wrote first (a Stop's marker, another run's result): the log has moved
         // on from what the next call is given, so that call's answer will not be stored; the
@@ -219,7 +222,7 @@ export class StepRecorder {
           this.failure ??= error;
           return;
         }
-        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content }).catch((retryError: unknown) => {
+        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content }, { heldBy: this.heldBy }).catch((retryError: unknown) => {
           if (!isUniqueViolation(retryError)) this.failure ??= retryError;
         });
       }
@@ -271,7 +274,7 @@ export class StepRecorder {
     const output = await this.db.transaction(async (tx) => {
       const result = await write(tx);
       if (this.openCalls.has(toolCallId)) {
-        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) });
+        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) }, { heldBy: this.heldBy });
       }
       return result;
     });

@@ -16,6 +16,7 @@ export async function moveQueuedInput(
   agentId: string,
   conversationId: string,
   scope: { taskId: string | null } | "all",
+  options: { heldBy?: string } = {},
 ): Promise<AgentInput[]> {
   return db.transaction(async (tx) => {
     const inputs = await takeAgentInputs(tx, agentId, scope);
@@ -23,6 +24,7 @@ export async function moveQueuedInput(
       tx,
       conversationId,
       inputs.map((input) => ({ role: "user" as const, content: input.content })),
+      options,
     );
     return inputs;
   });

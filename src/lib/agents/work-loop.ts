@@ -130,7 +130,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     listPendingTasks(db, agentId),
   ]);
   if (decided) {
-    const recorder = new StepRecorder(db, state.conversation.id);
+    const recorder = new StepRecorder(db, state.conversation.id, { heldBy: state.session.id });
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
     const carried = await carryOutDecisions(
       { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = taskId) },
@@ -145,7 +145,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     [oldest, inProgress, pending] = await Promise.all([getOldestAgentInput(db, agentId), listTasksByAgent(db, agentId, ["in_progress"]), listPendingTasks(db, agentId)]);
   }
   if (oldest) {
-    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId });
+    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { heldBy: state.session.id });
     if (moved.length > 0) {
       state.focus = await openTaskOf(db, agentId, oldest.taskId);
       return true;
@@ -153,7 +153,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   }
   for (const task of inProgress.reverse()) {
     if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
-    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task) });
+    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task) }, { heldBy: state.session.id });
     state.focus = task.id;
     return true;
   }
@@ -164,7 +164,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       .transaction(async (tx) => {
         const [updated] = await Promise.all([
           setTaskStatus(tx, task.id, "in_progress"),
-          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task) }),
+          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task) }, { heldBy: state.session.id }),
         ]);
         if (!updated) tx.rollback();
         return updated;
@@ -258,7 +258,7 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
   });
   state.startTail = messages.at(-1)?.id ?? state.startTail;
   if (state.agent.role === "lead" && !state.briefed) {
-    await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT });
+    await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT }, { heldBy: state.session.id });
     state.focus = null;
     await runTurn(deps, state, { purpose: "briefing", tools: (context) => briefingTools(context), maxSteps: 2, takesInput: false });
   }
@@ -296,6 +296,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   const recorder: StepRecorder = new StepRecorder(db, state.conversation.id, {
     follower: history,
     resultsInBackground: true,
+    heldBy: state.session.id,
     onResultAhead: () => {
       const focus = state.focus ?? null;
       const facts = readFacts(focus);
@@ -332,7 +333,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     let context = read;
     if (inputWaits) {
       await recorder.settled();
-      if ((await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus })).length > 0) context = await history.read();
+      if ((await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus }, { heldBy: state.session.id })).length > 0) context = await history.read();
     }
     const messages = await loadContextForCall(
       {

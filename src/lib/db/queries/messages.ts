@@ -40,18 +40,36 @@ export async function appendMessages(
   db: Db,
   conversationId: string,
   newMessages: NewMessage[],
-  options: { lazyCommit?: boolean } = {},
+  options: AppendOptions = {},
 ): Promise<Message[]> {
   if (newMessages.length === 0) return [];
-  if (newMessages.length === 1) return [await appendOne(db, conversationId, newMessages[0]!, options.lazyCommit ?? false)];
+  if (newMessages.length === 1) return [await appendOne(db, conversationId, newMessages[0]!, options)];
   return db.transaction(async (tx) => {
     const appended: Message[] = [];
     // The first append's lock holds until commit, so the rest follow it unbroken.
     for (const [index, message] of newMessages.entries()) {
-      appended.push(await appendOne(tx, conversationId, index === 0 ? message : { ...message, previousMessageId: undefined }, false));
+      appended.push(await appendOne(tx, conversationId, index === 0 ? message : { ...message, previousMessageId: undefined }, { ...options, lazyCommit: false }));
     }
     return appended;
   });
+}
+
+export type AppendOptions = {
+  /** Commit without waiting for the disk (see lazyCommit): for a row a later durable commit flushes too. */
+  lazyCommit?: boolean;
+  /**
+   * The work session writing: the row lands only while that session still holds the agent
+   * (`running`), else SessionTakenOver. A worker that was paused past the stale window and
+   * wakes up after another took its agent over thus writes nothing into the new session's log.
+   */
+  heldBy?: string;
+};
+
+/** The writing session no longer holds its agent: another worker took the agent over (see AppendOptions.heldBy). */
+export class SessionTakenOver extends CadreError {
+  constructor(sessionId: string) {
+    super("conflict:session_taken_over", `Work session ${sessionId} was taken over by another worker; it writes nothing more.`);
+  }
 }
 
 /**
@@ -70,19 +88,23 @@ type AppendValues = {
   toolCallId: string | null;
   inboxItemId: string | null;
   expected: string | null;
+  heldBy: string | null;
 };
 
-const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "durable-after", MessageRow & { tail: string | null }, AppendValues>((variant) => {
+type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}`;
+
+const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: string | null; held: boolean }, AppendValues>((variant) => {
   const value = (name: keyof AppendValues) => sql.placeholder(name);
-  const after = variant.endsWith("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
+  const after = variant.includes("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
+  const held = variant.endsWith("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
   return sql`
     with conversation as (
-      select id, agent_id, mode, last_message_id from conversations where id = ${value("conversationId")}::uuid for update
+      select id, agent_id, mode, last_message_id, ${held} as held from conversations where id = ${value("conversationId")}::uuid for update
     ), appended as (
       insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
       select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
         from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
-       where ${after}
+       where ${after} and c.held
       returning *
     ), moved as (
       update conversations c set last_message_id = a.id, updated_at = now()
@@ -93,7 +115,7 @@ const appendStatement = statementVariants<"lazy" | "durable" | "lazy-after" | "d
                                                           'agentId', c.agent_id, 'mode', c.mode, 'role', a.role)::text)
         from appended a, conversation c
     )
-    select c.last_message_id as tail, a.*, (select count(*) from announced) as announced
+    select c.last_message_id as tail, c.held, a.*, (select count(*) from announced) as announced
       from conversation c left join appended a on true`;
 });
 
@@ -114,10 +136,10 @@ function toolCallsOf(calls: ReturnType<typeof sql.placeholder>): SQL {
                 from jsonb_array_elements(${calls}::jsonb) with ordinality as calls(call, n))`;
 }
 
-async function appendOne(db: Db, conversationId: string, message: NewMessage, lazy: boolean): Promise<Message> {
+async function appendOne(db: Db, conversationId: string, message: NewMessage, options: AppendOptions): Promise<Message> {
   const expected = message.previousMessageId;
   const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
-  const variant = `${commitsLazily(db, lazy) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}` as const;
+  const variant: AppendVariant = `${commitsLazily(db, options.lazyCommit ?? false) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}${options.heldBy ? "-held" : ""}`;
   const rows = await appendStatement(variant)(db, {
     id: message.id ?? null,
     conversationId,
@@ -128,9 +150,11 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, la
     toolCallId: message.toolCallId ?? null,
     inboxItemId: message.inboxItemId ?? null,
     expected: expected ?? null,
+    heldBy: options.heldBy ?? null,
   });
   const [row] = rows;
   if (!row) throw notFound("conversation", conversationId);
+  if (!row.held) throw new SessionTakenOver(options.heldBy!);
   if (!row.id) {
     throw new CadreError(
       "conflict:message_chain",
@@ -154,7 +178,7 @@ function storable(text: string): string {
  * lazyCommit), for a row that a durable commit right after flushes too: a step's
  * assistant row, which its tool's result follows.
  */
-export async function appendMessage(db: Db, conversationId: string, message: NewMessage, options: { lazyCommit?: boolean } = {}): Promise<Message> {
+export async function appendMessage(db: Db, conversationId: string, message: NewMessage, options: AppendOptions = {}): Promise<Message> {
   const [appended] = await appendMessages(db, conversationId, [message], options);
   return appended!;
 }
