@@ -5,7 +5,6 @@ import { requireAgent } from "../../src/lib/db/queries/agents";
 import { appendMessage } from "../../src/lib/db/queries/messages";
 import { readNextCallFacts } from "../../src/lib/db/queries/next-call";
 import { requireTeam } from "../../src/lib/db/queries/teams";
-import { recordUsage } from "../../src/lib/db/queries/usage";
 import { claimSession, endSession } from "../../src/lib/db/queries/work-sessions";
 import { OfflineModel } from "../../src/lib/llm/offline-model";
 import type { LoadedHistory } from "../lib/history";
@@ -34,13 +33,15 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
   let resultWrite: Promise<unknown> = Promise.resolve();
   const phases: [string, (round: number) => Promise<unknown>][] = [
     [
-      "store the answer (after the last result's write; assistant row ∥ usage)",
+      "store the answer with its usage row (one statement, after the last result's write)",
       async (round) => {
         await resultWrite;
-        const [answer] = await Promise.all([
-          appendMessage(db, history.conversationId, { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }] }, { lazyCommit: true }),
-          recordUsage(db, { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 }),
-        ]);
+        const answer = await appendMessage(
+          db,
+          history.conversationId,
+          { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }], previousMessageId: reader.lastMessageId },
+          { lazyCommit: true, heldBy: session.id, usage: { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 } },
+        );
         answerId = answer.id;
         reader.appended(answer);
       },
@@ -53,7 +54,7 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
           db,
           history.conversationId,
           { id, role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured.", previousMessageId: answerId },
-          { lazyCommit: true },
+          { lazyCommit: true, heldBy: session.id },
         );
         reader.appending(
           { id, conversationId: history.conversationId, role: "tool", content: "Web search is not configured.", thinking: null, toolCalls: null, toolCallId: `probe_${round}`, inboxItemId: null, previousMessageId: answerId, createdAt: new Date() },

@@ -17,6 +17,7 @@ import {
   listMessages,
 } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
+import { deleteTeam } from "@/lib/db/queries/teams";
 import type { Message } from "@/lib/db/schema";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -259,5 +260,35 @@ describe("a step's tool calls as stored", () => {
     await addToolResultMessage(database.db, log.id, zero!, "again");
     const results = (await getAllMessages(database.db, log.id)).filter((message) => message.role === "tool");
     expect(results.map((message) => message.toolCallId)).toEqual(["call_0", zero]);
+  });
+});
+
+describe("an answer with its call's usage row", () => {
+  it("writes both in one statement, the usage row even when the answer is refused", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const log = await getBackgroundConversation(database.db, lead.id);
+    const usage = { agentId: lead.id, conversationId: log.id, purpose: "work" as const, model: "mock", inputTokens: 12, outputTokens: 3 };
+    await appendMessage(database.db, log.id, { role: "assistant", content: "first" }, { usage });
+    await expect(appendMessage(database.db, log.id, { role: "assistant", content: "stale", previousMessageId: null }, { usage })).rejects.toThrow(/moved on/);
+    const rows = await database.sql`select input_tokens, output_tokens, agent_id from usage where conversation_id = ${log.id}`;
+    expect(rows.map((row) => [row.input_tokens, row.output_tokens, row.agent_id])).toEqual([
+      [12, 3, lead.id],
+      [12, 3, lead.id],
+    ]);
+  });
+
+  it("never deadlocks with a deletion of its team: the append lands first or finds the conversation gone", async () => {
+    for (let round = 0; round < 20; round++) {
+      const { team, lead } = await createTeamFixture(database.db);
+      const log = await getBackgroundConversation(database.db, lead.id);
+      await appendMessage(database.db, log.id, { role: "user", content: "Task" });
+      const usage = { agentId: lead.id, conversationId: log.id, purpose: "work" as const, model: "mock", inputTokens: 1, outputTokens: 1 };
+      const [append, deletion] = await Promise.allSettled([
+        appendMessage(database.db, log.id, { role: "assistant", content: "answer" }, { usage, lazyCommit: true }),
+        deleteTeam(database.db, team.id),
+      ]);
+      expect(deletion.status).toBe("fulfilled");
+      if (append.status === "rejected") expect(String(append.reason)).toMatch(/No conversation/);
+    }
   });
 });

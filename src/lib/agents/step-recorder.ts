@@ -4,6 +4,7 @@ import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
 import { appendMessage, type NewMessage } from "@/lib/db/queries/messages";
+import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import { toolOutputToText } from "./model-messages";
 import { toolEffects } from "./tool-policies";
@@ -70,7 +71,7 @@ export class StepRecorder {
    * after that message or not at all (a `conflict:message_chain`): an answer is never
    * stored after input its call did not see.
    */
-  recordModelResponse(content: readonly ResponsePart[], after?: string | null): Promise<Message | null> {
+  recordModelResponse(content: readonly ResponsePart[], after?: string | null, usage?: NewUsage): Promise<Message | null> {
     let text = "";
     let thinking = "";
     const toolCalls: StoredToolCall[] = [];
@@ -94,9 +95,11 @@ export class StepRecorder {
     // outside tool's result) loses only steps that can be redone, never an effect's record.
     // After the results on their way, so the log keeps its order.
     // A result that could not be stored fails the answer too: the call was given it.
+    let sent = false;
     this.lastAssistant = this.writes.then(() => {
       this.throwIfFailed();
-      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true, heldBy: this.heldBy });
+      sent = true;
+      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true, heldBy: this.heldBy, usage });
     }).then(
       (message) => {
         this.ownTail = message.id;
@@ -113,6 +116,8 @@ export class StepRecorder {
         this.failure ??= error;
         // Its calls were never stored: nothing may be recorded as their results.
         this.openCalls.clear();
+        // The call was made all the same: its usage row goes alone when the answer's statement never ran.
+        if (usage && !sent) void recordUsage(this.db, usage).catch(() => {});
         return null;
       },
     );

@@ -11,7 +11,7 @@ import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-cal
 import { requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
-import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
+import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
 import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
@@ -368,6 +368,8 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     log: deps.log,
     onUsageRecorded: (usage) =>
       recordTeamSpending(state.team.id, state.model.modelId, { ...usage, cachedTokens: usage.inputTokenDetails?.cacheReadTokens }),
+    // Written with the step's answer, by the same statement (see onLanguageModelCallEnd below).
+    usageStoredByCaller: true,
   };
   let result: Awaited<ReturnType<typeof generateModelText<ToolSet>>>;
   try {
@@ -382,11 +384,12 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         recorder.throwIfFailed();
         return stepNumber === 0 ? undefined : prepare();
       },
-      // The usage row is the helper's; this stores the answer, right after the context it was given.
+      // Stores the answer, right after the context it was given, and the call's usage row with it.
       onLanguageModelCallEnd: async (event) => {
         state.steps += 1;
         recordSpending(state, event.usage);
-        await recorder.recordModelResponse(event.content, contextTail);
+        await recorder.recordModelResponse(event.content, contextTail, usageRowOf(call, event));
+        call.onUsageRecorded?.(event.usage);
       },
       onStepEnd: async (step) => {
         // A stop gives the step's open calls their marker itself.

@@ -19,7 +19,8 @@ import { env } from "@/lib/env";
 import { modelCallTelemetry } from "@/lib/telemetry";
 import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
-import { recordModelUsage } from "./usage";
+import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
+import { modelUsageRow } from "./usage";
 
 /**
  * Retries after a failed attempt (a 429, a 5xx, a dropped connection): the SDK's backoff,
@@ -49,6 +50,12 @@ export type ModelCall = {
    * here, so a read of the usage rows sent later sees it and one sent earlier is not counted twice.
    */
   onUsageRecorded?: (usage: LanguageModelUsage) => void;
+  /**
+   * The caller stores each call's usage row in its own write (a work step's answer: one
+   * statement instead of two, see appendMessage's `usage`): its onLanguageModelCallEnd takes
+   * the row from usageRowOf and calls onUsageRecorded once it is written.
+   */
+  usageStoredByCaller?: boolean;
 };
 
 /** What the helper sets for every call; a call site cannot override them. */
@@ -89,9 +96,23 @@ function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((even
     // Spans for the call, its model calls and tool calls when OTEL_EXPORTER_OTLP_ENDPOINT is set; off otherwise.
     telemetry: modelCallTelemetry(call),
     onLanguageModelCallEnd: async (event: LanguageModelCallEndEvent<TOOLS>) => {
-      await Promise.all([recordCallUsage(call, event), onCallEnd?.(event)]);
+      await Promise.all([call.usageStoredByCaller ? undefined : recordCallUsage(call, event), onCallEnd?.(event)]);
     },
   };
+}
+
+/** The usage row of one model call of `call`. */
+export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
+  return modelUsageRow({
+    agentId: call.agentId,
+    conversationId: call.conversationId ?? null,
+    purpose: call.purpose,
+    model: call.model.modelId,
+    workSessionId: call.workSessionId ?? null,
+    finishReason: event.finishReason,
+    usage: event.usage,
+    durationMs: Math.round(event.performance.responseTimeMs),
+  });
 }
 
 /**
@@ -100,16 +121,7 @@ function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((even
  */
 async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent<ToolSet>): Promise<void> {
   try {
-    await recordModelUsage(call.db, {
-      agentId: call.agentId,
-      conversationId: call.conversationId ?? null,
-      purpose: call.purpose,
-      model: call.model.modelId,
-      workSessionId: call.workSessionId ?? null,
-      finishReason: event.finishReason,
-      usage: event.usage,
-      durationMs: Math.round(event.performance.responseTimeMs),
-    });
+    await recordUsage(call.db, usageRowOf(call, event));
   } catch (error) {
     (call.log ?? console.error)(`Could not record the usage of a ${call.purpose} model call`, error);
   }

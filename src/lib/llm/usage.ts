@@ -1,17 +1,13 @@
 import type { LanguageModelUsage } from "ai";
-import type { Db } from "@/lib/db/client";
-import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
+import type { NewUsage } from "@/lib/db/queries/usage";
 
-/** One usage row for one model call, from what the AI SDK reports. */
-export function recordModelUsage(
-  db: Db,
-  call: Omit<NewUsage, "inputTokens" | "outputTokens" | "cachedTokens"> & { usage: LanguageModelUsage },
-): ReturnType<typeof recordUsage> {
+/** The usage row of one model call, from what the AI SDK reports. */
+export function modelUsageRow(call: Omit<NewUsage, "inputTokens" | "outputTokens" | "cachedTokens"> & { usage: LanguageModelUsage }): NewUsage {
   const { usage, ...row } = call;
-  return recordUsage(db, {
+  return {
     ...row,
     inputTokens: usage.inputTokens ?? 0,
     outputTokens: usage.outputTokens ?? 0,
     cachedTokens: usage.inputTokenDetails?.cacheReadTokens ?? 0,
-  });
+  };
 }

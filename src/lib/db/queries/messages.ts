@@ -4,6 +4,7 @@ import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
+import type { NewUsage } from "./usage";
 
 export type NewMessage = {
   /**
@@ -63,6 +64,13 @@ export type AppendOptions = {
    * wakes up after another took its agent over thus writes nothing into the new session's log.
    */
   heldBy?: string;
+  /**
+   * The usage row of the model call whose answer this is, written by the same statement (one
+   * statement instead of two on every step of a work session). It is written even when the
+   * answer is refused (the call was made); the agent's row is locked before the conversation's,
+   * as a deletion locks them, so the two never wait for each other.
+   */
+  usage?: NewUsage;
 };
 
 /** The writing session no longer holds its agent: another worker took the agent over (see AppendOptions.heldBy). */
@@ -89,18 +97,40 @@ type AppendValues = {
   inboxItemId: string | null;
   expected: string | null;
   heldBy: string | null;
+  usagePurpose: string | null;
+  usageModel: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cachedTokens: number | null;
+  durationMs: number | null;
+  workSessionId: string | null;
+  finishReason: string | null;
 };
 
-type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}`;
+type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}${"" | "-usage"}`;
 
 const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: string | null; held: boolean }, AppendValues>((variant) => {
   const value = (name: keyof AppendValues) => sql.placeholder(name);
   const after = variant.includes("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
-  const held = variant.endsWith("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
+  const held = variant.includes("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
+  const withUsage = variant.endsWith("-usage");
+  // With a usage row: the agent's row first (its foreign key's lock), then the conversation's.
+  const agentFirst = withUsage ? sql`and exists (select 1 from agents a where a.id = conversations.agent_id for key share)` : sql``;
+  const used = withUsage
+    ? sql`, used as (
+      insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason)
+      select c.agent_id, c.id, ${value("usagePurpose")}, ${value("usageModel")}, ${value("inputTokens")}::int, ${value("outputTokens")}::int,
+             ${value("cachedTokens")}::int, ${value("durationMs")}::int, ${value("workSessionId")}::uuid, ${value("finishReason")}
+        from conversation c
+      returning id
+    )`
+    : sql``;
   return sql`
     with conversation as (
-      select id, agent_id, mode, last_message_id, ${held} as held from conversations where id = ${value("conversationId")}::uuid for update
-    ), appended as (
+      select id, agent_id, mode, last_message_id, ${held} as held from conversations
+       where id = ${value("conversationId")}::uuid ${agentFirst}
+         for update of conversations
+    )${used}, appended as (
       insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
       select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
         from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
@@ -115,7 +145,7 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
                                                           'agentId', c.agent_id, 'mode', c.mode, 'role', a.role)::text)
         from appended a, conversation c
     )
-    select c.last_message_id as tail, c.held, a.*, (select count(*) from announced) as announced
+    select c.last_message_id as tail, c.held, a.*, (select count(*) from announced) as announced${withUsage ? sql`, (select count(*) from used) as used` : sql``}
       from conversation c left join appended a on true`;
 });
 
@@ -139,7 +169,8 @@ function toolCallsOf(calls: ReturnType<typeof sql.placeholder>): SQL {
 async function appendOne(db: Db, conversationId: string, message: NewMessage, options: AppendOptions): Promise<Message> {
   const expected = message.previousMessageId;
   const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
-  const variant: AppendVariant = `${commitsLazily(db, options.lazyCommit ?? false) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}${options.heldBy ? "-held" : ""}`;
+  const variant: AppendVariant = `${commitsLazily(db, options.lazyCommit ?? false) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}${options.heldBy ? "-held" : ""}${options.usage ? "-usage" : ""}`;
+  const usage = options.usage;
   const rows = await appendStatement(variant)(db, {
     id: message.id ?? null,
     conversationId,
@@ -151,6 +182,14 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     inboxItemId: message.inboxItemId ?? null,
     expected: expected ?? null,
     heldBy: options.heldBy ?? null,
+    usagePurpose: usage?.purpose ?? null,
+    usageModel: usage?.model ?? null,
+    inputTokens: usage?.inputTokens ?? 0,
+    outputTokens: usage?.outputTokens ?? 0,
+    cachedTokens: usage?.cachedTokens ?? 0,
+    durationMs: usage?.durationMs ?? 0,
+    workSessionId: usage?.workSessionId ?? null,
+    finishReason: usage?.finishReason ?? null,
   });
   const [row] = rows;
   if (!row) throw notFound("conversation", conversationId);
