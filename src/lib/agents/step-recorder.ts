@@ -129,8 +129,9 @@ export class StepRecorder {
 
   /**
    * The id a call of the latest step is stored under: the model's own, unless the conversation
-   * already had a result under it (a provider that numbers its calls per answer, call_0, call_1,
-   * …): then the log gave it a new one, and its result and any approval use that.
+   * had used it already, for a result or an approval (a provider that numbers its calls per
+   * answer, call_0, call_1, …): then the log gave it a new one, and its result and any approval
+   * use that.
    */
   storedId(toolCallId: string): string {
     return this.storedIds.get(toolCallId) ?? toolCallId;
