@@ -4,7 +4,7 @@ import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
-import type { NewUsage } from "./usage";
+import { USAGE_COLUMNS, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
 
 export type NewMessage = {
   /**
@@ -97,15 +97,7 @@ type AppendValues = {
   inboxItemId: string | null;
   expected: string | null;
   heldBy: string | null;
-  usagePurpose: string | null;
-  usageModel: string | null;
-  inputTokens: number | null;
-  outputTokens: number | null;
-  cachedTokens: number | null;
-  durationMs: number | null;
-  workSessionId: string | null;
-  finishReason: string | null;
-};
+} & Partial<ReturnType<typeof usageMeasures>>;
 
 type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}${"" | "-usage"}`;
 
@@ -118,9 +110,8 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
   const agentFirst = withUsage ? sql`and exists (select 1 from agents a where a.id = conversations.agent_id for key share)` : sql``;
   const used = withUsage
     ? sql`, used as (
-      insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason)
-      select c.agent_id, c.id, ${value("usagePurpose")}, ${value("usageModel")}, ${value("inputTokens")}::int, ${value("outputTokens")}::int,
-             ${value("cachedTokens")}::int, ${value("durationMs")}::int, ${value("workSessionId")}::uuid, ${value("finishReason")}
+      insert into usage (${USAGE_COLUMNS})
+      select c.agent_id, c.id, ${usageMeasureValues()}
         from conversation c
       returning id
     )`
@@ -170,7 +161,6 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
   const expected = message.previousMessageId;
   const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
   const variant: AppendVariant = `${commitsLazily(db, options.lazyCommit ?? false) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}${options.heldBy ? "-held" : ""}${options.usage ? "-usage" : ""}`;
-  const usage = options.usage;
   const rows = await appendStatement(variant)(db, {
     id: message.id ?? null,
     conversationId,
@@ -182,14 +172,7 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     inboxItemId: message.inboxItemId ?? null,
     expected: expected ?? null,
     heldBy: options.heldBy ?? null,
-    usagePurpose: usage?.purpose ?? null,
-    usageModel: usage?.model ?? null,
-    inputTokens: usage?.inputTokens ?? 0,
-    outputTokens: usage?.outputTokens ?? 0,
-    cachedTokens: usage?.cachedTokens ?? 0,
-    durationMs: usage?.durationMs ?? 0,
-    workSessionId: usage?.workSessionId ?? null,
-    finishReason: usage?.finishReason ?? null,
+    ...(options.usage ? usageMeasures(options.usage) : {}),
   });
   const [row] = rows;
   if (!row) throw notFound("conversation", conversationId);

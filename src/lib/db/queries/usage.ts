@@ -1,4 +1,4 @@
-import { and, eq, gte, sql } from "drizzle-orm";
+import { and, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
 import { agents, usage, type Usage, type UsagePurpose } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
@@ -27,19 +27,29 @@ export type NewUsage = {
 const insertUsage = statementVariants<"lazy" | "durable", { id: string; created_at: string | Date }, Record<string, unknown>>((variant) => {
   const value = (name: string) => sql.placeholder(name);
   return sql`
-    insert into usage (agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason)
-    select ${value("agentId")}::uuid, ${value("conversationId")}::uuid, ${value("purpose")}, ${value("model")},
-           ${value("inputTokens")}::int, ${value("outputTokens")}::int, ${value("cachedTokens")}::int, ${value("durationMs")}::int,
-           ${value("workSessionId")}::uuid, ${value("finishReason")}
+    insert into usage (${USAGE_COLUMNS})
+    select ${value("agentId")}::uuid, ${value("conversationId")}::uuid, ${usageMeasureValues()}
       from ${lazyCommitClause(variant === "lazy")}
      where ${value("agentId")}::uuid is null or exists (select 1 from agents where id = ${value("agentId")}::uuid for key share)
     returning id, created_at`;
 });
 
-export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
-  const values = {
-    agentId: input.agentId,
-    conversationId: input.conversationId ?? null,
+/**
+ * A usage row's columns, and the SQL of its values after the agent and the conversation, over
+ * placeholders named as usageMeasures' fields: recordUsage and an answer's append (messages.ts,
+ * which writes the row of the call whose answer it stores) write the same row.
+ */
+export const USAGE_COLUMNS = sql.raw("agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason");
+
+export function usageMeasureValues(): SQL {
+  const value = (name: keyof ReturnType<typeof usageMeasures>) => sql.placeholder(name);
+  return sql`${value("purpose")}, ${value("model")}, ${value("inputTokens")}::int, ${value("outputTokens")}::int, ${value("cachedTokens")}::int,
+             ${value("durationMs")}::int, ${value("workSessionId")}::uuid, ${value("finishReason")}`;
+}
+
+/** A usage row's values after its agent and conversation, with their defaults. */
+export function usageMeasures(input: NewUsage) {
+  return {
     purpose: input.purpose,
     model: input.model,
     inputTokens: input.inputTokens ?? 0,
@@ -49,6 +59,10 @@ export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null
     workSessionId: input.workSessionId ?? null,
     finishReason: input.finishReason ?? null,
   };
+}
+
+export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
+  const values = { agentId: input.agentId, conversationId: input.conversationId ?? null, ...usageMeasures(input) };
   const [row] = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, values);
   if (!row) return null;
   return {
