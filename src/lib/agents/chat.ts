@@ -176,8 +176,7 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
     const asked = approvalRequestsOf(step.content);
     if (asked.length > 0 && (await recorder.stored())) {
       // Under the ids the log stored them with (see StepRecorder.storedId).
-      const requests = asked.map((request) => ({ ...request, toolCallId: recorder.storedId(request.toolCallId) }));
-      recorder.holdForDecision(requests.map((request) => request.toolCallId));
+      const requests = recorder.holdForDecision(asked);
       await requestApprovals(db, deps.jobs, { agent, conversationId, taskId: null }, requests, step.text);
       for (const request of requests) awaitingDecision.add(request.toolCallId);
     }

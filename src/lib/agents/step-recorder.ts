@@ -138,12 +138,15 @@ export class StepRecorder {
   }
 
   /**
-   * Calls of the latest step (by stored id, see storedId) that wait for the person's decision: they keep no result for
-   * now, on purpose, so nothing fills one in as the step ends (see approvals.ts).
+   * Calls of the latest step that wait for the person's decision: they keep no result for now,
+   * on purpose, so nothing fills one in as the step ends (see approvals.ts). Returns them under
+   * the ids the log stored them with (see storedId), which their approvals must use.
    */
-  holdForDecision(toolCallIds: readonly string[]): void {
-    for (const toolCallId of toolCallIds) this.openCalls.delete(toolCallId);
-    this.heldForDecision += toolCallIds.length;
+  holdForDecision<T extends { toolCallId: string }>(calls: readonly T[]): T[] {
+    const held = calls.map((call) => ({ ...call, toolCallId: this.storedId(call.toolCallId) }));
+    for (const { toolCallId } of held) this.openCalls.delete(toolCallId);
+    this.heldForDecision += held.length;
+    return held;
   }
 
   /** How many calls this recorder held for a decision. */

@@ -398,8 +398,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         const asked = approvalRequestsOf(step.content);
         if (asked.length > 0 && (await recorder.stored())) {
           // Under the ids the log stored them with (see StepRecorder.storedId).
-          const requests = asked.map((request) => ({ ...request, toolCallId: recorder.storedId(request.toolCallId) }));
-          recorder.holdForDecision(requests.map((request) => request.toolCallId));
+          const requests = recorder.holdForDecision(asked);
           await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
           for (const request of requests) awaitingDecision.add(request.toolCallId);
         }
