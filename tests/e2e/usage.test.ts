@@ -225,6 +225,23 @@ describe("usage and cost in the browser", () => {
     expect(await usageRegion.getByRole("definition").filter({ hasText: /^\$[\d,.]+$/ }).count()).toBe(1);
   });
 
+  it("keeps what a removed agent and a deleted team spent, each as one entry with no link", async () => {
+    type Totals = { report: { totals: { calls: number; costUsd: number } } };
+    const before = (await call<Totals>("/api/usage?days=30")).body.report.totals;
+    expect((await call(`/api/agents/${teams.solar.scout}`, { method: "DELETE" })).status).toBe(204);
+    expect((await call(`/api/teams/${teams.chips.id}`, { method: "DELETE" })).status).toBe(204);
+    expect((await call<Totals>("/api/usage?days=30")).body.report.totals).toEqual(before);
+
+    await open("/usage");
+    const removed = page.getByRole("region", { name: "Solar desk" }).getByRole("row", { name: /Removed agents/ });
+    await removed.waitFor();
+    expect(await removed.getByRole("link").count()).toBe(0);
+    const deleted = page.getByRole("region", { name: "Deleted teams" });
+    expect(await deleted.getByRole("heading", { name: "Deleted teams" }).getByRole("link").count()).toBe(0);
+    expect(await deleted.getByRole("row", { name: /Removed agents/ }).isVisible()).toBe(true);
+    await shootRegion(deleted, "usage-deleted-team");
+  });
+
   it("keeps the navigation, with Usage and Sign out, within a phone's width when sign-in is on", async () => {
     const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, ["--web-only"]);
     const visitor = await browser.newContext({ viewport: { width: 1440, height: 900 } });

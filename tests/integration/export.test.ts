@@ -7,7 +7,9 @@ import {
   appendMessages,
   createInboxItem,
   createKnowledgeItem,
+  createSubordinate,
   createTask,
+  deleteAgent,
   getBackgroundConversation,
   getForegroundConversation,
   recordUsage,
@@ -197,6 +199,11 @@ describe("a team's record (JSON)", () => {
 describe("a team's digest (Markdown)", () => {
   it("tells each day's tasks with results, briefings, questions and answers, alerts, knowledge and usage", async () => {
     const world = await smallTeam();
+    // What a removed agent spent stays in the team's usage, under one name.
+    const digger = await createSubordinate(database.db, world.team.id, { name: "Digger", instructions: "Digs." });
+    const spent = await recordUsage(database.db, { agentId: digger.id, purpose: "work", model: "gpt-test", inputTokens: 500, outputTokens: 50 });
+    await database.db.update(usage).set({ createdAt: at("2026-03-02T11:00:00Z") }).where(eq(usage.id, spent!.id));
+    await deleteAgent(database.db, digger.id);
     const response = await api.digest.GET(get(`/api/teams/${world.team.id}/digest?from=2026-03-01&to=2026-03-05`), params(world.team.id));
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/markdown; charset=utf-8");
@@ -225,6 +232,7 @@ describe("a team's digest (Markdown)", () => {
     expect(markdown).toContain("- **Task failed: Read the filing** — The filing site did not answer.");
     expect(markdown).toContain("- *fact* (Scout, confidence 0.80): Launches slip in spring.");
     expect(markdown).toContain("| Scout | 1 | 1,200 | 300 |");
+    expect(markdown).toContain("| Removed agents | 1 | 500 | 50 |");
     expect(markdown).toContain("- Tasks finished: 1; failed: 1");
     expect(markdown).toContain("*3 days with nothing to report are left out.*");
   });

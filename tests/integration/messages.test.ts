@@ -265,15 +265,15 @@ describe("a step's tool calls as stored", () => {
 
 describe("an answer with its call's usage row", () => {
   it("writes both in one statement, the usage row even when the answer is refused", async () => {
-    const { lead } = await createTeamFixture(database.db);
+    const { team, lead } = await createTeamFixture(database.db);
     const log = await getBackgroundConversation(database.db, lead.id);
     const usage = { agentId: lead.id, conversationId: log.id, purpose: "work" as const, model: "mock", inputTokens: 12, outputTokens: 3 };
     await appendMessage(database.db, log.id, { role: "assistant", content: "first" }, { usage });
     await expect(appendMessage(database.db, log.id, { role: "assistant", content: "stale", previousMessageId: null }, { usage })).rejects.toThrow(/moved on/);
-    const rows = await database.sql`select input_tokens, output_tokens, agent_id from usage where conversation_id = ${log.id}`;
-    expect(rows.map((row) => [row.input_tokens, row.output_tokens, row.agent_id])).toEqual([
-      [12, 3, lead.id],
-      [12, 3, lead.id],
+    const rows = await database.sql`select input_tokens, output_tokens, agent_id, team_id from usage where conversation_id = ${log.id}`;
+    expect(rows.map((row) => [row.input_tokens, row.output_tokens, row.agent_id, row.team_id])).toEqual([
+      [12, 3, lead.id, team.id],
+      [12, 3, lead.id, team.id],
     ]);
   });
 

@@ -20,6 +20,7 @@ async function loadRoutes() {
     prices: await import("@/app/api/model-prices/route"),
     price: await import("@/app/api/model-prices/[...model]/route"),
     team: await import("@/app/api/teams/[teamId]/route"),
+    agent: await import("@/app/api/agents/[agentId]/route"),
   };
 }
 
@@ -59,6 +60,7 @@ function request(method: string, path: string, body?: unknown): Request {
 }
 const modelParams = (model: string) => ({ params: Promise.resolve({ model: model.split("/") }) });
 const teamParams = (teamId: string) => ({ params: Promise.resolve({ teamId }) });
+const agentParams = (agentId: string) => ({ params: Promise.resolve({ agentId }) });
 async function errorOf(response: Response): Promise<{ status: number; code: string; message: string }> {
   const body = (await response.json()) as { error: { code: string; message: string } };
   return { status: response.status, ...body.error };
@@ -131,6 +133,39 @@ describe("usage report", () => {
     await usageAt("+ interval '1 second'", { agentId: lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 500_000, outputTokens: 0 });
     await usageAt("+ interval '2 seconds'", { agentId: lead.id, purpose: "work", model: "mystery", inputTokens: 7, outputTokens: 0 });
     expect(await teamSpendToday(database.db, team.id)).toEqual({ calls: 2, tokens: 500_007, costUsd: 1, unpricedModels: ["mystery"] });
+  });
+
+  it("keeps what a removed agent and a deleted team spent: the team's budget still counts it, and so do the totals", async () => {
+    const solar = await createTeamFixture(database.db, { name: "Solar", subordinates: ["Scout", "Digger"] });
+    const [scout, digger] = solar.subordinates as [(typeof solar.subordinates)[0], (typeof solar.subordinates)[0]];
+    // gpt-4.1 input is $2 per million tokens.
+    await usageAt("+ interval '1 second'", { agentId: solar.lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 500_000 });
+    await usageAt("+ interval '2 seconds'", { agentId: scout.id, purpose: "work", model: "gpt-4.1", inputTokens: 1_000_000 });
+    await usageAt("+ interval '3 seconds'", { agentId: digger.id, purpose: "work", model: "gpt-4.1", inputTokens: 250_000 });
+    expect((await teamSpendToday(database.db, solar.team.id)).costUsd).toBeCloseTo(3.5, 10);
+
+    expect((await api.agent.DELETE(request("DELETE", `/api/agents/${scout.id}`), agentParams(scout.id))).status).toBe(204);
+    expect((await api.agent.DELETE(request("DELETE", `/api/agents/${digger.id}`), agentParams(digger.id))).status).toBe(204);
+    expect(await teamSpendToday(database.db, solar.team.id)).toMatchObject({ calls: 3, tokens: 1_750_000 });
+    const solarUsage = (await usageReport(database.db, { days: 1, teamId: solar.team.id })).teams[0]!;
+    expect(solarUsage.figures.costUsd).toBeCloseTo(3.5, 10);
+    // The removed agents are one entry, with no page to link to.
+    expect(solarUsage.agents.map((agent) => [agent.agentName, agent.agentId, agent.figures.calls])).toEqual([
+      ["Removed agents", null, 2],
+      [solar.lead.name, solar.lead.id, 1],
+    ]);
+
+    // Deleting the team keeps the day's total; its calls show as one entry too, with no link.
+    const chips = await createTeamFixture(database.db, { name: "Chips" });
+    await usageAt("+ interval '4 seconds'", { agentId: chips.lead.id, purpose: "chat", model: "gpt-4.1", inputTokens: 100_000 });
+    expect((await api.team.DELETE(request("DELETE", `/api/teams/${solar.team.id}`), teamParams(solar.team.id))).status).toBe(204);
+    const report = await usageReport(database.db, { days: 1 });
+    expect(report.totals.costUsd).toBeCloseTo(3.7, 10);
+    expect(report.teams.map((team) => [team.teamName, team.teamId, team.figures.calls])).toEqual([
+      ["Deleted teams", null, 3],
+      ["Chips", chips.team.id, 1],
+    ]);
+    expect(report.teams[0]!.agents.map((agent) => [agent.agentName, agent.agentId])).toEqual([["Removed agents", null]]);
   });
 });
 

@@ -73,9 +73,9 @@ function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
           </thead>
           <tbody>
             {team.agents.map((agent) => (
-              <tr key={agent.agentId ?? "none"}>
+              <tr key={agent.agentId ?? agent.agentName}>
                 <th scope="row">
-                  {agent.agentId ? <Link href={`/agents/${agent.agentId}`}>{agent.agentName}</Link> : "Drafting lead instructions"}
+                  {agent.agentId ? <Link href={`/agents/${agent.agentId}`}>{agent.agentName}</Link> : agent.agentName}
                   {agent.role === "lead" && <span className="pill usage-role">lead</span>}
                 </th>
                 <FigureCells figures={agent.figures} />

@@ -313,8 +313,15 @@ export const usage = pgTable(
   "usage",
   {
     id: uuid("id").primaryKey().defaultRandom(),
-    /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
-    agentId: uuid("agent_id").references(() => agents.id, { onDelete: "cascade" }),
+    /**
+     * Null for a call made for no agent yet (drafting a new team's lead instructions). Not a
+     * foreign key, nor is teamId: the row is what the call cost, and it outlives a removed
+     * agent or a deleted team, so a team's spend today (its budget) and the usage page's
+     * totals keep counting it.
+     */
+    agentId: uuid("agent_id"),
+    /** The agent's team when the call was made. */
+    teamId: uuid("team_id"),
     conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
     purpose: text("purpose").$type<UsagePurpose>().notNull(),
     model: text("model").notNull(),
@@ -331,6 +338,7 @@ export const usage = pgTable(
   (t) => [
     check("usage_purpose_check", oneOf("purpose", usagePurposes)),
     index("usage_agent_created_idx").on(t.agentId, t.createdAt),
+    index("usage_team_created_idx").on(t.teamId, t.createdAt),
     index("usage_work_session_idx").on(t.workSessionId).where(sql`work_session_id is not null`),
     index("usage_created_idx").on(t.createdAt),
   ],

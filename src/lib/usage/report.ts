@@ -1,5 +1,5 @@
 import type { Db } from "@/lib/db/client";
-import { listUsageByDay, type ModelTokens } from "@/lib/db/queries/usage";
+import { DELETED_TEAMS, listUsageByDay, REMOVED_AGENTS, type ModelTokens } from "@/lib/db/queries/usage";
 import type { PriceSource, PriceTable } from "./prices";
 import { loadPriceTable } from "./spend";
 
@@ -22,6 +22,9 @@ export type UsageFigures = {
 /** Usage of no team: calls made for no agent (drafting a new team's lead instructions). */
 export const NO_TEAM_KEY = "drafting";
 export const NO_TEAM_NAME = "Drafting new teams";
+export const NO_AGENT_NAME = "Drafting lead instructions";
+const DELETED_TEAMS_KEY = "deleted";
+const REMOVED_AGENTS_KEY = "removed";
 
 export type ModelUsage = { model: string; price: { matched: string; source: PriceSource } | null; figures: UsageFigures };
 export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
@@ -92,7 +95,11 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     const match = prices.priceOf(row.model);
     const cost = prices.costOf(row.model, row);
     const price = match && { matched: match.matched, source: match.source };
-    const teamKey = row.teamId ?? NO_TEAM_KEY;
+    // A deleted team's rows keep its id but find no name; a removed agent's likewise. Each is
+    // one entry (no link), so the totals keep what they cost.
+    const teamGone = row.teamId !== null && row.teamName === null;
+    const teamKey = row.teamId === null ? NO_TEAM_KEY : teamGone ? DELETED_TEAMS_KEY : row.teamId;
+    const agentGone = row.agentId !== null && row.agentName === null;
 
     day.tokens += row.inputTokens + row.outputTokens;
     day.costUsd += cost ?? 0;
@@ -100,13 +107,14 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     share.tokens += row.inputTokens + row.outputTokens;
     share.costUsd += cost ?? 0;
 
-    const agentKey = row.agentId ?? NO_TEAM_KEY;
-    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId: row.agentId, figures: emptyFigures() })).figures, row, cost);
+    const agentId = agentGone ? null : row.agentId;
+    const agentKey = row.agentId === null ? NO_TEAM_KEY : agentGone ? REMOVED_AGENTS_KEY : row.agentId;
+    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId, figures: emptyFigures() })).figures, row, cost);
 
     const team = entry(teams, teamKey, () => ({
       key: teamKey,
-      teamId: row.teamId,
-      teamName: row.teamName ?? NO_TEAM_NAME,
+      teamId: teamGone ? null : row.teamId,
+      teamName: row.teamName ?? (teamGone ? DELETED_TEAMS : NO_TEAM_NAME),
       figures: emptyFigures(),
       agents: [],
       models: [],
@@ -115,7 +123,7 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     }));
     add(team.figures, row, cost);
     add(
-      entry(team.agentMap, agentKey, () => ({ agentId: row.agentId, agentName: row.agentName ?? "(no agent)", role: row.agentRole, figures: emptyFigures() })).figures,
+      entry(team.agentMap, agentKey, () => ({ agentId, agentName: row.agentName ?? (agentGone ? REMOVED_AGENTS : NO_AGENT_NAME), role: row.agentRole, figures: emptyFigures() })).figures,
       row,
       cost,
     );

@@ -4,7 +4,7 @@ import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
-import { USAGE_COLUMNS, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
+import { teamOf, USAGE_COLUMNS, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
 
 export type NewMessage = {
   /**
@@ -106,12 +106,14 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
   const after = variant.includes("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
   const held = variant.includes("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
   const withUsage = variant.endsWith("-usage");
-  // With a usage row: the agent's row first (its foreign key's lock), then the conversation's.
+  // With a usage row: the agent's row first, then the conversation's, the order a deletion
+  // takes them in (the row's work session key is checked under its own lock, which a deletion
+  // reaches through the agent).
   const agentFirst = withUsage ? sql`and exists (select 1 from agents a where a.id = conversations.agent_id for key share)` : sql``;
   const used = withUsage
     ? sql`, used as (
       insert into usage (${USAGE_COLUMNS})
-      select c.agent_id, c.id, ${usageMeasureValues()}
+      select c.agent_id, ${teamOf(sql`c.agent_id`)}, c.id, ${usageMeasureValues()}
         from conversation c
       returning id
     )`

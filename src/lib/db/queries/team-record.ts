@@ -16,6 +16,7 @@ import {
   type Usage,
 } from "../schema";
 import { maskUrl } from "@/lib/redact";
+import { REMOVED_AGENTS } from "./usage";
 
 /**
  * What a team's record (the JSON export) and its digest read: everything the team owns,
@@ -112,7 +113,7 @@ export function listTeamUsagePage(db: Db, teamId: string, afterId: string | null
   return db
     .select()
     .from(usage)
-    .where(and(inArray(usage.agentId, teamAgentIds(teamId)), after))
+    .where(and(eq(usage.teamId, teamId), after))
     .orderBy(asc(usage.createdAt), asc(usage.id))
     .limit(limit);
 }
@@ -166,20 +167,20 @@ export function listKnowledgeIn(db: Db, teamId: string, window: Window) {
 
 export type DailyUsage = { day: string; agentName: string; calls: number; inputTokens: number; outputTokens: number };
 
-/** Model calls and tokens per UTC day and agent in the window. */
+/** Model calls and tokens per UTC day and agent in the window; removed agents' calls in one row. */
 export async function sumUsagePerDay(db: Db, teamId: string, window: Window): Promise<DailyUsage[]> {
   const day = sql<string>`to_char(${usage.createdAt} at time zone 'UTC', 'YYYY-MM-DD')`;
   const rows = await db
     .select({
       day,
-      agentName: agents.name,
+      agentName: sql<string>`coalesce(${agents.name}, ${REMOVED_AGENTS})`,
       calls: sql<number>`count(*)::int`,
       inputTokens: sql<number>`coalesce(sum(${usage.inputTokens}), 0)::bigint`,
       outputTokens: sql<number>`coalesce(sum(${usage.outputTokens}), 0)::bigint`,
     })
     .from(usage)
-    .innerJoin(agents, eq(agents.id, usage.agentId))
-    .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, window.from), lt(usage.createdAt, window.to)))
+    .leftJoin(agents, eq(agents.id, usage.agentId))
+    .where(and(eq(usage.teamId, teamId), gte(usage.createdAt, window.from), lt(usage.createdAt, window.to)))
     .groupBy(day, agents.name)
     .orderBy(day, agents.name);
   // bigint arrives as a string from postgres-js.

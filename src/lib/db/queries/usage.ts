@@ -20,26 +20,33 @@ export type NewUsage = {
 
 /**
  * One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log.
- * Null when the agent was deleted while its call ran (a chat whose team was deleted mid-reply):
- * its usage rows went with it, so there is nothing to record. The agent row is locked as the
- * foreign key would lock it, so a deletion either waits for this row or is seen, never a violation.
+ * The row names the agent's team itself (usage rows outlive their agent, see the schema).
+ * Null when the agent was deleted before its call ended (a chat whose team was deleted
+ * mid-reply): its team can no longer be named.
  */
-const insertUsage = statementVariants<"lazy" | "durable", { id: string; created_at: string | Date }, Record<string, unknown>>((variant) => {
+const insertUsage = statementVariants<"lazy" | "durable", { id: string; team_id: string | null; created_at: string | Date }, Record<string, unknown>>((variant) => {
   const value = (name: string) => sql.placeholder(name);
   return sql`
     insert into usage (${USAGE_COLUMNS})
-    select ${value("agentId")}::uuid, ${value("conversationId")}::uuid, ${usageMeasureValues()}
+    select ${value("agentId")}::uuid, ${teamOf(sql`${value("agentId")}::uuid`)}, ${value("conversationId")}::uuid, ${usageMeasureValues()}
       from ${lazyCommitClause(variant === "lazy")}
-     where ${value("agentId")}::uuid is null or exists (select 1 from agents where id = ${value("agentId")}::uuid for key share)
-    returning id, created_at`;
+     where ${value("agentId")}::uuid is null or exists (select 1 from agents where id = ${value("agentId")}::uuid)
+    returning id, team_id, created_at`;
 });
 
+/** What reports call the calls of agents since removed, and of teams since deleted (one entry each). */
+export const REMOVED_AGENTS = "Removed agents";
+export const DELETED_TEAMS = "Deleted teams";
+
+/** The team of the agent `agentId` (SQL), as a usage row stores it. */
+export const teamOf = (agentId: SQL) => sql`(select a.team_id from agents a where a.id = ${agentId})`;
+
 /**
- * A usage row's columns, and the SQL of its values after the agent and the conversation, over
+ * A usage row's columns, and the SQL of its values after the agent, its team and the conversation, over
  * placeholders named as usageMeasures' fields: recordUsage and an answer's append (messages.ts,
  * which writes the row of the call whose answer it stores) write the same row.
  */
-export const USAGE_COLUMNS = sql.raw("agent_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason");
+export const USAGE_COLUMNS = sql.raw("agent_id, team_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason");
 
 export function usageMeasureValues(): SQL {
   const value = (name: keyof ReturnType<typeof usageMeasures>) => sql.placeholder(name);
@@ -68,6 +75,7 @@ export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null
   return {
     id: row.id,
     ...values,
+    teamId: row.team_id,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
@@ -110,14 +118,13 @@ const toModelTokens = (row: { model: string; calls: number; inputTokens: string;
 
 /**
  * What the team's agents spent since the start of the current UTC day, per model (a cost
- * needs the model). Budgets read it at most every 30 s per session, and once per chat message.
+ * needs the model), removed agents' calls included. Budgets read it at most every 30 s per session, and once per chat message.
  */
 export async function getTeamUsageTodayByModel(db: Db, teamId: string): Promise<ModelTokens[]> {
   const rows = await db
     .select(modelTokenColumns)
     .from(usage)
-    .innerJoin(agents, eq(agents.id, usage.agentId))
-    .where(and(eq(agents.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)))
+    .where(and(eq(usage.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)))
     .groupBy(usage.model)
     .prepare("team_usage_today_by_model")
     .execute();
@@ -137,7 +144,9 @@ export type UsageByDayRow = {
 /**
  * Usage of the last `days` UTC days (today included), summed per day, team, agent and model,
  * every day present (generate_series) so a chart has no gaps. Calls for no agent (drafting a
- * new team) have no team; a team filter leaves them out. Reads the created_at index.
+ * new team) have no team; a team filter leaves them out. A removed agent's rows keep its id
+ * and team with no name (agentName null), a deleted team's rows their team id with no name.
+ * Reads the created_at index.
  */
 export async function listUsageByDay(db: Db, options: { days: number; teamId?: string | null }): Promise<UsageByDayRow[]> {
   const teamId = options.teamId ?? null;
@@ -159,15 +168,14 @@ export async function listUsageByDay(db: Db, options: { days: number; teamId?: s
     ), days as (
       select generate_series(first_day, last_day, interval '1 day')::date as day from bounds
     ), spent as (
-      select (u.created_at at time zone 'utc')::date as day, a.team_id, u.agent_id, u.model,
+      select (u.created_at at time zone 'utc')::date as day, u.team_id, u.agent_id, u.model,
              count(*)::int as calls,
              sum(u.input_tokens)::bigint as input_tokens,
              sum(u.output_tokens)::bigint as output_tokens,
              sum(u.cached_tokens)::bigint as cached_tokens
         from usage u
-        left join agents a on a.id = u.agent_id
        where u.created_at >= (select first_day from bounds)::timestamp at time zone 'utc'
-         and (${teamId}::uuid is null or a.team_id = ${teamId}::uuid)
+         and (${teamId}::uuid is null or u.team_id = ${teamId}::uuid)
        group by 1, 2, 3, 4
     )
     select to_char(d.day, 'YYYY-MM-DD') as day, s.team_id, t.name as team_name, s.agent_id, a.name as agent_name, a.role as agent_role,
