@@ -119,4 +119,45 @@ describe("extraction", () => {
     expect(solar).toMatchObject({ content: "Solar panel prices fell 20% in 2025.", confidence: 0.8, sourceUrl: "https://example.com/solar" });
     expect(items.find((item) => item.id === sure.id)!.confidence).toBe(0.9);
   });
+
+  it("forgives a weaker model's answer: keeps the items that read, and an answer with none is no items, not a failure", async () => {
+    const extractWith = async (answer: string) => {
+      const { scout, conversation } = await scoutContext();
+      await appendMessages(database.db, conversation.id, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
+      const model = new MockLanguageModelV4({ doGenerate: async () => textReply(answer) });
+      const created = await extractKnowledgeFromConversation({
+        db: database.db,
+        model: { model, modelId: "mock", kind: "offline" },
+        agentId: scout.id,
+        conversationId: conversation.id,
+        messages: await getAllMessages(database.db, conversation.id),
+        maxInputChars: 10_000,
+      });
+      expect((await searchKnowledgeItems(database.db, { agentId: scout.id })).map((item) => item.content).sort()).toEqual(created.map((item) => item.content).sort());
+      return created.map((item) => [item.type, item.content, item.confidence]);
+    };
+    // In a code fence, with words around it, one item out of range and one with no content.
+    const fenced = [
+      "Here is what I found:",
+      "```json",
+      JSON.stringify({
+        items: [
+          { type: "fact", content: "Solar panel prices fell 20% in 2025.", confidence: 0.8 },
+          { type: "fact", content: "Wind is everywhere.", confidence: 5 },
+          { type: "lesson", confidence: 0.5 },
+          { type: "technique", content: "Search the trade press first.", confidence: 0.6 },
+        ],
+      }),
+      "```",
+    ].join("\n");
+    expect(await extractWith(fenced)).toEqual([
+      ["fact", "Solar panel prices fell 20% in 2025.", 0.8],
+      ["technique", "Search the trade press first.", 0.6],
+    ]);
+    // A bare array.
+    expect(await extractWith(JSON.stringify([{ type: "lesson", content: "Check two sources.", confidence: 0.7 }]))).toEqual([["lesson", "Check two sources.", 0.7]]);
+    // No JSON at all, or JSON that is cut off.
+    expect(await extractWith("Nothing worth keeping this time.")).toEqual([]);
+    expect(await extractWith('{"items": [{"type": "fact", "content": "Cut off')).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { Output } from "ai";
+import { NoObjectGeneratedError, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { createKnowledgeItem, searchKnowledgeItems, updateKnowledgeItem } from "@/lib/db/queries/knowledge-items";
@@ -7,17 +7,38 @@ import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/s
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "./prompts";
 
-const extractionSchema = z.object({
-  items: z
-    .array(
-      z.object({
-        type: z.enum(knowledgeItemTypes),
-        content: z.string().min(1).max(2000),
-        confidence: z.number().min(0).max(1),
-      }),
-    )
-    .max(10),
+const extractedItemSchema = z.object({
+  type: z.enum(knowledgeItemTypes),
+  content: z.string().min(1).max(2000),
+  confidence: z.number().min(0).max(1),
 });
+type ExtractedItem = z.infer<typeof extractedItemSchema>;
+const MAX_ITEMS = 10;
+const extractionSchema = z.object({ items: z.array(extractedItemSchema).max(MAX_ITEMS) });
+
+/**
+ * The items in an extraction answer that did not match the schema as a whole, which weaker
+ * models send: the JSON in a code fence or between words, a bare array, one item with a
+ * confidence of 5 or no content. What parses is kept (at most MAX_ITEMS), the rest dropped;
+ * an answer with nothing readable in it is no items.
+ */
+export function readExtractionLeniently(text: string): ExtractedItem[] {
+  const start = text.search(/[[{]/);
+  const end = Math.max(text.lastIndexOf("}"), text.lastIndexOf("]"));
+  if (start < 0 || end < start) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.slice(start, end + 1));
+  } catch {
+    return [];
+  }
+  const items: unknown = Array.isArray(parsed) ? parsed : (parsed as { items?: unknown } | null)?.items;
+  if (!Array.isArray(items)) return [];
+  return items.flatMap((item) => {
+    const read = extractedItemSchema.safeParse(item);
+    return read.success ? [read.data] : [];
+  }).slice(0, MAX_ITEMS);
+}
 
 function renderSession(messages: readonly Message[], maxChars: number): string {
   const text = messages
@@ -74,17 +95,27 @@ export async function extractKnowledgeFromConversation(input: {
 }): Promise<KnowledgeItem[]> {
   if (input.messages.length === 0) return [];
   const { db, model, agentId, conversationId, workSessionId, abortSignal, timeoutMs } = input;
-  const result = await generateModelText(
-    { db, model, purpose: "extraction", agentId, conversationId, workSessionId, abortSignal, timeoutMs },
-    {
-      instructions: EXTRACTION_INSTRUCTIONS,
-      prompt: renderSession(input.messages, input.maxInputChars),
-      output: Output.object({ schema: extractionSchema }),
-    },
-  );
+  let extracted: ExtractedItem[];
+  try {
+    const result = await generateModelText(
+      { db, model, purpose: "extraction", agentId, conversationId, workSessionId, abortSignal, timeoutMs },
+      {
+        instructions: EXTRACTION_INSTRUCTIONS,
+        prompt: renderSession(input.messages, input.maxInputChars),
+        output: Output.object({ schema: extractionSchema }),
+      },
+    );
+    extracted = result.output.items;
+  } catch (error) {
+    // The model answered, but not in the shape asked for. The session's work is done by now:
+    // failing it over a note to self would also skip a lead's briefing. Keep what reads.
+    if (!NoObjectGeneratedError.isInstance(error)) throw error;
+    extracted = readExtractionLeniently(error.text ?? "");
+    console.warn(`[knowledge] agent ${agentId}: the extraction's answer did not match its schema; kept ${extracted.length} of its items.`);
+  }
   const known = await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 });
   const created: KnowledgeItem[] = [];
-  for (const item of result.output.items) {
+  for (const item of extracted) {
     const match = known.find((existing) => isNearDuplicate(existing.content, item.content));
     if (!match) {
       const saved = await createKnowledgeItem(input.db, { ...item, agentId: input.agentId, sourceConversationId: input.conversationId });
