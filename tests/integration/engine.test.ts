@@ -99,7 +99,9 @@ describe("work sessions", () => {
 
   it("end quietly when the team is deleted while its agent works: nothing to retry, no error logged", async () => {
     const { team, lead } = await createTeamFixture(database.db);
+    let calls = 0;
     const model = sessionModel(async (_options, call) => {
+      calls += 1;
       // The person deletes the team while the lead thinks about its second step.
       if (call === 1) await deleteTeam(database.db, team.id);
       return toolCallReply("searchKnowledge", { query: `round ${call}` });
@@ -109,6 +111,13 @@ describe("work sessions", () => {
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome).toMatchObject({ status: "deleted", error: "Its agent was deleted meanwhile." });
     expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
+    // Both calls cost something: the one answered after the deletion counts for the team too.
+    expect(calls).toBe(2);
+    const spent = await database.sql`select agent_id, purpose from usage where team_id = ${team.id}`;
+    expect(spent.map((row) => [row.agent_id, row.purpose])).toEqual([
+      [lead.id, "work"],
+      [lead.id, "work"],
+    ]);
   });
 
   it("write nothing more once another worker took the agent over (a worker paused past the stale window)", async () => {

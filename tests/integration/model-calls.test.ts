@@ -264,7 +264,7 @@ describe("a tool loop through the helper", () => {
     const model = choice(new MockLanguageModelV4({ doGenerate: async () => replies.shift()! }));
     const seen: number[] = [];
     const result = await generateModelText(
-      { db: database.db, model, purpose: "work", agentId: lead.id, conversationId: conversation.id, timeoutMs: TIMEOUT_MS },
+      { db: database.db, model, purpose: "work", agentId: lead.id, teamId: lead.teamId, conversationId: conversation.id, timeoutMs: TIMEOUT_MS },
       {
         instructions: "You are the lead.",
         messages: [{ role: "user", content: "How is solar doing?" }],
@@ -323,7 +323,7 @@ describe("a tool loop through the helper", () => {
     );
     const ran: { id: string; query: string }[] = [];
     const result = streamModelText(
-      { db: database.db, model, purpose: "chat", agentId: lead.id, timeoutMs: TIMEOUT_MS },
+      { db: database.db, model, purpose: "chat", agentId: lead.id, teamId: lead.teamId, timeoutMs: TIMEOUT_MS },
       {
         messages: [{ role: "user", content: "How are the renewables?" }],
         tools: { lookUp: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }, { toolCallId }) => (ran.push({ id: toolCallId, query }), `${query}: up`) }) },

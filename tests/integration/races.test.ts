@@ -294,6 +294,27 @@ describe("races with deletion", () => {
     }
   });
 
+  it("deleting a team twice while a worker writes into it answers 204 and 404: a deadlock's victim runs again, never a 500", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    // A worker's transaction: it holds the lead's row, then writes an inbox item (its key
+    // locks the team's row), while the person's two deletions wait for the lead and the team.
+    const worker = database.sql.begin(async (sql) => {
+      await sql`update agents set updated_at = now() where id = ${lead.id}`;
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await sql`insert into inbox_items (team_id, agent_id, type, title, summary, content) values (${team.id}, ${lead.id}, 'alert', 't', 's', 'c')`;
+    }).catch((error: unknown) => error); // the worker may be the deadlock's victim: it would retry on its own
+    const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const deletions = [100, 300].map(async (ms) => {
+      await later(ms);
+      const response = await api.team.DELETE(request("DELETE"), params({ teamId: team.id }));
+      return response.status;
+    });
+    const statuses = await Promise.all(deletions);
+    await worker;
+    expect(statuses.sort()).toEqual([204, 404]);
+    expect(await getTeam(database.db, team.id)).toBeNull();
+  });
+
   it("a chat whose team is deleted mid-reply ends its stream, says so, and logs nothing", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     let open = () => {};
@@ -326,6 +347,8 @@ describe("races with deletion", () => {
     expect(body).not.toContain("Done."); // no second model call for an agent that is gone
     expect(body.trim().endsWith("data: [DONE]")).toBe(true);
     expect(unhandled.slice(loggedBefore)).toEqual([]);
+    // The call that ended after the deletion is what the team spent: it still counts.
+    await expect.poll(async () => (await database.sql`select agent_id, purpose from usage where team_id = ${team.id}`).map((row) => [row.agent_id, row.purpose])).toEqual([[lead.id, "chat"]]);
   });
 });
 

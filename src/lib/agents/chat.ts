@@ -85,7 +85,7 @@ async function replyInChat(
   const { model, recorder } = turn;
   let partial = "";
   let finished = false;
-  const call: ModelCall = { db, model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, abortSignal: signal, log: deps.log };
+  const call: ModelCall = { db, model, purpose: "chat", agentId: agent.id, teamId: agent.teamId, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, abortSignal: signal, log: deps.log };
   const result = streamModelText(call, {
     ...(await turn.options()),
     onChunk: ({ chunk }) => {
@@ -165,7 +165,7 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
   const history = new ContextReader(db, conversationId);
   const loadMessages = async () => {
     const messages = await loadContextForCall(
-      { db, model, agentId: agent.id, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision },
+      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision },
       history,
     );
     // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
@@ -230,7 +230,7 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
   if (carried.length === 0 && !(await logAwaitsReply(db, conversation.id))) return;
   await noteDecisionsUnlessAtTail(db, conversation.id, carried);
   const turn: ChatTurn = await prepareChatTurn(deps, agent, team, conversation.id);
-  const call: ModelCall = { db, model: turn.model, purpose: "chat", agentId: agent.id, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, log: deps.log };
+  const call: ModelCall = { db, model: turn.model, purpose: "chat", agentId: agent.id, teamId: agent.teamId, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, log: deps.log };
   try {
     await generateModelText(call, {
       ...(await turn.options()),

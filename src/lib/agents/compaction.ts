@@ -53,6 +53,8 @@ export type CompactionOptions = {
   db: Db;
   model: ModelChoice;
   agentId: string;
+  /** The agent's team, for the usage row (its current team when not given). */
+  teamId?: string | null;
   /** The work session compacting, for its trace; null for the chat. */
   workSessionId?: string | null;
   /** Estimated tokens above which the context is compacted. */
@@ -104,7 +106,7 @@ function renderForSummary(context: readonly Message[], budget: number): string {
 export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
   const { db, model, agentId, workSessionId, abortSignal, timeoutMs } = options;
   const result = await generateModelText(
-    { db, model, purpose: "compaction", agentId, conversationId: context[0]?.conversationId ?? null, workSessionId, abortSignal, timeoutMs },
+    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, abortSignal, timeoutMs },
     {
       instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
       prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,

@@ -84,6 +84,8 @@ export async function extractKnowledgeFromConversation(input: {
   db: Db;
   model: ModelChoice;
   agentId: string;
+  /** The agent's team, for the usage row (its current team when not given). */
+  teamId?: string | null;
   conversationId: string;
   /** The work session extracting, for its trace. */
   workSessionId?: string | null;
@@ -98,7 +100,7 @@ export async function extractKnowledgeFromConversation(input: {
   let extracted: ExtractedItem[];
   try {
     const result = await generateModelText(
-      { db, model, purpose: "extraction", agentId, conversationId, workSessionId, abortSignal, timeoutMs },
+      { db, model, purpose: "extraction", agentId, teamId: input.teamId ?? null, conversationId, workSessionId, abortSignal, timeoutMs },
       {
         instructions: EXTRACTION_INSTRUCTIONS,
         prompt: renderSession(input.messages, input.maxInputChars),

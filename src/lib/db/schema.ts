@@ -314,15 +314,16 @@ export const usage = pgTable(
   {
     id: uuid("id").primaryKey().defaultRandom(),
     /**
-     * Null for a call made for no agent yet (drafting a new team's lead instructions). Not a
-     * foreign key, nor is teamId: the row is what the call cost, and it outlives a removed
-     * agent or a deleted team, so a team's spend today (its budget) and the usage page's
-     * totals keep counting it.
+     * Null for a call made for no agent yet (drafting a new team's lead instructions). The row
+     * is what the call cost, a ledger entry: none of its ids is a foreign key, so it outlives a
+     * removed agent or a deleted team (a team's spend today, its budgets and the usage page's
+     * totals keep counting it), it is written even when the agent went while its call ran, and
+     * writing it takes no lock on the rows it names.
      */
     agentId: uuid("agent_id"),
     /** The agent's team when the call was made. */
     teamId: uuid("team_id"),
-    conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    conversationId: uuid("conversation_id"),
     purpose: text("purpose").$type<UsagePurpose>().notNull(),
     model: text("model").notNull(),
     inputTokens: integer("input_tokens").notNull().default(0),
@@ -330,7 +331,7 @@ export const usage = pgTable(
     cachedTokens: integer("cached_tokens").notNull().default(0),
     durationMs: integer("duration_ms").notNull().default(0),
     /** The work session the call was made in (work, compaction, extraction, briefing); null for chat and drafting. */
-    workSessionId: uuid("work_session_id").references((): AnyPgColumn => workSessions.id, { onDelete: "set null" }),
+    workSessionId: uuid("work_session_id"),
     /** Why the model stopped ("stop", "tool-calls", "length", …), as the AI SDK reports it. */
     finishReason: text("finish_reason"),
     createdAt: createdAt(),

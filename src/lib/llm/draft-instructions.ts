@@ -24,7 +24,7 @@ export async function draftLeadInstructions(
   const { abortSignal, model = chooseModel(), timeoutMs } = options;
   try {
     const { output } = await generateModelText(
-      { db, model, purpose: "draft", agentId: null, abortSignal, timeoutMs },
+      { db, model, purpose: "draft", agentId: null, teamId: null, abortSignal, timeoutMs },
       {
         output: Output.object({ schema: draftSchema, name: "lead_instructions" }),
         instructions:

@@ -36,6 +36,8 @@ export type ModelCall = {
   purpose: UsagePurpose;
   /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
   agentId: string | null;
+  /** The agent's team, for the usage row: the agent may be removed while the call runs. */
+  teamId: string | null;
   conversationId?: string | null;
   /** The work session the call is made in, so its trace can show it; null for chat and drafting. */
   workSessionId?: string | null;
@@ -105,6 +107,7 @@ function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((even
 export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
   return modelUsageRow({
     agentId: call.agentId,
+    teamId: call.teamId,
     conversationId: call.conversationId ?? null,
     purpose: call.purpose,
     model: call.model.modelId,

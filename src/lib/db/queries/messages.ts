@@ -4,7 +4,7 @@ import type { Db } from "../client";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
-import { teamOf, USAGE_COLUMNS, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
+import { USAGE_COLUMNS, usageKeys, usageKeyValues, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
 
 export type NewMessage = {
   /**
@@ -97,7 +97,7 @@ type AppendValues = {
   inboxItemId: string | null;
   expected: string | null;
   heldBy: string | null;
-} & Partial<ReturnType<typeof usageMeasures>>;
+} & Partial<ReturnType<typeof usageKeys> & ReturnType<typeof usageMeasures>>;
 
 type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}${"" | "-usage"}`;
 
@@ -106,22 +106,20 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
   const after = variant.includes("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
   const held = variant.includes("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
   const withUsage = variant.endsWith("-usage");
-  // With a usage row: the agent's row first, then the conversation's, the order a deletion
-  // takes them in (the row's work session key is checked under its own lock, which a deletion
-  // reaches through the agent).
-  const agentFirst = withUsage ? sql`and exists (select 1 from agents a where a.id = conversations.agent_id for key share)` : sql``;
+  // The usage row is written whatever the append finds: the call was made, and its cost counts
+  // even when the conversation is gone (its agent removed meanwhile) or the answer is refused.
+  // It has no foreign keys, so it takes no lock beside the conversation's.
   const used = withUsage
     ? sql`, used as (
       insert into usage (${USAGE_COLUMNS})
-      select c.agent_id, ${teamOf(sql`c.agent_id`)}, c.id, ${usageMeasureValues()}
-        from conversation c
+      values (${usageKeyValues()}, ${usageMeasureValues()})
       returning id
     )`
     : sql``;
   return sql`
     with conversation as (
       select id, agent_id, mode, last_message_id, ${held} as held from conversations
-       where id = ${value("conversationId")}::uuid ${agentFirst}
+       where id = ${value("conversationId")}::uuid
          for update of conversations
     )${used}, appended as (
       insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
@@ -174,7 +172,7 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     inboxItemId: message.inboxItemId ?? null,
     expected: expected ?? null,
     heldBy: options.heldBy ?? null,
-    ...(options.usage ? usageMeasures(options.usage) : {}),
+    ...(options.usage ? { ...usageKeys(options.usage), ...usageMeasures(options.usage) } : {}),
   });
   const [row] = rows;
   if (!row) throw notFound("conversation", conversationId);

@@ -1,6 +1,7 @@
 import { asc, desc, eq, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
+import { retryingTransaction } from "../transactions";
 import { agents, conversations, tasks, teams, type Agent, type Task, type Team, type TeamStatus } from "../schema";
 import { requireAgent } from "./agents";
 import { requireTask } from "./tasks";
@@ -56,8 +57,13 @@ export async function updateTeam(db: Db, teamId: string, changes: TeamChanges & 
   return team;
 }
 
+/**
+ * The deletion cascades through every row of the team while workers may be writing them, from
+ * the other end (a worker holds its agent's row, then an inbox item's key wants the team's):
+ * a deadlock's victim runs again, and a second deletion then finds the team gone (404).
+ */
 export async function deleteTeam(db: Db, teamId: string): Promise<void> {
-  const deleted = await db.delete(teams).where(eq(teams.id, teamId)).returning({ id: teams.id });
+  const deleted = await retryingTransaction(db, (tx) => tx.delete(teams).where(eq(teams.id, teamId)).returning({ id: teams.id }));
   if (deleted.length === 0) throw notFound("team", teamId);
 }
 

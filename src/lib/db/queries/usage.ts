@@ -7,6 +7,11 @@ import { statementVariants } from "./prepared";
 export type NewUsage = {
   /** Null for a call made for no agent yet (drafting a new team's lead instructions). */
   agentId: string | null;
+  /**
+   * The agent's team when the call was made: the caller knows it, and the agent may be gone
+   * by the time the call ends. When not given, the agent's team now.
+   */
+  teamId?: string | null;
   conversationId?: string | null;
   purpose: UsagePurpose;
   model: string;
@@ -20,17 +25,14 @@ export type NewUsage = {
 
 /**
  * One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log.
- * The row names the agent's team itself (usage rows outlive their agent, see the schema).
- * Null when the agent was deleted before its call ended (a chat whose team was deleted
- * mid-reply): its team can no longer be named.
+ * Written whatever happened to the agent meanwhile (see the schema: a usage row outlives its
+ * agent and team), so a call that ends after its agent was removed still counts.
  */
 const insertUsage = statementVariants<"lazy" | "durable", { id: string; team_id: string | null; created_at: string | Date }, Record<string, unknown>>((variant) => {
-  const value = (name: string) => sql.placeholder(name);
   return sql`
     insert into usage (${USAGE_COLUMNS})
-    select ${value("agentId")}::uuid, ${teamOf(sql`${value("agentId")}::uuid`)}, ${value("conversationId")}::uuid, ${usageMeasureValues()}
+    select ${usageKeyValues()}, ${usageMeasureValues()}
       from ${lazyCommitClause(variant === "lazy")}
-     where ${value("agentId")}::uuid is null or exists (select 1 from agents where id = ${value("agentId")}::uuid)
     returning id, team_id, created_at`;
 });
 
@@ -38,12 +40,21 @@ const insertUsage = statementVariants<"lazy" | "durable", { id: string; team_id:
 export const REMOVED_AGENTS = "Removed agents";
 export const DELETED_TEAMS = "Deleted teams";
 
-/** The team of the agent `agentId` (SQL), as a usage row stores it. */
-export const teamOf = (agentId: SQL) => sql`(select a.team_id from agents a where a.id = ${agentId})`;
+/** The SQL of a usage row's agent, team and conversation, over placeholders named as usageKeys' fields. */
+export function usageKeyValues(): SQL {
+  const value = (name: keyof ReturnType<typeof usageKeys>) => sql.placeholder(name);
+  return sql`${value("usageAgentId")}::uuid, coalesce(${value("usageTeamId")}::uuid, (select a.team_id from agents a where a.id = ${value("usageAgentId")}::uuid)),
+             ${value("usageConversationId")}::uuid`;
+}
+
+/** A usage row's agent, team and conversation (named apart from the columns of a statement that writes it beside others). */
+export function usageKeys(input: NewUsage) {
+  return { usageAgentId: input.agentId, usageTeamId: input.teamId ?? null, usageConversationId: input.conversationId ?? null };
+}
 
 /**
- * A usage row's columns, and the SQL of its values after the agent, its team and the conversation, over
- * placeholders named as usageMeasures' fields: recordUsage and an answer's append (messages.ts,
+ * A usage row's columns: its keys (usageKeyValues), then its measures (usageMeasureValues, over
+ * placeholders named as usageMeasures' fields). recordUsage and an answer's append (messages.ts,
  * which writes the row of the call whose answer it stores) write the same row.
  */
 export const USAGE_COLUMNS = sql.raw("agent_id, team_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason");
@@ -68,15 +79,16 @@ export function usageMeasures(input: NewUsage) {
   };
 }
 
-export async function recordUsage(db: Db, input: NewUsage): Promise<Usage | null> {
-  const values = { agentId: input.agentId, conversationId: input.conversationId ?? null, ...usageMeasures(input) };
-  const [row] = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, values);
-  if (!row) return null;
+export async function recordUsage(db: Db, input: NewUsage): Promise<Usage> {
+  const measures = usageMeasures(input);
+  const [row] = await insertUsage(commitsLazily(db) ? "lazy" : "durable")(db, { ...usageKeys(input), ...measures });
   return {
-    id: row.id,
-    ...values,
-    teamId: row.team_id,
-    createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
+    id: row!.id,
+    agentId: input.agentId,
+    teamId: row!.team_id,
+    conversationId: input.conversationId ?? null,
+    ...measures,
+    createdAt: row!.created_at instanceof Date ? row!.created_at : new Date(row!.created_at),
   };
 }
 
