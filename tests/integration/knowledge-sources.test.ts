@@ -156,8 +156,22 @@ describe("extraction", () => {
     ]);
     // A bare array.
     expect(await extractWith(JSON.stringify([{ type: "lesson", content: "Check two sources.", confidence: 0.7 }]))).toEqual([["lesson", "Check two sources.", 0.7]]);
-    // No JSON at all, or JSON that is cut off.
+    // Brackets in the words around it, and two blocks of which the second holds the items.
+    const item = { type: "fact", content: "Wind auctions reopen in June.", confidence: 0.9 };
+    expect(await extractWith(`Sure! {"items":[${JSON.stringify(item)}]} Hope this helps :}`)).toEqual([["fact", "Wind auctions reopen in June.", 0.9]]);
+    expect(await extractWith(`Items [see below]: {"items":[${JSON.stringify({ ...item, content: "Grid fees rise in 2027." })}]}`)).toEqual([
+      ["fact", "Grid fees rise in 2027.", 0.9],
+    ]);
+    expect(await extractWith(`\`\`\`json\n{"note": "none"}\n\`\`\`\nand\n\`\`\`json\n{"items":[${JSON.stringify({ ...item, content: "Offshore wind is up." })}]}\n\`\`\``)).toEqual([
+      ["fact", "Offshore wind is up.", 0.9],
+    ]);
+    // Placeholders are not facts, and content is stored trimmed.
+    const placeholders = ["   ", "null", "N/A", "…"].map((content) => ({ type: "fact", content, confidence: 0.7 }));
+    expect(await extractWith(JSON.stringify({ items: [...placeholders, { ...item, content: "  Solar is cheap.  " }] }))).toEqual([["fact", "Solar is cheap.", 0.9]]);
+    // No JSON at all, JSON that is cut off, items that are not a list, nesting deep enough to overflow a stack.
     expect(await extractWith("Nothing worth keeping this time.")).toEqual([]);
     expect(await extractWith('{"items": [{"type": "fact", "content": "Cut off')).toEqual([]);
+    expect(await extractWith('{"items": "text"}')).toEqual([]);
+    expect(await extractWith(`${"[".repeat(20_000)}${"]".repeat(20_000)}`)).toEqual([]);
   });
 });

@@ -7,37 +7,77 @@ import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/s
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "./prompts";
 
+/** What a weaker model puts where a fact should be: nothing, or a placeholder. */
+const PLACEHOLDERS = new Set(["null", "undefined", "none", "n/a", "na", "nothing", "todo", "tbd"]);
+
 const extractedItemSchema = z.object({
   type: z.enum(knowledgeItemTypes),
-  content: z.string().min(1).max(2000),
+  content: z
+    .string()
+    .trim()
+    .min(1)
+    .max(2000)
+    .refine((content) => /[\p{L}\p{N}]/u.test(content) && !PLACEHOLDERS.has(content.toLowerCase()), "a fact, not a placeholder"),
   confidence: z.number().min(0).max(1),
 });
 type ExtractedItem = z.infer<typeof extractedItemSchema>;
 const MAX_ITEMS = 10;
 const extractionSchema = z.object({ items: z.array(extractedItemSchema).max(MAX_ITEMS) });
 
+/** How many places in an answer are tried as the start of its JSON. */
+const MAX_JSON_STARTS = 50;
+
 /**
  * The items in an extraction answer that did not match the schema as a whole, which weaker
- * models send: the JSON in a code fence or between words, a bare array, one item with a
- * confidence of 5 or no content. What parses is kept (at most MAX_ITEMS), the rest dropped;
- * an answer with nothing readable in it is no items.
+ * models send: the JSON in a code fence or between words (brackets in them too), a bare
+ * array, one item with a confidence of 5 or no content. The first JSON value in the text
+ * that holds a readable item wins; what parses of it is kept (at most MAX_ITEMS), the rest
+ * dropped. An answer with nothing readable in it is no items.
  */
 export function readExtractionLeniently(text: string): ExtractedItem[] {
-  const start = text.search(/[[{]/);
-  const end = Math.max(text.lastIndexOf("}"), text.lastIndexOf("]"));
-  if (start < 0 || end < start) return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text.slice(start, end + 1));
-  } catch {
-    return [];
+  let starts = 0;
+  for (let start = text.search(/[[{]/); start >= 0 && starts < MAX_JSON_STARTS; start = nextJsonStart(text, start + 1), starts++) {
+    const end = closingBracket(text, start);
+    if (end < 0) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text.slice(start, end + 1));
+    } catch {
+      continue;
+    }
+    const items: unknown = Array.isArray(parsed) ? parsed : (parsed as { items?: unknown } | null)?.items;
+    if (!Array.isArray(items)) continue;
+    const readable = items.flatMap((item) => {
+      const read = extractedItemSchema.safeParse(item);
+      return read.success ? [read.data] : [];
+    });
+    if (readable.length > 0) return readable.slice(0, MAX_ITEMS);
   }
-  const items: unknown = Array.isArray(parsed) ? parsed : (parsed as { items?: unknown } | null)?.items;
-  if (!Array.isArray(items)) return [];
-  return items.flatMap((item) => {
-    const read = extractedItemSchema.safeParse(item);
-    return read.success ? [read.data] : [];
-  }).slice(0, MAX_ITEMS);
+  return [];
+}
+
+function nextJsonStart(text: string, from: number): number {
+  const found = text.slice(from).search(/[[{]/);
+  return found < 0 ? -1 : from + found;
+}
+
+/** Where the bracket at `start` closes, skipping brackets inside strings; -1 when it does not. */
+function closingBracket(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === "\\") i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === "{" || char === "[") depth++;
+    else if (char === "}" || char === "]") {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  return -1;
 }
 
 function renderSession(messages: readonly Message[], maxChars: number): string {
@@ -111,8 +151,9 @@ export async function extractKnowledgeFromConversation(input: {
   } catch (error) {
     // The model answered, but not in the shape asked for. The session's work is done by now:
     // failing it over a note to self would also skip a lead's briefing. Keep what reads.
-    if (!NoObjectGeneratedError.isInstance(error)) throw error;
-    extracted = readExtractionLeniently(error.text ?? "");
+    // A RangeError: JSON nested so deep that the SDK's own error report overflowed the stack.
+    if (!NoObjectGeneratedError.isInstance(error) && !(error instanceof RangeError)) throw error;
+    extracted = NoObjectGeneratedError.isInstance(error) ? readExtractionLeniently(error.text ?? "") : [];
     console.warn(`[knowledge] agent ${agentId}: the extraction's answer did not match its schema; kept ${extracted.length} of its items.`);
   }
   const known = await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 });
