@@ -1,4 +1,5 @@
 // `npm run dev`: Postgres (embedded when DATABASE_URL is unset), migrations, Next dev and the worker.
+import { withWorkerMallocDefaults } from "../src/worker/malloc";
 import { log, prepareDatabase, supervise, webHost } from "./lib/processes";
 
 const { url, local } = await prepareDatabase();
@@ -9,7 +10,7 @@ log(`Web on http://${host === "0.0.0.0" ? "localhost" : host}:${port}`);
 await supervise(
   [
     { name: "web", command: "next", args: ["dev", "--hostname", host, "--port", port] },
-    { name: "worker", command: process.execPath, args: ["--watch", "--import", "tsx", "src/worker/index.ts"] },
+    { name: "worker", command: process.execPath, args: ["--watch", "--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env) },
   ],
   env,
   local,

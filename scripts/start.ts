@@ -1,5 +1,6 @@
 // `npm start`: the production web server and a worker (`--web-only`: the web server alone).
 import { existsSync } from "node:fs";
+import { withWorkerMallocDefaults } from "../src/worker/malloc";
 import { log, prepareDatabase, supervise, webHost } from "./lib/processes";
 
 if (!existsSync(".next/BUILD_ID")) {
@@ -15,7 +16,7 @@ log(`Web on http://${host}:${port}${webOnly ? " (no worker)" : ""}`);
 await supervise(
   [
     { name: "web", command: "next", args: ["start", "--hostname", host, "--port", port] },
-    ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"] }]),
+    ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env) }]),
   ],
   env,
   local,

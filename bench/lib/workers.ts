@@ -11,10 +11,13 @@ export class Workers {
     private readonly modelUrl: string,
   ) {}
 
-  /** `env` adds to or overrides the workers' environment (a DATABASE_URL through a counting proxy, a pool size). */
-  async start(count = 1, env: Record<string, string> = {}): Promise<WorkerProcess[]> {
+  /**
+   * `env` adds to or overrides the workers' environment (a DATABASE_URL through a counting proxy,
+   * a pool size); `nodeArgs` go to Node itself (an inspector for the memory figure).
+   */
+  async start(count = 1, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<WorkerProcess[]> {
     const started = Array.from({ length: count }, () =>
-      startWorkerProcess({ DATABASE_URL: this.database.url, OPENAI_BASE_URL: this.modelUrl, LLM_MODEL: "fake-model", WORKER_CONCURRENCY: "8", ...env }),
+      startWorkerProcess({ DATABASE_URL: this.database.url, OPENAI_BASE_URL: this.modelUrl, LLM_MODEL: "fake-model", WORKER_CONCURRENCY: "8", ...env }, nodeArgs),
     );
     this.running.push(...started);
     await waitFor(async () => started.every((worker) => worker.output.join("").includes("[worker] ready")), {

@@ -59,7 +59,8 @@ export function webHost(): string {
  * stops all of them (SIGTERM, SIGKILL after a grace period) and the local Postgres.
  */
 export async function supervise(
-  commands: { name: string; command: string; args: string[] }[],
+  /** `env`, when given, is the command's whole environment instead of the shared one. */
+  commands: { name: string; command: string; args: string[]; env?: NodeJS.ProcessEnv }[],
   env: NodeJS.ProcessEnv,
   local?: LocalPostgres,
 ): Promise<never> {
@@ -94,9 +95,9 @@ export async function supervise(
   process.on("SIGINT", () => void stopAll(0));
   process.on("SIGTERM", () => void stopAll(0));
 
-  for (const { name, command, args } of commands) {
+  for (const { name, command, args, env: own } of commands) {
     const executable = existsSync(bin(command)) ? bin(command) : command;
-    const child = spawn(executable, args, { env: { NEXT_TELEMETRY_DISABLED: "1", ...env }, stdio: "inherit" });
+    const child = spawn(executable, args, { env: { NEXT_TELEMETRY_DISABLED: "1", ...(own ?? env) }, stdio: "inherit" });
     children.push({ name, child });
     child.on("exit", (code, signal) => {
       if (stopping) return;
