@@ -1,31 +1,7 @@
 // Runs once when a Next server starts (never during `next build`).
 export async function register(): Promise<void> {
-  if (process.env.NEXT_RUNTIME !== "nodejs") return;
-  // Chat replies' spans (and Next's own request spans) go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
-  const { startTelemetry } = await import("@/lib/telemetry");
-  const telemetry = startTelemetry({ serviceName: "cadre-web" });
-  if (telemetry) flushBeforeExit(telemetry);
-  // Workers cannot report their own absence: the web process looks for work waiting with no worker.
-  const { watchForStalledWork } = await import("@/lib/health");
-  watchForStalledWork();
-  // Notifications go out from the web process too: the "no worker is running" alert must
-  // reach the person exactly when no worker runs. pg-boss gives each delivery to one process.
-  const { deliverNotificationsFromWeb } = await import("@/lib/server");
-  void deliverNotificationsFromWeb();
-}
-
-/**
- * Next ends the process with process.exit once its shutdown (SIGTERM, SIGINT) is done, which
- * would drop the spans still in the batch. Its own signal handlers leave no hook, so the exit
- * waits for the flush here, at most a few seconds.
- */
-function flushBeforeExit(telemetry: { shutdown: () => Promise<void> }): void {
-  const exit = process.exit.bind(process);
-  let exiting = false;
-  process.exit = ((code?: number | string | null) => {
-    if (exiting) return exit(code);
-    exiting = true;
-    const flushed = telemetry.shutdown().catch((error: unknown) => console.error("[web] could not send the last spans", error));
-    void Promise.race([flushed, new Promise((resolve) => setTimeout(resolve, 3_000))]).finally(() => exit(code));
-  }) as typeof process.exit;
+  if (process.env.NEXT_RUNTIME === "nodejs") {
+    const { registerNode } = await import("./instrumentation-node");
+    await registerNode();
+  }
 }
