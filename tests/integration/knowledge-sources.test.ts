@@ -168,6 +168,8 @@ describe("extraction", () => {
     // Placeholders are not facts, and content is stored trimmed.
     const placeholders = ["   ", "null", "N/A", "…"].map((content) => ({ type: "fact", content, confidence: 0.7 }));
     expect(await extractWith(JSON.stringify({ items: [...placeholders, { ...item, content: "  Solar is cheap.  " }] }))).toEqual([["fact", "Solar is cheap.", 0.9]]);
+    // A NUL, which Postgres text cannot hold, is dropped rather than failing the session's wrap-up.
+    expect(await extractWith(JSON.stringify({ items: [{ ...item, content: "Fact with NUL \u0000 inside." }] }))).toEqual([["fact", "Fact with NUL  inside.", 0.9]]);
     // No JSON at all, JSON that is cut off, items that are not a list, nesting deep enough to overflow a stack.
     expect(await extractWith("Nothing worth keeping this time.")).toEqual([]);
     expect(await extractWith('{"items": [{"type": "fact", "content": "Cut off')).toEqual([]);

@@ -1,5 +1,6 @@
 import { and, desc, eq, getTableColumns, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
+import { storable } from "../storable";
 import { knowledgeItems, type KnowledgeItem, type KnowledgeItemType } from "../schema";
 
 export type NewKnowledgeItem = {
@@ -15,8 +16,9 @@ export type NewKnowledgeItem = {
 // Everything but the generated search vector, which nobody outside Postgres needs.
 const { searchVector: _searchVector, ...knowledgeColumns } = getTableColumns(knowledgeItems);
 
+/** Content as Postgres can store it: a model's fact (extraction, its tool) may hold a NUL. */
 export async function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<KnowledgeItem> {
-  const [item] = await db.insert(knowledgeItems).values(input).returning(knowledgeColumns);
+  const [item] = await db.insert(knowledgeItems).values({ ...input, content: storable(input.content) }).returning(knowledgeColumns);
   return item!;
 }
 
@@ -55,7 +57,7 @@ export type KnowledgeChanges = { content?: string; type?: KnowledgeItemType; sou
 export async function updateKnowledgeItem(db: Db, itemId: string, changes: KnowledgeChanges): Promise<KnowledgeItem | null> {
   const [item] = await db
     .update(knowledgeItems)
-    .set({ ...changes, updatedAt: sql`now()` })
+    .set({ ...changes, ...(changes.content === undefined ? {} : { content: storable(changes.content) }), updatedAt: sql`now()` })
     .where(eq(knowledgeItems.id, itemId))
     .returning(knowledgeColumns);
   return item ?? null;

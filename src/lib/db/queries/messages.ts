@@ -1,6 +1,7 @@
 import { eq, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
+import { storable } from "../storable";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
@@ -184,15 +185,6 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     );
   }
   return toMessage(row);
-}
-
-/**
- * Text as Postgres can store it: without NUL (text and jsonb refuse it) and with a lone
- * surrogate half replaced. A model can send either; refusing its answer would end the
- * session on every retry, and the characters carry nothing a reader would miss.
- */
-function storable(text: string): string {
-  return text.replaceAll("\u0000", "").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /**
