@@ -102,6 +102,13 @@ const MAX_CATCH_UP_PAGES = 5;
  */
 export function Chat({ agentId, agentName, agentRole, initialMessages, initialApprovals }: Props) {
   const [input, setInput] = useState("");
+  const boxRef = useRef<HTMLTextAreaElement>(null);
+  // Text typed before the page hydrated is in the box but not in `input` (no onChange ran
+  // yet), which would leave Send disabled with a message showing: take it up once mounted.
+  useEffect(() => {
+    const typed = boxRef.current?.value;
+    if (typed) setInput(typed);
+  }, []);
   const [approvalList, setApprovalList] = useState(initialApprovals);
   const [stoppedId, setStoppedId] = useState<string | null>(null);
   const [syncError, setSyncError] = useState<string | null>(null);
@@ -362,6 +369,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
         {syncError && <ErrorNote message={syncError} onDismiss={() => setSyncError(null)} />}
         <form className="composer" onSubmit={submit}>
           <textarea
+            ref={boxRef}
             aria-label="Message"
             placeholder={`Message ${agentName}…`}
             title="Enter sends, Shift+Enter starts a new line"

@@ -218,8 +218,13 @@ describe("hostile output in Chromium", () => {
     await page.goto(`${app.url}/teams/${team.id}/chat`);
     await settle(page);
     const box = page.getByRole("textbox", { name: "Message" });
-    await box.fill(`Please research the hostile-content corpus below, round one, and keep every detail of it exactly as is.\n\n${ALL}`);
-    await page.getByRole("button", { name: "Send" }).click();
+    const text = `Please research the hostile-content corpus below, round one, and keep every detail of it exactly as is.\n\n${ALL}`;
+    await box.fill(text);
+    // On a loaded machine the page can still be hydrating when the text goes in; the chat takes
+    // it up once mounted, and if React reset the box meanwhile, the text goes in again.
+    const send = page.getByRole("button", { name: "Send" });
+    await send.click({ trial: true, timeout: 10_000 }).catch(() => box.fill(text));
+    await send.click();
     await page.getByText("I've created a task for the team").waitFor({ timeout: 30_000 });
     await page.locator(".message-briefing").first().waitFor({ timeout: 90_000 });
     places.push("chat message", "task title and description", "search tool results", "knowledge item (recorded by the model)", "report", "briefing (by the model)");
