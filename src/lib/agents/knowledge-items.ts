@@ -1,6 +1,7 @@
 import { NoObjectGeneratedError, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
+import { storable } from "@/lib/db/storable";
 import { createKnowledgeItem, searchKnowledgeItems, updateKnowledgeItem } from "@/lib/db/queries/knowledge-items";
 import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/schema";
@@ -158,7 +159,9 @@ export async function extractKnowledgeFromConversation(input: {
   }
   const known = await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 });
   const created: KnowledgeItem[] = [];
-  for (const item of extracted) {
+  // Text as Postgres can store it (no NUL): an insert refused here would fail the wrap-up. A
+  // tool's fact with a NUL is refused instead, and the model sees the error and can retry.
+  for (const item of extracted.map((read) => ({ ...read, content: storable(read.content) }))) {
     const match = known.find((existing) => isNearDuplicate(existing.content, item.content));
     if (!match) {
       const saved = await createKnowledgeItem(input.db, { ...item, agentId: input.agentId, sourceConversationId: input.conversationId });

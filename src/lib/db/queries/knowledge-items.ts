@@ -1,6 +1,5 @@
 import { and, desc, eq, getTableColumns, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
-import { storable } from "../storable";
 import { knowledgeItems, type KnowledgeItem, type KnowledgeItemType } from "../schema";
 
 export type NewKnowledgeItem = {
@@ -16,9 +15,8 @@ export type NewKnowledgeItem = {
 // Everything but the generated search vector, which nobody outside Postgres needs.
 const { searchVector: _searchVector, ...knowledgeColumns } = getTableColumns(knowledgeItems);
 
-/** Content as Postgres can store it: a model's fact (extraction, its tool) may hold a NUL. */
 export async function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<KnowledgeItem> {
-  const [item] = await db.insert(knowledgeItems).values({ ...input, content: storable(input.content) }).returning(knowledgeColumns);
+  const [item] = await db.insert(knowledgeItems).values(input).returning(knowledgeColumns);
   return item!;
 }
 
@@ -57,7 +55,7 @@ export type KnowledgeChanges = { content?: string; type?: KnowledgeItemType; sou
 export async function updateKnowledgeItem(db: Db, itemId: string, changes: KnowledgeChanges): Promise<KnowledgeItem | null> {
   const [item] = await db
     .update(knowledgeItems)
-    .set({ ...changes, ...(changes.content === undefined ? {} : { content: storable(changes.content) }), updatedAt: sql`now()` })
+    .set({ ...changes, updatedAt: sql`now()` })
     .where(eq(knowledgeItems.id, itemId))
     .returning(knowledgeColumns);
   return item ?? null;
