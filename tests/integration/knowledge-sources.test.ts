@@ -81,6 +81,20 @@ describe("the source of a fact", () => {
   });
 });
 
+/** Extraction over a short exchange added to the agent's log, the model answering `answer`. */
+async function extractAnswer(agentId: string, conversationId: string, answer: string) {
+  await appendMessages(database.db, conversationId, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
+  const model = new MockLanguageModelV4({ doGenerate: async () => textReply(answer) });
+  return extractKnowledgeFromConversation({
+    db: database.db,
+    model: { model, modelId: "mock", kind: "offline" },
+    agentId,
+    conversationId,
+    messages: await getAllMessages(database.db, conversationId),
+    maxInputChars: 10_000,
+  });
+}
+
 describe("extraction", () => {
   it("tells near-duplicates apart from different facts", () => {
     expect(isNearDuplicate("Solar panels got 20% cheaper.", "solar panels got 20 cheaper")).toBe(true);
@@ -94,7 +108,6 @@ describe("extraction", () => {
     const { scout, conversation } = await scoutContext();
     const known = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Solar panel prices fell 20% in 2025.", confidence: 0.5, sourceUrl: "https://example.com/solar" });
     const sure = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Wind is cheap.", confidence: 0.9 });
-    await appendMessages(database.db, conversation.id, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
     const extracted = {
       items: [
         { type: "fact", content: "solar panel prices fell 20 % in 2025", confidence: 0.8 },
@@ -103,15 +116,7 @@ describe("extraction", () => {
         { type: "lesson", content: "Check two sources before briefing", confidence: 0.6 },
       ],
     };
-    const model = new MockLanguageModelV4({ doGenerate: async () => textReply(JSON.stringify(extracted)) });
-    const created = await extractKnowledgeFromConversation({
-      db: database.db,
-      model: { model, modelId: "mock", kind: "offline" },
-      agentId: scout.id,
-      conversationId: conversation.id,
-      messages: await getAllMessages(database.db, conversation.id),
-      maxInputChars: 10_000,
-    });
+    const created = await extractAnswer(scout.id, conversation.id, JSON.stringify(extracted));
     expect(created.map((item) => item.content)).toEqual(["Check two sources before briefing."]);
     const items = await searchKnowledgeItems(database.db, { agentId: scout.id });
     expect(items).toHaveLength(3);
@@ -123,16 +128,7 @@ describe("extraction", () => {
   it("forgives a weaker model's answer: keeps the items that read, and an answer with none is no items, not a failure", async () => {
     const extractWith = async (answer: string) => {
       const { scout, conversation } = await scoutContext();
-      await appendMessages(database.db, conversation.id, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
-      const model = new MockLanguageModelV4({ doGenerate: async () => textReply(answer) });
-      const created = await extractKnowledgeFromConversation({
-        db: database.db,
-        model: { model, modelId: "mock", kind: "offline" },
-        agentId: scout.id,
-        conversationId: conversation.id,
-        messages: await getAllMessages(database.db, conversation.id),
-        maxInputChars: 10_000,
-      });
+      const created = await extractAnswer(scout.id, conversation.id, answer);
       expect((await searchKnowledgeItems(database.db, { agentId: scout.id })).map((item) => item.content).sort()).toEqual(created.map((item) => item.content).sort());
       return created.map((item) => [item.type, item.content, item.confidence]);
     };
