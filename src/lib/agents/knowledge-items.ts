@@ -36,8 +36,11 @@ const MAX_JSON_STARTS = 50;
  * dropped. An answer with nothing readable in it is no items.
  */
 export function readExtractionLeniently(text: string): ExtractedItem[] {
-  let starts = 0;
-  for (let start = text.search(/[[{]/); start >= 0 && starts < MAX_JSON_STARTS; start = nextJsonStart(text, start + 1), starts++) {
+  const openings = text.matchAll(/[[{]/g);
+  for (let tried = 0; tried < MAX_JSON_STARTS; tried++) {
+    const opening = openings.next();
+    if (opening.done) break;
+    const start = opening.value.index;
     const end = closingBracket(text, start);
     if (end < 0) continue;
     let parsed: unknown;
@@ -55,11 +58,6 @@ export function readExtractionLeniently(text: string): ExtractedItem[] {
     if (readable.length > 0) return readable.slice(0, MAX_ITEMS);
   }
   return [];
-}
-
-function nextJsonStart(text: string, from: number): number {
-  const found = text.slice(from).search(/[[{]/);
-  return found < 0 ? -1 : from + found;
 }
 
 /** Where the bracket at `start` closes, skipping brackets inside strings; -1 when it does not. */

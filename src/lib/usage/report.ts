@@ -22,7 +22,7 @@ export type UsageFigures = {
 /** Usage of no team: calls made for no agent (drafting a new team's lead instructions). */
 export const NO_TEAM_KEY = "drafting";
 export const NO_TEAM_NAME = "Drafting new teams";
-export const NO_AGENT_NAME = "Drafting lead instructions";
+const NO_AGENT_NAME = "Drafting lead instructions";
 const DELETED_TEAMS_KEY = "deleted";
 const REMOVED_AGENTS_KEY = "removed";
 

@@ -1,6 +1,6 @@
 import { and, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
-import { agents, usage, type Usage, type UsagePurpose } from "../schema";
+import { usage, type Usage, type UsagePurpose } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { statementVariants } from "./prepared";
 
