@@ -57,7 +57,7 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
           { lazyCommit: true, heldBy: session.id },
         );
         reader.appending(
-          { id, conversationId: history.conversationId, role: "tool", content: "Web search is not configured.", thinking: null, toolCalls: null, toolCallId: `probe_${round}`, inboxItemId: null, previousMessageId: answerId, createdAt: new Date() },
+          { id, conversationId: history.conversationId, role: "tool", content: "Web search is not configured.", thinking: null, toolCalls: null, toolCallId: `probe_${round}`, inboxItemId: null, taskId: null, previousMessageId: answerId, createdAt: new Date() },
           resultWrite,
         );
         const facts = await readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null });

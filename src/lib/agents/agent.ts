@@ -131,6 +131,7 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
       stepsAtWrapUp: 0,
       briefed: false,
       focus: undefined,
+      storyTask: null,
       startTail: tail?.id ?? null,
       freshlyRead: true,
       signal: controller.signal,

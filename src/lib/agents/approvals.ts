@@ -199,7 +199,7 @@ async function storeOutcome(db: Db, approval: Approval, content: string): Promis
   await db.transaction(async (tx) => {
     try {
       // A savepoint: a result stored meanwhile (the unique key) must not abort the marking below.
-      await tx.transaction((inner) => appendMessage(inner, approval.conversationId, { role: "tool", toolCallId: approval.toolCallId, content }));
+      await tx.transaction((inner) => appendMessage(inner, approval.conversationId, { role: "tool", toolCallId: approval.toolCallId, content, taskId: approval.taskId }));
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
     }

@@ -57,6 +57,8 @@ export type CompactionOptions = {
   teamId?: string | null;
   /** The work session compacting, for its trace; null for the chat. */
   workSessionId?: string | null;
+  /** The task the compacted work belongs to (usage.task_id). */
+  taskId?: string | null;
   /** Estimated tokens above which the context is compacted. */
   budget: number;
   /** The system prompt the next call carries: it counts against the budget too. */
@@ -104,9 +106,9 @@ function renderForSummary(context: readonly Message[], budget: number): string {
 }
 
 export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
-  const { db, model, agentId, workSessionId, abortSignal, timeoutMs } = options;
+  const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
   const result = await generateModelText(
-    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, abortSignal, timeoutMs },
+    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
     {
       instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
       prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,

@@ -14,6 +14,7 @@ function stored(partial: Partial<Message> & Pick<Message, "role" | "content">): 
     toolCalls: null,
     toolCallId: null,
     inboxItemId: null,
+    taskId: null,
     previousMessageId: null,
     createdAt: new Date(),
     ...partial,

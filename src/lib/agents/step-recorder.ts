@@ -45,6 +45,8 @@ export class StepRecorder {
   private readonly onResultAhead?: () => void;
   /** The work session writing (see AppendOptions.heldBy): nothing lands once another worker took its agent over. */
   private readonly heldBy?: string;
+  /** The task the rows belong to (messages.task_id): a work turn's task, read at each write. */
+  private readonly task: () => string | null;
   /** How many tool calls wrote to the database (runEffect) so far: what was read before one may be stale. */
   effectsRun = 0;
 
@@ -57,9 +59,10 @@ export class StepRecorder {
   constructor(
     private readonly db: Db,
     private readonly conversationId: string,
-    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void; heldBy?: string } = {},
+    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void; heldBy?: string; task?: () => string | null } = {},
   ) {
     this.heldBy = options.heldBy;
+    this.task = options.task ?? (() => null);
     this.follower = options.follower;
     this.resultsInBackground = options.resultsInBackground ?? false;
     this.onResultAhead = options.onResultAhead;
@@ -89,6 +92,7 @@ export class StepRecorder {
       content: text,
       thinking: thinking || null,
       toolCalls: toolCalls.length ? toolCalls : null,
+      taskId: this.task(),
       ...(after !== undefined ? { previousMessageId: after } : {}),
     };
     // Committed lazily: a Postgres crash before the next durable commit (a tool's writes, an
@@ -181,7 +185,7 @@ export class StepRecorder {
 
   /** Stores what the text of an unfinished step was, when it was cut off. */
   async recordPartialText(text: string, marker: string): Promise<void> {
-    await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker }, { heldBy: this.heldBy });
+    await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker, taskId: this.task() }, { heldBy: this.heldBy });
   }
 
   /**
@@ -197,7 +201,7 @@ export class StepRecorder {
     this.writes = this.unannounced = this.writes.then(async () => {
       try {
         // Written first, then told: \`follower?.appended(await …)\` would skip the write without a follower.
-        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text }, { lazyCommit: lazy, heldBy: this.heldBy });
+        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text, taskId: this.task() }, { lazyCommit: lazy, heldBy: this.heldBy });
         this.follower?.appended(message);
       } catch (error) {
         // Someone (a redelivered run of this step) recorded it first: one result is the point.
@@ -220,7 +224,7 @@ export class StepRecorder {
     this.ownTail = id;
     this.writes = this.writes.then(async () => {
       try {
-        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, previousMessageId: after }, { lazyCommit: lazy, heldBy: this.heldBy });
+        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, taskId: this.task(), previousMessageId: after }, { lazyCommit: lazy, heldBy: this.heldBy });
       } catch (error) {
         // Someone else wrote first (a Stop's marker, another run's result): the log has moved
         // on from what the next call is given, so that call's answer will not be stored; the
@@ -231,13 +235,13 @@ export class StepRecorder {
           this.failure ??= error;
           return;
         }
-        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content }, { heldBy: this.heldBy }).catch((retryError: unknown) => {
+        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content, taskId: this.task() }, { heldBy: this.heldBy }).catch((retryError: unknown) => {
           if (!isUniqueViolation(retryError)) this.failure ??= retryError;
         });
       }
     });
     follower.appending(
-      { id, conversationId: this.conversationId, role: "tool", content, thinking: null, toolCalls: null, toolCallId, inboxItemId: null, previousMessageId: after, createdAt: new Date() },
+      { id, conversationId: this.conversationId, role: "tool", content, thinking: null, toolCalls: null, toolCallId, inboxItemId: null, taskId: this.task(), previousMessageId: after, createdAt: new Date() },
       this.writes,
     );
     this.onResultAhead?.();
@@ -283,7 +287,7 @@ export class StepRecorder {
     const output = await this.db.transaction(async (tx) => {
       const result = await write(tx);
       if (this.openCalls.has(toolCallId)) {
-        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)) }, { heldBy: this.heldBy });
+        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)), taskId: this.task() }, { heldBy: this.heldBy });
       }
       return result;
     });

@@ -9,7 +9,7 @@ import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApprov
 import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam } from "@/lib/db/queries/teams";
-import { finishSessionIfIdle, isSessionStopRequested } from "@/lib/db/queries/work-sessions";
+import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -44,6 +44,13 @@ export type SessionState = {
    * webhook, a report on work delegated outside any task); undefined: no turn yet.
    */
   focus: string | null | undefined;
+  /**
+   * The task what the session writes belongs to (messages.task_id, usage.task_id,
+   * work_sessions.task_id): the task in focus, or the task the input of a turn about no open
+   * task was about (a report on a task that ended); kept through the wrap-up, whose knowledge
+   * and briefing come of that work. Null for a turn about no task at all.
+   */
+  storyTask: string | null;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
   /** Agent and team were read a moment ago, after the claim (whose row carries any Stop): the loop's first look need not read them again. */
@@ -130,15 +137,15 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     listPendingTasks(db, agentId),
   ]);
   if (decided) {
-    const recorder = new StepRecorder(db, state.conversation.id, { heldBy: state.session.id });
+    const recorder = new StepRecorder(db, state.conversation.id, { heldBy: state.session.id, task: () => state.storyTask });
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
     const carried = await carryOutDecisions(
-      { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = taskId) },
+      { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = state.storyTask = taskId) },
       state.conversation.id,
     );
     const [ready] = await tasksReadyToGoOn(db, carried);
     if (ready !== undefined) {
-      state.focus = ready;
+      await focusOn(db, state, ready);
       await noteDecisionsUnlessAtTail(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
       return true;
     }
@@ -147,14 +154,14 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   if (oldest) {
     const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { heldBy: state.session.id });
     if (moved.length > 0) {
-      state.focus = await openTaskOf(db, agentId, oldest.taskId);
+      await focusOn(db, state, await openTaskOf(db, agentId, oldest.taskId), oldest.taskId);
       return true;
     }
   }
   for (const task of inProgress.reverse()) {
     if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
-    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task) }, { heldBy: state.session.id });
-    state.focus = task.id;
+    await focusOn(db, state, task.id);
+    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task), taskId: task.id }, { heldBy: state.session.id });
     return true;
   }
   for (const task of pending) {
@@ -164,7 +171,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       .transaction(async (tx) => {
         const [updated] = await Promise.all([
           setTaskStatus(tx, task.id, "in_progress"),
-          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task) }, { heldBy: state.session.id }),
+          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task), taskId: task.id }, { heldBy: state.session.id }),
         ]);
         if (!updated) tx.rollback();
         return updated;
@@ -174,11 +181,23 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
         throw error;
       });
     if (begun) {
-      state.focus = begun.id;
+      await focusOn(db, state, begun.id);
       return true;
     }
   }
   return false;
+}
+
+/**
+ * The turn about to run serves `focus`; what it writes belongs to `story` (see SessionState).
+ * The session row names the story's task, for the pages ("what is it doing now") and for the
+ * rows written without naming one (markers, closed calls: see NewMessage.taskId).
+ */
+async function focusOn(db: Db, state: SessionState, focus: string | null, story: string | null = focus): Promise<void> {
+  state.focus = focus;
+  if (story === state.storyTask) return;
+  state.storyTask = story;
+  await setSessionTask(db, state.session.id, story);
 }
 
 /** The task id when it is this agent's and still open; null otherwise (input about work that ended). */
@@ -215,6 +234,7 @@ async function sessionTools(deps: EngineDeps, state: SessionState, recorder: Ste
     conversationId: state.conversation.id,
     search: deps.config.search,
     focusTaskId: () => state.focus ?? null,
+    storyTaskId: () => state.storyTask,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
   return toolsForTurn(db, state.agent, offer(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log });
@@ -296,6 +316,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   let early: { facts: Promise<NextCallFacts>; focus: string | null; effectsRun: number } | null = null;
   const recorder: StepRecorder = new StepRecorder(db, state.conversation.id, {
     follower: history,
+    task: () => state.storyTask,
     resultsInBackground: true,
     heldBy: state.session.id,
     onResultAhead: () => {
@@ -340,9 +361,10 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       {
         db,
         model: state.model,
-        agentId: state.agent.id,
-    teamId: state.agent.teamId,
+            agentId: state.agent.id,
+        teamId: state.agent.teamId,
         workSessionId: state.session.id,
+        taskId: state.storyTask,
         budget: config.contextTokenBudget,
         instructions: system,
         abortSignal: state.signal,
@@ -366,6 +388,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     teamId: state.agent.teamId,
     conversationId: state.conversation.id,
     workSessionId: state.session.id,
+    taskId: state.storyTask,
     timeoutMs: config.modelTimeoutMs,
     abortSignal: state.signal,
     log: deps.log,

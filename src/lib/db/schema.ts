@@ -173,6 +173,12 @@ export const messages = pgTable(
     toolCallId: text("tool_call_id"),
     /** A briefing in the chat names the inbox item it belongs to (no FK: messages are append-only, and both go with their team). */
     inboxItemId: uuid("inbox_item_id"),
+    /**
+     * The task a work log's message belongs to: the task in focus when it was written, or the
+     * task input was about. It gathers a request's work into one story (the timeline). No FK:
+     * messages are append-only, and a task goes only with its agent, whose log goes too.
+     */
+    taskId: uuid("task_id"),
     previousMessageId: uuid("previous_message_id"),
     // clock_timestamp, not now(): now() is the transaction's start and would tie for rows written together.
     createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
@@ -198,6 +204,8 @@ export const messages = pgTable(
     uniqueIndex("messages_one_result_per_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
     // The team timeline pages each conversation backwards by time (keyset on created_at, id).
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // A story's steps: the messages of its tasks.
+    index("messages_task_created_idx").on(t.taskId, t.createdAt, t.id).where(sql`task_id is not null`),
     // A timeline filtered to tasks, reports or questions reads only input rows, a small part of a work log.
     index("messages_conversation_input_created_idx").on(t.conversationId, t.createdAt, t.id).where(sql`role = 'user'`),
     // Full-text search over what the person and the agents said (not tool output, which is
@@ -223,6 +231,11 @@ export const tasks = pgTable(
     status: text("status").$type<TaskStatus>().notNull().default("pending"),
     result: text("result"),
     parentTaskId: uuid("parent_task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
+    /**
+     * The task at the top of its delegation tree (itself for a task nobody delegated): the
+     * story it belongs to. Set by a trigger at insert (migration 0016), so every writer agrees.
+     */
+    rootTaskId: uuid("root_task_id"),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
@@ -236,6 +249,9 @@ export const tasks = pgTable(
     index("tasks_agent_created_idx").on(t.agentId, t.createdAt, t.id),
     // The timeline's "task ended" entries, newest first per agent.
     index("tasks_agent_completed_idx").on(t.agentId, t.completedAt).where(sql`completed_at is not null`),
+    // Stories, newest first per agent: the tasks nobody delegated.
+    index("tasks_agent_root_created_idx").on(t.agentId, t.createdAt, t.id).where(sql`parent_task_id is null`),
+    index("tasks_root_task_idx").on(t.rootTaskId),
   ],
 );
 
@@ -278,6 +294,8 @@ export const inboxItems = pgTable(
     index("inbox_items_active_created_idx").on(t.createdAt, t.id).where(sql`archived_at is null`),
     uniqueIndex("inbox_items_question_id_idx").on(t.questionId).where(sql`question_id is not null`),
     uniqueIndex("inbox_items_approval_id_idx").on(t.approvalId).where(sql`approval_id is not null`),
+    // A story's questions, approvals, briefings and alerts.
+    index("inbox_items_task_idx").on(t.taskId).where(sql`task_id is not null`),
   ],
 );
 
@@ -332,6 +350,8 @@ export const usage = pgTable(
     durationMs: integer("duration_ms").notNull().default(0),
     /** The work session the call was made in (work, compaction, extraction, briefing); null for chat and drafting. */
     workSessionId: uuid("work_session_id"),
+    /** The task the call worked on (a work session's task in focus), for a story's cost. */
+    taskId: uuid("task_id"),
     /** Why the model stopped ("stop", "tool-calls", "length", …), as the AI SDK reports it. */
     finishReason: text("finish_reason"),
     createdAt: createdAt(),
@@ -341,6 +361,7 @@ export const usage = pgTable(
     index("usage_agent_created_idx").on(t.agentId, t.createdAt),
     index("usage_team_created_idx").on(t.teamId, t.createdAt),
     index("usage_work_session_idx").on(t.workSessionId).where(sql`work_session_id is not null`),
+    index("usage_task_idx").on(t.taskId).where(sql`task_id is not null`),
     index("usage_created_idx").on(t.createdAt),
   ],
 );
@@ -361,6 +382,8 @@ export const workSessions = pgTable(
     heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
     stopRequestedAt: timestamp("stop_requested_at", { withTimezone: true, mode: "date" }),
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
+    /** The task the session works on now (its task in focus), or last worked on; null before it took one. No FK: see messages.task_id. */
+    taskId: uuid("task_id"),
   },
   (t) => [
     check("work_sessions_status_check", oneOf("status", workSessionStatuses)),

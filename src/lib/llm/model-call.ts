@@ -41,6 +41,8 @@ export type ModelCall = {
   conversationId?: string | null;
   /** The work session the call is made in, so its trace can show it; null for chat and drafting. */
   workSessionId?: string | null;
+  /** The task a work session's call worked on, for a story's cost (usage.task_id). */
+  taskId?: string | null;
   /** How long one model call may take (each attempt); MODEL_TIMEOUT_MS when not given. */
   timeoutMs?: number;
   /** The caller's cancellation (a Stop, a closed request): it reads as an abort, never as a timeout. */
@@ -112,6 +114,7 @@ export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEven
     purpose: call.purpose,
     model: call.model.modelId,
     workSessionId: call.workSessionId ?? null,
+    taskId: call.taskId ?? null,
     finishReason: event.finishReason,
     usage: event.usage,
     durationMs: Math.round(event.performance.responseTimeMs),

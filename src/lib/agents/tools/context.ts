@@ -29,6 +29,8 @@ export type ToolContext = {
    * asks or reports belongs to it. Null in the chat and in a turn about no task.
    */
   focusTaskId: () => string | null;
+  /** The task the turn's work belongs to when none is in focus (a lead's wrap-up briefing: the work it briefs on). */
+  storyTaskId?: () => string | null;
   /**
    * Runs a tool's writes in the transaction that records its result: a crash keeps
    * both or neither. Every tool that changes the database goes through it.

@@ -136,8 +136,8 @@ export function teamLeadTools(context: ToolContext) {
       execute: ({ title, summary, content, type }, { toolCallId }) =>
         // The inbox item (and its notifications), the briefing in the chat and the tool's result stand or fall together.
         context.effect(toolCallId, async (tx) => {
-          // The task in focus is what the briefing answers (none in the wrap-up's briefing turn).
-          const taskId = context.focusTaskId();
+          // The task in focus is what the briefing answers; in the wrap-up's briefing turn, the work the session did last.
+          const taskId = context.focusTaskId() ?? context.storyTaskId?.() ?? null;
           const created = (await postToInbox(tx, context.jobs, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content, taskId }))!;
           const foreground = await getForegroundConversation(tx, context.agent.id);
           await appendMessage(tx, foreground.id, { role: "assistant", content: formatBriefing(title, content), inboxItemId: created.id });

@@ -21,6 +21,11 @@ export type NewMessage = {
   /** A briefing names its inbox item. */
   inboxItemId?: string | null;
   /**
+   * The task a work log's message belongs to (see the schema's messages.task_id). Not given:
+   * the task the agent's running session is on (work_sessions.task_id), if any.
+   */
+  taskId?: string | null;
+  /**
    * The message this one must follow. Omitted: the current tail of the conversation.
    * Given: the append fails with a conflict when the tail has moved on, so a writer
    * that computed something from a snapshot (a compaction summary) never lands after
@@ -96,6 +101,7 @@ type AppendValues = {
   toolCalls: string | null;
   toolCallId: string | null;
   inboxItemId: string | null;
+  taskId: string | null;
   expected: string | null;
   heldBy: string | null;
 } & Partial<ReturnType<typeof usageKeys> & ReturnType<typeof usageMeasures>>;
@@ -123,8 +129,12 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
        where id = ${value("conversationId")}::uuid
          for update of conversations
     )${used}, appended as (
-      insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, previous_message_id)
-      select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid, c.last_message_id
+      insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, task_id, previous_message_id)
+      select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid,
+             -- Not named: a work log's row belongs to the task its agent's running session is on.
+             coalesce(${value("taskId")}::uuid, case when c.mode = 'background'
+               then (select s.task_id from work_sessions s where s.agent_id = c.agent_id and s.status = 'running') end),
+             c.last_message_id
         from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
        where ${after} and c.held
       returning *
@@ -171,6 +181,7 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     toolCalls,
     toolCallId: message.toolCallId ?? null,
     inboxItemId: message.inboxItemId ?? null,
+    taskId: message.taskId ?? null,
     expected: expected ?? null,
     heldBy: options.heldBy ?? null,
     ...(options.usage ? { ...usageKeys(options.usage), ...usageMeasures(options.usage) } : {}),
@@ -221,6 +232,7 @@ type MessageRow = {
   tool_calls: StoredToolCall[] | null;
   tool_call_id: string | null;
   inbox_item_id: string | null;
+  task_id: string | null;
   previous_message_id: string | null;
   created_at: string | Date;
 };
@@ -235,13 +247,14 @@ function toMessage(row: MessageRow): Message {
     toolCalls: row.tool_calls,
     toolCallId: row.tool_call_id,
     inboxItemId: row.inbox_item_id ?? null,
+    taskId: row.task_id ?? null,
     previousMessageId: row.previous_message_id,
     createdAt: row.created_at instanceof Date ? row.created_at : new Date(row.created_at),
   };
 }
 
 const messageColumns = sql.raw(
-  "m.id, m.conversation_id, m.role, m.content, m.thinking, m.tool_calls, m.tool_call_id, m.inbox_item_id, m.previous_message_id, m.created_at",
+  "m.id, m.conversation_id, m.role, m.content, m.thinking, m.tool_calls, m.tool_call_id, m.inbox_item_id, m.task_id, m.previous_message_id, m.created_at",
 );
 
 /**

@@ -20,6 +20,8 @@ export type NewUsage = {
   cachedTokens?: number;
   durationMs?: number;
   workSessionId?: string | null;
+  /** The task the call worked on (a work session's task in focus). */
+  taskId?: string | null;
   finishReason?: string | null;
 };
 
@@ -57,12 +59,12 @@ export function usageKeys(input: NewUsage) {
  * placeholders named as usageMeasures' fields). recordUsage and an answer's append (messages.ts,
  * which writes the row of the call whose answer it stores) write the same row.
  */
-export const USAGE_COLUMNS = sql.raw("agent_id, team_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, finish_reason");
+export const USAGE_COLUMNS = sql.raw("agent_id, team_id, conversation_id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, work_session_id, task_id, finish_reason");
 
 export function usageMeasureValues(): SQL {
   const value = (name: keyof ReturnType<typeof usageMeasures>) => sql.placeholder(name);
   return sql`${value("purpose")}, ${value("model")}, ${value("inputTokens")}::int, ${value("outputTokens")}::int, ${value("cachedTokens")}::int,
-             ${value("durationMs")}::int, ${value("workSessionId")}::uuid, ${value("finishReason")}`;
+             ${value("durationMs")}::int, ${value("workSessionId")}::uuid, ${value("taskId")}::uuid, ${value("finishReason")}`;
 }
 
 /** A usage row's values after its agent and conversation, with their defaults. */
@@ -75,6 +77,7 @@ export function usageMeasures(input: NewUsage) {
     cachedTokens: input.cachedTokens ?? 0,
     durationMs: input.durationMs ?? 0,
     workSessionId: input.workSessionId ?? null,
+    taskId: input.taskId ?? null,
     finishReason: input.finishReason ?? null,
   };
 }

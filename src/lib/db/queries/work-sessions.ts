@@ -43,6 +43,7 @@ type WorkSessionRow = {
   heartbeat_at: Date;
   stop_requested_at: Date | null;
   ended_at: Date | null;
+  task_id: string | null;
 };
 
 const claimStatement = statement<WorkSessionRow, { agentId: string; worker: string; staleAfterSeconds: number }>(
@@ -61,7 +62,13 @@ function toWorkSession(row: WorkSessionRow): WorkSession {
     heartbeatAt: row.heartbeat_at,
     stopRequestedAt: row.stop_requested_at,
     endedAt: row.ended_at,
+    taskId: row.task_id,
   };
+}
+
+/** The task a session works on now (see SessionState.storyTask in work-loop.ts). */
+export async function setSessionTask(db: Db, sessionId: string, taskId: string | null): Promise<void> {
+  await db.update(workSessions).set({ taskId }).where(eq(workSessions.id, sessionId));
 }
 
 export type Heartbeat = { alive: boolean; stopRequested: boolean };
