@@ -142,7 +142,7 @@ const KIND_LABELS: Record<string, string> = {
   alert: "alert",
 };
 
-function TimelineRow({ entry }: { entry: TimelineEntry }) {
+export function TimelineRow({ entry }: { entry: TimelineEntry }) {
   return (
     <li className={`tl-entry tl-${entry.kind}`} id={`entry-${entry.key}`}>
       <div className="tl-meta">

@@ -125,7 +125,7 @@ function inputTaskId(input: LogInput | null): string | null {
 }
 
 /** Fills in what each entry points at: tool results, the tasks it names, the sessions it happened in. */
-async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], agents: AgentName[]): Promise<TimelineEntry[]> {
+export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], agents: AgentName[]): Promise<TimelineEntry[]> {
   const messages = rows.flatMap((row) => (row.source === "message" ? [row.row] : []));
   const results = await listToolResults(
     db,

@@ -129,3 +129,43 @@ export function citedSources(markdown: string): { url: string; label: string }[]
   }
   return [...found].map(([url, label]) => ({ url, label }));
 }
+
+/** "1 page", "3 pages". */
+function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+const times = (n: number) => (n === 1 ? "once" : n === 2 ? "twice" : `${n} times`);
+
+/** Each built-in tool's part of a work summary, in the order a summary lists them. */
+const TOOL_USE_WORDS: readonly [string, (n: number) => string][] = [
+  ["tavilySearch", (n) => `searched the web ${times(n)}`],
+  ["readWebPage", (n) => `read ${count(n, "page", "pages")}`],
+  ["searchKnowledge", (n) => `looked through the team's knowledge ${times(n)}`],
+  ["addKnowledgeItem", (n) => `saved ${count(n, "fact", "facts")}`],
+  ["removeKnowledgeItem", (n) => `removed ${count(n, "fact", "facts")}`],
+  ["delegateToAgent", (n) => `delegated ${count(n, "task", "tasks")}`],
+  ["createTask", (n) => `created ${count(n, "task", "tasks")}`],
+  ["requestInput", (n) => `asked the lead ${count(n, "question", "questions")}`],
+  ["askPerson", (n) => `asked you ${count(n, "question", "questions")}`],
+  ["answerSubordinate", (n) => `answered ${count(n, "question", "questions")}`],
+  ["createInboxItem", (n) => `sent ${n === 1 ? "a briefing" : `${n} briefings`}`],
+];
+/** Calls that say nothing of the work itself (the report is shown on its own). */
+const UNTOLD_TOOLS = new Set(["reportToLead", "getTeamStatus"]);
+
+/**
+ * A task's work in words from how often each tool was called: "searched the web 3 times, read
+ * 2 pages, saved 2 facts"; MCP tools as "used TOOL (SERVER) twice". Empty when nothing was called.
+ */
+export function describeToolUse(calls: Readonly<Record<string, number>>): string {
+  const parts: string[] = [];
+  for (const [toolName, words] of TOOL_USE_WORDS) if (calls[toolName]) parts.push(words(calls[toolName]));
+  const known = new Set([...TOOL_USE_WORDS.map(([name]) => name), ...UNTOLD_TOOLS]);
+  for (const [toolName, n] of Object.entries(calls).sort(([a], [b]) => a.localeCompare(b))) {
+    if (known.has(toolName) || !n) continue;
+    const at = toolName.indexOf(MCP_SEPARATOR);
+    const [server, tool] = at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
+    parts.push(`used ${tool}${server ? ` (${server})` : ""} ${times(n)}`);
+  }
+  return parts.join(", ");
+}

@@ -3,6 +3,7 @@ import { formatLogInput } from "@/lib/agents/formats";
 import { queueInput } from "@/lib/agents/tasks";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { getTeamLead } from "@/lib/db/queries/agents";
+import { createTask } from "@/lib/db/queries/tasks";
 import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { deleteWebhookDeliveriesOlderThan, getWebhookSecret, recordWebhookDelivery } from "@/lib/db/queries/webhooks";
 import { CadreError } from "@/lib/errors";
@@ -83,14 +84,16 @@ export async function receiveWebhook(
     if (!(await recordWebhookDelivery(tx, teamId, expected))) {
       throw new CadreError("conflict:webhook_replay", "This delivery was already received (same timestamp and signature).");
     }
-    await queueInput(tx, jobs, lead.id, message);
+    // A delivery starts a story of its own: a task for the lead, begun, with the delivery as its input.
+    const task = await createTask(tx, { agentId: lead.id, source: "webhook", title: `Webhook ${message.name}`, description: message.body, started: true });
+    await queueInput(tx, jobs, lead.id, message.text, task.id);
     return lead.id;
   });
-  return { leadId, message };
+  return { leadId, message: message.text };
 }
 
 /** `[webhook:NAME] <body>`: JSON pretty-printed, anything else as text, cut to a size the lead can read. */
-export function webhookMessage(nameHeader: string | null, body: Uint8Array): string {
+export function webhookMessage(nameHeader: string | null, body: Uint8Array): { name: string; body: string; text: string } {
   const text = new TextDecoder("utf-8").decode(body);
   let parsed: unknown;
   try {
@@ -105,7 +108,8 @@ export function webhookMessage(nameHeader: string | null, body: Uint8Array): str
   if (shown.length > WEBHOOK_MESSAGE_MAX_CHARS) {
     shown = `${shown.slice(0, WEBHOOK_MESSAGE_MAX_CHARS)}\n… (truncated: ${shown.length - WEBHOOK_MESSAGE_MAX_CHARS} more characters)`;
   }
-  return formatLogInput({ kind: "webhook", name, body: shown || "(empty body)" });
+  const input = { kind: "webhook" as const, name, body: shown || "(empty body)" };
+  return { name, body: input.body, text: formatLogInput(input) };
 }
 
 /** Letters, digits, `_` and `-`, at most 40: a NAME cannot break out of its brackets or forge another prefix. */

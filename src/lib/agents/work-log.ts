@@ -23,7 +23,8 @@ export async function moveQueuedInput(
     await appendMessages(
       tx,
       conversationId,
-      inputs.map((input) => ({ role: "user" as const, content: input.content })),
+      // Each input belongs to the task it is about, whatever the session was on before.
+      inputs.map((input) => ({ role: "user" as const, content: input.content, taskId: input.taskId })),
       options,
     );
     return inputs;

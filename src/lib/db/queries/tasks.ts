@@ -12,6 +12,8 @@ export type NewTask = {
   title: string;
   description?: string;
   parentTaskId?: string | null;
+  /** Begun at once (a webhook's task, whose input is queued with it); pending otherwise. */
+  started?: boolean;
 };
 
 export async function createTask(db: Db, input: NewTask): Promise<Task> {
@@ -23,6 +25,7 @@ export async function createTask(db: Db, input: NewTask): Promise<Task> {
       title: input.title,
       description: input.description ?? "",
       parentTaskId: input.parentTaskId ?? null,
+      ...(input.started ? { status: "in_progress" as const, startedAt: sql`now()` } : {}),
     })
     .returning();
   return task!;

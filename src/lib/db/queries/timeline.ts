@@ -80,8 +80,8 @@ export type TimelineRow =
 const micros = (column: string) => atMicros(sql.raw(column));
 const quote = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** The kind of a work-log message, in SQL: input by its wording (formats.ts), everything else is the agent's work. */
-const messageKind = sql.raw(
+/** The kind of a work-log message `m`, in SQL: input by its wording (formats.ts), everything else is the agent's work. */
+export const messageKind = sql.raw(
   `case when m.role <> 'user' then 'work' ${logInputLikePatterns
     .map(({ kind, pattern }) => `when m.content like ${quote(pattern)} then ${quote(timelineKindOfInput(kind))}`)
     .join(" ")} else 'work' end`,

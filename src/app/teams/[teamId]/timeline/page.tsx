@@ -2,15 +2,18 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { ConversationSearchForm } from "@/components/conversation-search";
+import { TeamStories } from "@/components/team-stories";
 import { TeamTimeline } from "@/components/team-timeline";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
 import { isUuid } from "@/lib/ids";
+import { getStory, getTeamStories } from "@/lib/stories";
 import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ agent?: string | string[]; kind?: string | string[] }> };
+type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ agent?: string | string[]; kind?: string | string[]; view?: string | string[]; story?: string | string[] }>;
+};
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -40,7 +43,20 @@ export default async function TimelinePage({ params, searchParams }: Props) {
   // An unknown filter value shows everything rather than an error: it is only a filter.
   const agentId = agents.find((agent) => agent.id === query.agent)?.id;
   const kind = timelineKinds.find((known) => known === query.kind);
-  const first = await getTeamTimeline(db(), team.id, { agentId, kind });
+  // Stories by default; "Every step" is the engine's record, entry by entry.
+  const steps = query.view === "steps";
+  const [first, stories, open] = await Promise.all([
+    steps ? getTeamTimeline(db(), team.id, { agentId, kind }) : null,
+    steps ? null : getTeamStories(db(), team.id, { agentId, kind }),
+    !steps && typeof query.story === "string" ? getStory(db(), team.id, query.story) : null,
+  ]);
+  const viewHref = (view: "stories" | "steps") => {
+    const params = new URLSearchParams();
+    if (agentId) params.set("agent", agentId);
+    if (kind) params.set("kind", kind);
+    if (view === "steps") params.set("view", "steps");
+    return `/teams/${team.id}/timeline${params.size ? `?${params}` : ""}`;
+  };
 
   return (
     <div className="page">
@@ -51,11 +67,24 @@ export default async function TimelinePage({ params, searchParams }: Props) {
       <header className="page-header">
         <div>
           <h1>Timeline</h1>
-          <p className="lede">Everything {team.name} does, newest first: each agent&apos;s work, the tasks it gives and gets, reports, questions, approvals, briefings and alerts.</p>
+          <p className="lede">
+            {steps
+              ? <>Every step {team.name} took, newest first: each agent&apos;s work, the tasks it gives and gets, reports, questions, approvals, briefings and alerts.</>
+              : <>What {team.name} did, one story per request, newest first: the plan, each agent&apos;s work, the reports and what reached you.</>}
+          </p>
         </div>
       </header>
       <ConversationSearchForm teamId={team.id} />
+      <nav className="timeline-views segmented" aria-label="Timeline view">
+        <Link href={viewHref("stories")} className="segmented-option" aria-current={steps ? undefined : "page"}>
+          Stories
+        </Link>
+        <Link href={viewHref("steps")} className="segmented-option" aria-current={steps ? "page" : undefined}>
+          Every step
+        </Link>
+      </nav>
       <form method="get" className="timeline-filter" aria-label="Filter the timeline">
+        {steps && <input type="hidden" name="view" value="steps" />}
         <label className="field">
           Agent
           <select name="agent" defaultValue={agentId ?? ""}>
@@ -83,20 +112,32 @@ export default async function TimelinePage({ params, searchParams }: Props) {
             Show
           </button>
           {(agentId || kind) && (
-            <Link href={`/teams/${team.id}/timeline`} className="button button-quiet">
+            <Link href={steps ? `/teams/${team.id}/timeline?view=steps` : `/teams/${team.id}/timeline`} className="button button-quiet">
               Clear
             </Link>
           )}
         </div>
       </form>
-      <TeamTimeline
-        // A new filter starts the list afresh.
-        key={`${agentId ?? ""}:${kind ?? ""}`}
-        teamId={team.id}
-        initial={first}
-        filter={{ agentId, kind }}
-        agentIds={agents.map((agent) => agent.id)}
-      />
+      {first && (
+        <TeamTimeline
+          // A new filter starts the list afresh.
+          key={`${agentId ?? ""}:${kind ?? ""}`}
+          teamId={team.id}
+          initial={first}
+          filter={{ agentId, kind }}
+          agentIds={agents.map((agent) => agent.id)}
+        />
+      )}
+      {stories && (
+        <TeamStories
+          key={`${agentId ?? ""}:${kind ?? ""}:${open?.id ?? ""}`}
+          teamId={team.id}
+          initial={stories}
+          filter={{ agentId, kind }}
+          agentIds={agents.map((agent) => agent.id)}
+          open={open}
+        />
+      )}
     </div>
   );
 }

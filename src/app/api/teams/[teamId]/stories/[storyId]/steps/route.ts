@@ -1,0 +1,15 @@
+import { parseId, route } from "@/lib/http";
+import { webEngine } from "@/lib/server";
+import { getStorySteps } from "@/lib/stories";
+
+export const dynamic = "force-dynamic";
+type Params = { params: Promise<{ teamId: string; storyId: string }> };
+
+/** A story's steps, oldest first: `{ entries }` (the timeline's entries of its tasks). */
+export const GET = route(async (_request: Request, { params }: Params) => {
+  const { teamId: rawTeamId, storyId: rawStoryId } = await params;
+  const teamId = parseId(rawTeamId, "team");
+  const storyId = parseId(rawStoryId, "story");
+  const { db } = await webEngine();
+  return Response.json({ entries: await getStorySteps(db, teamId, storyId) });
+});
