@@ -1,7 +1,7 @@
 "use client";
 
 import Link from "next/link";
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { formatElapsed } from "@/lib/activity";
 import { api, messageOf } from "@/lib/api-client";
 import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@/lib/stories";
@@ -120,7 +120,7 @@ function When({ at }: { at: string }) {
 /** "2 min 5 s · 12k tokens · $0.0123": what a part of the work took. */
 function costLine(durationMs: number | null, cost: Story["cost"]): string {
   const parts: string[] = [];
-  if (durationMs !== null) parts.push(formatElapsed(durationMs));
+  if (durationMs !== null) parts.push(durationMs < 1000 ? "under a second" : formatElapsed(durationMs));
   if (cost.tokens > 0) parts.push(`${formatTokensShort(cost.tokens)} tokens`);
   if (cost.usd > 0) parts.push(formatUsd(cost.usd));
   else if (cost.tokens > 0 && cost.unpriced) parts.push("no price set");
@@ -135,9 +135,14 @@ function firstWords(text: string, max = 220): string {
 
 function StoryCard({ teamId, story, startOpen }: { teamId: string; story: Story; startOpen: boolean }) {
   const [lead, ...delegated] = story.parts;
-  const headingId = `story-${story.id}`;
+  const headingId = `story-title-${story.id}`;
+  const ref = useRef<HTMLElement>(null);
+  // A story opened from one of its entries comes into view.
+  useEffect(() => {
+    if (startOpen) ref.current?.scrollIntoView({ block: "start" });
+  }, [startOpen]);
   return (
-    <article className={`story story-${story.status}`} aria-labelledby={headingId} id={`story-${story.id}`}>
+    <article ref={ref} className={`story story-${story.status}`} aria-labelledby={headingId} id={`story-${story.id}`}>
       <header className="story-head">
         <h2 id={headingId} className="story-title">
           {story.title}

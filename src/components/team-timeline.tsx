@@ -92,7 +92,7 @@ export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: st
     <>
       <ol className="timeline" aria-label="Timeline, newest first">
         {entries.map((entry) => (
-          <TimelineRow key={entry.key} entry={entry} />
+          <TimelineRow key={entry.key} entry={entry} storyOf={`/teams/${teamId}/timeline`} />
         ))}
       </ol>
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
@@ -142,7 +142,8 @@ const KIND_LABELS: Record<string, string> = {
   alert: "alert",
 };
 
-export function TimelineRow({ entry }: { entry: TimelineEntry }) {
+/** One entry; `storyOf`: the timeline's address, to link the entry to its story (left out inside a story's own steps). */
+export function TimelineRow({ entry, storyOf }: { entry: TimelineEntry; storyOf?: string }) {
   return (
     <li className={`tl-entry tl-${entry.kind}`} id={`entry-${entry.key}`}>
       <div className="tl-meta">
@@ -152,6 +153,11 @@ export function TimelineRow({ entry }: { entry: TimelineEntry }) {
         </Link>
         <span className={`pill pill-${entry.kind}`}>{KIND_LABELS[entry.kind]}</span>
         <SessionLink sessionId={entry.sessionId} />
+        {storyOf && entry.storyTaskId && (
+          <Link href={`${storyOf}?story=${entry.storyTaskId}`} className="meta-link">
+            its story
+          </Link>
+        )}
       </div>
       <div className="tl-body">
         <ItemBody item={entry.item} />

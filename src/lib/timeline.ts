@@ -70,6 +70,8 @@ export type TimelineEntry = {
   agent: { id: string; name: string; role: AgentRole };
   /** The work session it happened in, when it happened in one. */
   sessionId: string | null;
+  /** A task of the story it belongs to (any task finds its story); null for what belongs to none. */
+  storyTaskId: string | null;
   item: TimelineItem;
 };
 
@@ -169,7 +171,8 @@ export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], a
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   return rows.map((row): TimelineEntry => {
     const agent = agentsById.get(row.agentId) ?? { id: row.agentId, name: "(removed agent)", role: "subordinate" };
-    const base = { key: row.key, position: `${row.atMicros.padStart(20, "0")}.${row.key}`, kind: row.kind, agent };
+    const storyTaskId = row.source === "message" ? row.row.task_id : row.source === "inbox" ? row.row.task_id : row.row.id;
+    const base = { key: row.key, position: `${row.atMicros.padStart(20, "0")}.${row.key}`, kind: row.kind, agent, storyTaskId: storyTaskId ?? null };
     switch (row.source) {
       case "message": {
         const message = row.row;

@@ -83,6 +83,10 @@ describe("The team timeline and the session trace, in a browser", () => {
     await page.getByRole("link", { name: "Timeline", exact: true }).click();
     await page.waitForURL(`**/teams/${team.id}/timeline`);
     await settle(page);
+    // Stories first; the engine's record entry by entry is one click away.
+    await page.getByRole("navigation", { name: "Timeline view" }).getByRole("link", { name: "Every step" }).click();
+    await page.waitForURL(`**/teams/${team.id}/timeline?view=steps`);
+    await settle(page);
     const timeline = page.getByRole("list", { name: "Timeline, newest first" });
     const entries = timeline.locator(":scope > li");
     expect(await entries.count()).toBe(50);
@@ -111,7 +115,7 @@ describe("The team timeline and the session trace, in a browser", () => {
   });
 
   it("pages back with Load older until the beginning, without repeats", async () => {
-    await page.goto(`${app.url}/teams/${team.id}/timeline`);
+    await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps`);
     await settle(page);
     const entries = page.getByRole("list", { name: "Timeline, newest first" }).locator(":scope > li");
     for (let pages = 0; pages < 5 && (await page.getByRole("button", { name: "Load older" }).count()) > 0; pages++) {
@@ -127,7 +131,7 @@ describe("The team timeline and the session trace, in a browser", () => {
   });
 
   it("filters by kind and by agent, in the URL", async () => {
-    await page.goto(`${app.url}/teams/${team.id}/timeline`);
+    await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps`);
     await settle(page);
     const form = page.getByRole("form", { name: "Filter the timeline" });
     await form.getByLabel("Kind").selectOption({ label: "Reports" });
@@ -138,7 +142,7 @@ describe("The team timeline and the session trace, in a browser", () => {
     expect(await entries.count()).toBe(1);
     expect(await entries.first().innerText()).toContain("Scout reports");
 
-    await page.goto(`${app.url}/teams/${team.id}/timeline?agent=${team.scoutId}`);
+    await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps&agent=${team.scoutId}`);
     await settle(page);
     expect(await page.getByRole("form", { name: "Filter the timeline" }).getByLabel("Agent").inputValue()).toBe(team.scoutId);
     const agents = await entries.locator(".tl-agent").allInnerTexts();
@@ -146,11 +150,45 @@ describe("The team timeline and the session trace, in a browser", () => {
     expect(new Set(agents)).toEqual(new Set(["Scout"]));
     await shoot(page, "timeline-filtered");
     await page.getByRole("link", { name: "Clear" }).click();
-    await page.waitForURL(`**/teams/${team.id}/timeline`);
+    await page.waitForURL(`**/teams/${team.id}/timeline?view=steps`);
+  });
+
+  it("tells the request as one story that fits one screen collapsed, with its steps on demand", async () => {
+    await page.goto(`${app.url}/teams/${team.id}/timeline`);
+    await settle(page);
+    const stories = page.getByRole("list", { name: "Stories, newest first" }).locator(":scope > li");
+    expect(await stories.count()).toBe(1);
+    const story = page.getByRole("article", { name: "Research battery storage" });
+    const text = await story.innerText();
+    expect(text).toMatch(/You asked/);
+    expect(text).toMatch(/Done/);
+    expect(text).toMatch(/Scout worked on “.+”: searched the web once, read 1 page, saved 1 fact\./);
+    expect(text).toMatch(/Reported: /);
+    expect(text).toMatch(/Briefing: /);
+    expect(text).toMatch(/\d+ s|\d+ min/);
+    // Collapsed, the whole story fits one screen at 1440 × 900.
+    expect((await story.boundingBox())!.height).toBeLessThan(900);
+    await shoot(page, "timeline-stories");
+
+    await story.getByRole("button", { name: "Show steps" }).click();
+    const steps = story.getByRole("list", { name: /^Steps of/ }).locator(":scope > li");
+    await expect.poll(() => steps.count()).toBeGreaterThan(8);
+    const agents = new Set(await steps.locator(".tl-agent").allInnerTexts());
+    expect(agents).toEqual(new Set(["Ada", "Scout"]));
+    // each step links to its session's trace
+    expect(await steps.getByRole("link", { name: "session trace" }).count()).toBeGreaterThan(3);
+    await shoot(page, "timeline-story-steps");
+    await story.getByRole("button", { name: "Hide steps" }).click();
+
+    // A story is found from any of its tasks: the scout's opens the same story with its steps.
+    const scoutTask = (await tasksOf(team.scoutId))[0]!;
+    await page.goto(`${app.url}/teams/${team.id}/timeline?story=${scoutTask.id}`);
+    await settle(page);
+    await page.getByRole("article", { name: "Research battery storage" }).getByRole("list", { name: /^Steps of/ }).waitFor();
   });
 
   it("shows new work at the top as it happens, without a reload", async () => {
-    await page.goto(`${app.url}/teams/${team.id}/timeline`);
+    await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps`);
     await settle(page);
     await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
     const given = await call(`/api/agents/${team.leadId}/tasks`, { method: "POST", body: { title: "Research pumped hydro" } });
@@ -163,7 +201,7 @@ describe("The team timeline and the session trace, in a browser", () => {
   });
 
   it("opens a session's trace from the timeline: its model and tool calls as a waterfall, its outcome", async () => {
-    await page.goto(`${app.url}/teams/${team.id}/timeline?agent=${team.scoutId}&kind=work`);
+    await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps&agent=${team.scoutId}&kind=work`);
     await settle(page);
     await page.locator(".tl-entry", { hasText: "tavilySearch" }).last().getByRole("link", { name: "session trace" }).click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);

@@ -54,7 +54,8 @@ export default async function BriefingPage({ params }: Props) {
             </p>
             {task && (
               <p className="meta">
-                Answers the task <Link href={`/agents/${task.agentId}`}>“{task.title}”</Link>
+                {item.type === "briefing" ? "Answers the task" : "About the task"} <Link href={`/agents/${task.agentId}`}>“{task.title}”</Link> ·{" "}
+                <Link href={`/teams/${item.teamId}/timeline?story=${task.id}`}>See the whole story</Link>
               </p>
             )}
           </div>

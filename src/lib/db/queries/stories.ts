@@ -157,7 +157,7 @@ export async function listStoryStepRows(db: Db, teamId: string, rootId: string):
     select * from (
       select 'message' as source, m.id as key, ${atMicros(sql`m.created_at`)} as "atMicros", ${messageKind} as kind, c.agent_id as "agentId",
              jsonb_build_object('id', m.id, 'conversation_id', m.conversation_id, 'role', m.role, 'content', m.content,
-                                'thinking', m.thinking, 'tool_calls', m.tool_calls, 'created_at', m.created_at) as row
+                                'thinking', m.thinking, 'tool_calls', m.tool_calls, 'task_id', m.task_id, 'created_at', m.created_at) as row
         from story t join messages m on m.task_id = t.id join conversations c on c.id = m.conversation_id
        where m.role <> 'tool'
       union all

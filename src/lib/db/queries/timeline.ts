@@ -44,6 +44,8 @@ export type MessageRowData = {
   content: string;
   thinking: string | null;
   tool_calls: StoredToolCall[] | null;
+  /** The task it was logged for (messages.task_id). */
+  task_id: string | null;
   created_at: string;
 };
 export type TaskRowData = {
@@ -114,7 +116,7 @@ export function timelineRowsStatement(query: TimelineQuery): SQL | null {
     sources.push(sql`
       select 'message' as source, m.id as key, ${micros("m.created_at")} as "atMicros", m.kind, l.agent_id as "agentId",
              jsonb_build_object('id', m.id, 'conversation_id', m.conversation_id, 'role', m.role, 'content', m.content,
-                                'thinking', m.thinking, 'tool_calls', m.tool_calls, 'created_at', m.created_at) as row
+                                'thinking', m.thinking, 'tool_calls', m.tool_calls, 'task_id', m.task_id, 'created_at', m.created_at) as row
         from logs l cross join lateral (
           select m.*, ${messageKind} as kind from messages m
            where m.conversation_id = l.id and ${kind && kind !== "work" ? sql`m.role = 'user'` : sql`m.role <> 'tool'`}
