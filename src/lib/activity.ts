@@ -14,7 +14,7 @@ export type AgentActivity = {
   parentAgentId: string | null;
   /** The running work session; null when the agent is not working. `steps` counts the step under way. */
   session: { id: string; since: string; steps: number; stopping: boolean } | null;
-  /** The task it is on (the open task it started last): in focus while a session runs, waiting otherwise. */
+  /** The task it is on: the running session's task, else the open task it started last (waiting). */
   task: { id: string; title: string; status: Extract<TaskStatus, "in_progress" | "waiting_input"> } | null;
   step: CurrentStep | null;
   /** For a lead: how many of its subordinates have a session running. */

@@ -1,4 +1,4 @@
-// What every agent is doing now: its running work session, the task it is on, and the step
+// What every agent is doing now: its running work session, the task it is on (the session's own), and the step
 // under way (a model call, or the tool it is running), read in one statement for any number
 // of teams so the teams list stays one query however many teams there are.
 import { inArray, sql } from "drizzle-orm";
@@ -50,9 +50,10 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
       from agents
       left join work_sessions s on s.agent_id = agents.id and s.status = 'running'
       left join lateral (
+        -- The task the running session is on (work_sessions.task_id), else the open task started last.
         select id, title, status from tasks
          where tasks.agent_id = agents.id and tasks.status in ('in_progress', 'waiting_input')
-         order by started_at desc nulls last, created_at desc
+         order by tasks.id = s.task_id desc nulls last, started_at desc nulls last, created_at desc
          limit 1
       ) t on true
       left join conversations c on s.id is not null and c.agent_id = agents.id and c.mode = 'background'

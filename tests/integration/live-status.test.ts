@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendMessages, claimSession, createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, recordUsage } from "@/lib/db/queries";
 import { tasks } from "@/lib/db/schema";
 import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/since-last-visit";
+import { setSessionTask } from "@/lib/db/queries/work-sessions";
 import { getTeamActivity } from "@/lib/team-activity";
 import { describeToolCall } from "@/lib/tool-labels";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -88,6 +89,18 @@ describe("getTeamActivity", () => {
     expect(idle).toHaveLength(2);
     expect(idle.every((agent) => agent.session === null && agent.step === null && agent.task === null && agent.subordinatesWorking === 0)).toBe(true);
     expect(await getTeamActivity(database.db, [])).toEqual(new Map());
+  });
+
+  it("names the task the running session is on, not the open task started last", async () => {
+    const { team, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const scout = subordinates[0]!;
+    const older = await startTask(scout.id, "Older task, back in focus");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await startTask(scout.id, "Newer task, waiting on its own");
+    const session = (await claimSession(database.db, scout.id, "test-worker"))!;
+    await setSessionTask(database.db, session.id, older.id);
+    const [, scoutNow] = (await getTeamActivity(database.db, [team.id])).get(team.id)!;
+    expect(scoutNow!.task).toMatchObject({ id: older.id, title: "Older task, back in focus" });
   });
 
   it("describes tool calls in words, naming the subordinate a lead delegates to", () => {
