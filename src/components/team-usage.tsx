@@ -5,7 +5,7 @@ import type { Team } from "@/lib/db/schema";
 import { env } from "@/lib/env";
 import { formatTokens, formatUsd } from "@/lib/usage/format";
 import { usageReport } from "@/lib/usage/report";
-import { loadPriceTable, teamSpendToday } from "@/lib/usage/spend";
+import { loadPriceTable, teamSpendToday, type Spend } from "@/lib/usage/spend";
 import { TeamBudgetForm } from "./team-budget-form";
 import { UsageChart } from "./usage-chart";
 
@@ -30,21 +30,10 @@ function SpendAgainst({ label, spent, limit, format, note }: { label: string; sp
   );
 }
 
-/**
- * The team page's "Usage and budget": today's spending against the team's budgets (its own, or
- * the environment's default), the last 30 days as a small chart, and the form that sets the budgets.
- */
-export async function TeamUsageSection({ team }: { team: Team }) {
-  const prices = await loadPriceTable(db());
-  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
-  const config = { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET };
-  const budgets = teamBudgets(team, config);
-  const over = spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
+function SpendToday({ team, spend }: { team: Team; spend: Spend }) {
+  const budgets = teamBudgets(team, { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET });
   return (
-    <section aria-labelledby="usage-budget-heading" className="section">
-      <h2 id="usage-budget-heading">Usage and budget</h2>
-      {over && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
-      <div className="budget-today">
+    <div className="budget-today">
         <SpendAgainst
           label="Tokens today"
           spent={spend.tokens}
@@ -59,7 +48,43 @@ export async function TeamUsageSection({ team }: { team: Team }) {
           format={formatUsd}
           note={budgets.costUsd === null ? "No cost cap." : "The team's own daily cost budget."}
         />
-      </div>
+    </div>
+  );
+}
+
+function overBudget(team: Team, spend: Spend): boolean {
+  const budgets = teamBudgets(team, { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET });
+  return spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
+}
+
+/** The Overview's "Spent today": the meters alone, and the way to the budgets on Settings. */
+export async function TeamSpendTodaySection({ team }: { team: Team }) {
+  const spend = await teamSpendToday(db(), team.id);
+  return (
+    <section aria-labelledby="spend-heading" className="section">
+      <h2 id="spend-heading">Spent today</h2>
+      {overBudget(team, spend) && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget in Settings.</p>}
+      <SpendToday team={team} spend={spend} />
+      <p className="meta-link">
+        <Link href={`/teams/${team.id}/settings#usage-budget-heading`}>Budgets and the last 30 days</Link>
+      </p>
+    </section>
+  );
+}
+
+/**
+ * Settings' "Usage and budget": today's spending against the team's budgets (its own, or the
+ * environment's default), the last 30 days as a small chart, and the form that sets the budgets.
+ */
+export async function TeamUsageSection({ team }: { team: Team }) {
+  const prices = await loadPriceTable(db());
+  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
+  const config = { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET };
+  return (
+    <section aria-labelledby="usage-budget-heading" className="section">
+      <h2 id="usage-budget-heading">Usage and budget</h2>
+      {overBudget(team, spend) && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
+      <SpendToday team={team} spend={spend} />
       {spend.unpricedModels.length > 0 && (
         <p className="hint">
           No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost. <Link href="/usage#prices">Set a price</Link>
