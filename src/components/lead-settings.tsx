@@ -55,6 +55,7 @@ export function LeadScheduleForm({
         onTimeZone={(next) => (setTimeZone(next), setSaved(false))}
         defaultCron={defaultCron}
         lastRunAt={lastRunAt}
+        legendHidden
       />
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">

@@ -37,8 +37,11 @@ export function ScheduleFields({
   onTimeZone,
   defaultCron,
   lastRunAt,
+  legendHidden = false,
 }: {
   idPrefix: string;
+  /** Where a heading above already says "Schedule", the legend is for screen readers only. */
+  legendHidden?: boolean;
   choice: ScheduleChoice;
   onChoice: (choice: ScheduleChoice) => void;
   timeZone: string;
@@ -51,11 +54,13 @@ export function ScheduleFields({
   const atTime = choice.kind === "daily" || choice.kind === "weekdays" || choice.kind === "weekly";
   return (
     <fieldset className="schedule-fields">
-      <legend>Schedule</legend>
+      <legend className={legendHidden ? "visually-hidden" : undefined}>Schedule</legend>
       <div className="schedule-row">
-        <label className="field">
-          <span>Runs</span>
+        {/* Labelled by id, not by wrapping: a wrapping label would also read out every option. */}
+        <div className="field">
+          <label htmlFor={`${idPrefix}-runs`}>Runs</label>
           <select
+            id={`${idPrefix}-runs`}
             value={choice.kind}
             onChange={(event) => {
               const kind = event.target.value as ScheduleKind;
@@ -69,7 +74,7 @@ export function ScheduleFields({
               </option>
             ))}
           </select>
-        </label>
+        </div>
         {choice.kind === "hourly" && (
           <label className="field">
             <span>Minutes past the hour</span>
@@ -77,9 +82,9 @@ export function ScheduleFields({
           </label>
         )}
         {choice.kind === "weekly" && (
-          <label className="field">
-            <span>Day</span>
-            <select value={choice.day} onChange={(event) => set({ day: Number(event.target.value) })}>
+          <div className="field">
+            <label htmlFor={`${idPrefix}-day`}>Day</label>
+            <select id={`${idPrefix}-day`} value={choice.day} onChange={(event) => set({ day: Number(event.target.value) })}>
               {/* Monday first, as a week reads; cron counts from Sunday. */}
               {[1, 2, 3, 4, 5, 6, 0].map((day) => (
                 <option key={day} value={day}>
@@ -87,7 +92,7 @@ export function ScheduleFields({
                 </option>
               ))}
             </select>
-          </label>
+          </div>
         )}
         {atTime && (
           <label className="field">

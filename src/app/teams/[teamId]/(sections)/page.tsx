@@ -5,7 +5,7 @@ import { ApprovalCard } from "@/components/approval-card";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { QuestionCard } from "@/components/question-card";
-import { TeamSpendTodaySection } from "@/components/team-usage";
+import { TeamSpendingSection } from "@/components/team-usage";
 import { LocalTime } from "@/components/ui";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
@@ -105,7 +105,7 @@ export default async function TeamOverviewPage({ params }: TeamParams) {
         )}
       </section>
 
-      <TeamSpendTodaySection team={team} />
+      <TeamSpendingSection team={team} />
     </>
   );
 }

@@ -47,8 +47,8 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
             <p className="hint">
               When {lead.name}, the lead, works on the mission by itself{team.status === "paused" ? " (not while the team is paused)" : ""}. Runs are skipped while it is already working.
             </p>
+            {/* No key from the saved values: a remount on save would drop the form's "Saved." */}
             <LeadScheduleForm
-              key={`${lead.schedule}\n${lead.scheduleTimeZone}`}
               agentId={lead.id}
               schedule={lead.schedule}
               timeZone={lead.scheduleTimeZone}
@@ -59,7 +59,7 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
           <section aria-labelledby="model-heading" className="section" id="model">
             <h2 id="model-heading">Model</h2>
             <p className="hint">The model {lead.name} thinks with. Each subordinate can have its own (Agents, Edit).</p>
-            <LeadModelForm key={lead.model ?? ""} agentId={lead.id} model={lead.model} defaultModel={usingOfflineModel() ? "the built-in offline model" : chooseModel(null).modelId} />
+            <LeadModelForm agentId={lead.id} model={lead.model} defaultModel={usingOfflineModel() ? "the built-in offline model" : chooseModel(null).modelId} />
           </section>
         </div>
       )}
