@@ -69,7 +69,7 @@ export function LeadScheduleForm({
 }
 
 /** The model the lead talks to; empty follows the default (LLM_MODEL). Subordinates keep their own on the Agents tab. */
-export function LeadModelForm({ agentId, model: savedModel, defaultModel }: { agentId: string; model: string | null; defaultModel: string }) {
+export function LeadModelForm({ agentId, model: savedModel, defaultModel }: { agentId: string; model: string | null; defaultModel?: string }) {
   const [model, setModel] = useState(savedModel ?? "");
   const [saved, setSaved] = useState(false);
   const { busy, error, clearError, run } = useAction();

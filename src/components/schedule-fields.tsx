@@ -68,9 +68,10 @@ export function ScheduleFields({
               set(kind === "advanced" && !choice.cron.trim() ? { kind, cron: cronOf(choice) ?? defaultCron } : { kind });
             }}
           >
+            {/* The default's own words are in the preview below: in the option they were cut off. */}
             {Object.entries(KIND_LABELS).map(([kind, label]) => (
               <option key={kind} value={kind}>
-                {kind === "default" ? `${label} (${previewSchedule(defaultCron, timeZone.trim() || null).text})` : label}
+                {label}
               </option>
             ))}
           </select>
@@ -170,7 +171,7 @@ export function ModelField({ idPrefix, value, onChange, defaultModel }: { idPref
           onChange={(event) => onChange(event.target.value)}
           list={`${idPrefix}-models`}
           maxLength={200}
-          placeholder={defaultModel ? `Empty: the default (${defaultModel})` : "Empty: the default model"}
+          placeholder="Empty: the default model"
           aria-describedby={`${idPrefix}-models-hint`}
           spellCheck={false}
         />
@@ -179,6 +180,7 @@ export function ModelField({ idPrefix, value, onChange, defaultModel }: { idPref
         </datalist>
       </label>
       <p className="hint under-field" id={`${idPrefix}-models-hint`}>
+        {defaultModel && `The default is ${defaultModel}. `}
         {models === null
           ? "Asking the model server what it offers…"
           : models.error ?? (models.source === "server" ? `${plural(models.models.length, "model")} on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}

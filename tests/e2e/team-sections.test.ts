@@ -146,7 +146,7 @@ describe("the team page in sections", () => {
     expect(await latest.getByText("two new plants were announced", { exact: false }).isVisible()).toBe(true);
     expect(await page.getByRole("region", { name: "Now" }).getByTestId(`activity-${world.scout}`).textContent()).toContain("idle");
     expect(await page.getByRole("region", { name: "Spending" }).getByText("Tokens today").isVisible()).toBe(true);
-    await shoot(page, "team-section-overview");
+    await shoot(page, "team-section-overview-waiting");
 
     // "Edit and approve" opens the arguments; Escape closes them, back on the button, nothing decided.
     await held.getByRole("button", { name: "Edit and approve" }).click();
@@ -192,7 +192,7 @@ describe("the team page in sections", () => {
       await each.set();
       await preview.getByText(each.reads, { exact: true }).waitFor();
       expect(await preview.getByText(/^Next three: /).isVisible(), each.pick).toBe(true);
-      if (each.pick === "Once a week") await shoot(page, "team-section-settings");
+      if (each.pick === "Once a week") await shoot(page, "team-section-settings-schedule");
       await save.click();
       await expect.poll(async () => (await leadSettings()).schedule, { message: each.pick }).toBe(each.cron);
       await form.getByText("Saved.").waitFor();

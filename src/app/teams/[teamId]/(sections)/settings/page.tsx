@@ -59,7 +59,7 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
           <section aria-labelledby="model-heading" className="section" id="model">
             <h2 id="model-heading">Model</h2>
             <p className="hint">The model {lead.name} thinks with. Each subordinate can have its own (Agents, Edit).</p>
-            <LeadModelForm agentId={lead.id} model={lead.model} defaultModel={usingOfflineModel() ? "the built-in offline model" : chooseModel(null).modelId} />
+            <LeadModelForm agentId={lead.id} model={lead.model} defaultModel={usingOfflineModel() ? undefined : chooseModel(null).modelId} />
           </section>
         </div>
       )}
