@@ -6,6 +6,7 @@ import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";
 import type { Approval } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
+import { closeOnEscape, useReturnFocus } from "./use-escape";
 
 export type ApprovalData = Wire<Approval>;
 
@@ -108,6 +109,9 @@ export function ApprovalCard({
   // The server's word wins once it has moved on; until then, what this card just decided.
   const approval = given.status !== "pending" || !answered ? given : answered;
   const [mode, setMode] = useState<Mode>("choose");
+  // Closing the edit or deny form (Escape, Cancel) gives the focus back to the button that opened it.
+  const editOpener = useReturnFocus(mode === "edit");
+  const denyOpener = useReturnFocus(mode === "deny");
   const [draft, setDraft] = useState(() => JSON.stringify(given.input ?? {}, null, 2));
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
@@ -212,6 +216,7 @@ export function ApprovalCard({
             Approve
           </button>
           <button
+            ref={editOpener}
             type="button"
             className="button"
             disabled={busy}
@@ -224,6 +229,7 @@ export function ApprovalCard({
             Edit and approve
           </button>
           <button
+            ref={denyOpener}
             type="button"
             className="button button-danger-text"
             disabled={busy}
@@ -238,7 +244,7 @@ export function ApprovalCard({
       )}
 
       {pending && mode === "edit" && (
-        <form className="approval-form" onSubmit={approveEdited}>
+        <form className="approval-form" onSubmit={approveEdited} onKeyDown={closeOnEscape(() => !busy && cancel())}>
           <div className="field">
             <label htmlFor={`${ids}-args`}>Arguments (JSON)</label>
             <textarea
@@ -268,7 +274,7 @@ export function ApprovalCard({
       )}
 
       {pending && mode === "deny" && (
-        <form className="approval-form" onSubmit={deny}>
+        <form className="approval-form" onSubmit={deny} onKeyDown={closeOnEscape(() => !busy && cancel())}>
           <div className="field">
             <label htmlFor={`${ids}-reason`}>Reason</label>
             <textarea

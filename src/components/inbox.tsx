@@ -44,7 +44,7 @@ const FILTERS: { type: InboxItemType | null; label: string; empty: string; hint:
     type: "approval",
     label: "Approvals",
     empty: "No approvals waiting",
-    hint: "When an agent wants to use a tool you set to “Ask me first” (team page, Approvals), the call waits here for your decision.",
+    hint: "When an agent wants to use a tool you set to “Ask me first” (the team’s Tools, under Approvals), the call waits here for your decision.",
   },
   { type: "alert", label: "Alerts", empty: "No alerts", hint: "When work fails or waits with no worker to run it, an alert lands here." },
 ];

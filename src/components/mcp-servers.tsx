@@ -1,7 +1,7 @@
 "use client";
 
 import { useRouter } from "next/navigation";
-import { useId, useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { api, type Wire } from "@/lib/api-client";
 import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
 import type { McpServerView } from "@/lib/mcp/servers";
@@ -9,6 +9,7 @@ import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
+import { closeOnEscape, useReturnFocus } from "./use-escape";
 
 /** A server as the page and GET /api/teams/:id/mcp-servers give it: never its header or environment values. */
 export type McpServerWire = Wire<McpServerView>;
@@ -64,6 +65,9 @@ function plural(count: number, one: string, many = `${one}s`): string {
 export function McpServers({ teamId, servers }: { teamId: string; servers: McpServerWire[] }) {
   // A worker connecting (or failing to) during an agent's turn changes a server's state: show it.
   const router = useRouter();
+  // The form opens on demand: open for good, its long list of fields doubled the Tools section.
+  const [adding, setAdding] = useState(false);
+  const addButton = useReturnFocus(adding);
   const refreshSoon = useCoalesced(() => router.refresh(), 500);
   useLiveEvents((event) => {
     if (event?.table === "mcp_servers" && event.teamId === teamId) refreshSoon();
@@ -75,7 +79,7 @@ export function McpServers({ teamId, servers }: { teamId: string; servers: McpSe
         any other waits for your approval (change that under Approvals).
       </p>
       {servers.length === 0 ? (
-        <p className="hint">No MCP servers yet. Add one below: an HTTP endpoint, or a command Cadre starts (stdio).</p>
+        <p className="hint">No MCP servers yet. Add one: an HTTP endpoint, or a command Cadre starts (stdio).</p>
       ) : (
         <ul className="card-list" aria-label="MCP servers">
           {servers.map((server) => (
@@ -85,7 +89,13 @@ export function McpServers({ teamId, servers }: { teamId: string; servers: McpSe
           ))}
         </ul>
       )}
-      <AddServerForm teamId={teamId} />
+      {adding ? (
+        <AddServerForm teamId={teamId} onClose={() => setAdding(false)} />
+      ) : (
+        <button ref={addButton} type="button" className="button mcp-add-open" onClick={() => setAdding(true)}>
+          Add an MCP server
+        </button>
+      )}
     </div>
   );
 }
@@ -260,7 +270,10 @@ function timeoutMs(secondsText: string): number {
   return Math.round(value * 1000);
 }
 
-function AddServerForm({ teamId }: { teamId: string }) {
+function AddServerForm({ teamId, onClose }: { teamId: string; onClose: () => void }) {
+  const form = useRef<HTMLFormElement>(null);
+  // Opened from its button: the keyboard goes on inside the form.
+  useEffect(() => form.current?.querySelector<HTMLInputElement>("input:checked")?.focus(), []);
   const [transport, setTransport] = useState<McpTransport>("stdio");
   const [name, setName] = useState("");
   const [url, setUrl] = useState("");
@@ -296,7 +309,7 @@ function AddServerForm({ teamId }: { teamId: string }) {
 
   const ready = name.trim() && (transport === "http" ? url.trim() : command.trim());
   return (
-    <form className="card form" onSubmit={add} aria-labelledby="add-mcp-heading">
+    <form ref={form} className="card form" onSubmit={add} onKeyDown={closeOnEscape(onClose)} aria-labelledby="add-mcp-heading">
       <h3 id="add-mcp-heading">Add an MCP server</h3>
       <fieldset className="choice-group">
         <legend>How Cadre reaches it</legend>
@@ -356,6 +369,9 @@ function AddServerForm({ teamId }: { teamId: string }) {
         {added}
       </p>
       <div className="form-actions">
+        <button type="button" className="button button-quiet" onClick={onClose}>
+          Close
+        </button>
         <button type="submit" className="button button-primary" disabled={busy || !ready}>
           {busy ? "Adding…" : "Add server"}
         </button>

@@ -1,15 +1,18 @@
 "use client";
 
 import Link from "next/link";
-import { useEffect, useMemo, useState, type FormEvent } from "react";
-import { previewSchedule, type SchedulePreview } from "@/lib/agents/schedule-preview";
+import { useState, type FormEvent } from "react";
+import type { SchedulePreview } from "@/lib/agents/schedule-preview";
+import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/activity";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
+import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
+import { closeOnEscape, useReturnFocus } from "./use-escape";
 
 export function TeamStatusButton({ teamId, status }: { teamId: string; status: TeamStatus }) {
   const { busy, error, clearError, run } = useAction();
@@ -51,6 +54,7 @@ export function AgentEditor({
   schedule?: LeadScheduleView;
 }) {
   const [editing, setEditing] = useState(false);
+  const editButton = useReturnFocus(editing);
   const { busy, error, clearError, run } = useAction();
 
   const remove = async () => {
@@ -68,7 +72,7 @@ export function AgentEditor({
       </div>
       {activity ? <AgentActivityLine activity={activity} /> : <span className="pill">idle</span>}
       <p className="meta">Model: {agent.model ?? "the default model"}</p>
-      {schedule && <ScheduleSummary schedule={schedule} />}
+      {schedule && <ScheduleSummary schedule={schedule} settingsHref={`/teams/${agent.teamId}/settings#schedule`} />}
       {agent.instructions ? (
         <details className="instructions">
           <summary>Instructions</summary>
@@ -88,7 +92,7 @@ export function AgentEditor({
           </Link>
         </span>
         <span className="card-actions">
-          <button type="button" className="button button-quiet" onClick={() => setEditing(true)} aria-label={`Edit ${agent.name}`}>
+          <button ref={editButton} type="button" className="button button-quiet" onClick={() => setEditing(true)} aria-label={`Edit ${agent.name}`}>
             Edit
           </button>
           {removable && (
@@ -102,7 +106,7 @@ export function AgentEditor({
   );
 }
 
-function ScheduleSummary({ schedule }: { schedule: LeadScheduleView }) {
+function ScheduleSummary({ schedule, settingsHref }: { schedule: LeadScheduleView; settingsHref: string }) {
   const { preview, lastRunAt, teamStatus } = schedule;
   return (
     <div className="schedule-summary" role="group" aria-label="Schedule">
@@ -110,52 +114,30 @@ function ScheduleSummary({ schedule }: { schedule: LeadScheduleView }) {
         Scheduled runs: <strong>{teamStatus === "paused" ? `paused (${preview.text} when resumed)` : preview.text}</strong>
       </p>
       {teamStatus === "active" && preview.nextRuns.length > 0 && <p className="meta">Next: {preview.nextRuns.join(" · ")}</p>}
-      <p className="meta">Last run: {lastRunAt ? <LocalTime value={lastRunAt} /> : "none yet"}</p>
+      <p className="meta">
+        Last run: {lastRunAt ? <LocalTime value={lastRunAt} /> : "none yet"} · <Link href={settingsHref}>Change the schedule</Link>
+      </p>
     </div>
   );
-}
-
-/** The model ids the configured server lists, fetched when an editor opens; free text stays possible either way. */
-function useModelList() {
-  const [list, setList] = useState<{ models: string[]; source: "server" | "none"; error?: string } | null>(null);
-  useEffect(() => {
-    let live = true;
-    api<{ models: string[]; source: "server" | "none"; error?: string }>("/api/models").then(
-      (answer) => live && setList(answer),
-      () => live && setList({ models: [], source: "none", error: "Could not list the server's models. Type a model name instead." }),
-    );
-    return () => {
-      live = false;
-    };
-  }, []);
-  return list;
-}
-
-function timeZoneNames(): string[] {
-  return typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : [];
 }
 
 function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: TeamContext; schedule?: LeadScheduleView; onDone: () => void }) {
   const [name, setName] = useState(agent.name);
   const [instructions, setInstructions] = useState(agent.instructions);
   const [model, setModel] = useState(agent.model ?? "");
-  const [cron, setCron] = useState(agent.schedule ?? "");
+  const [choice, setChoice] = useState(() => choiceOf(agent.schedule));
   const [timeZone, setTimeZone] = useState(agent.scheduleTimeZone ?? "");
   const [request, setRequest] = useState("");
   const [drafting, setDrafting] = useState(false);
   const [draftError, setDraftError] = useState<string | null>(null);
-  const models = useModelList();
   const { busy, error, clearError, run } = useAction();
   const prefix = `agent-${agent.id}`;
-  const preview = useMemo(
-    () => (schedule ? previewSchedule(cron.trim() || schedule.defaultCron, timeZone.trim() || null) : null),
-    [schedule, cron, timeZone],
-  );
+  const preview = schedule ? schedulePreviewOf(choice, timeZone, schedule.defaultCron) : null;
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
     const body: Record<string, unknown> = { name, instructions, model: model.trim() || null };
-    if (schedule) Object.assign(body, { schedule: cron.trim() || null, scheduleTimeZone: timeZone.trim() || null });
+    if (schedule) Object.assign(body, { schedule: cronOf(choice), scheduleTimeZone: timeZone.trim() || null });
     if (await run(() => api(`/api/agents/${agent.id}`, { method: "PATCH", body }))) onDone();
   };
   const improve = async () => {
@@ -175,7 +157,7 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
   };
 
   return (
-    <form className="card form" onSubmit={save} aria-label={`Edit ${agent.name}`}>
+    <form className="card form" onSubmit={save} onKeyDown={closeOnEscape(onDone)} aria-label={`Edit ${agent.name}`}>
       <label className="field">
         <span>Name</span>
         <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required />
@@ -197,61 +179,17 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
         {drafting ? "The model is revising the instructions above." : "The model's revision replaces the text above; read it, then save or cancel."}
       </p>
       {draftError && <ErrorNote message={draftError} onDismiss={() => setDraftError(null)} />}
-      <label className="field">
-        <span>Model</span>
-        <input
-          value={model}
-          onChange={(event) => setModel(event.target.value)}
-          list={`${prefix}-models`}
-          maxLength={200}
-          placeholder="Empty: the default model"
-          aria-describedby={`${prefix}-models-hint`}
+      <ModelField idPrefix={prefix} value={model} onChange={setModel} />
+      {schedule && (
+        <ScheduleFields
+          idPrefix={prefix}
+          choice={choice}
+          onChoice={setChoice}
+          timeZone={timeZone}
+          onTimeZone={setTimeZone}
+          defaultCron={schedule.defaultCron}
+          lastRunAt={schedule.lastRunAt}
         />
-        <datalist id={`${prefix}-models`}>
-          {models?.models.map((id) => <option key={id} value={id} />)}
-        </datalist>
-      </label>
-      <p className="hint under-field" id={`${prefix}-models-hint`}>
-        {models === null
-          ? "Asking the model server what it offers…"
-          : models.error ?? (models.source === "server" ? `${models.models.length} models on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}
-      </p>
-      {schedule && preview && (
-        <fieldset className="schedule-fields">
-          <legend>Schedule</legend>
-          <div className="schedule-row">
-            <label className="field">
-              <span>Cron</span>
-              <input value={cron} onChange={(event) => setCron(event.target.value)} maxLength={120} placeholder={`Empty: ${schedule.defaultCron}`} spellCheck={false} />
-            </label>
-            <label className="field">
-              <span>Time zone</span>
-              <input value={timeZone} onChange={(event) => setTimeZone(event.target.value)} list={`${prefix}-zones`} maxLength={64} placeholder="Empty: UTC" spellCheck={false} />
-              <datalist id={`${prefix}-zones`}>
-                {timeZoneNames().map((zone) => (
-                  <option key={zone} value={zone} />
-                ))}
-              </datalist>
-            </label>
-          </div>
-          <div className="schedule-preview" role="status" aria-label="Schedule preview">
-            {preview.error ? (
-              <p className="field-error">{preview.error}</p>
-            ) : (
-              <>
-                <p>
-                  Runs <strong>{preview.text}</strong>.
-                </p>
-                {preview.nextRuns.length > 0 && (
-                  <p className="meta">
-                    Next three: {preview.nextRuns.join(" · ")}
-                  </p>
-                )}
-              </>
-            )}
-            <p className="meta">Last run: {schedule.lastRunAt ? <LocalTime value={schedule.lastRunAt} /> : "none yet"}</p>
-          </div>
-        </fieldset>
       )}
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">

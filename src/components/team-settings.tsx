@@ -28,7 +28,7 @@ export function TeamSettingsForm({ teamId, name: savedName, mission: savedMissio
       </label>
       <label className="field">
         <span>Mission</span>
-        <textarea value={mission} onChange={(event) => (setMission(event.target.value), setSaved(false))} rows={4} maxLength={4000} required />
+        <textarea value={mission} onChange={(event) => (setMission(event.target.value), setSaved(false))} rows={3} maxLength={4000} required />
       </label>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">

@@ -5,7 +5,7 @@ import type { Team } from "@/lib/db/schema";
 import { env } from "@/lib/env";
 import { formatTokens, formatUsd } from "@/lib/usage/format";
 import { usageReport } from "@/lib/usage/report";
-import { loadPriceTable, teamSpendToday } from "@/lib/usage/spend";
+import { loadPriceTable, teamSpendToday, type Spend } from "@/lib/usage/spend";
 import { TeamBudgetForm } from "./team-budget-form";
 import { UsageChart } from "./usage-chart";
 
@@ -30,41 +30,60 @@ function SpendAgainst({ label, spent, limit, format, note }: { label: string; sp
   );
 }
 
+/** Today's tokens and cost against the team's budgets (its own, or the environment's default). */
+function SpendToday({ team, spend }: { team: Team; spend: Spend }) {
+  const budgets = teamBudgets(team, { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET });
+  return (
+    <div className="budget-today">
+      <SpendAgainst
+        label="Tokens today"
+        spent={spend.tokens}
+        limit={budgets.tokens.limit}
+        format={formatTokens}
+        note={budgets.tokens.source === "team" ? "The team's own daily budget." : "The default daily budget (TEAM_DAILY_TOKEN_BUDGET)."}
+      />
+      <SpendAgainst
+        label="Cost today"
+        spent={spend.costUsd}
+        limit={budgets.costUsd}
+        format={formatUsd}
+        note={budgets.costUsd === null ? "No cost cap." : "The team's own daily cost budget."}
+      />
+    </div>
+  );
+}
+
+function overBudget(team: Team, spend: Spend): boolean {
+  const budgets = teamBudgets(team, { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET });
+  return spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
+}
+
+function Unpriced({ spend }: { spend: Spend }) {
+  return spend.unpricedModels.length > 0 ? (
+    <p className="hint">
+      No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost. <Link href="/usage#prices">Set a price</Link>
+    </p>
+  ) : null;
+}
+
 /**
- * The team page's "Usage and budget": today's spending against the team's budgets (its own, or
- * the environment's default), the last 30 days as a small chart, and the form that sets the budgets.
+ * The Overview's "Spending": today against the budgets, and the last 30 days as a small chart;
+ * the budgets themselves are set on Settings.
  */
-export async function TeamUsageSection({ team }: { team: Team }) {
+export async function TeamSpendingSection({ team }: { team: Team }) {
   const prices = await loadPriceTable(db());
   const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
-  const config = { teamDailyTokenBudget: env().TEAM_DAILY_TOKEN_BUDGET };
-  const budgets = teamBudgets(team, config);
-  const over = spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
   return (
-    <section aria-labelledby="usage-budget-heading" className="section">
-      <h2 id="usage-budget-heading">Usage and budget</h2>
-      {over && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
-      <div className="budget-today">
-        <SpendAgainst
-          label="Tokens today"
-          spent={spend.tokens}
-          limit={budgets.tokens.limit}
-          format={formatTokens}
-          note={budgets.tokens.source === "team" ? "The team's own daily budget." : "The default daily budget (TEAM_DAILY_TOKEN_BUDGET)."}
-        />
-        <SpendAgainst
-          label="Cost today"
-          spent={spend.costUsd}
-          limit={budgets.costUsd}
-          format={formatUsd}
-          note={budgets.costUsd === null ? "No cost cap." : "The team's own daily cost budget."}
-        />
-      </div>
-      {spend.unpricedModels.length > 0 && (
-        <p className="hint">
-          No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost. <Link href="/usage#prices">Set a price</Link>
+    <section aria-labelledby="spending-heading" className="section">
+      <h2 id="spending-heading">Spending</h2>
+      {overBudget(team, spend) && (
+        <p className="notice">
+          This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC)
+          or until you raise the budget in Settings.
         </p>
       )}
+      <SpendToday team={team} spend={spend} />
+      <Unpriced spend={spend} />
       {report.totals.calls === 0 ? (
         <p className="hint">No model calls in the last 30 days yet: the chart appears once the team&apos;s agents have worked.</p>
       ) : (
@@ -76,13 +95,33 @@ export async function TeamUsageSection({ team }: { team: Team }) {
           unpricedTokens={report.totals.unpricedTokens}
         />
       )}
+      <p className="meta-link">
+        <Link href={`/teams/${team.id}/settings#usage-budget-heading`}>Daily budgets</Link> ·{" "}
+        <Link href={`/usage?teamId=${team.id}`}>Usage per agent and day</Link>
+      </p>
+    </section>
+  );
+}
+
+/**
+ * Settings' "Usage and budget": today's spending against the team's budgets (its own, or the
+ * environment's default) and the form that sets them; the 30-day chart is on the Overview.
+ */
+export async function TeamUsageSection({ team }: { team: Team }) {
+  const spend = await teamSpendToday(db(), team.id);
+  return (
+    <section aria-labelledby="usage-budget-heading" className="section">
+      <h2 id="usage-budget-heading">Usage and budget</h2>
+      {overBudget(team, spend) && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
+      <SpendToday team={team} spend={spend} />
+      <Unpriced spend={spend} />
       <TeamBudgetForm
         // A budget changed elsewhere (another tab, the API) starts the form afresh.
         key={`${team.dailyTokenBudget}:${team.dailyCostBudgetUsd}`}
         teamId={team.id}
         dailyTokenBudget={team.dailyTokenBudget}
         dailyCostBudgetUsd={team.dailyCostBudgetUsd}
-        defaultTokenBudget={config.teamDailyTokenBudget}
+        defaultTokenBudget={env().TEAM_DAILY_TOKEN_BUDGET}
       />
       <p className="meta-link">
         <Link href={`/usage?teamId=${team.id}`}>Usage per agent and day, and the price table</Link>

@@ -125,8 +125,11 @@ export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string;
       </ul>
 
       {agents.length > 0 && (
-        <div className="policy-agents">
-          <h3>For one agent</h3>
+        // Folded unless an agent already has a setting of its own: most teams never need it, and open it doubled the section.
+        <details className="policy-agents" open={Object.values(initial.agents).some((own) => Object.keys(own ?? {}).length > 0) || undefined}>
+          <summary>
+            <h3>For one agent</h3>
+          </summary>
           <div className="field policy-agent-field">
             <label htmlFor={agentSelect}>Agent</label>
             <select id={agentSelect} value={agentId} onChange={(event) => setAgentId(event.target.value)}>
@@ -154,7 +157,7 @@ export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string;
                 ))}
             </ul>
           )}
-        </div>
+        </details>
       )}
 
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}

@@ -110,6 +110,10 @@ describe("Cadre in a browser", () => {
   }, 60_000);
 
   it("adds, edits and removes subordinates, and pauses and resumes the team", async () => {
+    // A new team opens on its Overview; the subordinates are one section along.
+    await page.getByRole("navigation", { name: "Team sections" }).getByRole("link", { name: "Agents" }).click();
+    await page.waitForURL(`**/teams/${teamId}/agents`);
+    await settle(page);
     await page.getByLabel("Subordinate name").fill("Scout");
     await page.getByLabel("Subordinate instructions").fill("You search the web and report findings with sources.");
     await page.getByRole("button", { name: "Add subordinate" }).click();
@@ -134,6 +138,8 @@ describe("Cadre in a browser", () => {
   }, 60_000);
 
   it("makes a webhook secret on the team page, shows it once, rotates and removes it", async () => {
+    await page.goto(`${app.url}/teams/${teamId}/settings`);
+    await settle(page);
     const hooks = page.getByRole("region", { name: "Webhooks" });
     await hooks.getByText("No secret yet").waitFor();
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.url });
@@ -402,8 +408,8 @@ describe("Cadre in a browser", () => {
     visitor.setDefaultTimeout(10_000);
     const tab = await visitor.newPage();
     try {
-      await tab.goto(`${guarded.url}/teams/${teamId}`);
-      await tab.waitForURL(`**/sign-in?next=${encodeURIComponent(`/teams/${teamId}`)}`);
+      await tab.goto(`${guarded.url}/teams/${teamId}/settings`);
+      await tab.waitForURL(`**/sign-in?next=${encodeURIComponent(`/teams/${teamId}/settings`)}`);
       await settle(tab);
       await tab.getByRole("heading", { name: "Sign in", level: 1 }).waitFor();
       expect(await tab.getByRole("navigation", { name: "Main" }).count()).toBe(0);
@@ -416,7 +422,7 @@ describe("Cadre in a browser", () => {
       await tab.getByRole("alert").filter({ hasText: /password/i }).waitFor();
       await tab.getByLabel("Password").fill("correct horse battery");
       await tab.getByRole("button", { name: "Sign in" }).click();
-      await tab.waitForURL(`**/teams/${teamId}`);
+      await tab.waitForURL(`**/teams/${teamId}/settings`);
       await settle(tab);
       await tab.getByRole("region", { name: "Webhooks" }).waitFor();
       await tab.getByRole("navigation", { name: "Main" }).waitFor();

@@ -104,7 +104,7 @@ describe("Every agent's chat and its history, in a browser", () => {
   }, 60_000);
 
   it("opens a subordinate's chat from the team page, pages its history back, and takes work for itself", async () => {
-    await page.goto(`${app.url}/teams/${team.id}`);
+    await page.goto(`${app.url}/teams/${team.id}/agents`);
     await settle(page);
     await page.getByRole("link", { name: "Chat with Ada" }).waitFor();
     await shoot(page, "team-agent-chat-links");

@@ -69,7 +69,7 @@ describe("exporting a team from its page", () => {
   }, 60_000);
 
   it("downloads the team's record as JSON from the team page", async () => {
-    await page.goto(`${app.url}/teams/${teamId}`);
+    await page.goto(`${app.url}/teams/${teamId}/settings`);
     await settle(page);
     const [download] = await Promise.all([page.waitForEvent("download"), section().getByRole("link", { name: "Download record (JSON)" }).click()]);
     expect(download.suggestedFilename()).toBe(`cadre-launch-desk-${today()}.json`);
@@ -82,7 +82,7 @@ describe("exporting a team from its page", () => {
     expect(record.tasks.find((task) => task.id === taskId)?.status).toBe("completed");
     expect(record.conversations.find((conversation) => conversation.mode === "background")!.messages.length).toBeGreaterThan(1);
     // Still on the team page: a download, not a navigation.
-    expect(new URL(page.url()).pathname).toBe(`/teams/${teamId}`);
+    expect(new URL(page.url()).pathname).toBe(`/teams/${teamId}/settings`);
   }, 60_000);
 
   it("refuses a backwards range on the page, then downloads the digest of the last 7 days", async () => {
@@ -111,7 +111,7 @@ describe("exporting a team from its page", () => {
     expect(markdown).toContain(`# Launch desk: digest for ${daysAgo(6)} to ${today()}`);
     expect(markdown).toContain("### Tasks finished");
     expect(markdown).toContain("**Find the launch date** — Ada");
-    expect(new URL(page.url()).pathname).toBe(`/teams/${teamId}`);
+    expect(new URL(page.url()).pathname).toBe(`/teams/${teamId}/settings`);
 
     await section().scrollIntoViewIfNeeded();
     await section().screenshot({ path: path.join(shots, "team-export-section.png") });

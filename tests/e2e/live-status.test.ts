@@ -109,7 +109,7 @@ describe("What is happening now, everywhere", () => {
     await expectTicking(scout.locator("time.elapsed").first());
     await shoot(page, "live-teams-running");
 
-    await page.goto(`${app.url}/teams/${team.id}`);
+    await page.goto(`${app.url}/teams/${team.id}/agents`);
     await settle(page);
     const scoutCard = page.getByRole("article", { name: "Scout" });
     await scoutCard.getByText(/Searching the web for “/).waitFor();

@@ -79,12 +79,20 @@ async function shootSection(name: string): Promise<void> {
 }
 
 async function openTeamPage(): Promise<void> {
-  await page.goto(`${app.url}/teams/${teamId}`);
+  await page.goto(`${app.url}/teams/${teamId}/tools`);
   await settle(page);
 }
 
-async function addServer(fill: (form: Locator) => Promise<void>, name: string): Promise<Locator> {
+/** The add form, opened from its button unless it is open already (it stays open after an add). */
+async function addForm(): Promise<Locator> {
   const form = section().getByRole("form", { name: "Add an MCP server" });
+  if (!(await form.isVisible())) await section().getByRole("button", { name: "Add an MCP server" }).click();
+  await form.waitFor();
+  return form;
+}
+
+async function addServer(fill: (form: Locator) => Promise<void>, name: string): Promise<Locator> {
+  const form = await addForm();
   await fill(form);
   await form.getByRole("button", { name: "Add server" }).click();
   await form.getByText(`Added ${name}.`).waitFor();
@@ -216,7 +224,7 @@ describe("MCP servers and tool scopes on the team page", () => {
     await serverCard("broken").getByText("Could not connect").waitFor();
     expect(await page.content()).not.toContain("header-secret-value");
     // A bad name is refused with the server's own message, and nothing is added.
-    const form = section().getByRole("form", { name: "Add an MCP server" });
+    const form = await addForm();
     await form.getByRole("radio", { name: "HTTP: a streamable HTTP endpoint" }).check();
     await form.getByLabel("Server name", { exact: true }).fill("two__parts");
     await form.getByLabel("URL", { exact: true }).fill("http://127.0.0.1:1/mcp");
@@ -227,6 +235,12 @@ describe("MCP servers and tool scopes on the team page", () => {
     await form.getByRole("button", { name: "Add server" }).click();
     await form.getByRole("alert").getByText('already has an MCP server named "broken"').waitFor();
     expect((await servers()).list).toHaveLength(3);
+    await shootSection("mcp-servers-add-form");
+    // Escape closes the form and gives the focus back to the button that opened it.
+    await form.getByLabel("Server name", { exact: true }).focus();
+    await page.keyboard.press("Escape");
+    await form.waitFor({ state: "detached" });
+    await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe("Add an MCP server");
 
     await serverCard("broken").scrollIntoViewIfNeeded();
     await shoot(page, "mcp-servers-error");

@@ -101,7 +101,7 @@ describe("The person in the loop, in a browser", () => {
   }, 60_000);
 
   it("sets tool policies in the team page's Approvals section, for the team and for one agent", async () => {
-    await page.goto(`${app.url}/teams/${batteries.id}`);
+    await page.goto(`${app.url}/teams/${batteries.id}/tools`);
     await settle(page);
     const section = page.getByRole("region", { name: "Approvals" });
     const search = section.getByLabel("Policy for tavilySearch", { exact: true });
@@ -109,7 +109,9 @@ describe("The person in the loop, in a browser", () => {
     await search.selectOption({ label: "Ask me first" });
     await section.getByText("Saved: tavilySearch is now ask me first.").waitFor();
 
-    // The chat's createTask asks too, for the lead only (an override of the team's setting).
+    // The chat's createTask asks too, for the lead only (an override of the team's setting), under
+    // "For one agent", folded while no agent has a setting of its own.
+    await section.getByText("For one agent").click();
     await section.getByLabel("Agent", { exact: true }).selectOption({ label: `${batteries.leadName} (lead)` });
     const createTask = section.getByLabel(`${batteries.leadName}'s policy for createTask`, { exact: true });
     expect(await createTask.locator("option").first().textContent()).toBe("Team setting (run without asking)");
@@ -123,6 +125,8 @@ describe("The person in the loop, in a browser", () => {
     await page.reload();
     await settle(page);
     expect(await section.getByLabel("Policy for tavilySearch", { exact: true }).inputValue()).toBe("ask");
+    // Open by itself now that the lead has a setting of its own.
+    expect(await section.getByLabel(`${batteries.leadName}'s policy for createTask`, { exact: true }).inputValue()).toBe("ask");
     await section.scrollIntoViewIfNeeded();
     await shoot(page, "pitl-team-approvals");
   }, 60_000);

@@ -84,7 +84,7 @@ describe("team and agent settings in the browser", () => {
   });
 
   it("edits the team's name and mission", async () => {
-    await open(`/teams/${world.team}`);
+    await open(`/teams/${world.team}/settings`);
     const settings = page.getByRole("form", { name: "Team settings" });
     await settings.getByLabel("Team name").fill("Heat pump desk");
     await settings.getByLabel("Mission").fill("Track heat pump prices in Germany.");
@@ -95,9 +95,16 @@ describe("team and agent settings in the browser", () => {
   });
 
   it("sets the lead's schedule in a time zone with a readable preview, a listed model and revised instructions", { timeout: 60_000 }, async () => {
-    await open(`/teams/${world.team}`);
-    await page.getByRole("button", { name: "Edit Heat Lead" }).click();
+    await open(`/teams/${world.team}/agents`);
+    const edit = page.getByRole("button", { name: "Edit Heat Lead" });
+    // Escape closes the inline form and gives the focus back to Edit.
+    await edit.click();
     const form = page.getByRole("form", { name: "Edit Heat Lead" });
+    await form.getByLabel("Name").focus();
+    await page.keyboard.press("Escape");
+    await form.waitFor({ state: "detached" });
+    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit Heat Lead");
+    await edit.click();
     // The model list comes from the server's GET /v1/models.
     await form.getByText("2 models on the configured server; or type any name.").waitFor();
     expect(await form.locator("datalist option").evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value).slice(0, 2))).toEqual([
@@ -106,7 +113,8 @@ describe("team and agent settings in the browser", () => {
     ]);
     await form.getByLabel("Model").fill("llama-3.2-3b");
 
-    await form.getByLabel("Cron").fill("0 7 * * 1-5");
+    await form.getByLabel("Runs").selectOption({ label: "Weekdays (Monday to Friday)" });
+    await form.getByLabel("Time", { exact: true }).fill("07:00");
     await form.getByLabel("Time zone").fill("Mars/Base");
     const preview = form.getByLabel("Schedule preview");
     await preview.getByText('"Mars/Base" is not a time zone.', { exact: false }).waitFor();
@@ -140,11 +148,12 @@ describe("team and agent settings in the browser", () => {
     expect(await schedule.getByText(/^Next: /).isVisible()).toBe(true);
     await shoot(page, "settings-team");
     await shootRegion(page.getByRole("article", { name: "Heat Lead" }), "settings-lead-card");
+    await open(`/teams/${world.team}/settings`);
     await shootRegion(page.getByRole("region", { name: "Danger zone" }), "settings-danger-zone");
   });
 
   it("pauses the team (the schedule says so) and resumes it", async () => {
-    await open(`/teams/${world.team}`);
+    await open(`/teams/${world.team}/agents`);
     await page.getByRole("button", { name: "Pause team" }).click();
     await page.getByText("This team is paused", { exact: false }).waitFor();
     expect(await page.getByLabel("Schedule", { exact: true }).getByText("paused (weekdays at 07:00 Europe/Berlin when resumed)").isVisible()).toBe(true);
@@ -191,7 +200,7 @@ describe("team and agent settings in the browser", () => {
   });
 
   it("asks before deleting the team, says what goes, and deletes it", async () => {
-    await open(`/teams/${world.team}`);
+    await open(`/teams/${world.team}/settings`);
     const opener = page.getByRole("button", { name: "Delete team" });
     await opener.click();
     const dialog = page.getByRole("dialog", { name: "Delete Heat pump desk?" });

@@ -187,9 +187,14 @@ describe("usage and cost in the browser", () => {
   });
 
   it("shows the team's spending against its budgets on the team page, and sets and clears them", async () => {
+    // The last 30 days as a chart on the Overview, the budgets on Settings.
     await open(`/teams/${teams.solar.id}`);
+    const spending = page.getByRole("region", { name: "Spending" });
+    await spending.locator(".recharts-bar-rectangle").first().waitFor();
+    expect(await spending.getByText("of 2,000,000").isVisible()).toBe(true);
+    await shootRegion(spending, "team-spending");
+    await open(`/teams/${teams.solar.id}/settings`);
     const section = budgetSection();
-    await section.locator(".recharts-bar-rectangle").first().waitFor();
     expect(await section.getByText("The default daily budget (TEAM_DAILY_TOKEN_BUDGET).").isVisible()).toBe(true);
     expect(await section.getByText("of 2,000,000").isVisible()).toBe(true);
     expect(await section.getByText("No cost cap.", { exact: true }).isVisible()).toBe(true);
@@ -217,7 +222,9 @@ describe("usage and cost in the browser", () => {
   it("shows the team page's section with no usage yet, and an agent's cost on its page", async () => {
     const quiet = await createTeam("Quiet team", "Nothing yet.");
     await open(`/teams/${quiet.id}`);
-    await budgetSection().getByText(/No model calls in the last 30 days yet/).waitFor();
+    await page.getByRole("region", { name: "Spending" }).getByText(/No model calls in the last 30 days yet/).waitFor();
+    await open(`/teams/${quiet.id}/settings`);
+    expect(await budgetSection().getByText("Tokens today").isVisible()).toBe(true);
     await shootRegion(budgetSection(), "team-usage-empty");
 
     await open(`/agents/${teams.solar.scout}`);

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { approvals, inboxItems, questions, type Approval, type InboxItem, type InboxItemType, type Question } from "../schema";
@@ -76,6 +76,28 @@ export async function listInboxItems(db: Db, filter: InboxFilter = {}): Promise<
     .orderBy(...inboxOrder)
     .limit(filter.limit ?? 100);
   return rows.map(({ item, question, approval }) => ({ ...item, question, approval }));
+}
+
+/**
+ * A team's questions and approvals that still wait for the person (archived or not: archiving
+ * does not answer them), the longest-waiting first: what the team page's Overview asks for.
+ */
+export async function listTeamItemsWaitingForPerson(db: Db, teamId: string, limit = 10): Promise<InboxItemView[]> {
+  const rows = await viewQuery(db, and(eq(inboxItems.teamId, teamId), or(eq(questions.status, "open"), eq(approvals.status, "pending"))))
+    .orderBy(asc(inboxItems.createdAt), asc(inboxItems.id))
+    .limit(limit);
+  return rows.map(({ item, question, approval }) => ({ ...item, question, approval }));
+}
+
+/** The team's newest briefing, archived or not (the Overview links to it). */
+export async function getLatestTeamBriefing(db: Db, teamId: string): Promise<InboxItem | null> {
+  const [item] = await db
+    .select()
+    .from(inboxItems)
+    .where(and(eq(inboxItems.teamId, teamId), eq(inboxItems.type, "briefing")))
+    .orderBy(...inboxOrder)
+    .limit(1);
+  return item ?? null;
 }
 
 export async function getInboxItemView(db: Db, itemId: string): Promise<InboxItemView | null> {
