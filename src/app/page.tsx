@@ -11,6 +11,7 @@ import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listTeams } from "@/lib/db/queries/teams";
 import { DEFAULT_WINDOW_MS, LAST_VISIT_COOKIE, parseLastVisit } from "@/lib/last-visit";
+import { plural } from "@/lib/plural";
 import { getSinceLastVisit, type TeamNews } from "@/lib/since-last-visit";
 import { getTeamActivity } from "@/lib/team-activity";
 
@@ -26,8 +27,8 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
   const counts = [
     news.completed > 0 && `${news.completed} finished`,
     news.failed > 0 && `${news.failed} failed`,
-    news.briefings > 0 && `${news.briefings} briefing${news.briefings === 1 ? "" : "s"}`,
-    news.knowledge > 0 && `${news.knowledge} new knowledge item${news.knowledge === 1 ? "" : "s"}`,
+    news.briefings > 0 && plural(news.briefings, "briefing"),
+    news.knowledge > 0 && plural(news.knowledge, "new knowledge item"),
   ].filter(Boolean);
   return (
     <article className="card news-card" aria-labelledby={headingId}>

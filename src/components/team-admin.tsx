@@ -6,6 +6,7 @@ import { previewSchedule, type SchedulePreview } from "@/lib/agents/schedule-pre
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/activity";
+import { plural } from "@/lib/plural";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
@@ -214,7 +215,7 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
       <p className="hint under-field" id={`${prefix}-models-hint`}>
         {models === null
           ? "Asking the model server what it offers…"
-          : models.error ?? (models.source === "server" ? `${models.models.length} models on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}
+          : models.error ?? (models.source === "server" ? `${plural(models.models.length, "model")} on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}
       </p>
       {schedule && preview && (
         <fieldset className="schedule-fields">

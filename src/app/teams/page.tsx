@@ -7,6 +7,7 @@ import { EmptyState, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
+import { plural } from "@/lib/plural";
 import { getTeamActivity } from "@/lib/team-activity";
 
 export const dynamic = "force-dynamic";
@@ -54,7 +55,7 @@ export default async function TeamsPage() {
                   <TeamActivitySummary agents={activity.get(team.id) ?? []} />
                   <div className="card-foot">
                     <span className="meta">
-                      {team.subordinates} subordinate{team.subordinates === 1 ? "" : "s"} · {team.openTasks} open task{team.openTasks === 1 ? "" : "s"}
+                      {plural(team.subordinates, "subordinate")} · {plural(team.openTasks, "open task")}
                       {team.unread > 0 && ` · ${team.unread} unread`}
                     </span>
                     <span className="card-actions">
