@@ -21,6 +21,11 @@ const TAVILY_BASE_URL = "https://api.tavily.com";
 const TIMEOUT_MS = 5_000;
 const modelsResponse = z.object({ data: z.array(z.object({ id: z.string().min(1) })) });
 
+/** On the offline model, what the offline notice needs to say (null: a model is configured, no notice). */
+export function offlineSetup(config: CheckConfig = env()): { searchConfigured: boolean } | null {
+  return usingOfflineModel(config) ? { searchConfigured: Boolean(config.TAVILY_API_KEY) } : null;
+}
+
 export async function checkConnections(config: CheckConfig = env(), timeoutMs = TIMEOUT_MS): Promise<ConnectionCheck> {
   const [model, search] = await Promise.all([checkModelServer(config, timeoutMs), checkWebSearch(config, timeoutMs)]);
   return { model, search };

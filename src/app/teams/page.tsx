@@ -2,9 +2,11 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { TeamActivitySummary } from "@/components/agent-activity";
 import { CreateTeamForm } from "@/components/create-team-form";
+import { OfflineNotice } from "@/components/offline-notice";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
+import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
 import { plural } from "@/lib/plural";
@@ -21,6 +23,7 @@ export default async function TeamsPage() {
     teams.map((team) => team.id),
   );
   const agentIds = [...activity.values()].flat().map((agent) => agent.agentId);
+  const offline = offlineSetup();
   return (
     <div className="page">
       <LiveRefresh tables={["teams", "agents", "tasks", "inbox_items"]} />
@@ -32,6 +35,7 @@ export default async function TeamsPage() {
           <p className="lede">Each team has a lead you chat with and subordinates who work in the background.</p>
         </div>
       </header>
+      {offline && <OfflineNotice searchConfigured={offline.searchConfigured} setupOpen={teams.length === 0} />}
       <div className="split">
         <section aria-labelledby="team-list-heading" className="split-main">
           <h2 id="team-list-heading" className="visually-hidden">
