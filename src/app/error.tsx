@@ -39,7 +39,7 @@ export default function PageError({ error, retry }: { error: unknown; retry: () 
         </p>
         <h1 className="empty-title">Couldn&apos;t load this page — {retryingWords(auto)}</h1>
         <div className="empty-body">
-          <p>The server did not answer in time, most often because its database is briefly out of reach. The page comes back by itself once it answers.</p>
+          <p>The server could not read what this page shows, most often because its database is briefly out of reach. The page comes back by itself once it answers.</p>
           <p className="form-actions">
             <button type="button" className="button button-primary" onClick={auto.retryNow} disabled={auto.secondsLeft === null}>
               Retry now
