@@ -116,6 +116,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   const [syncError, setSyncError] = useState<string | null>(null);
   // The newest messages could not be read (the server or its database is away): tried again by itself.
   const [syncFailing, setSyncFailing] = useState(false);
+  const [approvalsFailing, setApprovalsFailing] = useState(false);
   // Every stored message loaded so far, in chain order: the UI messages are made from it.
   const storedRef = useRef<ApiMessage[]>(initialMessages);
   const [olderExists, setOlderExists] = useState(hasOlder(initialMessages));
@@ -184,7 +185,6 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   readNewestRef.current = readNewest;
   const resync = useMemo(() => oneAtATime(() => readNewestRef.current()), []);
   const resyncSoon = useCoalesced(() => void resync(), 250);
-  const syncRetry = useAutoRetry(resync, syncFailing);
 
   // Older messages go on top without moving what the person is reading.
   const keepScroll = useRef<number | null>(null);
@@ -209,11 +209,13 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
     try {
       const { approvals } = await api<{ approvals: ApprovalData[] }>(`/api/agents/${agentId}/approvals`);
       setApprovalList(approvals);
-    } catch (cause) {
-      setSyncError(`Could not load the calls waiting for you: ${messageOf(cause)}`);
+      setApprovalsFailing(false);
+    } catch {
+      setApprovalsFailing(true);
     }
   }, [agentId]);
   const loadApprovalsSoon = useCoalesced(() => void loadApprovals(), 250);
+  const syncRetry = useAutoRetry(() => Promise.all([resync(), loadApprovals()]), syncFailing || approvalsFailing);
   const approvals = useMemo(() => {
     const byCall = new Map<string, ApprovalData>();
     for (const approval of approvalList) if (!byCall.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
@@ -371,7 +373,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       <div ref={endRef} />
       <div className="composer-wrap">
         {errorText && <ErrorNote message={errorText} actions={[{ label: "Retry", onClick: retry }]} onDismiss={clearError} />}
-        {syncFailing && <RetryNote what="the latest messages" retry={syncRetry} />}
+        {(syncFailing || approvalsFailing) && <RetryNote what="the latest messages" retry={syncRetry} />}
         {syncError && <ErrorNote message={syncError} onDismiss={() => setSyncError(null)} />}
         <form className="composer" onSubmit={submit}>
           <textarea
