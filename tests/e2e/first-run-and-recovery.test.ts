@@ -237,6 +237,14 @@ describe("first run, recovery and polish", () => {
       expect(await page.evaluate(() => (window as { stillHere?: boolean }).stillHere)).toBe(true);
       await page.getByRole("link", { name: "Battery desk" }).first().waitFor();
       await shoot(page, "first-run-page-recovered");
+
+      // The same when the page fails on a navigation inside the app (no full load).
+      await refuse();
+      await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Knowledge" }).click();
+      await heading.waitFor({ timeout: 15_000 });
+      await admin.unsafe(`alter database ${database.name} allow_connections true`);
+      await page.getByRole("heading", { name: "Knowledge", level: 1 }).waitFor({ timeout: 45_000 });
+      expect(await page.evaluate(() => (window as { stillHere?: boolean }).stillHere)).toBe(true);
     } finally {
       await admin.unsafe(`alter database ${database.name} allow_connections true`).catch(() => {});
       await admin.end({ timeout: 5 });
