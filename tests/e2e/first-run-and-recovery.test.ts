@@ -250,4 +250,39 @@ describe("first run, recovery and polish", () => {
       await admin.end({ timeout: 5 });
     }
   }, 120_000);
+
+  it("with sign-in on, a page whose session could not be checked says it retries, and comes back by itself", async () => {
+    // The root layout asks the database for the session: when it cannot, global-error takes the whole page.
+    const password = "polish-test-password";
+    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: password }, ["--web-only"]);
+    const admin = postgres(inject("databaseAdminUrl"), { max: 1, onnotice: () => {} });
+    const signedIn = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    try {
+      const tab = await signedIn.newPage();
+      const response = await tab.request.post(`${guarded.url}/api/auth/sign-in`, { data: { password }, headers: { origin: guarded.url } });
+      expect(response.status()).toBe(200);
+      await tab.goto(`${guarded.url}/teams`);
+      await settle(tab);
+      await tab.getByRole("heading", { name: "Teams", level: 1 }).waitFor();
+
+      await admin.unsafe(`alter database ${database.name} allow_connections false`);
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${database.name}`;
+      await tab.goto(`${guarded.url}/teams`);
+      const heading = tab.getByRole("heading", { level: 1, name: /^Couldn.t load this page — retrying/ });
+      await heading.waitFor({ timeout: 15_000 });
+      await tab.evaluate(() => ((window as { stillHere?: boolean }).stillHere = true));
+      expect(await tab.locator("body").innerText()).not.toMatch(/select |Failed query|accepting connections|Application error|server-side exception/i);
+      await shoot(tab, "first-run-global-error");
+
+      await admin.unsafe(`alter database ${database.name} allow_connections true`);
+      await tab.getByRole("heading", { name: "Teams", level: 1 }).waitFor({ timeout: 45_000 });
+      expect(await tab.evaluate(() => (window as { stillHere?: boolean }).stillHere)).toBe(true);
+      await tab.getByRole("navigation", { name: "Main" }).waitFor();
+    } finally {
+      await admin.unsafe(`alter database ${database.name} allow_connections true`).catch(() => {});
+      await admin.end({ timeout: 5 });
+      await signedIn.close();
+      await guarded.stop();
+    }
+  }, 150_000);
 });
