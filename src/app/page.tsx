@@ -5,12 +5,15 @@ import { redirect } from "next/navigation";
 import { TeamActivitySummary } from "@/components/agent-activity";
 import { LiveRefresh } from "@/components/live-events";
 import { MarkSeenButton } from "@/components/mark-seen";
+import { OfflineNotice } from "@/components/offline-notice";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { activityState } from "@/lib/activity";
 import { requirePageSession } from "@/lib/auth";
+import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeams } from "@/lib/db/queries/teams";
 import { DEFAULT_WINDOW_MS, LAST_VISIT_COOKIE, parseLastVisit } from "@/lib/last-visit";
+import { plural } from "@/lib/plural";
 import { getSinceLastVisit, type TeamNews } from "@/lib/since-last-visit";
 import { getTeamActivity } from "@/lib/team-activity";
 
@@ -26,8 +29,8 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
   const counts = [
     news.completed > 0 && `${news.completed} finished`,
     news.failed > 0 && `${news.failed} failed`,
-    news.briefings > 0 && `${news.briefings} briefing${news.briefings === 1 ? "" : "s"}`,
-    news.knowledge > 0 && `${news.knowledge} new knowledge item${news.knowledge === 1 ? "" : "s"}`,
+    news.briefings > 0 && plural(news.briefings, "briefing"),
+    news.knowledge > 0 && plural(news.knowledge, "new knowledge item"),
   ].filter(Boolean);
   return (
     <article className="card news-card" aria-labelledby={headingId}>
@@ -116,6 +119,7 @@ export default async function HomePage() {
       teams.map((team) => team.id),
     ),
   ]);
+  const offline = offlineSetup();
   const busyTeams = teams.filter((team) => (activity.get(team.id) ?? []).some((agent) => activityState(agent) !== "idle"));
   const agentIds = [...activity.values()].flat().map((agent) => agent.agentId);
   const sinceWords = marked ? (
@@ -139,6 +143,7 @@ export default async function HomePage() {
           <MarkSeenButton renderedAt={now.getTime()} />
         </div>
       </header>
+      {offline && <OfflineNotice searchConfigured={offline.searchConfigured} />}
 
       <section aria-labelledby="now-heading" className="section">
         <h2 id="now-heading">Working now</h2>

@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useEffect, useState } from "react";
 import { activityState, formatElapsed, type AgentActivity } from "@/lib/activity";
+import { plural } from "@/lib/plural";
 
 /** One clock for every elapsed time on the page, so they tick together. */
 const listeners = new Set<(now: number) => void>();
@@ -34,10 +35,6 @@ export function Elapsed({ since }: { since: string }) {
       {formatElapsed(now - new Date(since).getTime())}
     </time>
   );
-}
-
-function plural(count: number, word: string): string {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
 /**

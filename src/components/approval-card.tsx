@@ -6,7 +6,7 @@ import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";
 import type { Approval } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
-import { closeOnEscape, useReturnFocus } from "./use-escape";
+import { useInlineForm } from "./use-inline-form";
 
 export type ApprovalData = Wire<Approval>;
 
@@ -80,8 +80,6 @@ function Outcome({ approval }: { approval: ApprovalData }) {
   );
 }
 
-type Mode = "choose" | "edit" | "deny";
-
 /**
  * A tool call that waits for the person (flow 8): who wants to run what, with which
  * arguments and why; Approve, Edit and approve (the arguments as JSON, checked before
@@ -108,14 +106,13 @@ export function ApprovalCard({
   const [answered, setAnswered] = useState<ApprovalData | null>(null);
   // The server's word wins once it has moved on; until then, what this card just decided.
   const approval = given.status !== "pending" || !answered ? given : answered;
-  const [mode, setMode] = useState<Mode>("choose");
-  // Closing the edit or deny form (Escape, Cancel) gives the focus back to the button that opened it.
-  const editOpener = useReturnFocus(mode === "edit");
-  const denyOpener = useReturnFocus(mode === "deny");
   const [draft, setDraft] = useState(() => JSON.stringify(given.input ?? {}, null, 2));
   const [reason, setReason] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  // Edit and approve, or Deny with a reason: Escape or Cancel goes back to the three buttons.
+  const form = useInlineForm<"edit" | "deny">(() => setError(null));
+  const mode = form.open ?? "choose";
   const ids = useId();
 
   const decide = async (body: Record<string, unknown>) => {
@@ -124,7 +121,7 @@ export function ApprovalCard({
     try {
       const { approval: decided } = await api<{ approval: ApprovalData }>(`/api/approvals/${approval.id}/decision`, { method: "POST", body });
       setAnswered(decided);
-      setMode("choose");
+      form.done();
       onDecided?.(decided);
       router.refresh();
     } catch (cause) {
@@ -164,10 +161,6 @@ export function ApprovalCard({
     void decide({ decision: "deny", reason: reason.trim() });
   };
 
-  const cancel = () => {
-    setMode("choose");
-    setError(null);
-  };
 
   const pending = approval.status === "pending";
   const changed = approvedWithChanges(approval);
@@ -216,26 +209,26 @@ export function ApprovalCard({
             Approve
           </button>
           <button
-            ref={editOpener}
             type="button"
             className="button"
             disabled={busy}
+            ref={form.opener("edit")}
             onClick={() => {
               setDraft(JSON.stringify(approval.input ?? {}, null, 2));
               setError(null);
-              setMode("edit");
+              form.show("edit");
             }}
           >
             Edit and approve
           </button>
           <button
-            ref={denyOpener}
             type="button"
             className="button button-danger-text"
             disabled={busy}
+            ref={form.opener("deny")}
             onClick={() => {
               setError(null);
-              setMode("deny");
+              form.show("deny");
             }}
           >
             Deny
@@ -244,7 +237,7 @@ export function ApprovalCard({
       )}
 
       {pending && mode === "edit" && (
-        <form className="approval-form" onSubmit={approveEdited} onKeyDown={closeOnEscape(() => !busy && cancel())}>
+        <form className="approval-form" onSubmit={approveEdited} onKeyDown={form.onKeyDown}>
           <div className="field">
             <label htmlFor={`${ids}-args`}>Arguments (JSON)</label>
             <textarea
@@ -263,7 +256,7 @@ export function ApprovalCard({
           {errorNote}
           <p className="hint">The call runs with these arguments instead of the agent&apos;s.</p>
           <div className="approval-actions">
-            <button type="button" className="button button-quiet" onClick={cancel} disabled={busy}>
+            <button type="button" className="button button-quiet" onClick={form.cancel} disabled={busy}>
               Cancel
             </button>
             <button type="submit" className="button button-primary" disabled={busy}>
@@ -274,7 +267,7 @@ export function ApprovalCard({
       )}
 
       {pending && mode === "deny" && (
-        <form className="approval-form" onSubmit={deny} onKeyDown={closeOnEscape(() => !busy && cancel())}>
+        <form className="approval-form" onSubmit={deny} onKeyDown={form.onKeyDown}>
           <div className="field">
             <label htmlFor={`${ids}-reason`}>Reason</label>
             <textarea
@@ -293,7 +286,7 @@ export function ApprovalCard({
           {errorNote}
           <p className="hint">The agent is told: “Denied by the person: your reason”.</p>
           <div className="approval-actions">
-            <button type="button" className="button button-quiet" onClick={cancel} disabled={busy}>
+            <button type="button" className="button button-quiet" onClick={form.cancel} disabled={busy}>
               Cancel
             </button>
             <button type="submit" className="button button-danger" disabled={busy}>

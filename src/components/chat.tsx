@@ -10,6 +10,7 @@ import { STOPPED_BY_PERSON } from "@/lib/agents/formats";
 import { CHAT_PAGE_SIZE, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
+import { RetryNote, useAutoRetry } from "./auto-retry";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
 import { QuestionCard, type QuestionData } from "./question-card";
@@ -71,16 +72,17 @@ function MessagePart({ part, context }: { part: ChatMessage["parts"][number]; co
  */
 function ChatQuestion({ itemId, agentId, agentName }: { itemId: string; agentId: string; agentName: string }) {
   const [question, setQuestion] = useState<QuestionData | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [failing, setFailing] = useState(false);
   const load = useCallback(async () => {
     try {
       const { item } = await api<{ item: { question: QuestionData | null } }>(`/api/inbox/${itemId}`);
       setQuestion(item.question);
-      setError(null);
-    } catch (cause) {
-      setError(`Could not load this question: ${messageOf(cause)}`);
+      setFailing(false);
+    } catch {
+      setFailing(true);
     }
   }, [itemId]);
+  const retry = useAutoRetry(load, failing);
   useEffect(() => {
     void load();
   }, [load]);
@@ -88,7 +90,7 @@ function ChatQuestion({ itemId, agentId, agentName }: { itemId: string; agentId:
   useLiveEvents((event) => {
     if (event === null || (event.table === "inbox_items" && event.id === itemId) || (event.table === "tasks" && event.agentId === agentId)) reload();
   });
-  if (error) return <ErrorNote message={error} onDismiss={() => setError(null)} />;
+  if (failing && !question) return <RetryNote what="this question" retry={retry} />;
   if (!question) return null;
   return <QuestionCard question={question} agentName={agentName} showQuestion={false} onAnswered={() => reload()} />;
 }
@@ -112,6 +114,9 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   const [approvalList, setApprovalList] = useState(initialApprovals);
   const [stoppedId, setStoppedId] = useState<string | null>(null);
   const [syncError, setSyncError] = useState<string | null>(null);
+  // The newest messages could not be read (the server or its database is away): tried again by itself.
+  const [syncFailing, setSyncFailing] = useState(false);
+  const [approvalsFailing, setApprovalsFailing] = useState(false);
   // Every stored message loaded so far, in chain order: the UI messages are made from it.
   const storedRef = useRef<ApiMessage[]>(initialMessages);
   const [olderExists, setOlderExists] = useState(hasOlder(initialMessages));
@@ -169,9 +174,9 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       }
       if (busyRef.current) return;
       show(merged ?? newest);
-      setSyncError(null);
-    } catch (cause) {
-      setSyncError(`Could not load the latest messages: ${messageOf(cause)}`);
+      setSyncFailing(false);
+    } catch {
+      setSyncFailing(true);
     }
   }, [page, show]);
   // One resync at a time (an older read answering after a newer one would hide what only the
@@ -204,11 +209,13 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
     try {
       const { approvals } = await api<{ approvals: ApprovalData[] }>(`/api/agents/${agentId}/approvals`);
       setApprovalList(approvals);
-    } catch (cause) {
-      setSyncError(`Could not load the calls waiting for you: ${messageOf(cause)}`);
+      setApprovalsFailing(false);
+    } catch {
+      setApprovalsFailing(true);
     }
   }, [agentId]);
   const loadApprovalsSoon = useCoalesced(() => void loadApprovals(), 250);
+  const syncRetry = useAutoRetry(() => Promise.all([resync(), loadApprovals()]), syncFailing || approvalsFailing);
   const approvals = useMemo(() => {
     const byCall = new Map<string, ApprovalData>();
     for (const approval of approvalList) if (!byCall.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
@@ -366,6 +373,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       <div ref={endRef} />
       <div className="composer-wrap">
         {errorText && <ErrorNote message={errorText} actions={[{ label: "Retry", onClick: retry }]} onDismiss={clearError} />}
+        {(syncFailing || approvalsFailing) && <RetryNote what="the latest messages" retry={syncRetry} />}
         {syncError && <ErrorNote message={syncError} onDismiss={() => setSyncError(null)} />}
         <form className="composer" onSubmit={submit}>
           <textarea

@@ -5,6 +5,7 @@ import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } fr
 import { api, type Wire } from "@/lib/api-client";
 import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
 import type { McpServerView } from "@/lib/mcp/servers";
+import { plural } from "@/lib/plural";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
 import { ErrorNote, LocalTime } from "./ui";
@@ -50,10 +51,6 @@ function commandLine(server: McpServerWire): string {
 
 function seconds(ms: number): string {
   return `${Math.round(ms / 100) / 10} s`;
-}
-
-function plural(count: number, one: string, many = `${one}s`): string {
-  return `${count} ${count === 1 ? one : many}`;
 }
 
 /**

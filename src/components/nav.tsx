@@ -87,8 +87,16 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
         {/* Only the browser's connection for live updates, not the app's health: the worker banner says when workers are down. */}
         <span className={`live-status live-${live}`} title={live === "live" ? "Live updates: connected — pages update by themselves" : "Live updates: reconnecting — reload to see the latest"}>
           <span className="live-dot" aria-hidden="true" />
-          <span className="wide-only live-label" aria-hidden="true">
-            {live === "live" ? "Live" : "Reconnecting…"}
+          {/* Visible on a phone too: a bare dot says nothing to someone who has not read this code. */}
+          <span className="live-label" aria-hidden="true" data-testid="live-label">
+            {live === "live" ? (
+              "Live"
+            ) : (
+              <>
+                <span className="wide-only">Reconnecting…</span>
+                <span className="narrow-only">Retrying</span>
+              </>
+            )}
           </span>
           <span className="visually-hidden">{live === "live" ? "Live updates: connected" : "Live updates: reconnecting"}</span>
         </span>

@@ -5,6 +5,7 @@ import { api } from "@/lib/api-client";
 import type { TokenPrice, PriceListEntry } from "@/lib/usage/prices";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
+import { useInlineForm } from "./use-inline-form";
 
 const usd = (value: number) => `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
 
@@ -61,14 +62,16 @@ function PriceFields({ draft, onChange, idPrefix }: { draft: Draft; onChange: (d
 
 function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
   const id = useId();
-  const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState<Draft>(() => draftOf(entry.model, entry.custom ?? entry.builtIn));
   const { busy, error, clearError, run } = useAction();
   const inForce = entry.custom ?? entry.builtIn;
+  // Escape or Cancel drops the draft and gives focus back to Edit.
+  const form = useInlineForm<"edit">(() => (setDraft(draftOf(entry.model, inForce)), clearError()));
+  const editing = form.open === "edit";
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
-    if (await run(() => api(pricePath(entry.model), { method: "PUT", body: bodyOf(draft) }))) setEditing(false);
+    if (await run(() => api(pricePath(entry.model), { method: "PUT", body: bodyOf(draft) }))) form.done();
   };
   const reset = () => run(() => api(pricePath(entry.model), { method: "DELETE" }));
 
@@ -84,10 +87,10 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
         {used && <span className="pill pill-live">used</span>}
       </div>
       {editing ? (
-        <form className="price-edit" onSubmit={save} aria-label={`Edit the price of ${entry.model}`}>
+        <form className="price-edit" onSubmit={save} onKeyDown={form.onKeyDown} aria-label={`Edit the price of ${entry.model}`}>
           <PriceFields draft={draft} onChange={setDraft} idPrefix={id} />
           <div className="form-actions">
-            <button type="button" className="button button-quiet" onClick={() => (setEditing(false), setDraft(draftOf(entry.model, inForce)), clearError())}>
+            <button type="button" className="button button-quiet" onClick={form.cancel}>
               Cancel
             </button>
             <button type="submit" className="button button-primary" disabled={busy}>
@@ -99,7 +102,7 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
         <div className="price-line">
           <span className="price-figures">{inForce ? describePrice(inForce) : "no price"}</span>
           <span className="card-actions">
-            <button type="button" className="button button-quiet button-small" onClick={() => setEditing(true)} aria-label={`Edit the price of ${entry.model}`}>
+            <button type="button" className="button button-quiet button-small" ref={form.opener("edit")} onClick={() => form.show("edit")} aria-label={`Edit the price of ${entry.model}`}>
               Edit
             </button>
             {entry.custom && (

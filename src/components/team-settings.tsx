@@ -4,6 +4,7 @@ import { useRouter } from "next/navigation";
 import { useRef, useState, type FormEvent } from "react";
 import { api } from "@/lib/api-client";
 import type { TeamContents } from "@/lib/db/queries/teams";
+import { plural } from "@/lib/plural";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
 
@@ -45,7 +46,6 @@ export function TeamSettingsForm({ teamId, name: savedName, mission: savedMissio
   );
 }
 
-const plural = (count: number, one: string, many = `${one}s`) => `${count.toLocaleString("en-US")} ${count === 1 ? one : many}`;
 
 /** What goes with the team, said before it goes: a modal dialog that names it and the counts. */
 export function DeleteTeamButton({ teamId, teamName, contents }: { teamId: string; teamName: string; contents: TeamContents }) {

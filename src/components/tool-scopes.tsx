@@ -5,16 +5,13 @@ import { api } from "@/lib/api-client";
 import type { ToolInfo } from "@/lib/agents/tool-policies";
 import type { AgentRole, ToolScope } from "@/lib/db/schema";
 import { MCP_SEPARATOR, mcpToolName } from "@/lib/mcp/names";
+import { plural } from "@/lib/plural";
 import type { McpServerWire } from "./mcp-servers";
 import { firstSentence, offeredTo } from "./tool-policies";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
 
 type ScopedAgent = { id: string; name: string; role: AgentRole; toolScope: ToolScope | null };
-
-function plural(count: number, one: string, many = `${one}s`): string {
-  return `${count} ${count === 1 ? one : many}`;
-}
 
 function sameScope(a: ToolScope | null, b: ToolScope | null): boolean {
   if (!a || !b) return a === b;

@@ -66,7 +66,7 @@ describe("cookies, tokens and public paths", () => {
   });
 
   it("opens only health, sign-in/out and webhooks", () => {
-    for (const path of ["/sign-in", "/api/health", "/api/auth/sign-in", "/api/auth/sign-out", "/api/hooks/abc"]) expect(isPublicPath(path), path).toBe(true);
-    for (const path of ["/", "/teams", "/api/teams", "/api/hooks/abc/x", "/api/healthz", "/sign-in/../teams", "/api/auth/session"]) expect(isPublicPath(path), path).toBe(false);
+    for (const path of ["/sign-in", "/api/health", "/api/auth/sign-in", "/api/auth/sign-out", "/api/hooks/abc", "/favicon.ico", "/icon.svg", "/apple-icon.png", "/manifest.webmanifest"]) expect(isPublicPath(path), path).toBe(true);
+    for (const path of ["/", "/teams", "/api/teams", "/api/hooks/abc/x", "/api/healthz", "/sign-in/../teams", "/api/auth/session", "/favicon.ico/x", "/teams/icon.svg"]) expect(isPublicPath(path), path).toBe(false);
   });
 });

@@ -4,8 +4,17 @@
 export const SESSION_COOKIE = "cadre_session";
 export const SIGN_IN_PATH = "/sign-in";
 
-/** Reachable without a session: the health probe, signing in and out, and webhooks (they carry their own HMAC). */
-const publicPaths = [/^\/sign-in\/?$/, /^\/api\/health\/?$/, /^\/api\/auth\/sign-(in|out)\/?$/, /^\/api\/hooks\/[^/]+\/?$/];
+/**
+ * Reachable without a session: the health probe, signing in and out, webhooks (they carry their
+ * own HMAC), and the app's icons and web manifest (the sign-in page shows them; they hold nothing private).
+ */
+const publicPaths = [
+  /^\/sign-in\/?$/,
+  /^\/api\/health\/?$/,
+  /^\/api\/auth\/sign-(in|out)\/?$/,
+  /^\/api\/hooks\/[^/]+\/?$/,
+  /^\/(favicon\.ico|icon\.svg|apple-icon\.png|manifest\.webmanifest)$/,
+];
 
 export function isPublicPath(pathname: string): boolean {
   return publicPaths.some((pattern) => pattern.test(pathname));

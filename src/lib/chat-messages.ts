@@ -100,18 +100,27 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
 }
 
 /**
- * The newest page merged onto what is loaded: the loaded messages up to where the page
- * begins, then the page. Null when the page does not reach back to anything loaded (more
- * than a page was written since): the caller reads further back, or starts over.
+ * The newest page joined to what is loaded, by message id: the loaded messages before the
+ * page, the page, then the loaded messages after the page's last one. Both are stretches of
+ * one append-only chain, so ids place them; a read that answers after a newer one (two
+ * overlapping refetches) then adds what it saw and never hides what the newer one showed.
+ * Null when the page does not reach back to anything loaded (more than a page was written
+ * since): the caller reads further back, or starts over.
  */
 export function mergeNewest(loaded: readonly ApiMessage[], newest: readonly ApiMessage[]): ApiMessage[] | null {
-  if (newest.length === 0) return loaded.length === 0 ? [] : null;
+  // Messages are never taken out of a chain: an empty page was read before anything loaded was written.
+  if (newest.length === 0) return [...loaded];
   const first = newest[0]!;
-  if (first.previousMessageId === null) return [...newest]; // the page is the whole conversation
-  const at = loaded.findIndex((message) => message.id === first.id);
-  if (at >= 0) return [...loaded.slice(0, at), ...newest];
-  const before = loaded.findIndex((message) => message.id === first.previousMessageId);
-  return before >= 0 ? [...loaded.slice(0, before + 1), ...newest] : null;
+  let start: number;
+  if (first.previousMessageId === null) start = 0; // the page starts the conversation
+  else {
+    const at = loaded.findIndex((message) => message.id === first.id);
+    const before = at >= 0 ? -1 : loaded.findIndex((message) => message.id === first.previousMessageId);
+    if (at < 0 && before < 0) return null;
+    start = at >= 0 ? at : before + 1;
+  }
+  const lastAt = loaded.findIndex((message) => message.id === newest.at(-1)!.id);
+  return [...loaded.slice(0, start), ...newest, ...(lastAt >= start ? loaded.slice(lastAt + 1) : [])];
 }
 
 /** Whether messages older than the first loaded one exist (the chain goes on before it). */

@@ -5,6 +5,7 @@ import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-s
 import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/workers";
 import { env } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
+import { plural } from "@/lib/plural";
 import { webEngine } from "@/lib/server";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */
@@ -90,7 +91,7 @@ async function raiseNoWorkerAlerts(db: Db, queue: () => Promise<JobQueue>, liven
       agentId: team.leadId,
       key: `no-worker:${team.teamId}:${lastSeen?.toISOString() ?? "never"}`,
       title: "Background work is waiting: no worker is running",
-      summary: `Work for ${team.agents === 1 ? "1 agent" : `${team.agents} agents`} of this team has waited since ${readableTime(team.waitingSince)} and no worker is running to do it.`,
+      summary: `Work for ${plural(team.agents, "agent")} of this team has waited since ${readableTime(team.waitingSince)} and no worker is running to do it.`,
       content: [
         "Tasks or messages for this team are queued, but no worker process is running, so nothing happens until one starts. Nothing is lost: the work starts as soon as a worker runs.",
         "Start one with `npm run worker` in the project folder, or run `npm run dev` / `npm start`, which start a worker with the web server.",

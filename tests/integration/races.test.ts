@@ -64,6 +64,7 @@ const NO_PARENT: Record<string, string> = {
   "POST /api/inbox/read-all": "an update of whatever exists",
   "POST /api/auth/sign-in": "sessions belong to no team",
   "POST /api/auth/sign-out": "sessions belong to no team",
+  "POST /api/connection-check": "writes nothing: it asks the model server and Tavily",
 };
 
 let database: TestDatabase;

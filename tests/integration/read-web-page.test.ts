@@ -204,7 +204,7 @@ describe("the offline model with a page to read", () => {
     const [knowledge] = await getKnowledgeItemsBySourceConversation(database.db, conversation.id);
     expect(knowledge!.content).toMatch(/^Tidal power in 2026: Tidal capacity doubled since 2024\..*\(source: https:\/\/example\.com\/tidal\)$/);
     const [briefing] = await listInboxItems(database.db);
-    expect(briefing).toMatchObject({ type: "briefing", title: "Briefing: Research tidal power", summary: "Tidal power in 2026: Tidal capacity doubled since 2024." });
+    expect(briefing).toMatchObject({ type: "briefing", title: "Demo briefing: Research tidal power", summary: "Tidal power in 2026: Tidal capacity doubled since 2024." });
     expect(briefing!.content).toContain("(source: https://example.com/tidal)");
   });
 
@@ -224,7 +224,7 @@ describe("the offline model with a page to read", () => {
     );
     const [knowledge] = await getKnowledgeItemsBySourceConversation(database.db, conversation.id);
     expect(knowledge!.content).toBe("Wave farms: Wave farms grew. (source: https://example.com/waves)");
-    expect((await listInboxItems(database.db)).some((item) => item.title === "Briefing: Research wave farms")).toBe(true);
+    expect((await listInboxItems(database.db)).some((item) => item.title === "Demo briefing: Research wave farms")).toBe(true);
   });
 });
 

@@ -64,6 +64,8 @@ export type FakeOpenAIOptions = {
   record?: boolean;
   /** What GET /v1/models lists (default: one model, "fake-model"). */
   models?: string[];
+  /** The only key it accepts (`Authorization: Bearer KEY`); others get a 401 like OpenAI's. Default: any. */
+  apiKey?: string;
 };
 
 export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler, options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
@@ -85,6 +87,9 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
   });
 
   async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      return sendJson(res, 401, { error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } });
+    }
     if (req.method === "GET" && req.url?.endsWith("/models")) {
       const data = (options.models ?? ["fake-model"]).map((id) => ({ id, object: "model", created: 0, owned_by: "fake" }));
       return sendJson(res, 200, { object: "list", data });

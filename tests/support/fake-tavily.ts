@@ -58,7 +58,8 @@ export const defaultExtractHandler: FakeTavilyExtractHandler = ({ urls }) => ({
 
 export async function startFakeTavily(
   handler: FakeTavilyHandler = defaultHandler,
-  options: { extract?: FakeTavilyExtractHandler } = {},
+  /** `apiKey`: the only key it accepts; others get Tavily's 401 (default: any key). */
+  options: { extract?: FakeTavilyExtractHandler; apiKey?: string } = {},
 ): Promise<FakeTavily> {
   const requests: FakeTavilyRequest[] = [];
   const extracts: FakeTavilyExtractRequest[] = [];
@@ -75,6 +76,9 @@ export async function startFakeTavily(
   async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = req.url ?? "/";
     const route = path.split("?")[0] ?? "";
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      return sendJson(res, 401, { detail: { error: "Unauthorized: missing or invalid API key." } });
+    }
     if (req.method === "POST" && route.endsWith("/extract")) return respondToExtract(req, res, path);
     if (req.method !== "POST" || !route.endsWith("/search")) {
       return sendJson(res, 404, { detail: { error: `No route for ${req.method} ${path}` } });

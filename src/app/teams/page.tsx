@@ -2,11 +2,14 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { TeamActivitySummary } from "@/components/agent-activity";
 import { CreateTeamForm } from "@/components/create-team-form";
+import { OfflineNotice } from "@/components/offline-notice";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
+import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
+import { plural } from "@/lib/plural";
 import { getTeamActivity } from "@/lib/team-activity";
 
 export const dynamic = "force-dynamic";
@@ -20,6 +23,7 @@ export default async function TeamsPage() {
     teams.map((team) => team.id),
   );
   const agentIds = [...activity.values()].flat().map((agent) => agent.agentId);
+  const offline = offlineSetup();
   return (
     <div className="page">
       <LiveRefresh tables={["teams", "agents", "tasks", "inbox_items"]} />
@@ -31,6 +35,7 @@ export default async function TeamsPage() {
           <p className="lede">Each team has a lead you chat with and subordinates who work in the background.</p>
         </div>
       </header>
+      {offline && <OfflineNotice searchConfigured={offline.searchConfigured} setupOpen={teams.length === 0} />}
       <div className="split">
         <section aria-labelledby="team-list-heading" className="split-main">
           <h2 id="team-list-heading" className="visually-hidden">
@@ -54,7 +59,7 @@ export default async function TeamsPage() {
                   <TeamActivitySummary agents={activity.get(team.id) ?? []} />
                   <div className="card-foot">
                     <span className="meta">
-                      {team.subordinates} subordinate{team.subordinates === 1 ? "" : "s"} · {team.openTasks} open task{team.openTasks === 1 ? "" : "s"}
+                      {plural(team.subordinates, "subordinate")} · {plural(team.openTasks, "open task")}
                       {team.unread > 0 && ` · ${team.unread} unread`}
                     </span>
                     <span className="card-actions">

@@ -7,6 +7,7 @@ import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
+import { plural } from "@/lib/plural";
 import { BudgetExceeded, TeamOverBudget } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "./formats";
@@ -147,7 +148,7 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     if (typeof outcome === "object") return await end({ status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team }, "over-budget");
     if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
     if (outcome === "handed-over") {
-      return await end({ status: "interrupted", reason: `Handed over to a new session after ${state.steps} tool rounds (MAX_STEPS_PER_SESSION).` }, "interrupted");
+      return await end({ status: "interrupted", reason: `Handed over to a new session after ${plural(state.steps, "tool round")} (MAX_STEPS_PER_SESSION).` }, "interrupted");
     }
     return { status: "completed", sessionId: session.id, steps: state.steps };
   } catch (error) {

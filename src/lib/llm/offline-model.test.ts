@@ -176,12 +176,50 @@ describe("OfflineModel", () => {
     expect(calls[1]).toEqual({
       name: "createInboxItem",
       input: {
-        title: "Briefing: NVDA beat estimates. Guidance was raised.",
+        // Named for the task, and honest about being a demo.
+        title: "Demo briefing: Research NVDA",
         summary: "NVDA beat estimates.",
-        content: "## What the team found\n\nNVDA beat estimates. Guidance was raised.",
+        content: expect.stringMatching(/^> A demo briefing by Cadre's built-in offline model: .+\n\n## What the team found\n\nNVDA beat estimates\. Guidance was raised\.$/),
       },
     });
     expect(briefed.text).toBe("Briefing sent.");
+  });
+
+  it("without web search, reports and briefs as an honest demo, named for the task", async () => {
+    const scout = recordingTools();
+    const searchOff = tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "Web search is not configured (TAVILY_API_KEY is not set), so no search was made." });
+    await generateText({
+      model,
+      instructions: "You are Scout, a subordinate.",
+      messages: [{ role: "user", content: `Task from your lead (task id: ${TASK_ID}): Research solid-state batteries` }],
+      tools: { tavilySearch: searchOff, addKnowledgeItem: scout.tools.addKnowledgeItem, reportToLead: scout.tools.reportToLead },
+      stopWhen: stepCountIs(6),
+    });
+    const report = String(scout.calls.find((call) => call.name === "reportToLead")?.input.result);
+    expect(report).toBe('No findings: web search is not configured, so nothing was looked up for "Research solid-state batteries": set TAVILY_API_KEY for sourced findings.');
+
+    const lead = recordingTools();
+    await generateText({
+      model,
+      instructions: `You are the lead of team Cells (your id: ${LEAD_ID}).\nSubordinates:\n- Scout (id: ${SCOUT_ID})`,
+      messages: [
+        { role: "user", content: `Task from the person (task id: ${TASK_ID}): Research solid-state batteries` },
+        { role: "assistant", content: "Delegated the task to Scout; I will brief you when the report arrives." },
+        { role: "user", content: `Subordinate Scout reports (task id: ${TASK_ID}): ${report}` },
+      ],
+      tools: { createInboxItem: lead.tools.createInboxItem, delegateToAgent: lead.tools.delegateToAgent },
+      stopWhen: stepCountIs(3),
+    });
+    const briefing = lead.calls.find((call) => call.name === "createInboxItem")?.input;
+    expect(briefing).toEqual({
+      title: "Demo briefing: Research solid-state batteries",
+      summary: "A demo by the built-in offline model: web search is not configured, so nothing was looked up.",
+      content: [
+        "> A demo briefing by Cadre's built-in offline model: it repeats what the team recorded and does not think about it. Connect a model (OPENAI_API_KEY, or OPENAI_BASE_URL and LLM_MODEL) for real briefings.",
+        "## What the team found",
+        'Nothing: web search is not configured (TAVILY_API_KEY), so no sources were searched for "Research solid-state batteries".',
+      ].join("\n\n"),
+    });
   });
 
   it("has a lead with no subordinates do the work itself and brief the person", async () => {
@@ -201,7 +239,7 @@ describe("OfflineModel", () => {
       stopWhen: stepCountIs(6),
     });
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "createInboxItem"]);
-    expect(calls[2]?.input).toMatchObject({ title: "Briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
+    expect(calls[2]?.input).toMatchObject({ title: "Demo briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
     expect(result.text).toBe("Briefing sent.");
   });
 
@@ -216,7 +254,7 @@ describe("OfflineModel", () => {
       stopWhen: stepCountIs(6),
     });
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "createInboxItem"]);
-    expect(calls[3]?.input).toMatchObject({ title: "Briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94% on data-centre demand." });
+    expect(calls[3]?.input).toMatchObject({ title: "Demo briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94% on data-centre demand." });
     expect(String(calls[3]?.input.content)).toContain("(source: https://example.com/nvda)");
     expect(result.text).toBe("Briefing sent.");
   });

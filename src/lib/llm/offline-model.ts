@@ -126,7 +126,7 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
       const query = lastToolInput(options.prompt, "tavilySearch")?.query;
       return tool("addKnowledgeItem", {
         type: "lesson",
-        content: `Web search was not configured when researching "${typeof query === "string" ? query : "this task"}": set TAVILY_API_KEY for sourced findings.`,
+        content: `${SEARCH_OFF_FINDING} for "${typeof query === "string" ? query : "this task"}": set TAVILY_API_KEY for sourced findings.`,
         confidence: 1,
       });
     }
@@ -138,13 +138,11 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   if (searched || read || names.includes("addKnowledgeItem")) {
     const recorded = names.includes("addKnowledgeItem") ? lastToolInput(options.prompt, "addKnowledgeItem")?.content : undefined;
     const findings = typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : readFinding ?? "";
-    if (offered(options, "reportToLead")) return tool("reportToLead", { result: truncate(`Findings: ${findings}`, 500) });
+    if (offered(options, "reportToLead")) {
+      return tool("reportToLead", { result: truncate(isSearchOff(findings) ? `No findings: ${lowerFirst(findings)}` : `Findings: ${findings}`, 500) });
+    }
     if (offered(options, "createInboxItem")) {
-      return tool("createInboxItem", {
-        title: truncate(`Briefing: ${taskTitle(lastTaskText(options.prompt))}`, 120),
-        summary: firstSentence(findings),
-        content: `## What I found\n\n${findings}`,
-      });
+      return tool("createInboxItem", demoBriefing(briefingTopic(options.prompt) ?? taskTitle(lastUserText(options.prompt)), findings, "What I found"));
     }
     return { kind: "text", text: `Recorded what I found: ${truncate(findings, 300)}` };
   }
@@ -171,11 +169,8 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   const looksLikeTask = TASK_WORDS.test(text);
   const input = parseLogInput(text);
   if (input?.kind === "report" && offered(options, "createInboxItem")) {
-    return tool("createInboxItem", {
-      title: `Briefing: ${truncate(input.result, 60)}`,
-      summary: firstSentence(input.result),
-      content: `## What the team found\n\n${input.result}`,
-    });
+    const findings = input.result.replace(/^(?:No findings|Findings): /, "");
+    return tool("createInboxItem", demoBriefing(briefingTopic(options.prompt) ?? `what ${input.agentName} reported`, findings, "What the team found"));
   }
   if (input?.kind === "failed" || input?.kind === "cancelled" || input?.kind === "removed") {
     const why = input.kind === "failed" ? `could not finish its task: ${input.reason}` : input.kind === "cancelled" ? "had its task cancelled." : "was removed from the team.";
@@ -371,10 +366,49 @@ function systemText(prompt: LanguageModelV4Prompt): string {
   return prompt.filter((message) => message.role === "system").map(messageText).join("\n");
 }
 
-/** The newest user message that gives work (a task), else the newest user message: what a briefing is about. */
-function lastTaskText(prompt: LanguageModelV4Prompt): string {
-  const task = prompt.findLast((message) => message.role === "user" && parseLogInput(messageText(message))?.kind === "task");
-  return task ? messageText(task) : lastUserText(prompt);
+/**
+ * What a briefing is about: the title of the newest task in the prompt ("Task from the person
+ * (task id: …): Research NVDA", or a bare "Task: Research NVDA"); null when there is none.
+ */
+function briefingTopic(prompt: LanguageModelV4Prompt): string | null {
+  for (const message of [...prompt].reverse()) {
+    if (message.role !== "user") continue;
+    const text = messageText(message);
+    const input = parseLogInput(text);
+    if (input?.kind === "task") return truncate(input.title, 80);
+    if (!input && /^\s*task\b/i.test(text)) return taskTitle(text);
+  }
+  return null;
+}
+
+/** How the offline model words its lesson when search is off; a report and a briefing recognise it. */
+const SEARCH_OFF_FINDING = "Web search is not configured, so nothing was looked up";
+
+function isSearchOff(findings: string): boolean {
+  return findings.toLowerCase().startsWith(SEARCH_OFF_FINDING.toLowerCase());
+}
+
+/**
+ * A briefing that says what it is: a demo by the built-in offline model, which repeats what
+ * the team recorded (or that nothing could be looked up) and thinks about none of it.
+ */
+function demoBriefing(topic: string, findings: string, heading: string): { title: string; summary: string; content: string } {
+  const searchOff = isSearchOff(findings);
+  const found = searchOff ? `Nothing: web search is not configured (TAVILY_API_KEY), so no sources were searched for "${topic}".` : findings;
+  return {
+    title: truncate(`Demo briefing: ${topic}`, 120),
+    summary: searchOff ? "A demo by the built-in offline model: web search is not configured, so nothing was looked up." : firstSentence(findings),
+    content: [
+      "> A demo briefing by Cadre's built-in offline model: it repeats what the team recorded and does not think about it. " +
+        "Connect a model (OPENAI_API_KEY, or OPENAI_BASE_URL and LLM_MODEL) for real briefings.",
+      `## ${heading}`,
+      found,
+    ].join("\n\n"),
+  };
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
 function lastUserText(prompt: LanguageModelV4Prompt): string {

@@ -8,6 +8,7 @@ import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
+import { plural } from "@/lib/plural";
 import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";
 
 export const dynamic = "force-dynamic";
@@ -59,7 +60,7 @@ export default async function SessionPage({ params }: Props) {
             ) : (
               <>, running for {formatDuration(trace.duration)}</>
             )}{" "}
-            · {session.steps} step{session.steps === 1 ? "" : "s"} · worker {session.worker}
+            · {plural(session.steps, "step")} · worker {session.worker}
           </p>
         </div>
         <div className="header-actions">

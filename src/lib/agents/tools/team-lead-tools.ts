@@ -9,6 +9,7 @@ import { getTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
+import { plural } from "@/lib/plural";
 import { formatBriefing } from "../formats";
 import { assignTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
@@ -48,7 +49,7 @@ async function findOpenQuestion(context: ToolContext, questionId: string | undef
   if (candidates.length === 1 || (subordinate && candidates.length > 0)) return candidates[0]!;
   if (open.length === 0) return "Not sent: no question from your subordinates is waiting for an answer.";
   const listed = open.map((question) => `${question.id} ("${question.question.slice(0, 80)}")`).join(", ");
-  return `Not sent: ${questionId ? `"${questionId}" is not an open question id` : "questionId is missing"}, and ${open.length} questions are open. Call answerSubordinate again with questionId set to one of: ${listed}.`;
+  return `Not sent: ${questionId ? `"${questionId}" is not an open question id` : "questionId is missing"}, and ${plural(open.length, "question")} ${open.length === 1 ? "is" : "are"} open. Call answerSubordinate again with questionId set to one of: ${listed}.`;
 }
 
 

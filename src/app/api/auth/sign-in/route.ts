@@ -2,6 +2,7 @@ import { clientAddress, passwordMatches, sessionCookie, signInAttempts, signInRe
 import { database } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { errorResponse, parseJsonBody, route } from "@/lib/http";
+import { plural } from "@/lib/plural";
 import { SIGN_IN_BODY_LIMIT_BYTES, signInBody } from "./schema";
 
 export const dynamic = "force-dynamic";
@@ -17,7 +18,7 @@ export const POST = route(
     // Checked before the password is looked at, so a locked-out guesser learns nothing, not even a right guess.
     const wait = signInAttempts.retryAfterSeconds(client);
     if (wait > 0) {
-      return errorResponse(429, "rate_limited:sign_in", `Too many sign-in attempts. Try again in ${wait} seconds.`, { "retry-after": String(wait) });
+      return errorResponse(429, "rate_limited:sign_in", `Too many sign-in attempts. Try again in ${plural(wait, "second")}.`, { "retry-after": String(wait) });
     }
     const { password } = await parseJsonBody(request, signInBody, { maxBytes: SIGN_IN_BODY_LIMIT_BYTES });
     if (!passwordMatches(password)) {
