@@ -10,6 +10,7 @@ import { Markdown } from "./markdown";
 import { QuestionCard, type QuestionData } from "./question-card";
 import { EmptyState, ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
+import { plural } from "@/lib/plural";
 
 export type InboxRow = {
   id: string;
@@ -103,10 +104,6 @@ function InboxFilters({ view, teams }: { view: InboxView; teams: { id: string; n
       </div>
     </div>
   );
-}
-
-function plural(count: number, word: string): string {
-  return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
 /** The inbox: filters by type and team, the archive, each item with what the person can do about it right there. */

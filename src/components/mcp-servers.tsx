@@ -10,7 +10,7 @@ import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
-import { closeOnEscape, useReturnFocus } from "./use-escape";
+import { closeOnEscape, useInlineForm } from "./use-inline-form";
 
 /** A server as the page and GET /api/teams/:id/mcp-servers give it: never its header or environment values. */
 export type McpServerWire = Wire<McpServerView>;
@@ -63,8 +63,7 @@ export function McpServers({ teamId, servers }: { teamId: string; servers: McpSe
   // A worker connecting (or failing to) during an agent's turn changes a server's state: show it.
   const router = useRouter();
   // The form opens on demand: open for good, its long list of fields doubled the Tools section.
-  const [adding, setAdding] = useState(false);
-  const addButton = useReturnFocus(adding);
+  const add = useInlineForm<"add">();
   const refreshSoon = useCoalesced(() => router.refresh(), 500);
   useLiveEvents((event) => {
     if (event?.table === "mcp_servers" && event.teamId === teamId) refreshSoon();
@@ -86,10 +85,10 @@ export function McpServers({ teamId, servers }: { teamId: string; servers: McpSe
           ))}
         </ul>
       )}
-      {adding ? (
-        <AddServerForm teamId={teamId} onClose={() => setAdding(false)} />
+      {add.open === "add" ? (
+        <AddServerForm teamId={teamId} onClose={add.cancel} />
       ) : (
-        <button ref={addButton} type="button" className="button mcp-add-open" onClick={() => setAdding(true)}>
+        <button ref={add.opener("add")} type="button" className="button mcp-add-open" onClick={() => add.show("add")}>
           Add an MCP server
         </button>
       )}

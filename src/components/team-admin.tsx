@@ -13,7 +13,7 @@ import { Markdown } from "./markdown";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
-import { closeOnEscape, useReturnFocus } from "./use-escape";
+import { closeOnEscape, useInlineForm } from "./use-inline-form";
 
 export function TeamStatusButton({ teamId, status }: { teamId: string; status: TeamStatus }) {
   const { busy, error, clearError, run } = useAction();
@@ -54,8 +54,8 @@ export function AgentEditor({
   team: TeamContext;
   schedule?: LeadScheduleView;
 }) {
-  const [editing, setEditing] = useState(false);
-  const editButton = useReturnFocus(editing);
+  // Saved or cancelled, the focus goes back to Edit.
+  const edit = useInlineForm<"edit">();
   const { busy, error, clearError, run } = useAction();
 
   const remove = async () => {
@@ -63,7 +63,7 @@ export function AgentEditor({
     await run(() => api(`/api/agents/${agent.id}`, { method: "DELETE" }), { keepBusy: true });
   };
 
-  if (editing) return <AgentEditForm agent={agent} team={team} schedule={schedule} onDone={() => setEditing(false)} />;
+  if (edit.open === "edit") return <AgentEditForm agent={agent} team={team} schedule={schedule} onDone={edit.cancel} />;
   return (
     <article className="card agent-card" aria-label={agent.name}>
       <div className="card-head">
@@ -93,7 +93,7 @@ export function AgentEditor({
           </Link>
         </span>
         <span className="card-actions">
-          <button ref={editButton} type="button" className="button button-quiet" onClick={() => setEditing(true)} aria-label={`Edit ${agent.name}`}>
+          <button ref={edit.opener("edit")} type="button" className="button button-quiet" onClick={() => edit.show("edit")} aria-label={`Edit ${agent.name}`}>
             Edit
           </button>
           {removable && (

@@ -1,6 +1,19 @@
 "use client";
 
-import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
+
+/**
+ * Escape closes an inline form, as it closes a dialog: the form's onKeyDown. Not while an input
+ * method composes a character, nor when a control inside handled Escape itself (an open list).
+ */
+export function closeOnEscape(close: () => void) {
+  return (event: KeyboardEvent) => {
+    if (event.key !== "Escape" || event.nativeEvent.isComposing || event.defaultPrevented) return;
+    event.preventDefault();
+    event.stopPropagation();
+    close();
+  };
+}
 
 /**
  * An inline form opened by a button in place ("Edit and approve", "Deny", "Edit"): which one is
@@ -38,15 +51,7 @@ export function useInlineForm<Name extends string>(onCancel?: () => void) {
     },
     [],
   );
-  /** On the form: Escape cancels it (not while an input method composes a character). */
-  const onKeyDown = useCallback(
-    (event: KeyboardEvent) => {
-      if (event.key !== "Escape" || event.nativeEvent.isComposing) return;
-      event.preventDefault();
-      event.stopPropagation();
-      cancel();
-    },
-    [cancel],
-  );
+  /** On the form: Escape cancels it. */
+  const onKeyDown = useMemo(() => closeOnEscape(cancel), [cancel]);
   return { open, show: setOpen, cancel, done, opener, onKeyDown };
 }
