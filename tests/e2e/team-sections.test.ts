@@ -161,6 +161,11 @@ describe("the team page in sections", () => {
     // Answered, it leaves the list; the held call still waits.
     await expect.poll(() => waiting.getByRole("textbox", { name: "Answer" }).count()).toBe(0);
     expect(await held.getByRole("button", { name: "Approve", exact: true }).isVisible()).toBe(true);
+
+    // A question that arrives while the Overview is open shows without a reload (live events).
+    const next = await createQuestion(database.db, { agentId: world.scout, taskId: null, recipientAgentId: null, question: "Euros or dollars?" });
+    await createInboxItem(database.db, { teamId: world.team, agentId: world.scout, type: "question", title: "Scout asks", summary: next.question, content: next.question, questionId: next.id });
+    await waiting.getByText("Euros or dollars?").waitFor({ timeout: 20_000 });
   });
 
   it("saves the lead's schedule from presets as the cron they stand for, read back through the API", { timeout: 60_000 }, async () => {

@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import { LeadModelForm, LeadScheduleForm } from "@/components/lead-settings";
-import { LiveRefresh } from "@/components/live-events";
 import { TeamExport } from "@/components/team-export";
 import { DeleteTeamButton, TeamSettingsForm } from "@/components/team-settings";
 import { TeamUsageSection } from "@/components/team-usage";
@@ -33,7 +32,7 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
 
   return (
     <>
-      <LiveRefresh tables={["agents"]} teamIds={[team.id]} />
+      {/* Live through the layout's refresh on the team's and its agents' changes (name, budgets, schedule, model). */}
       <section aria-labelledby="settings-heading" className="section">
         <h2 id="settings-heading">Team settings</h2>
         {/* A fresh form when the saved values change (another tab, the API). */}
