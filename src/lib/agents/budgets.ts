@@ -33,7 +33,7 @@ export function teamBudgets(team: Pick<Team, "dailyTokenBudget" | "dailyCostBudg
   };
 }
 
-const WHERE_TO_CHANGE = "the team page, under Usage and budget";
+const WHERE_TO_CHANGE = "the team's Settings, under Usage and budget";
 
 /**
  * Why the team may not spend more today, or null. The words say which budget ran out, what

@@ -8,6 +8,8 @@ import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { teamOr404, type TeamParams } from "./team-section";
+import { OfflineNotice } from "@/components/offline-notice";
+import { offlineSetup } from "@/lib/connection-check";
 
 /**
  * What every section of a team shares: the way back, the team's name and state, the actions a
@@ -17,6 +19,7 @@ import { teamOr404, type TeamParams } from "./team-section";
 export default async function TeamSectionsLayout({ params, children }: TeamParams & { children: ReactNode }) {
   await requirePageSession();
   const team = await teamOr404(params);
+  const offline = offlineSetup();
   const lead = await getTeamLead(db(), team.id);
   return (
     <div className="page">
@@ -43,9 +46,10 @@ export default async function TeamSectionsLayout({ params, children }: TeamParam
           )}
         </div>
       </header>
-      {/* Notices about the whole team sit here, above the sections (the offline-model notice joins them). */}
+      {/* Notices about the whole team sit here, above the sections. */}
       <div className="team-notices">
         {team.status === "paused" && <p className="notice">This team is paused: no scheduled runs, and new tasks wait until you resume it.</p>}
+        {offline && <OfflineNotice searchConfigured={offline.searchConfigured} />}
       </div>
       <TeamTabs teamId={team.id} />
       {children}
