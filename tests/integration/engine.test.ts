@@ -332,14 +332,14 @@ describe("limits, failures and stops", () => {
     expect(outcome).toMatchObject({ status: "over-budget", steps: 0 });
     // No budget of its own: the environment's default applies, and the words say how to change it.
     expect(outcome.error).toBe(
-      `the team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); its work waits until tomorrow (UTC) or until you give the team a budget of its own on the team's Settings, under Usage and budget`,
+      `the team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); its work waits until tomorrow (UTC) or until you give the team a budget of its own in the team's Settings, under Usage and budget`,
     );
     // Not begun, not failed: the task waits where it was given.
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "pending" });
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
       code: "rate_limited:team_budget",
       status: 429,
-      message: `The team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); the chat is closed until tomorrow (UTC) or until you give the team a budget of its own on the team's Settings, under Usage and budget.`,
+      message: `The team "${team.name}" used 110 tokens today, over the default daily token budget of 100 (TEAM_DAILY_TOKEN_BUDGET); the chat is closed until tomorrow (UTC) or until you give the team a budget of its own in the team's Settings, under Usage and budget.`,
     });
   });
 
@@ -356,7 +356,7 @@ describe("limits, failures and stops", () => {
     const refused = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Refused" });
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome.status).toBe("over-budget");
-    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120; its work waits until tomorrow \(UTC\) or until you raise the budget on the team's Settings, under Usage and budget$/);
+    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120; its work waits until tomorrow \(UTC\) or until you raise the budget in the team's Settings, under Usage and budget$/);
     expect(await getTask(database.db, refused.id)).toMatchObject({ status: "pending" });
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
       status: 429,
@@ -376,7 +376,7 @@ describe("limits, failures and stops", () => {
     expect(outcome).toMatchObject({ status: "over-budget", steps: 3 });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.at(-1)!.content).toBe(
-      `(stopped: the team "${team.name}" spent $0.045 today, over its daily cost budget of $0.04; its work waits until tomorrow (UTC) or until you raise the budget on the team's Settings, under Usage and budget)`,
+      `(stopped: the team "${team.name}" spent $0.045 today, over its daily cost budget of $0.04; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget)`,
     );
     // Cut, not failed: the task stays in progress for the session after the budget.
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });

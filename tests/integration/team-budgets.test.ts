@@ -163,7 +163,7 @@ describe("a team over its daily budget", () => {
     expect(alerts).toHaveLength(1);
     expect(alerts[0]!.dedupeKey).toMatch(new RegExp(`^budget:${team.id}:\\d{4}-\\d{2}-\\d{2}:1000:none$`));
     expect(alerts[0]!.summary).toBe(
-      `The team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget on the team's Settings, under Usage and budget.`,
+      `The team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget.`,
     );
     // The durable "work waits here": the wake flags the drain acts on once the team may spend again.
     expect(await wakeRequested(lead.id)).toBe(true);
@@ -188,7 +188,7 @@ describe("a team over its daily budget", () => {
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.at(-1)!.content).toBe(
-      `(stopped: the team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget on the team's Settings, under Usage and budget)`,
+      `(stopped: the team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget)`,
     );
     const [stopped] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     expect(stopped).toMatchObject({ status: "stopped", error: expect.stringMatching(/^the team .* over its daily token budget of 1,000; its work waits/) });

@@ -33,7 +33,7 @@ export function teamBudgets(team: Pick<Team, "dailyTokenBudget" | "dailyCostBudg
   };
 }
 
-const WHERE_TO_CHANGE = "the team's Settings, under Usage and budget";
+const WHERE_TO_CHANGE = "in the team's Settings, under Usage and budget";
 
 /**
  * Why the team may not spend more today, or null. The words say which budget ran out, what
@@ -50,7 +50,7 @@ export function teamBudgetProblem(
 ): string | null {
   const budgets = teamBudgets(team, config);
   const what = waiting === "work" ? "its work waits" : "the chat is closed";
-  const until = (change: string) => `${what} until tomorrow (UTC) or until you ${change} on ${WHERE_TO_CHANGE}`;
+  const until = (change: string) => `${what} until tomorrow (UTC) or until you ${change} ${WHERE_TO_CHANGE}`;
   const tokens = spend.tokens.toLocaleString("en-US");
   const limit = budgets.tokens.limit.toLocaleString("en-US");
   if (spend.tokens >= budgets.tokens.limit) {
