@@ -13,6 +13,7 @@ import { listTeams } from "@/lib/db/queries/teams";
 import { DEFAULT_WINDOW_MS, LAST_VISIT_COOKIE, parseLastVisit } from "@/lib/last-visit";
 import { getSinceLastVisit, type TeamNews } from "@/lib/since-last-visit";
 import { getTeamActivity } from "@/lib/team-activity";
+import { inboxTitle, taskResultText } from "@/lib/plain-words";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Home" };
@@ -51,7 +52,7 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
                 <span className="meta">
                   by {task.agentName} · <LocalTime value={task.endedAt} relative />
                 </span>
-                {task.result && <p className="news-excerpt">{task.result}</p>}
+                {task.result && <p className="news-excerpt">{taskResultText(task.status, task.result)}</p>}
               </li>
             ))}
           </ul>
@@ -63,7 +64,7 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
           <ul className="news-list">
             {news.briefingItems.map((item) => (
               <li key={item.id}>
-                <Link href={`/inbox/${item.id}`}>{item.title}</Link>{" "}
+                <Link href={`/inbox/${item.id}`}>{inboxTitle(item.title)}</Link>{" "}
                 <span className="meta">
                   from {item.agentName} · <LocalTime value={item.createdAt} relative />
                 </span>
