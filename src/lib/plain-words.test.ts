@@ -54,6 +54,7 @@ describe("plain words", () => {
     const crash = describeProblem("TypeError: x is undefined\n    at run (/app/src/lib/agents/agent.ts:12:3)", { retried: false });
     expect(crash).toEqual({ summary: "Something went wrong, so this could not be finished.", detail: "Kind: TypeError." });
     expect(describeProblem("The worker shut down; another worker continues.").summary).toBe("Interrupted when its worker stopped — it will be retried automatically.");
+    expect(describeProblem("The worker running this session stopped responding.").summary).toBe("Its worker stopped responding — the work will be retried automatically.");
     expect(describeProblem("The model server failed (HTTP 503). Try again in a moment.").summary).toBe("The model server failed (HTTP 503). Try again in a moment.");
   });
 

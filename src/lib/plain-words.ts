@@ -75,6 +75,7 @@ export function describeProblem(text: string, context: { retried?: boolean } = {
   if (raw === STOPPED_BY_PERSON || isStoppedMarker(raw)) return { summary: STOPPED_BY_YOU, detail: null };
   if (raw === CANCELLED_BY_PERSON) return { summary: CANCELLED_BY_YOU, detail: null };
   if (/^The worker shut down/.test(raw)) return { summary: "Interrupted when its worker stopped — it will be retried automatically.", detail: null };
+  if (/^The worker running this session stopped responding/.test(raw)) return { summary: "Its worker stopped responding — the work will be retried automatically.", detail: null };
   const handedOver = /^Handed over to a new session after (\d+) tool rounds/.exec(raw);
   if (handedOver) return { summary: `Went on in a fresh session after ${handedOver[1]} tool rounds.`, detail: "The most tool rounds one session takes is MAX_STEPS_PER_SESSION." };
   const limit = /reached its limit of (\d+) tool rounds/.exec(raw);

@@ -101,7 +101,7 @@ export function technicalFindings(text: string): Finding[] {
   return out;
 }
 
-/** Everything internal in a page's visible text. `withoutCode`: the same text without code styling, for tool names. */
+/** Everything internal in a page's visible text. `withoutCode`: the same text without the settings lists' code, for tool names. */
 export function internalFindings(text: string, withoutCode: string, phrases = enginePhrases()): Finding[] {
   const out: Finding[] = [];
   matchAll(text, UUID, "uuid", out);
@@ -120,12 +120,13 @@ export function internalFindings(text: string, withoutCode: string, phrases = en
   return out;
 }
 
-/** The page's visible text, the same without code styling, and the text of every Details disclosure (open or not). */
+/** The page's visible text, the same without the settings lists' code, and the text of every Details disclosure (open or not). */
 export async function pageTexts(page: Page): Promise<{ visible: string; withoutCode: string; disclosures: string }> {
   return page.evaluate(() => {
     const visible = document.body.innerText;
     const style = document.createElement("style");
-    style.textContent = "code, pre, kbd { display: none !important; }";
+    // Only settings lists may show a tool's technical name, as code beside its label.
+    style.textContent = ".policy-row code, .scopes code, .mcp-tools code, .mcp-tool-chips code { display: none !important; }";
     document.head.append(style);
     const withoutCode = document.body.innerText;
     style.remove();
