@@ -16,6 +16,7 @@ import { DEFAULT_WINDOW_MS, LAST_VISIT_COOKIE, parseLastVisit } from "@/lib/last
 import { plural } from "@/lib/plural";
 import { getSinceLastVisit, type TeamNews } from "@/lib/since-last-visit";
 import { getTeamActivity } from "@/lib/team-activity";
+import { inboxTitle, taskResultText } from "@/lib/plain-words";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Home" };
@@ -54,7 +55,7 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
                 <span className="meta">
                   by {task.agentName} · <LocalTime value={task.endedAt} relative />
                 </span>
-                {task.result && <p className="news-excerpt">{task.result}</p>}
+                {task.result && <p className="news-excerpt">{taskResultText(task.status, task.result)}</p>}
               </li>
             ))}
           </ul>
@@ -66,7 +67,7 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
           <ul className="news-list">
             {news.briefingItems.map((item) => (
               <li key={item.id}>
-                <Link href={`/inbox/${item.id}`}>{item.title}</Link>{" "}
+                <Link href={`/inbox/${item.id}`}>{inboxTitle(item.title)}</Link>{" "}
                 <span className="meta">
                   from {item.agentName} · <LocalTime value={item.createdAt} relative />
                 </span>

@@ -53,7 +53,7 @@ export function AgentActivityLine({ activity, showName = false }: { activity: Ag
             {activity.name}
           </Link>
         )}
-        <span className={state === "working" ? "pill pill-live" : state === "waiting" ? "pill pill-waiting" : "pill"}>{state}</span>
+        <span className={state === "working" ? "pill pill-live" : state === "idle" ? "pill" : "pill pill-waiting"}>{state}</span>
         {session?.stopping && <span className="meta">stopping…</span>}
       </span>
       {session && step && (
@@ -68,9 +68,11 @@ export function AgentActivityLine({ activity, showName = false }: { activity: Ag
         <span className="activity-team meta">{plural(activity.subordinatesWorking, "subordinate")} working</span>
       )}
       {!session && task?.status === "waiting_input" && <span className="activity-team meta">waiting for an answer</span>}
+      {state === "queued" && <span className="activity-team meta">starts when a worker is free</span>}
+      {state === "retrying" && <span className="activity-team meta">its last session was interrupted — it will be retried automatically</span>}
       {task && (
         <span className="activity-task meta">
-          on task{" "}
+          {task.status === "pending" ? "next task" : "on task"}{" "}
           <Link href={`/agents/${activity.agentId}#task-${task.id}`} className="meta-link">
             {task.title}
           </Link>

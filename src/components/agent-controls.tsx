@@ -1,5 +1,6 @@
 "use client";
 
+import { taskResultText } from "@/lib/plain-words";
 import Link from "next/link";
 import { useState, type FormEvent, type ReactNode } from "react";
 import { api, messageOf } from "@/lib/api-client";
@@ -91,6 +92,8 @@ export function RetryTaskButton({ taskId, title }: { taskId: string; title: stri
   );
 }
 
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
 type TreeNode = { id: string; parentTaskId: string | null; agentId: string; agentName: string; title: string; status: string; result: string | null; depth: number };
 
 /** What a task spawned, who did each part and what came back: loaded when opened, the whole tree at once. */
@@ -115,7 +118,7 @@ export function TaskTree({ taskId, title }: { taskId: string; title: string }) {
           {node.agentName}
         </Link>
       </div>
-      {node.result && <p className="tree-result">{node.result.length > 400 ? `${node.result.slice(0, 400)}…` : node.result}</p>}
+      {node.result && <p className="tree-result">{clip(taskResultText(node.status, node.result), 400)}</p>}
       {childrenOf(node.id).length > 0 && <ul className="task-tree">{childrenOf(node.id).map(render)}</ul>}
     </li>
   );

@@ -1,5 +1,6 @@
 "use client";
 
+import { describeToolCall, toolAction } from "@/lib/tool-labels";
 import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent } from "react";
 import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";
@@ -30,7 +31,7 @@ function oneLine(text: string, max: number): string {
 
 /** What the card is called for assistive technology: distinct when several wait on one page. */
 export function approvalLabel(approval: Pick<ApprovalData, "toolName" | "input">, agentName: string): string {
-  return `${agentName} wants to use ${approval.toolName}: ${oneLine(JSON.stringify(approval.input ?? {}), 80)}`;
+  return `${agentName} wants to ${toolAction(approval.toolName)}: ${oneLine(describeToolCall(approval.toolName, approval.input, "waiting"), 80)}`;
 }
 
 function Arguments({ label, value }: { label: string; value: unknown }) {
@@ -171,7 +172,7 @@ export function ApprovalCard({
       {folded && <Outcome approval={approval} />}
       {heading && !folded && (
         <p className="approval-head">
-          <strong>{agentName}</strong> wants to use <code className="tool-name">{approval.toolName}</code>
+          <strong>{agentName}</strong> wants to {toolAction(approval.toolName)}
         </p>
       )}
       {folded ? (

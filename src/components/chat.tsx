@@ -6,7 +6,7 @@ import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { oneAtATime } from "@/lib/one-at-a-time";
-import { STOPPED_BY_PERSON } from "@/lib/agents/formats";
+import { STOPPED_BY_YOU } from "@/lib/plain-words";
 import { CHAT_PAGE_SIZE, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
@@ -346,7 +346,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
                     <span />
                   </span>
                 )}
-                {stopped && !failed && <p className="marker">{STOPPED_BY_PERSON}</p>}
+                {stopped && !failed && <p className="marker">{STOPPED_BY_YOU}</p>}
                 {failed &&
                   (isLast && !busy ? (
                     <ErrorNote message={failed} actions={[{ label: "Retry", onClick: retry }]} />

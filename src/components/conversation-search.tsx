@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useState } from "react";
 import { api, messageOf } from "@/lib/api-client";
+import { plainSnippet } from "@/lib/plain-words";
 import { MATCH_END, MATCH_START } from "@/lib/search-marks";
 import type { SearchHit, SearchPage } from "@/lib/message-search";
 import { ErrorNote, LocalTime } from "./ui";
@@ -44,7 +45,7 @@ function Hit({ hit }: { hit: SearchHit }) {
         </Link>{" "}
         · <LocalTime value={hit.createdAt} />
       </div>
-      <Snippet text={hit.snippet} />
+      <Snippet text={plainSnippet(hit.snippet)} />
     </li>
   );
 }

@@ -1,5 +1,6 @@
 "use client";
 
+import { inboxTitle, plainText } from "@/lib/plain-words";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect } from "react";
@@ -168,12 +169,12 @@ export function InboxList({
                 <span className="unread-dot" aria-hidden="true" />
                 <div className="inbox-main">
                   <Link href={`/inbox/${item.id}`} className="inbox-title">
-                    {item.title}
+                    {inboxTitle(item.title, item.approval)}
                     {!item.read && <span className="visually-hidden"> (unread)</span>}
                   </Link>
                   {!item.question && !item.approval && (
                     <div className="inbox-summary">
-                      <Markdown text={item.summary} />
+                      <Markdown text={plainText(item.summary)} />
                     </div>
                   )}
                   <div className="meta">
@@ -201,7 +202,7 @@ export function InboxList({
                       type="button"
                       className="button button-quiet"
                       disabled={busy}
-                      aria-label={`Mark “${item.title}” read`}
+                      aria-label={`Mark “${inboxTitle(item.title, item.approval)}” read`}
                       onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { read: true } }))}
                     >
                       Mark read
@@ -213,7 +214,7 @@ export function InboxList({
                       type="button"
                       className="button button-quiet"
                       disabled={busy}
-                      aria-label={`${view.archived ? "Move back to inbox" : "Archive"} “${item.title}”`}
+                      aria-label={`${view.archived ? "Move back to inbox" : "Archive"} “${inboxTitle(item.title, item.approval)}”`}
                       onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { archived: !view.archived } }))}
                     >
                       {view.archived ? "Unarchive" : "Archive"}

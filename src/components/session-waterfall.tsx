@@ -1,6 +1,8 @@
 import type { ReactNode } from "react";
 import { parseToolOutput } from "@/lib/chat-messages";
 import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/session-trace";
+import { describeLogMessage, describeMarker, withoutIds } from "@/lib/plain-words";
+import { describeToolCall } from "@/lib/tool-labels";
 import { Markdown } from "./markdown";
 
 /** Seconds as a trace reads them: 0.42 s, 3.1 s, 48 s, 2 min 5 s. */
@@ -53,6 +55,7 @@ function spanRow(span: TraceSpan, duration: number): Row {
       },
     };
   }
+  const output = span.result === null ? undefined : parseToolOutput(span.result);
   return {
     key: `tool-${span.id}`,
     start: span.start,
@@ -60,38 +63,61 @@ function spanRow(span: TraceSpan, duration: number): Row {
     node: {
       label: span.failed ? "Tool call failed" : span.end === null ? "Tool call (no result yet)" : "Tool call",
       className: span.failed ? "wf-tool wf-failed" : "wf-tool",
-      title: span.toolName,
+      // What the call did, in words; its technical name and raw input open below.
+      title: describeToolCall(span.toolName, span.args, span.failed ? "error" : span.end === null ? "running" : "done", output),
       detail: span.end === null ? "no result yet" : formatDuration(span.end - span.start),
       start: span.start,
       end: span.end,
       duration,
       body: (
         <>
-          <div className="tool-label">Arguments</div>
+          <div className="tool-label">
+            Input to <code className="tool-name">{span.toolName}</code>
+          </div>
           <Json value={span.args ?? {}} />
           <div className="tool-label">{span.failed ? "Error" : "Result"}</div>
-          {span.result === null ? <p className="hint">No result stored yet.</p> : <Json value={parseToolOutput(span.result)} />}
+          {span.result === null ? <p className="hint">No result stored yet.</p> : <Json value={output} />}
         </>
       ),
     },
   };
 }
 
+/** An event in the person's words: input the engine put in the log reads as its headline, a marker as a sentence. */
+function eventWords(event: TraceEvent): { label: string; headline: string; text: string } {
+  if (event.type === "input") {
+    const described = describeLogMessage(event.text);
+    return { label: described.engine ? "Cadre" : event.label, headline: described.headline, text: described.text };
+  }
+  if (event.type === "marker") {
+    const marker = describeMarker(event.text);
+    return { label: event.label, headline: marker.summary, text: marker.detail ?? "" };
+  }
+  return { label: event.label, headline: "", text: withoutIds(event.text) };
+}
+
 function eventRow(event: TraceEvent, duration: number): Row {
+  const { label, headline, text } = eventWords(event);
+  const line = headline || text;
   return {
     key: `event-${event.id}`,
     start: event.at,
     end: event.at,
     node: {
-      label: event.label,
+      label,
       className: `wf-event wf-${event.type}`,
       title: "",
-      detail: event.text.length > 90 ? `${event.text.slice(0, 90).trim()}…` : event.text,
+      detail: line.length > 90 ? `${line.slice(0, 90).trim()}…` : line,
       start: event.at,
       end: event.at,
       duration,
       point: true,
-      body: <Markdown text={event.text} />,
+      body: (
+        <>
+          {headline && <p className="wf-headline">{headline}</p>}
+          {text && <Markdown text={text} />}
+        </>
+      ),
     },
   };
 }

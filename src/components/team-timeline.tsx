@@ -4,9 +4,11 @@ import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import { api, messageOf } from "@/lib/api-client";
 import { parseToolOutput } from "@/lib/chat-messages";
+import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver } from "@/lib/plain-words";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { Markdown } from "./markdown";
+import { AgentTextBody, ErrorText, PlainMarkdown } from "./plain-words";
 import { ToolCall } from "./tool-call";
 import { EmptyState, ErrorNote, StatusBadge } from "./ui";
 
@@ -142,7 +144,7 @@ const KIND_LABELS: Record<string, string> = {
   alert: "alert",
 };
 
-/** One entry; `storyOf`: the timeline's address, to link the entry to its story (left out inside a story's own steps). */
+/** One entry of the timeline in the person's words: who, when, what kind, and its body. `storyOf`: the timeline's address, to link the entry to its story (left out inside a story's own steps). */
 export function TimelineRow({ entry, storyOf }: { entry: TimelineEntry; storyOf?: string }) {
   return (
     <li className={`tl-entry tl-${entry.kind}`} id={`entry-${entry.key}`}>
@@ -183,6 +185,8 @@ function Folded({ text, label = "Show all" }: { text: string; label?: string }) 
 function argumentsLine(args: unknown): string {
   if (typeof args !== "object" || args === null) return "";
   const line = Object.entries(args)
+    // Ids say nothing to the person: the call's label and its task link name who it went to.
+    .filter(([key]) => !/Id$/.test(key))
     .map(([key, value]) => `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`)
     .join(" · ");
   return line.length > 160 ? `${line.slice(0, 160)}…` : line;
@@ -200,59 +204,6 @@ function Call({ call }: { call: TimelineToolCall }) {
   );
 }
 
-function inputHeadline(item: Extract<TimelineItem, { type: "message" }>): string {
-  const input = item.input;
-  if (!input) return "Message";
-  switch (input.kind) {
-    case "task":
-      return `Took up a task from ${input.from}: ${input.title}`;
-    case "report":
-      return `${input.agentName} reports`;
-    case "failed":
-      return `${input.agentName} failed`;
-    case "cancelled":
-      return `${input.agentName} was cancelled`;
-    case "removed":
-      return `${input.agentName} was removed`;
-    case "question":
-      return `${input.agentName} asks`;
-    case "answer":
-      return `${input.leadName} answers`;
-    case "person-answer":
-      return "You answered";
-    case "task-cancelled":
-      return `Task cancelled: ${input.title}`;
-    case "webhook":
-      return `Webhook ${input.name}`;
-    case "outcome-unknown":
-      return `${input.agentName}'s call to ${input.toolName} was cut off`;
-  }
-}
-
-function inputText(item: Extract<TimelineItem, { type: "message" }>): string {
-  const input = item.input;
-  if (!input) return item.content;
-  switch (input.kind) {
-    case "task":
-      return input.description;
-    case "report":
-      return input.result;
-    case "failed":
-    case "cancelled":
-    case "task-cancelled":
-      return input.reason;
-    case "question":
-      return input.question;
-    case "answer":
-    case "person-answer":
-      return input.answer;
-    case "webhook":
-      return input.body;
-    default:
-      return "";
-  }
-}
-
 function ItemBody({ item }: { item: TimelineItem }) {
   switch (item.type) {
     case "message":
@@ -260,26 +211,24 @@ function ItemBody({ item }: { item: TimelineItem }) {
         return (
           <details className="tl-more">
             <summary>Compacted the work log into a summary</summary>
-            <Markdown text={item.content} />
+            <PlainMarkdown text={item.content} />
           </details>
         );
       }
       if (item.role === "user") {
-        const text = inputText(item);
+        const described = item.input ? describeLogInput(item.input) : describeLogMessage(item.content);
         return (
           <>
-            <p className="tl-headline">{inputHeadline(item)}</p>
+            <p className={described.failed ? "tl-headline tl-error" : "tl-headline"}>{described.headline}</p>
             {item.task && <TaskRef task={item.task} prefix={item.input?.kind === "task" ? "" : "on "} />}
-            {text && <Folded text={text} />}
+            {described.text && <Folded text={described.text} />}
           </>
         );
       }
       return (
         <>
-          {item.marker ? (
-            <p className={item.marker.startsWith("(error") ? "tl-headline tl-error" : "tl-headline tl-stopped"}>{item.marker}</p>
-          ) : null}
-          {item.content && !item.marker && <Folded text={item.content} />}
+          {item.marker ? <AgentTextBody content={item.marker} markerClassName={item.marker.startsWith("(error") ? "tl-headline tl-error" : "tl-headline tl-stopped"} /> : null}
+          {item.content && !item.marker && <Folded text={describeAgentText(item.content)} />}
           {item.toolCalls.map((call) => (
             <Call key={call.toolCallId} call={call} />
           ))}
@@ -289,11 +238,11 @@ function ItemBody({ item }: { item: TimelineItem }) {
       return (
         <>
           <p className="tl-headline">
-            Task given ({item.task.source === "lead" ? "by the lead" : `from ${item.task.source}`}): {item.task.title} <StatusBadge status={item.task.status} />{" "}
+            Task given by {taskGiver(item.task.source)}: {item.task.title} <StatusBadge status={item.task.status} />{" "}
             <SessionLink sessionId={item.task.sessionId}>taken up in this session</SessionLink>
           </p>
           {item.parent && <TaskRef task={item.parent} prefix="for " />}
-          {item.task.description && item.task.description !== item.task.title && <Folded text={item.task.description} />}
+          {item.task.description && item.task.description !== item.task.title && <Folded text={describeAgentText(item.task.description)} />}
         </>
       );
     case "task-ended":
@@ -302,14 +251,19 @@ function ItemBody({ item }: { item: TimelineItem }) {
           <p className="tl-headline">
             Task {item.task.status.replace("_", " ")}: {item.task.title}
           </p>
-          {item.task.result && <Folded text={item.task.result} />}
+          {item.task.result &&
+            (item.task.status === "failed" || item.task.status === "cancelled" ? (
+              <ErrorText error={item.task.result} retried={false} />
+            ) : (
+              <Folded text={describeAgentText(item.task.result)} />
+            ))}
         </>
       );
     case "inbox":
       return (
         <>
           <p className="tl-headline">
-            <Link href={`/inbox/${item.id}`}>{item.title}</Link>
+            <Link href={`/inbox/${item.id}`}>{inboxTitle(item.title)}</Link>
           </p>
           {item.summary && <p className="tl-summary">{item.summary}</p>}
           {item.task && <TaskRef task={item.task} prefix="about " />}

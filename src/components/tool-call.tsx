@@ -27,7 +27,7 @@ export function ToolCall(props: { toolName: string; input: unknown; state: ToolC
         <div className="tool-body">
           <div className="tool-section">
             <div className="tool-label">
-              Input to <span className="tool-name">{toolName}</span>
+              Input to <code className="tool-name">{toolName}</code>
             </div>
             <Json value={input ?? {}} />
           </div>

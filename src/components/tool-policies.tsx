@@ -5,6 +5,7 @@ import { api, messageOf } from "@/lib/api-client";
 import type { ToolInfo, ToolPolicies } from "@/lib/agents/tool-policies";
 import type { AgentRole, ToolPolicy } from "@/lib/db/schema";
 import { isMcpToolName, MCP_SEPARATOR } from "@/lib/mcp/names";
+import { toolLabel } from "@/lib/tool-labels";
 import { ErrorNote } from "./ui";
 
 const POLICY_WORDS: Record<ToolPolicy, string> = {
@@ -48,10 +49,12 @@ function PolicyRow(props: {
     <li className={value ? "policy-row policy-set" : "policy-row"}>
       <div className="policy-tool">
         <label htmlFor={id} className="policy-name">
-          <code className="tool-name">{tool.name}</code>
+          {!server && <span className="policy-label">{toolLabel(tool.name)}</span>} <code className="tool-name">{tool.name}</code>
         </label>
         <span className="policy-where">{server ? `MCP server ${server}` : tool.availableTo.map((where) => WHERE_WORDS[where]).join(" · ")}</span>
-        <p className="hint policy-description">{firstSentence(description)}</p>
+        <p className="hint policy-description">
+          <CodeNames text={firstSentence(description)} />
+        </p>
       </div>
       {/* Named in full: the tool's name alone would repeat in the team's and the agent's list. */}
       <select id={id} aria-label={label} value={value ?? ""} disabled={busy} onChange={(event) => onChange((event.target.value || null) as ToolPolicy | null)}>
@@ -64,6 +67,11 @@ function PolicyRow(props: {
       </select>
     </li>
   );
+}
+
+/** A description written for the model names other tools (camelCase): shown as code, the technical names they are. */
+function CodeNames({ text }: { text: string }) {
+  return text.split(/\b([a-z]+[A-Z][A-Za-z]*)\b/).map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
 }
 
 /**

@@ -3,11 +3,13 @@
 import Link from "next/link";
 import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { parseLogInput, splitMarker } from "@/lib/agents/formats";
+import { describeLogMessage, type Named } from "@/lib/plain-words";
 import { api, messageOf } from "@/lib/api-client";
 import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/chat-messages";
 import type { LogSession, LogStep, WorkLogPage } from "@/lib/work-log-page";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
+import { AgentTextBody, LogInputBody, PlainMarkdown } from "./plain-words";
 import { ToolCall } from "./tool-call";
 import { EmptyState, ErrorNote, LocalTime, StatusBadge } from "./ui";
 
@@ -30,6 +32,7 @@ function kindOf(message: ApiMessage): { label: string; className: string } {
   if (message.role === "user") {
     const input = parseLogInput(message.content);
     if (input?.kind === "failed") return { label: INPUT_LABELS.failed, className: "log-injected log-error" };
+    if (!input && describeLogMessage(message.content).engine) return { label: "Cadre", className: "log-injected log-engine" };
     return { label: input ? INPUT_LABELS[input.kind] : "Message", className: "log-injected" };
   }
   const marker = splitMarker(message.content.trim())?.marker;
@@ -106,7 +109,20 @@ function StepCost({ step }: { step: LogStep | undefined }) {
  * markers. Older pages load on request, at any depth; the newest page follows the server's
  * re-renders (live events refresh the page).
  */
-export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId: string; agentName: string; page: WorkLogPage; approvals?: ApprovalData[] }) {
+export function WorkLog({
+  agentId,
+  agentName,
+  page,
+  approvals = [],
+  names,
+}: {
+  agentId: string;
+  agentName: string;
+  page: WorkLogPage;
+  approvals?: ApprovalData[];
+  /** What ids in the log stand for (teammates, tasks), so they read as names. */
+  names?: Record<string, Named>;
+}) {
   const [loaded, setLoaded] = useState<Loaded>(page);
   const [loadingOlder, setLoadingOlder] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -165,7 +181,7 @@ export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId:
           <div className="log-meta">
             <span className="log-kind">Tool result</span> <LocalTime value={createdAt} />
           </div>
-          <Markdown text={message.content} />
+          <PlainMarkdown text={message.content} names={names} />
         </li>
       );
     }
@@ -182,7 +198,14 @@ export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId:
             <Markdown text={message.thinking} />
           </details>
         )}
-        {message.content && <Markdown text={message.content} />}
+        {message.content &&
+          (message.role === "user" ? (
+            <LogInputBody content={message.content} names={names} />
+          ) : message.role === "summary" ? (
+            <PlainMarkdown text={message.content} names={names} />
+          ) : (
+            <AgentTextBody content={message.content} names={names} />
+          ))}
         {(message.toolCalls ?? []).map((call) => {
           const result = results.get(call.toolCallId);
           const approval = approvalOf.get(call.toolCallId);

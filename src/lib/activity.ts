@@ -14,17 +14,30 @@ export type AgentActivity = {
   parentAgentId: string | null;
   /** The running work session; null when the agent is not working. `steps` counts the step under way. */
   session: { id: string; since: string; steps: number; stopping: boolean } | null;
-  /** The task it is on: the running session's task, else the open task it started last (waiting). */
-  task: { id: string; title: string; status: Extract<TaskStatus, "in_progress" | "waiting_input"> } | null;
+  /**
+   * The task it is on: the running session's task (work_sessions.task_id), else the open task it
+   * started last (waiting), else the oldest task given to it that no session has taken up yet.
+   */
+  task: { id: string; title: string; status: Extract<TaskStatus, "pending" | "in_progress" | "waiting_input"> } | null;
+  /** Its latest session was interrupted (the database went away, a worker died): the job is retried. */
+  lastSessionInterrupted: boolean;
   step: CurrentStep | null;
   /** For a lead: how many of its subordinates have a session running. */
   subordinatesWorking: number;
 };
 
-/** working: a session runs; waiting: on a task with nothing running (its subordinates work, or it waits for an answer). */
-export function activityState(activity: AgentActivity): "working" | "waiting" | "idle" {
+export type ActivityState = "working" | "waiting" | "queued" | "retrying" | "idle";
+
+/**
+ * working: a session runs. A task with no session never reads idle: retrying after an
+ * interrupted session; waiting while its subordinates work or it waits for an answer (or for
+ * reports on a task it started); queued while a task given to it waits for a worker.
+ */
+export function activityState(activity: AgentActivity): ActivityState {
   if (activity.session) return "working";
-  if (activity.subordinatesWorking > 0 || activity.task) return "waiting";
+  if (activity.task && activity.lastSessionInterrupted) return "retrying";
+  if (activity.subordinatesWorking > 0 || activity.task?.status === "waiting_input" || activity.task?.status === "in_progress") return "waiting";
+  if (activity.task) return "queued";
   return "idle";
 }
 

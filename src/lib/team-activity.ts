@@ -20,7 +20,8 @@ type Row = {
   model_calls: number | null;
   task_id: string | null;
   task_title: string | null;
-  task_status: "in_progress" | "waiting_input" | null;
+  task_status: "pending" | "in_progress" | "waiting_input" | null;
+  last_session_status: string | null;
   pending_calls: StoredToolCall[] | null;
   call_at: string | Date | null;
   tail_at: string | Date | null;
@@ -45,17 +46,24 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
            s.id as session_id, s.started_at as session_started_at, s.steps as session_steps,
            s.stop_requested_at is not null as stop_requested,
            (select count(*)::int from usage u where u.work_session_id = s.id and u.purpose in ('work', 'briefing')) as model_calls,
-           t.id as task_id, t.title as task_title, t.status as task_status,
+           t.id as task_id, t.title as task_title, t.status as task_status, last_session.status as last_session_status,
            step.pending_calls, step.call_at, tail.created_at as tail_at
       from agents
       left join work_sessions s on s.agent_id = agents.id and s.status = 'running'
       left join lateral (
-        -- The task the running session is on (work_sessions.task_id), else the open task started last.
+        -- The task the running session is on (work_sessions.task_id), else the open task it started
+        -- last, else the oldest one still waiting to be taken up.
         select id, title, status from tasks
-         where tasks.agent_id = agents.id and tasks.status in ('in_progress', 'waiting_input')
-         order by tasks.id = s.task_id desc nulls last, started_at desc nulls last, created_at desc
+         where tasks.agent_id = agents.id and tasks.status in ('pending', 'in_progress', 'waiting_input')
+         order by tasks.id = s.task_id desc nulls last, started_at desc nulls last, case when started_at is null then created_at end asc, created_at desc
          limit 1
       ) t on true
+      left join lateral (
+        select status from work_sessions last
+         where last.agent_id = agents.id
+         order by last.started_at desc
+         limit 1
+      ) last_session on true
       left join conversations c on s.id is not null and c.agent_id = agents.id and c.mode = 'background'
       left join messages tail on tail.id = c.last_message_id
       left join lateral (
@@ -101,6 +109,7 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
           }
         : null,
       task: row.task_id ? { id: row.task_id, title: row.task_title!, status: row.task_status! } : null,
+      lastSessionInterrupted: !running && row.last_session_status === "interrupted",
       step,
       subordinatesWorking: 0,
     };

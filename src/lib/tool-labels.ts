@@ -89,6 +89,37 @@ export function describeToolCall(toolName: string, args: unknown, state: ToolCal
   return `${prefix}${label}`;
 }
 
+/** What each built-in tool does, as a phrase after "wants to" ("Scout wants to search the web"). */
+const TOOL_ACTIONS: Record<string, string> = {
+  tavilySearch: "search the web",
+  readWebPage: "read a web page",
+  delegateToAgent: "delegate a task",
+  createTask: "create a task",
+  addKnowledgeItem: "save a knowledge item",
+  searchKnowledge: "search the team's knowledge",
+  removeKnowledgeItem: "remove a knowledge item",
+  getTeamStatus: "check the team's status",
+  createInboxItem: "send you a briefing",
+  askPerson: "ask you a question",
+  requestInput: "ask the lead",
+  answerSubordinate: "answer a subordinate",
+  reportToLead: "report to the lead",
+};
+
+/** A tool by what it does, without its input: "search the web"; an MCP tool: "use TOOL (SERVER)". */
+export function toolAction(toolName: string): string {
+  const known = TOOL_ACTIONS[toolName];
+  if (known) return known;
+  const at = toolName.indexOf(MCP_SEPARATOR);
+  return at > 0 ? `use ${toolName.slice(at + MCP_SEPARATOR.length)} (${toolName.slice(0, at)})` : `use ${toolName}`;
+}
+
+/** A tool's name as a label ("Search the web"), for lists that show the technical name beside it as code. */
+export function toolLabel(toolName: string): string {
+  const action = toolAction(toolName);
+  return action.charAt(0).toUpperCase() + action.slice(1);
+}
+
 /** The sources a search found, when `output` is tavilySearch's result; [] otherwise. */
 export function searchSources(toolName: string, output: unknown): SearchSource[] {
   if (toolName !== "tavilySearch") return [];

@@ -187,7 +187,7 @@ describe("Cadre in a browser", () => {
     const { agents } = (await (await fetch(`${app.url}/api/teams/${teamId}`)).json()) as { agents: { id: string; role: string }[] };
     await page.goto(`${app.url}/agents/${agents.find((agent) => agent.role === "lead")!.id}`);
     await settle(page);
-    await page.getByText("[webhook:deploy]", { exact: false }).first().waitFor({ timeout: LIVE });
+    await page.getByText("Webhook “deploy”", { exact: false }).first().waitFor({ timeout: LIVE });
     await page.goto(`${app.url}/teams/${teamId}`);
     await settle(page);
   }, 60_000);

@@ -163,13 +163,13 @@ describe("Every agent's chat and its history, in a browser", () => {
     await page.getByRole("button", { name: "Stop" }).click();
     await page.getByRole("button", { name: "Send" }).waitFor();
     const reply = log.locator(":scope > li").last();
-    await reply.getByText("Stopped by the person.").waitFor();
+    await reply.getByText("Stopped by you.").waitFor();
     // After the reload from the database the stored marker reads the same, and only once.
     await page.reload();
     await settle(page);
     const stored = page.getByRole("log", { name: "Conversation with Scout" }).locator(":scope > li").last();
     await stored.getByText("Tidal power is").waitFor();
-    expect(await stored.getByText("Stopped by the person.").count()).toBe(1);
+    expect(await stored.getByText("Stopped by you.").count()).toBe(1);
     expect(await stored.innerText()).not.toContain("(stopped");
     await shoot(page, "chat-stopped");
   }, 60_000);

@@ -145,7 +145,7 @@ describe("The person in the loop, in a browser", () => {
     await giveTask(batteries.leadId, "Research solid-state batteries");
     const held = approvalCard(page, "Research solid-state batteries");
     await held.waitFor({ timeout: LIVE });
-    await page.locator(".inbox-waiting").getByRole("link", { name: `${batteries.leadName} wants to use tavilySearch` }).waitFor();
+    await page.locator(".inbox-waiting").getByRole("link", { name: `${batteries.leadName} wants to search the web` }).waitFor();
     for (const name of ["Approve", "Edit and approve", "Deny"]) await held.getByRole("button", { name, exact: true }).waitFor();
     expect(await page.locator(".inbox-item.inbox-waiting").count()).toBe(2);
     await page.getByTestId("inbox-badge").filter({ hasText: "2" }).waitFor({ timeout: LIVE });
@@ -246,7 +246,7 @@ describe("The person in the loop, in a browser", () => {
     await page.goto(`${app.url}/inbox/${item.id}`);
     await settle(page);
     const held = await pinned(approvalCard(page, "Research flow batteries"));
-    await page.getByRole("heading", { level: 1, name: `${batteries.leadName} wants to use tavilySearch` }).waitFor();
+    await page.getByRole("heading", { level: 1, name: `${batteries.leadName} wants to search the web` }).waitFor();
     await page.getByRole("link", { name: "Open work log" }).waitFor();
     await shoot(page, "pitl-item");
 
@@ -302,7 +302,7 @@ describe("The person in the loop, in a browser", () => {
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("please research tidal power");
     await page.getByRole("button", { name: "Send", exact: true }).click();
-    const held = await pinned(page.locator(".messages").getByRole("article", { name: `${batteries.leadName} wants to use createTask`, exact: false }));
+    const held = await pinned(page.locator(".messages").getByRole("article", { name: `${batteries.leadName} wants to create a task`, exact: false }));
     await page.locator("details.tool", { hasText: "createTask" }).getByText("waits for your approval").waitFor();
     await page.getByRole("button", { name: "Send", exact: true }).waitFor(); // the reply's stream has ended
     await shoot(page, "pitl-chat-approval");

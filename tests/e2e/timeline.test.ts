@@ -94,7 +94,7 @@ describe("The team timeline and the session trace, in a browser", () => {
     const delegation = timeline.locator(".tl-call").filter({ hasText: "delegateToAgent" });
     await expect.poll(() => delegation.count()).toBe(1);
     expect(await delegation.innerText()).toMatch(/delegated: Scout's task “.+” completed/);
-    const report = entries.filter({ hasText: "Scout reports" });
+    const report = entries.filter({ hasText: "Report from Scout" });
     expect(await report.count()).toBe(1);
     expect(await report.locator(".tl-agent").innerText()).toBe("Ada");
     expect(await report.innerText()).toMatch(/on Scout's task/);
@@ -140,7 +140,7 @@ describe("The team timeline and the session trace, in a browser", () => {
     await settle(page);
     const entries = page.getByRole("list", { name: "Timeline, newest first" }).locator(":scope > li");
     expect(await entries.count()).toBe(1);
-    expect(await entries.first().innerText()).toContain("Scout reports");
+    expect(await entries.first().innerText()).toContain("Report from Scout");
 
     await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps&agent=${team.scoutId}`);
     await settle(page);
@@ -196,7 +196,7 @@ describe("The team timeline and the session trace, in a browser", () => {
     const first = page.getByRole("list", { name: "Timeline, newest first" }).locator(":scope > li").filter({ hasText: "Research pumped hydro" }).first();
     await first.waitFor({ timeout: LIVE });
     // the work goes on and keeps arriving: the scout's report on the new task
-    await page.locator(".tl-entry", { hasText: "Scout reports" }).nth(1).waitFor({ timeout: LIVE });
+    await page.locator(".tl-entry", { hasText: "Report from Scout" }).nth(1).waitFor({ timeout: LIVE });
     expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
   });
 
@@ -212,7 +212,13 @@ describe("The team timeline and the session trace, in a browser", () => {
     expect(await outcome.getByText("Tool calls").locator("xpath=..").innerText()).toMatch(/Tool calls\s*4/);
     const rows = page.getByRole("list", { name: "Model calls, tool calls and events in time order" }).locator(":scope > li");
     const names = await rows.locator(".wf-title").allInnerTexts();
-    expect(names.filter((name) => !name.includes("offline"))).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
+    // Tool calls read as what they did; the technical name opens with the call.
+    const calls = names.filter((name) => !name.includes("offline"));
+    expect(calls).toHaveLength(4);
+    expect(calls[0]).toMatch(/^Searched the web for “/);
+    expect(calls[1]).toMatch(/^Read example\.com/);
+    expect(calls[2]).toMatch(/^Saved fact: “/);
+    expect(calls[3]).toMatch(/^Reported to the lead: “/);
     expect(names.filter((name) => name === "offline").length).toBeGreaterThanOrEqual(5);
     expect(await rows.filter({ hasText: "Extraction" }).count()).toBe(1);
     expect(await rows.filter({ hasText: "Task taken up" }).count()).toBe(1);

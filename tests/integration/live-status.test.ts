@@ -4,8 +4,9 @@
 // two teams in one call; and getSinceLastVisit's per-team news with its cut and counts.
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendMessages, claimSession, createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, recordUsage } from "@/lib/db/queries";
-import { tasks } from "@/lib/db/schema";
+import { appendMessages, claimSession, createInboxItem, createKnowledgeItem, createTask, endSession, getBackgroundConversation, recordUsage } from "@/lib/db/queries";
+import { activityState } from "@/lib/activity";
+import { tasks, teams } from "@/lib/db/schema";
 import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/since-last-visit";
 import { setSessionTask } from "@/lib/db/queries/work-sessions";
 import { getTeamActivity } from "@/lib/team-activity";
@@ -101,6 +102,28 @@ describe("getTeamActivity", () => {
     await setSessionTask(database.db, session.id, older.id);
     const [, scoutNow] = (await getTeamActivity(database.db, [team.id])).get(team.id)!;
     expect(scoutNow!.task).toMatchObject({ id: older.id, title: "Older task, back in focus" });
+  });
+
+  it("never calls an agent with a waiting task idle: queued before a worker takes it up, retrying after an interrupted session", async () => {
+    const { team, lead } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const given = await createTask(database.db, { agentId: lead.id, source: "user", title: "Research grid storage" });
+    const queued = (await getTeamActivity(database.db, [team.id])).get(team.id)![0]!;
+    expect(queued.task).toEqual({ id: given.id, title: "Research grid storage", status: "pending" });
+    expect(activityState(queued)).toBe("queued");
+
+    // The database went away under the session: it ended interrupted and its job is retried.
+    const session = await claimSession(database.db, lead.id, "test-worker");
+    await endSession(database.db, session!.id, "interrupted", { steps: 1, error: 'Failed query: select "id" from "tasks" params: 1' });
+    const retrying = (await getTeamActivity(database.db, [team.id])).get(team.id)![0]!;
+    expect(activityState(retrying)).toBe("retrying");
+
+    // Taken up again: working; once the task is done, idle.
+    const again = await claimSession(database.db, lead.id, "test-worker");
+    expect(activityState((await getTeamActivity(database.db, [team.id])).get(team.id)![0]!)).toBe("working");
+    await endSession(database.db, again!.id, "completed", { steps: 1 });
+    await database.db.update(tasks).set({ status: "completed", completedAt: new Date() }).where(eq(tasks.id, given.id));
+    expect(activityState((await getTeamActivity(database.db, [team.id])).get(team.id)![0]!)).toBe("idle");
+    await database.db.delete(teams).where(eq(teams.id, team.id)); // its ended task is not news for the test below
   });
 
   it("describes tool calls in words, naming the subordinate a lead delegates to", () => {

@@ -2,6 +2,7 @@ import { Output, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-model";
+import { resumeTaskMessage } from "@/lib/agents/prompts";
 
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
 const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
@@ -241,6 +242,19 @@ describe("OfflineModel", () => {
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "createInboxItem"]);
     expect(calls[2]?.input).toMatchObject({ title: "Demo briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
     expect(result.text).toBe("Briefing sent.");
+  });
+
+  it("searches for a resumed task's title, not for the engine's resume note", async () => {
+    const { tools, calls } = recordingTools();
+    const { createInboxItem, tavilySearch, addKnowledgeItem } = tools;
+    await generateText({
+      model,
+      instructions: 'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
+      messages: [{ role: "user", content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<typeof resumeTaskMessage>[0]) }],
+      tools: { createInboxItem, tavilySearch, addKnowledgeItem },
+      stopWhen: stepCountIs(1),
+    });
+    expect(calls[0]).toMatchObject({ name: "tavilySearch", input: { query: "Research NVDA" } });
   });
 
   it("has a lead with no subordinates read the page it found before briefing", async () => {

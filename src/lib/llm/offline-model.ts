@@ -425,6 +425,9 @@ function offered(options: LanguageModelV4CallOptions, name: string): boolean {
  * "Research NVDA"; without a "Task" line, the first line of the text.
  */
 function taskTitle(text: string): string {
+  // A task taken up again after its session died: "(Resuming task ID: Title. Nothing you started…)".
+  const resumed = /^\(Resuming task [^:]+: ([\s\S]*?)\. Nothing you started/.exec(text.trim())?.[1]?.trim();
+  if (resumed) return truncate(resumed, 80);
   const fromTaskLine = /^\s*task\b(?:[^:\n(]*\([^)\n]*\))?[^:\n]*:\s*(.+)$/im.exec(text)?.[1]?.trim();
   return truncate(fromTaskLine || text.trim().split("\n")[0] || text.trim(), 80);
 }

@@ -6,6 +6,7 @@ import { notFound } from "next/navigation";
 import { AssignTaskForm, CancelTaskButton, RetryTaskButton, StopSessionButton, TaskTree } from "@/components/agent-controls";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
+import { ErrorText, PlainMarkdown } from "@/components/plain-words";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
 import { toWire } from "@/lib/api-client";
@@ -22,6 +23,7 @@ import { formatUsd } from "@/lib/usage/format";
 import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { describeAgentText, taskGiver, type Named } from "@/lib/plain-words";
 import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
@@ -63,6 +65,11 @@ export default async function AgentPage({ params }: Props) {
   const delegating = await listTasksWithSubtasks(db(), tasks.map((task) => task.id));
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
+  // Ids an agent wrote or was given read as names: its teammates and its tasks.
+  const names: Record<string, Named> = Object.fromEntries([
+    ...teamActivity.map((each): [string, Named] => [each.agentId, { name: each.name, href: `/agents/${each.agentId}` }]),
+    ...tasks.map((task): [string, Named] => [task.id, { name: `“${task.title}”`, href: `/agents/${agent.id}#task-${task.id}` }]),
+  ]);
 
   return (
     <div className="page">
@@ -149,7 +156,7 @@ export default async function AgentPage({ params }: Props) {
                   <StatusBadge status={task.status} />
                   <span className="task-title">{task.title}</span>
                   <span className="meta">
-                    from {task.source} · <LocalTime value={task.createdAt.toISOString()} relative />
+                    from {taskGiver(task.source)} · <LocalTime value={task.createdAt.toISOString()} relative />
                   </span>
                   {open.has(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
                   {(task.status === "failed" || task.status === "cancelled") && <RetryTaskButton taskId={task.id} title={task.title} />}
@@ -157,13 +164,17 @@ export default async function AgentPage({ params }: Props) {
                 {task.description && task.description !== task.title && (
                   <details className="task-detail">
                     <summary>Description</summary>
-                    <Markdown text={task.description} />
+                    <PlainMarkdown text={task.description} names={names} />
                   </details>
                 )}
                 {task.result && (
                   <div className="task-result">
                     <div className="tool-label">Result</div>
-                    <Markdown text={task.result} />
+                    {task.status === "failed" || task.status === "cancelled" ? (
+                      <ErrorText error={task.result} retried={false} />
+                    ) : (
+                      <Markdown text={describeAgentText(task.result, names)} />
+                    )}
                   </div>
                 )}
                 {delegating.has(task.id) && <TaskTree taskId={task.id} title={task.title} />}
@@ -187,7 +198,7 @@ export default async function AgentPage({ params }: Props) {
                 <Link href={`/sessions/${session.id}`} className="meta-link">
                   Trace
                 </Link>
-                {session.error && <span className="session-error"> · {session.error}</span>}
+                {session.error && <ErrorText error={session.error} retried={session.status === "interrupted"} className="session-error" />}
               </li>
             ))}
           </ul>
@@ -200,6 +211,7 @@ export default async function AgentPage({ params }: Props) {
           agentId={agent.id}
           page={log}
           agentName={agent.name}
+          names={names}
           approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
         />
       </section>

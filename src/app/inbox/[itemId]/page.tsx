@@ -14,6 +14,7 @@ import { getTask } from "@/lib/db/queries/tasks";
 import { getInboxListing } from "@/lib/db/queries/views";
 import { citedSources } from "@/lib/tool-labels";
 import { isUuid } from "@/lib/ids";
+import { inboxTitle, plainText } from "@/lib/plain-words";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ itemId: string }> };
@@ -22,7 +23,7 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { itemId } = await params;
   const item = isUuid(itemId) ? await getInboxListing(db(), itemId) : null;
-  return { title: item?.title ?? "Briefing" };
+  return { title: item ? inboxTitle(item.title, item.approval) : "Briefing" };
 }
 
 export default async function BriefingPage({ params }: Props) {
@@ -46,7 +47,7 @@ export default async function BriefingPage({ params }: Props) {
       <article className={item.type === "alert" ? "briefing briefing-alert" : "briefing"}>
         <header className="page-header">
           <div>
-            <h1>{item.title}</h1>
+            <h1>{inboxTitle(item.title, item.approval)}</h1>
             <p className="meta">
               <span className={`pill pill-${item.type}`}>{item.type}</span> {waiting && <span className="pill pill-waiting">waits for you</span>} from{" "}
               {item.agentName} ·{" "}
@@ -80,9 +81,9 @@ export default async function BriefingPage({ params }: Props) {
         ) : (
           <>
             <div className="summary-box">
-              <Markdown text={item.summary} />
+              <Markdown text={plainText(item.summary)} />
             </div>
-            <Markdown text={item.content} className="briefing-body" />
+            <Markdown text={plainText(item.content)} className="briefing-body" />
             {sources.length > 0 && (
               <section className="briefing-sources" aria-labelledby="briefing-sources-heading">
                 <h2 id="briefing-sources-heading">Sources</h2>

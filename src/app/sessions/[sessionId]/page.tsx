@@ -2,6 +2,7 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { LiveRefresh } from "@/components/live-events";
+import { ErrorText, ProblemText } from "@/components/plain-words";
 import { formatDuration, SessionWaterfall } from "@/components/session-waterfall";
 import { LocalTime, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
@@ -9,6 +10,7 @@ import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
 import { plural } from "@/lib/plural";
+import { describeMarker, describeProblem } from "@/lib/plain-words";
 import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";
 
 export const dynamic = "force-dynamic";
@@ -70,10 +72,13 @@ export default async function SessionPage({ params }: Props) {
         </div>
       </header>
       {(trace.marker || session.error) && (
-        <p className={session.status === "failed" || session.status === "interrupted" ? "notice notice-danger" : "notice"} role="status">
-          {trace.marker ?? session.error}
-          {trace.marker && session.error && trace.marker !== `(error: ${session.error})` ? ` — ${session.error}` : ""}
-        </p>
+        <div className={session.status === "failed" || session.status === "interrupted" ? "notice notice-danger" : "notice"} role="status">
+          {/* The marker the session left says how it ended; the session's error, when it adds to it, says why. */}
+          {trace.marker && <ProblemText problem={describeMarker(trace.marker)} />}
+          {session.error && (!trace.marker || describeMarker(trace.marker).summary !== describeProblem(session.error, { retried: false }).summary) && (
+            <ErrorText error={session.error} retried={session.status === "interrupted"} />
+          )}
+        </div>
       )}
 
       <section aria-labelledby="outcome-heading" className="section">
