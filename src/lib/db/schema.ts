@@ -309,6 +309,35 @@ export const knowledgeItems = pgTable(
   ],
 );
 
+/**
+ * Who reported a knowledge item, where and from which page: one row per report. A fact that
+ * agents of a team report again (a near-duplicate) gains a source instead of a second item.
+ */
+export const knowledgeSources = pgTable(
+  "knowledge_sources",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    knowledgeItemId: uuid("knowledge_item_id")
+      .notNull()
+      .references(() => knowledgeItems.id, { onDelete: "cascade" }),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    /** The message the fact was reported in (the tool call, or the message extraction read it from). */
+    messageId: uuid("message_id").references(() => messages.id, { onDelete: "set null" }),
+    url: text("url"),
+    // clock_timestamp: sources added in one transaction keep the order they were reported in.
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
+      .default(sql`clock_timestamp()`)
+      .notNull(),
+  },
+  (t) => [
+    index("knowledge_sources_item_idx").on(t.knowledgeItemId, t.createdAt),
+    index("knowledge_sources_agent_idx").on(t.agentId),
+  ],
+);
+
 export const usage = pgTable(
   "usage",
   {
@@ -686,6 +715,7 @@ export type Message = InferSelectModel<typeof messages>;
 export type Task = InferSelectModel<typeof tasks>;
 export type InboxItem = InferSelectModel<typeof inboxItems>;
 export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
+export type KnowledgeSource = InferSelectModel<typeof knowledgeSources>;
 export type Usage = InferSelectModel<typeof usage>;
 export type WorkSession = InferSelectModel<typeof workSessions>;
 export type Session = InferSelectModel<typeof sessions>;
