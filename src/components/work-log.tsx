@@ -89,6 +89,10 @@ function SessionHeading({ session }: { session: LogSession | null }) {
   );
 }
 
+function LinkedMark() {
+  return <span className="log-linked-mark">Linked message</span>;
+}
+
 function StepCost({ step }: { step: LogStep | undefined }) {
   if (!step) return null;
   return (
@@ -99,6 +103,26 @@ function StepCost({ step }: { step: LogStep | undefined }) {
   );
 }
 
+/** The entry that shows a linked message: its own, or its call's when it is a tool result shown with the call. */
+function entryShowing(messages: ApiMessage[], messageId: string | undefined): string | undefined {
+  const message = messageId ? messages.find((each) => each.id === messageId) : undefined;
+  if (message?.role !== "tool") return message?.id;
+  return messages.find((each) => each.toolCalls?.some((call) => call.toolCallId === message.toolCallId))?.id ?? message.id;
+}
+
+/** Scrolls the linked entry into view once, when it is first on the page. */
+function useScrollToLinked(entryId: string | undefined) {
+  const scrolledTo = useRef<string | null>(null);
+  useEffect(() => {
+    if (!entryId || scrolledTo.current === entryId) return;
+    const element = document.getElementById(`m-${entryId}`);
+    if (!element) return;
+    scrolledTo.current = entryId;
+    element.scrollIntoView({ block: "center" });
+    element.focus({ preventScroll: true });
+  }, [entryId]);
+}
+
 /**
  * An agent's background conversation as a log, grouped by the work session that wrote it:
  * messages it was given (tasks, reports, injected messages), what it said with each step's
@@ -106,7 +130,20 @@ function StepCost({ step }: { step: LogStep | undefined }) {
  * markers. Older pages load on request, at any depth; the newest page follows the server's
  * re-renders (live events refresh the page).
  */
-export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId: string; agentName: string; page: WorkLogPage; approvals?: ApprovalData[] }) {
+export function WorkLog({
+  agentId,
+  agentName,
+  page,
+  approvals = [],
+  highlight,
+}: {
+  agentId: string;
+  agentName: string;
+  page: WorkLogPage;
+  approvals?: ApprovalData[];
+  /** A message linked to (a knowledge source): shown highlighted and scrolled to. */
+  highlight?: string;
+}) {
   const [loaded, setLoaded] = useState<Loaded>(page);
   const [loadingOlder, setLoadingOlder] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -143,6 +180,8 @@ export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId:
   };
 
   const { messages } = loaded;
+  const linked = entryShowing(messages, highlight);
+  useScrollToLinked(linked);
   if (messages.length === 0) {
     return (
       <EmptyState title="No background work yet">
@@ -161,9 +200,10 @@ export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId:
     if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
     if (message.role === "tool") {
       return (
-        <li key={message.id} id={`m-${message.id}`} className="log-entry log-tool">
+        <li key={message.id} id={`m-${message.id}`} className={`log-entry log-tool${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
           <div className="log-meta">
             <span className="log-kind">Tool result</span> <LocalTime value={createdAt} />
+            {message.id === linked && <LinkedMark />}
           </div>
           <Markdown text={message.content} />
         </li>
@@ -171,10 +211,11 @@ export function WorkLog({ agentId, agentName, page, approvals = [] }: { agentId:
     }
     const kind = kindOf(message);
     return (
-      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}`}>
+      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
         <div className="log-meta">
           <span className="log-kind">{kind.label}</span> <LocalTime value={createdAt} />
           <StepCost step={loaded.steps[message.id]} />
+          {message.id === linked && <LinkedMark />}
         </div>
         {message.thinking && (
           <details className="thinking">

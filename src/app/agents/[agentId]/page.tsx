@@ -22,10 +22,11 @@ import { formatUsd } from "@/lib/usage/format";
 import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
+import { CadreError } from "@/lib/errors";
 import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ agentId: string }> };
+type Props = { params: Promise<{ agentId: string }>; searchParams: Promise<Record<string, string | string[] | undefined>> };
 
 /** Ended tasks shown beside the open ones: the page stays fast however long the agent has worked. */
 const ENDED_TASKS_LIMIT = 50;
@@ -39,10 +40,25 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 
 const number = (value: number) => value.toLocaleString("en-US");
 
-export default async function AgentPage({ params }: Props) {
+/** The log's page around the linked message, highlighted; the newest page when it is not in the log. */
+async function workLogAround(agentId: string, around: string | undefined) {
+  if (around) {
+    try {
+      return { page: await getWorkLogPage(db(), agentId, { around }), highlight: around };
+    } catch (error) {
+      if (!(error instanceof CadreError && error.code === "not_found:message")) throw error;
+    }
+  }
+  return { page: await getWorkLogPage(db(), agentId), highlight: undefined };
+}
+
+export default async function AgentPage({ params, searchParams }: Props) {
   await requirePageSession();
   const { agentId } = await params;
   if (!isUuid(agentId)) notFound();
+  // ?message=<id>: a link to one message of the work log (a knowledge source) opens the log there.
+  const linked = (await searchParams).message;
+  const around = typeof linked === "string" && isUuid(linked) ? linked : undefined;
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
   const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] = await Promise.all([
@@ -54,7 +70,7 @@ export default async function AgentPage({ params }: Props) {
     listAgentApprovals(db(), agent.id),
     getAgentUsageByModel(db(), agent.id),
     loadPriceTable(db()),
-    getWorkLogPage(db(), agent.id),
+    workLogAround(agent.id, around),
     getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
   ]);
   const activity = teamActivity.find((each) => each.agentId === agent.id);
@@ -198,8 +214,9 @@ export default async function AgentPage({ params }: Props) {
         <h2 id="log-heading">Work log</h2>
         <WorkLog
           agentId={agent.id}
-          page={log}
+          page={log.page}
           agentName={agent.name}
+          highlight={log.highlight}
           approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
         />
       </section>
