@@ -14,6 +14,14 @@ ALTER TABLE "knowledge_sources" ADD CONSTRAINT "knowledge_sources_conversation_i
 ALTER TABLE "knowledge_sources" ADD CONSTRAINT "knowledge_sources_message_id_messages_id_fk" FOREIGN KEY ("message_id") REFERENCES "public"."messages"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "knowledge_sources_item_idx" ON "knowledge_sources" USING btree ("knowledge_item_id","created_at");--> statement-breakpoint
 CREATE INDEX "knowledge_sources_agent_idx" ON "knowledge_sources" USING btree ("agent_id");--> statement-breakpoint
+-- Backfill: an item stored without a source URL whose text names one (http(s)) gets it, as new items do.
+UPDATE "knowledge_items" k SET "source_url" = named."url"
+  FROM (SELECT "id",
+               regexp_replace(regexp_replace(regexp_replace(substring("content" from '(?i)https?://[^[:space:]<>"''`]+'), '[.,;:!?]+$', ''), '^([^(]*)[)\]}]+$', '\1'), '[.,;:!?]+$', '') AS "url"
+          FROM "knowledge_items"
+         WHERE "source_url" IS NULL AND "content" ~* 'https?://') named
+ WHERE k."id" = named."id" AND named."url" ~* '^https?://[^/?#[:space:]]+';
+--> statement-breakpoint
 -- Backfill: every item stored before sources existed has one, its own agent's, at the message
 -- that saved it when one of its conversation's addKnowledgeItem calls holds its exact text.
 -- Duplicates stored before are left as they are (see CLAUDE.md, Knowledge): they are merged

@@ -785,10 +785,14 @@ describe("/api/knowledge", () => {
   }
   const contents = (items: ApiKnowledgeItem[]) => items.map((item) => item.content);
 
-  it("GET ?agentId= answers the agent's items, newest first, without the search vector", async () => {
+  it("GET ?agentId= answers the agent's items, newest first, without the search vector, each with its sources", async () => {
     const items = await search(`?agentId=${scout.id}`);
-    expect(items).toEqual(wire([created[3], created[2]]));
-    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "type", "updatedAt"]);
+    expect(items.map(({ sources: _sources, ...item }: ApiKnowledgeItem & { sources?: unknown }) => item)).toEqual(wire([created[3], created[2]]));
+    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "sources", "type", "updatedAt"]);
+    const background = await getBackgroundConversation(database.db, scout.id);
+    expect((items[1] as ApiKnowledgeItem & { sources: unknown[] }).sources).toEqual([
+      { agentId: scout.id, agentName: "Scout", conversationId: background.id, conversationMode: "background", messageId: null, url: null, createdAt: expect.any(String) },
+    ]);
   });
 
   it("GET ?q= searches the full text (stemmed, across agents); agentId and type narrow it", async () => {

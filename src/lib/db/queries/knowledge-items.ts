@@ -73,7 +73,7 @@ export type KnowledgeSourceView = {
 export type KnowledgeItemWithSources = KnowledgeItem & { sources: KnowledgeSourceView[] };
 
 /** The items with their sources, oldest report first. */
-export async function withKnowledgeSources(db: Db, items: KnowledgeItem[]): Promise<KnowledgeItemWithSources[]> {
+export async function withKnowledgeSources<T extends { id: string }>(db: Db, items: T[]): Promise<(T & { sources: KnowledgeSourceView[] })[]> {
   if (items.length === 0) return [];
   const rows = await db
     .select({
