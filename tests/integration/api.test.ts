@@ -46,6 +46,7 @@ async function loadRoutes() {
     inboxItem: await import("@/app/api/inbox/[itemId]/route"),
     knowledge: await import("@/app/api/knowledge/route"),
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
+    workLog: await import("@/app/api/agents/[agentId]/work-log/route"),
   };
 }
 
@@ -565,6 +566,38 @@ describe("GET /api/agents/:agentId/messages", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("answers 404 for agent %s", async (agentId) => {
     await expectError(await api.messages.GET(jsonRequest("GET", `/api/agents/${agentId}/messages`), params({ agentId })), 404, "not_found:agent");
+  });
+});
+
+describe("GET /api/agents/:agentId/work-log?around=", () => {
+  const workLog = async (agentId: string, query: string) => api.workLog.GET(jsonRequest("GET", `/api/agents/${agentId}/work-log${query}`), params({ agentId }));
+
+  it("opens the page holding the message: a few messages before it and everything after, not the newest page", async () => {
+    const { lead } = await newTeam();
+    const background = await getBackgroundConversation(database.db, lead.id);
+    const stored = await appendMessages(
+      database.db,
+      background.id,
+      Array.from({ length: 150 }, (_, index) => ({ role: index % 2 ? ("assistant" as const) : ("user" as const), content: `entry ${index}` })),
+    );
+    const newest = await expectJson<{ messages: ApiMessage[] }>(await workLog(lead.id, ""));
+    expect(newest.messages.map((message) => message.content)).not.toContain("entry 20"); // older than the newest page
+    const page = await expectJson<{ messages: ApiMessage[]; sessions: object; sessionOf: object; steps: object }>(await workLog(lead.id, `?around=${stored[20]!.id}`));
+    expect(Object.keys(page).sort()).toEqual(["messages", "sessionOf", "sessions", "steps"]);
+    expect(page.messages.map((message) => message.content)).toEqual(Array.from({ length: 140 }, (_, index) => `entry ${index + 10}`));
+    // Near the start: what there is before it.
+    const first = await expectJson<{ messages: ApiMessage[] }>(await workLog(lead.id, `?around=${stored[2]!.id}`));
+    expect(first.messages[0]!.content).toBe("entry 0");
+  });
+
+  it("answers 404 for a message of another conversation (the agent's chat, another agent's log)", async () => {
+    const { lead, subordinates } = await newTeam({ subordinates: ["Scout"] });
+    const [chatMessage] = await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [{ role: "user", content: "hello" }]);
+    const [scoutMessage] = await appendMessages(database.db, (await getBackgroundConversation(database.db, subordinates[0]!.id)).id, [{ role: "user", content: "task" }]);
+    await expectError(await workLog(lead.id, `?around=${chatMessage!.id}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, `?around=${scoutMessage!.id}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, `?around=${randomUUID()}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, "?around=nope"), 400);
   });
 });
 
