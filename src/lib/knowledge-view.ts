@@ -10,8 +10,3 @@ export function sourceHref(source: Pick<KnowledgeSourceView, "agentId" | "conver
   if (source.conversationMode === "foreground") return `/agents/${source.agentId}/chat`;
   return source.messageId ? `/agents/${source.agentId}?message=${source.messageId}#m-${source.messageId}` : `/agents/${source.agentId}#work-log`;
 }
-
-/** How many different agents reported an item. */
-export function reporterCount(sources: readonly Pick<KnowledgeSourceView, "agentId">[]): number {
-  return new Set(sources.map((source) => source.agentId)).size;
-}

@@ -598,6 +598,7 @@ describe("GET /api/agents/:agentId/work-log?around=", () => {
     await expectError(await workLog(lead.id, `?around=${scoutMessage!.id}`), 404, "not_found:message");
     await expectError(await workLog(lead.id, `?around=${randomUUID()}`), 404, "not_found:message");
     await expectError(await workLog(lead.id, "?around=nope"), 400);
+    await expectError(await workLog(lead.id, `?around=${chatMessage!.id}&before=${chatMessage!.id}`), 400);
   });
 });
 

@@ -715,7 +715,6 @@ export type Message = InferSelectModel<typeof messages>;
 export type Task = InferSelectModel<typeof tasks>;
 export type InboxItem = InferSelectModel<typeof inboxItems>;
 export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
-export type KnowledgeSource = InferSelectModel<typeof knowledgeSources>;
 export type Usage = InferSelectModel<typeof usage>;
 export type WorkSession = InferSelectModel<typeof workSessions>;
 export type Session = InferSelectModel<typeof sessions>;

@@ -70,7 +70,6 @@ export type KnowledgeSourceView = {
   url: string | null;
   createdAt: Date;
 };
-export type KnowledgeItemWithSources = KnowledgeItem & { sources: KnowledgeSourceView[] };
 
 /** The items with their sources, oldest report first. */
 export async function withKnowledgeSources<T extends { id: string }>(db: Db, items: T[]): Promise<(T & { sources: KnowledgeSourceView[] })[]> {
