@@ -12,6 +12,7 @@ import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
 import type { ToolContext } from "@/lib/agents/tools";
 import type { EffectCall } from "@/lib/agents/tools/context";
 import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import { deleteAgent } from "@/lib/db/queries/agents";
 import { withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import type { Db } from "@/lib/db/client";
 import { knowledgeItems, knowledgeSources, type Agent, type Team } from "@/lib/db/schema";
@@ -116,6 +117,19 @@ describe("one fact, many sources", () => {
     // And five at once, all different agents' or not, still one item.
     await Promise.all([scout, analyst, scout, analyst, scout].map((agent, index) => saveFact(team, agent, { content: `Heat pumps outsold gas boilers in France${".".repeat(index % 2)}` })));
     expect((await itemsOf(team)).filter((each) => each.content.startsWith("Heat pumps"))).toHaveLength(1);
+  });
+
+  it("an agent's removal keeps the facts another agent reported too, with that agent as the first reporter", async () => {
+    const { team, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
+    const [scout, analyst] = subordinates as [Agent, Agent];
+    const shared = await saveFact(team, scout, { content: "Perovskite cells passed 30% efficiency." });
+    const second = await saveFact(team, analyst, { content: "Perovskite cells passed 30% efficiency" });
+    await saveFact(team, scout, { content: "Only the scout saw this one." });
+    await deleteAgent(database.db, scout.id);
+    const items = await itemsOf(team);
+    expect(items.map((item) => [item.id, item.agentId, item.sourceConversationId, item.sources.map((source) => source.agentName)])).toEqual([
+      [shared.result.id, analyst.id, second.conversation.id, ["Analyst"]],
+    ]);
   });
 
   it("a URL named in the fact fills its source when none is given (http and https only)", async () => {

@@ -158,3 +158,24 @@ export function getKnowledgeItemsBySourceConversation(db: Db, conversationId: st
     .where(eq(knowledgeItems.sourceConversationId, conversationId))
     .orderBy(desc(knowledgeItems.createdAt));
 }
+
+/**
+ * Before an agent (and, by cascade, its subordinates) is removed: each item it reported first
+ * that another agent reported too passes to the earliest remaining reporter, instead of going
+ * with the removed agent's items. Its removed reporters' sources go with them.
+ */
+export async function handOverSharedKnowledge(db: Db, agentId: string): Promise<void> {
+  await db.execute(sql`
+    with recursive removed as (
+      select id from agents where id = ${agentId}
+      union all
+      select a.id from agents a join removed r on a.parent_agent_id = r.id
+    ), heir as (
+      select distinct on (s.knowledge_item_id) s.knowledge_item_id, s.agent_id, s.conversation_id
+        from knowledge_sources s join knowledge_items k on k.id = s.knowledge_item_id
+       where k.agent_id in (select id from removed) and s.agent_id not in (select id from removed)
+       order by s.knowledge_item_id, s.created_at, s.id
+    )
+    update knowledge_items k set agent_id = heir.agent_id, source_conversation_id = heir.conversation_id
+      from heir where k.id = heir.knowledge_item_id`);
+}
