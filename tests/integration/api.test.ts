@@ -853,6 +853,14 @@ describe("/api/knowledge", () => {
     await expectError(await api.knowledge.GET(jsonRequest("GET", `/api/knowledge?${query}`)), 400, "bad_request:validation");
   });
 
+  it("PATCH corrects an item and answers it with its sources, which the edit leaves as they were", async () => {
+    const item = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Tidal pwer grew.", sourceUrl: "https://example.com/tidal" });
+    const response = await api.knowledgeItem.PATCH(jsonRequest("PATCH", `/api/knowledge/${item.id}`, { content: "Tidal power grew.", sourceUrl: null }), params({ itemId: item.id }));
+    const body = await expectJson<{ item: ApiKnowledgeItem & { sourceUrl: string | null; updatedAt: string | null; sources: { agentId: string; url: string | null }[] } }>(response);
+    expect(body.item).toMatchObject({ id: item.id, content: "Tidal power grew.", sourceUrl: null, updatedAt: expect.any(String) });
+    expect(body.item.sources).toMatchObject([{ agentId: scout.id, url: "https://example.com/tidal" }]);
+  });
+
   it("DELETE removes an item: 204, then 404", async () => {
     const item = await createKnowledgeItem(database.db, { agentId: lead.id, type: "lesson", content: "Ephemeral lesson about geothermal." });
     const response = await api.knowledgeItem.DELETE(jsonRequest("DELETE", `/api/knowledge/${item.id}`), params({ itemId: item.id }));
