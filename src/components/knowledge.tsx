@@ -16,9 +16,20 @@ export type KnowledgeRowData = {
   sourceUrl: string | null;
   createdAt: string;
   updatedAt: string | null;
-  agent: { id: string; name: string; teamName: string } | null;
-  /** The chat or work log the item was learned in. */
-  conversationHref: string | null;
+  /** The team of the agent that reported it first. */
+  teamName: string | null;
+  /** Every report of it, oldest first: who, the page it came from, and a link to the message. */
+  sources: KnowledgeSourceData[];
+};
+
+export type KnowledgeSourceData = {
+  agentId: string;
+  agentName: string;
+  url: string | null;
+  /** The agent's work log at the message (or its chat); null when that conversation is gone. */
+  href: string | null;
+  inChat: boolean;
+  createdAt: string;
 };
 
 /** A short name for an item in button labels: its first words. */
@@ -91,14 +102,23 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
     );
   }
 
+  const [first] = item.sources;
+  const agents = new Map(item.sources.map((source) => [source.agentId, source.agentName]));
+  const several = item.sources.length > 1;
   return (
     <li className="knowledge-row">
       <span className={`pill pill-${item.type}`}>{item.type}</span>
       <div className="knowledge-main">
         <Markdown text={item.content} className="knowledge-text" />
         <div className="meta">
-          {item.agent ? <Link href={`/agents/${item.agent.id}`}>{item.agent.name}</Link> : "unknown agent"}
-          {item.agent && ` · ${item.agent.teamName}`} · {Math.round(item.confidence * 100)}% sure · <LocalTime value={item.createdAt} relative />
+          {several ? (
+            <span className="knowledge-reporters">Reported by {agents.size === 1 ? `${first!.agentName}, ${item.sources.length} times` : `${agents.size} agents`}</span>
+          ) : first ? (
+            <Link href={`/agents/${first.agentId}`}>{first.agentName}</Link>
+          ) : (
+            "unknown agent"
+          )}
+          {item.teamName && ` · ${item.teamName}`} · {Math.round(item.confidence * 100)}% sure · <LocalTime value={item.createdAt} relative />
           {item.updatedAt && " · edited"}
           {item.sourceUrl && (
             <>
@@ -108,13 +128,40 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
               </a>
             </>
           )}
-          {item.conversationHref && (
+          {!several && first?.href && (
             <>
               {" · "}
-              <Link href={item.conversationHref}>Source conversation</Link>
+              <Link href={first.href}>{first.inChat ? "Source chat" : "Source message"}</Link>
             </>
           )}
         </div>
+        {several && (
+          <ul className="knowledge-sources" aria-label={`Sources of “${name}”`}>
+            {item.sources.map((source, index) => (
+              <li key={index}>
+                <Link href={`/agents/${source.agentId}`}>{source.agentName}</Link>
+                {source.href && (
+                  <>
+                    {" · "}
+                    <Link href={source.href} aria-label={`${source.inChat ? "Source chat" : "Source message"} of ${source.agentName}`}>
+                      {source.inChat ? "Source chat" : "Source message"}
+                    </Link>
+                  </>
+                )}
+                {source.url && source.url !== item.sourceUrl && (
+                  <>
+                    {" · "}
+                    <a href={source.url} target="_blank" rel="noopener noreferrer">
+                      {hostOf(source.url)}
+                    </a>
+                  </>
+                )}
+                {" · "}
+                <LocalTime value={source.createdAt} relative />
+              </li>
+            ))}
+          </ul>
+        )}
         {error && <ErrorNote message={error} onDismiss={clearError} />}
       </div>
       <div className="knowledge-actions">

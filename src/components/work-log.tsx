@@ -92,6 +92,10 @@ function SessionHeading({ session }: { session: LogSession | null }) {
   );
 }
 
+function LinkedMark() {
+  return <span className="log-linked-mark">Linked message</span>;
+}
+
 function StepCost({ step }: { step: LogStep | undefined }) {
   if (!step) return null;
   return (
@@ -100,6 +104,26 @@ function StepCost({ step }: { step: LogStep | undefined }) {
       · {number(step.inputTokens)} in · {number(step.outputTokens)} out · {seconds(step.durationMs)}
     </span>
   );
+}
+
+/** The entry that shows a linked message: its own, or its call's when it is a tool result shown with the call. */
+function entryShowing(messages: ApiMessage[], messageId: string | undefined): string | undefined {
+  const message = messageId ? messages.find((each) => each.id === messageId) : undefined;
+  if (message?.role !== "tool") return message?.id;
+  return messages.find((each) => each.toolCalls?.some((call) => call.toolCallId === message.toolCallId))?.id ?? message.id;
+}
+
+/** Scrolls the linked entry into view once, when it is first on the page. */
+function useScrollToLinked(entryId: string | undefined) {
+  const scrolledTo = useRef<string | null>(null);
+  useEffect(() => {
+    if (!entryId || scrolledTo.current === entryId) return;
+    const element = document.getElementById(`m-${entryId}`);
+    if (!element) return;
+    scrolledTo.current = entryId;
+    element.scrollIntoView({ block: "center" });
+    element.focus({ preventScroll: true });
+  }, [entryId]);
 }
 
 /**
@@ -115,6 +139,7 @@ export function WorkLog({
   page,
   approvals = [],
   names,
+  highlight,
 }: {
   agentId: string;
   agentName: string;
@@ -122,6 +147,8 @@ export function WorkLog({
   approvals?: ApprovalData[];
   /** What ids in the log stand for (teammates, tasks), so they read as names. */
   names?: Record<string, Named>;
+  /** A message linked to (a knowledge source): shown highlighted and scrolled to. */
+  highlight?: string;
 }) {
   const [loaded, setLoaded] = useState<Loaded>(page);
   const [loadingOlder, setLoadingOlder] = useState(false);
@@ -159,6 +186,8 @@ export function WorkLog({
   };
 
   const { messages } = loaded;
+  const linked = entryShowing(messages, highlight);
+  useScrollToLinked(linked);
   if (messages.length === 0) {
     return (
       <EmptyState title="No background work yet">
@@ -177,9 +206,10 @@ export function WorkLog({
     if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
     if (message.role === "tool") {
       return (
-        <li key={message.id} id={`m-${message.id}`} className="log-entry log-tool">
+        <li key={message.id} id={`m-${message.id}`} className={`log-entry log-tool${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
           <div className="log-meta">
             <span className="log-kind">Tool result</span> <LocalTime value={createdAt} />
+            {message.id === linked && <LinkedMark />}
           </div>
           <PlainMarkdown text={message.content} names={names} />
         </li>
@@ -187,10 +217,11 @@ export function WorkLog({
     }
     const kind = kindOf(message);
     return (
-      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}`}>
+      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
         <div className="log-meta">
           <span className="log-kind">{kind.label}</span> <LocalTime value={createdAt} />
           <StepCost step={loaded.steps[message.id]} />
+          {message.id === linked && <LinkedMark />}
         </div>
         {message.thinking && (
           <details className="thinking">

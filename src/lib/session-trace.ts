@@ -110,12 +110,14 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
              and created_at >= ${session.started_at}::timestamptz and created_at < ${session.window_end}::timestamptz
            order by created_at, id limit ${MAX_MESSAGES + 1}`)
       : Promise.resolve([]),
+    // The facts the session saved or reported again (a source in its window: one item, many sources).
     session.conversation_id
       ? db.execute<{ id: string; type: string; content: string; created_at: string }>(sql`
-          select id, type, content, ${iso("created_at")} as created_at from knowledge_items
-           where source_conversation_id = ${session.conversation_id}
-             and created_at >= ${session.started_at}::timestamptz and created_at < ${session.window_end}::timestamptz
-           order by created_at, id limit 200`)
+          select k.id, k.type, k.content, ${iso("s.created_at")} as created_at
+            from knowledge_sources s join knowledge_items k on k.id = s.knowledge_item_id
+           where s.conversation_id = ${session.conversation_id}
+             and s.created_at >= ${session.started_at}::timestamptz and s.created_at < ${session.window_end}::timestamptz
+           order by s.created_at, k.id limit 200`)
       : Promise.resolve([]),
   ]);
   const messages = [...messageRows].slice(0, MAX_MESSAGES);

@@ -5,7 +5,10 @@
 import type { Db } from "@/lib/db/client";
 import { CHAT_PAGE_SIZE, toApiMessage, type ApiMessage } from "@/lib/chat-messages";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { listMessages } from "@/lib/db/queries/messages";
+import { and, eq } from "drizzle-orm";
+import { getMessagesSince, listMessages } from "@/lib/db/queries/messages";
+import { messages, type Message } from "@/lib/db/schema";
+import { CadreError } from "@/lib/errors";
 import { listSessionCalls, listSessionsBetween, type LogSessionRow } from "@/lib/db/queries/work-log";
 import { splitMarker } from "@/lib/agents/formats";
 
@@ -25,9 +28,38 @@ export type WorkLogPage = {
   steps: Record<string, LogStep>;
 };
 
-export async function getWorkLogPage(db: Db, agentId: string, options: { before?: string; limit?: number } = {}): Promise<WorkLogPage> {
+/** How many older messages a page around a message shows before it (what led to it). */
+const CONTEXT_BEFORE = 10;
+/** How many messages after it a page around a message reaches at most (to the newest, normally). */
+const MAX_AFTER = 500;
+
+/**
+ * A message of the log and everything after it (up to MAX_AFTER), with a few messages before
+ * it: the page a link to that message opens, which later re-renders extend like the newest page.
+ * A message of another conversation is not found.
+ */
+async function listMessagesAround(db: Db, conversationId: string, messageId: string): Promise<Message[]> {
+  const [target] = await db.select({ previous: messages.previousMessageId }).from(messages).where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
+  if (!target) throw new CadreError("not_found:message", `No message ${messageId} in this work log: it may belong to the agent's chat, or be gone.`);
+  const [before, from] = await Promise.all([
+    listMessages(db, conversationId, { before: messageId, limit: CONTEXT_BEFORE }),
+    getMessagesSince(db, conversationId, target.previous, { limit: MAX_AFTER }),
+  ]);
+  return [...before, ...from];
+}
+
+/**
+ * A page of the log: the newest, the one `before` a message (paging back), or the one `around`
+ * a message (a link to it: see listMessagesAround).
+ */
+export async function getWorkLogPage(db: Db, agentId: string, options: { before?: string; around?: string; limit?: number } = {}): Promise<WorkLogPage> {
   const conversation = await getConversationByMode(db, agentId, "background");
-  const stored = conversation ? await listMessages(db, conversation.id, { before: options.before, limit: options.limit ?? CHAT_PAGE_SIZE }) : [];
+  if (!conversation && options.around) throw new CadreError("not_found:message", `No message ${options.around} in this work log.`);
+  const stored = !conversation
+    ? []
+    : options.around
+      ? await listMessagesAround(db, conversation.id, options.around)
+      : await listMessages(db, conversation.id, { before: options.before, limit: options.limit ?? CHAT_PAGE_SIZE });
   const page: WorkLogPage = { messages: stored.map(toApiMessage), sessions: {}, sessionOf: {}, steps: {} };
   if (stored.length === 0) return page;
   const sessions = await listSessionsBetween(db, agentId, stored[0]!.createdAt, stored.at(-1)!.createdAt);

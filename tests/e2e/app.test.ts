@@ -328,10 +328,12 @@ describe("Cadre in a browser", () => {
     await page.waitForURL(/\/knowledge$/);
     await settle(page);
     const first = page.locator(".knowledge-row:visible").first();
-    await first.getByRole("link", { name: "Source conversation" }).click();
-    await page.waitForURL(/\/agents\/[0-9a-f-]{36}#work-log$/);
+    // The source opens the work log at the message that saved the fact, highlighted.
+    await first.getByRole("link", { name: /^Source message/ }).first().click();
+    await page.waitForURL(/\/agents\/[0-9a-f-]{36}\?message=[0-9a-f-]{36}#m-[0-9a-f-]{36}$/);
     await settle(page);
     await page.getByRole("heading", { name: "Work log" }).waitFor();
+    await page.locator(".log-linked").getByText("Linked message").waitFor();
 
     await page.goto(`${app.url}/knowledge`);
     await settle(page);

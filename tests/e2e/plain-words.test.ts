@@ -197,7 +197,10 @@ describe("Nothing internal reaches the person", () => {
       ["home", "/"],
       ["teams", "/teams"],
       ["team", `/teams/${team.id}`],
+      ...["agents", "tools", "notifications", "settings"].map((section): [string, string] => [`team-${section}`, `/teams/${team.id}/${section}`]),
+      // Stories, each opened to its steps (see below), and every step of the flat view.
       ["timeline", `/teams/${team.id}/timeline`],
+      ["timeline-steps", `/teams/${team.id}/timeline?view=steps`],
       ["search", `/teams/${team.id}/search?q=batteries`],
       ...agentIds.flatMap((id, index): [string, string][] => [
         [`agent-${index}`, `/agents/${id}`],
@@ -217,6 +220,14 @@ describe("Nothing internal reaches the person", () => {
     for (const [name, pathname] of pages) {
       await page.goto(`${app.url}${pathname}`);
       await settle(page);
+      if (name === "timeline") {
+        const open = page.getByRole("button", { name: "Show steps" });
+        const stories = await open.count();
+        expect(stories).toBeGreaterThanOrEqual(2);
+        for (let i = 0; i < stories; i++) await open.first().click();
+        await expect.poll(() => page.getByRole("list", { name: /^Steps of/ }).locator(":scope > li").count()).toBeGreaterThan(10);
+        await page.getByText("Loading the steps…").first().waitFor({ state: "detached" }).catch(() => {});
+      }
       said += await page.evaluate(() => document.body.innerText);
       const title = await page.locator("h1").first().textContent().catch(() => "");
       findings.set(`${name} (${pathname.replace(/[0-9a-f-]{36}/g, ":id")}, "${title}")`, await scanPage(page, phrases));

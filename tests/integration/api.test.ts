@@ -46,6 +46,7 @@ async function loadRoutes() {
     inboxItem: await import("@/app/api/inbox/[itemId]/route"),
     knowledge: await import("@/app/api/knowledge/route"),
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
+    workLog: await import("@/app/api/agents/[agentId]/work-log/route"),
   };
 }
 
@@ -568,6 +569,39 @@ describe("GET /api/agents/:agentId/messages", () => {
   });
 });
 
+describe("GET /api/agents/:agentId/work-log?around=", () => {
+  const workLog = async (agentId: string, query: string) => api.workLog.GET(jsonRequest("GET", `/api/agents/${agentId}/work-log${query}`), params({ agentId }));
+
+  it("opens the page holding the message: a few messages before it and everything after, not the newest page", async () => {
+    const { lead } = await newTeam();
+    const background = await getBackgroundConversation(database.db, lead.id);
+    const stored = await appendMessages(
+      database.db,
+      background.id,
+      Array.from({ length: 150 }, (_, index) => ({ role: index % 2 ? ("assistant" as const) : ("user" as const), content: `entry ${index}` })),
+    );
+    const newest = await expectJson<{ messages: ApiMessage[] }>(await workLog(lead.id, ""));
+    expect(newest.messages.map((message) => message.content)).not.toContain("entry 20"); // older than the newest page
+    const page = await expectJson<{ messages: ApiMessage[]; sessions: object; sessionOf: object; steps: object }>(await workLog(lead.id, `?around=${stored[20]!.id}`));
+    expect(Object.keys(page).sort()).toEqual(["messages", "sessionOf", "sessions", "steps"]);
+    expect(page.messages.map((message) => message.content)).toEqual(Array.from({ length: 140 }, (_, index) => `entry ${index + 10}`));
+    // Near the start: what there is before it.
+    const first = await expectJson<{ messages: ApiMessage[] }>(await workLog(lead.id, `?around=${stored[2]!.id}`));
+    expect(first.messages[0]!.content).toBe("entry 0");
+  });
+
+  it("answers 404 for a message of another conversation (the agent's chat, another agent's log)", async () => {
+    const { lead, subordinates } = await newTeam({ subordinates: ["Scout"] });
+    const [chatMessage] = await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [{ role: "user", content: "hello" }]);
+    const [scoutMessage] = await appendMessages(database.db, (await getBackgroundConversation(database.db, subordinates[0]!.id)).id, [{ role: "user", content: "task" }]);
+    await expectError(await workLog(lead.id, `?around=${chatMessage!.id}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, `?around=${scoutMessage!.id}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, `?around=${randomUUID()}`), 404, "not_found:message");
+    await expectError(await workLog(lead.id, "?around=nope"), 400);
+    await expectError(await workLog(lead.id, `?around=${chatMessage!.id}&before=${chatMessage!.id}`), 400);
+  });
+});
+
 describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => {
   it("POST creates a pending task from the person and wakes the agent: 201 {task}", async () => {
     const { subordinates } = await newTeam({ subordinates: ["Scout"] });
@@ -785,10 +819,14 @@ describe("/api/knowledge", () => {
   }
   const contents = (items: ApiKnowledgeItem[]) => items.map((item) => item.content);
 
-  it("GET ?agentId= answers the agent's items, newest first, without the search vector", async () => {
+  it("GET ?agentId= answers the agent's items, newest first, without the search vector, each with its sources", async () => {
     const items = await search(`?agentId=${scout.id}`);
-    expect(items).toEqual(wire([created[3], created[2]]));
-    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "type", "updatedAt"]);
+    expect(items.map(({ sources: _sources, ...item }: ApiKnowledgeItem & { sources?: unknown }) => item)).toEqual(wire([created[3], created[2]]));
+    expect(Object.keys(items[0]!).sort()).toEqual(["agentId", "confidence", "content", "createdAt", "id", "sourceConversationId", "sourceUrl", "sources", "type", "updatedAt"]);
+    const background = await getBackgroundConversation(database.db, scout.id);
+    expect((items[1] as ApiKnowledgeItem & { sources: unknown[] }).sources).toEqual([
+      { agentId: scout.id, agentName: "Scout", conversationId: background.id, conversationMode: "background", messageId: null, url: null, createdAt: expect.any(String) },
+    ]);
   });
 
   it("GET ?q= searches the full text (stemmed, across agents); agentId and type narrow it", async () => {
@@ -813,6 +851,14 @@ describe("/api/knowledge", () => {
 
   it.each([["agentId=lead"], [`q=${long(401)}`], ["q=solar%00"], ["type=rumour"], ["limit=0"], ["limit=501"]])("GET refuses ?%s with a 400", async (query) => {
     await expectError(await api.knowledge.GET(jsonRequest("GET", `/api/knowledge?${query}`)), 400, "bad_request:validation");
+  });
+
+  it("PATCH corrects an item and answers it with its sources, which the edit leaves as they were", async () => {
+    const item = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Tidal pwer grew.", sourceUrl: "https://example.com/tidal" });
+    const response = await api.knowledgeItem.PATCH(jsonRequest("PATCH", `/api/knowledge/${item.id}`, { content: "Tidal power grew.", sourceUrl: null }), params({ itemId: item.id }));
+    const body = await expectJson<{ item: ApiKnowledgeItem & { sourceUrl: string | null; updatedAt: string | null; sources: { agentId: string; url: string | null }[] } }>(response);
+    expect(body.item).toMatchObject({ id: item.id, content: "Tidal power grew.", sourceUrl: null, updatedAt: expect.any(String) });
+    expect(body.item.sources).toMatchObject([{ agentId: scout.id, url: "https://example.com/tidal" }]);
   });
 
   it("DELETE removes an item: 204, then 404", async () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   appendMessages,
   createInboxItem,
+  addKnowledgeSource,
   createKnowledgeItem,
   createSubordinate,
   createTask,
@@ -88,6 +89,8 @@ async function smallTeam() {
   await db.update(questions).set({ createdAt: at("2026-03-02T12:00:00Z"), answeredAt: at("2026-03-02T13:00:00Z") }).where(eq(questions.id, question.id));
   const fact = await createKnowledgeItem(db, { agentId: scout.id, type: "fact", content: "Launches slip in spring.", confidence: 0.8, sourceConversationId: work.id });
   await db.update(knowledgeItems).set({ createdAt: at("2026-03-02T14:00:00Z") }).where(eq(knowledgeItems.id, fact.id));
+  // The lead reported it too, in its chat, with a page: one item, two sources.
+  await addKnowledgeSource(db, fact.id, { agentId: lead.id, conversationId: chat.id, url: "https://example.com/launches" });
   const spent = await recordUsage(db, { agentId: scout.id, conversationId: work.id, purpose: "work", model: "gpt-test", inputTokens: 1200, outputTokens: 300 });
   await db.update(usage).set({ createdAt: at("2026-03-02T10:00:00Z") }).where(eq(usage.id, spent!.id));
   await db.insert(mcpServers).values({ teamId: team.id, name: "tools", transport: "http", url: "https://mcp.example/mcp?key=MCPQUERYSECRET", headers: { Authorization: SECRETS[0]! } });
@@ -133,7 +136,16 @@ describe("a team's record (JSON)", () => {
     ]);
     expect(record.inbox.map((item) => item.type).sort()).toEqual(["alert", "briefing"]);
     expect(record.questions).toMatchObject([{ id: world.question.id, answer: "Yes, weekly." }]);
-    expect(record.knowledge).toMatchObject([{ id: world.fact.id, content: "Launches slip in spring." }]);
+    expect(record.knowledge).toMatchObject([
+      {
+        id: world.fact.id,
+        content: "Launches slip in spring.",
+        sources: [
+          { agentId: world.scout.id, agentName: "Scout", conversationId: world.work.id, url: null },
+          { agentId: world.lead.id, conversationId: world.chat.id, conversationMode: "foreground", url: "https://example.com/launches" },
+        ],
+      },
+    ]);
     expect(record.usage).toMatchObject([{ agentId: world.scout.id, inputTokens: 1200 }]);
     expect(record.mcpServers).toMatchObject([
       { name: "local", headerNames: [], envNames: ["API_KEY"] },
@@ -230,7 +242,7 @@ describe("a team's digest (Markdown)", () => {
     expect(markdown).toContain("- **Ørsted Watch / Q2 Lead** asked you:\n\n  > Should we track the competitor too?");
     expect(markdown).toContain("> Yes, weekly.");
     expect(markdown).toContain("- **Task failed: Read the filing** — The filing site did not answer.");
-    expect(markdown).toContain("- *fact* (Scout, confidence 0.80): Launches slip in spring.");
+    expect(markdown).toContain("- *fact* (Scout, Ørsted Watch / Q2 Lead, confidence 0.80): Launches slip in spring. Sources: <https://example.com/launches>");
     expect(markdown).toContain("| Scout | 1 | 1,200 | 300 |");
     expect(markdown).toContain("| Removed agents | 1 | 500 | 50 |");
     expect(markdown).toContain("- Tasks finished: 1; failed: 1");

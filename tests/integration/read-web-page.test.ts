@@ -12,6 +12,7 @@ import type { ToolContext } from "@/lib/agents/tools";
 import type { SearchConfig } from "@/lib/agents/tools/context";
 import { PAGE_READING_NOT_CONFIGURED, normalizePageUrl, searchTools } from "@/lib/agents/tools/search-tools";
 import { getAllMessages, getBackgroundConversation, getKnowledgeItemsBySourceConversation, listInboxItems } from "@/lib/db/queries";
+import { withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -203,6 +204,10 @@ describe("the offline model with a page to read", () => {
 
     const [knowledge] = await getKnowledgeItemsBySourceConversation(database.db, conversation.id);
     expect(knowledge!.content).toMatch(/^Tidal power in 2026: Tidal capacity doubled since 2024\..*\(source: https:\/\/example\.com\/tidal\)$/);
+    // Its source is the message in the log that holds the call which saved it.
+    const { sources } = (await withKnowledgeSources(database.db, [knowledge!]))[0]!;
+    const saving = log.find((m) => m.toolCalls?.some((c) => c.toolName === "addKnowledgeItem"))!;
+    expect(sources.map((source) => source.messageId)).toEqual([saving.id]);
     const [briefing] = await listInboxItems(database.db);
     expect(briefing).toMatchObject({ type: "briefing", title: "Demo briefing: Research tidal power", summary: "Tidal power in 2026: Tidal capacity doubled since 2024." });
     expect(briefing!.content).toContain("(source: https://example.com/tidal)");

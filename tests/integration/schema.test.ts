@@ -36,6 +36,7 @@ describe("migrations", () => {
       "conversations",
       "inbox_items",
       "knowledge_items",
+      "knowledge_sources",
       "mcp_servers",
       "messages",
       "model_prices",

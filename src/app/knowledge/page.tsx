@@ -5,8 +5,10 @@ import { LiveRefresh } from "@/components/live-events";
 import { EmptyState } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
-import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
-import { listAgentDirectory, listConversationOwners } from "@/lib/db/queries/views";
+import { urlNamedIn } from "@/lib/agents/tools/sources";
+import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
+import { listAgentDirectory } from "@/lib/db/queries/views";
+import { sourceHref } from "@/lib/knowledge-view";
 import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
 import { isUuid } from "@/lib/ids";
 
@@ -27,14 +29,8 @@ export default async function KnowledgePage({ searchParams }: Props) {
 
   const [agents, items] = await Promise.all([
     listAgentDirectory(db()),
-    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, teamId: teamId || undefined, type, limit: 200 }),
+    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, teamId: teamId || undefined, type, limit: 200 }).then((found) => withKnowledgeSources(db(), found)),
   ]);
-  const owners = new Map(
-    (await listConversationOwners(db(), [...new Set(items.flatMap((item) => (item.sourceConversationId ? [item.sourceConversationId] : [])))])).map((owner) => [
-      owner.id,
-      owner,
-    ]),
-  );
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   const filtered = Boolean(q || agentId || teamId || type);
   const teams = [...new Map(agents.map((agent) => [agent.teamId, agent.teamName])).entries()];
@@ -45,7 +41,7 @@ export default async function KnowledgePage({ searchParams }: Props) {
       <header className="page-header">
         <div>
           <h1>Knowledge</h1>
-          <p className="lede">What your agents have learned: facts, techniques, patterns and lessons, with where each came from.</p>
+          <p className="lede">What your agents have learned: facts, techniques, patterns and lessons, each once, with every agent and page that reported it.</p>
         </div>
       </header>
       <form className="filters" role="search" action="/knowledge">
@@ -110,7 +106,6 @@ export default async function KnowledgePage({ searchParams }: Props) {
         <ul className="knowledge-list">
           {items.map((item) => {
             const agent = agentsById.get(item.agentId);
-            const owner = item.sourceConversationId ? owners.get(item.sourceConversationId) : undefined;
             return (
               <KnowledgeRow
                 key={item.id}
@@ -120,11 +115,19 @@ export default async function KnowledgePage({ searchParams }: Props) {
                   type: item.type,
                   content: item.content,
                   confidence: item.confidence,
-                  sourceUrl: item.sourceUrl,
+                  // An item saved before a named address filled its source shows (and offers to save) that address.
+                  sourceUrl: item.sourceUrl ?? urlNamedIn(item.content),
                   createdAt: item.createdAt.toISOString(),
                   updatedAt: item.updatedAt?.toISOString() ?? null,
-                  agent: agent ? { id: agent.id, name: agent.name, teamName: agent.teamName } : null,
-                  conversationHref: owner ? (owner.mode === "foreground" ? `/agents/${owner.agentId}/chat` : `/agents/${owner.agentId}#work-log`) : null,
+                  teamName: agent?.teamName ?? null,
+                  sources: item.sources.map((source) => ({
+                    agentId: source.agentId,
+                    agentName: source.agentName,
+                    url: source.url,
+                    href: sourceHref(source),
+                    inChat: source.conversationMode === "foreground",
+                    createdAt: source.createdAt.toISOString(),
+                  })),
                 }}
               />
             );

@@ -2,11 +2,14 @@ import { NoObjectGeneratedError, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { storable } from "@/lib/db/storable";
-import { createKnowledgeItem, searchKnowledgeItems, updateKnowledgeItem } from "@/lib/db/queries/knowledge-items";
+import { sql } from "drizzle-orm";
+import { getAgent } from "@/lib/db/queries/agents";
+import { createKnowledgeItem, mergeKnowledgeSource, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { generateModelText } from "@/lib/llm/model-call";
-import { knowledgeItemTypes, type KnowledgeItem, type Message } from "@/lib/db/schema";
+import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "./prompts";
+import { urlNamedIn, webSourceUrl } from "./tools/sources";
 
 /** What a weaker model puts where a fact should be: nothing, or a placeholder. */
 const PLACEHOLDERS = new Set(["null", "undefined", "none", "n/a", "na", "nothing", "todo", "tbd"]);
@@ -113,17 +116,84 @@ export function isNearDuplicate(a: string, b: string): boolean {
   return shared / (leftWords.size + rightWords.size - shared) >= 0.8;
 }
 
+/** How many of a team's newest items a new fact is compared with. */
+const COMPARED_ITEMS = 2000;
+
 /**
- * Distils a work session into knowledge items linked to the conversation they came
- * from. A near-duplicate of what the agent already knows (isNearDuplicate) is not added
- * again: the known item is merged into — it keeps the higher confidence, and gains a source
- * URL if it had none. Near-duplicates within one extraction are dropped the same way.
+ * The team's item that says the same as `content`, if any: the one place that decides what
+ * "the same fact" is. Today by text (isNearDuplicate); recall by meaning (embeddings) plugs in here.
+ */
+export async function findSameKnowledge(db: Db, teamId: string, content: string): Promise<KnowledgeItem | null> {
+  const known = await searchKnowledgeItems(db, { teamId, limit: COMPARED_ITEMS });
+  return known.find((item) => isNearDuplicate(item.content, content)) ?? null;
+}
+
+export type KnowledgeReport = {
+  teamId: string;
+  agentId: string;
+  type: KnowledgeItemType;
+  content: string;
+  confidence: number;
+  conversationId: string | null;
+  /** The message the fact was reported in. */
+  messageId?: string | null;
+  /** The source the agent gave; when none, an address the fact names in its text. */
+  sourceUrl?: string | null;
+};
+
+/**
+ * Stores a fact an agent reported: a new item, or — when the team knows it already
+ * (findSameKnowledge) — one more source on that item, which keeps the higher confidence and
+ * gains the URL if it had none. Under a lock per team held to the end of the caller's
+ * transaction, so two agents saving the same fact at once make one item, not two.
+ */
+export function recordKnowledge(db: Db, report: KnowledgeReport): Promise<{ item: KnowledgeItem; merged: boolean; sourceUrl: string | null }> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`knowledge:${report.teamId}`}, 0))`);
+    const url = webSourceUrl(report.sourceUrl) ?? urlNamedIn(report.content);
+    const source = { agentId: report.agentId, conversationId: report.conversationId, messageId: report.messageId ?? null, url };
+    const same = await findSameKnowledge(tx, report.teamId, report.content);
+    const merged = same ? await mergeKnowledgeSource(tx, same.id, { ...source, confidence: report.confidence }) : null;
+    if (merged) return { item: merged, merged: true, sourceUrl: url };
+    const item = await createKnowledgeItem(tx, {
+      agentId: report.agentId,
+      type: report.type,
+      content: report.content,
+      confidence: report.confidence,
+      sourceConversationId: report.conversationId,
+      sourceMessageId: source.messageId,
+      sourceUrl: url,
+    });
+    return { item, merged: false, sourceUrl: url };
+  });
+}
+
+const words = (text: string) => new Set(normalizeKnowledge(text).split(" ").filter((word) => word.length >= 4));
+
+/** The message a fact was most plausibly read from: the one sharing the most words with it (the latest on a tie), else the last. */
+function messageSaying(messages: readonly Message[], fact: string): Message | undefined {
+  const factWords = words(fact);
+  let best: { message: Message; shared: number } | undefined;
+  for (const message of messages) {
+    const text = `${message.content} ${message.toolCalls?.map((call) => JSON.stringify(call.args)).join(" ") ?? ""}`;
+    const messageWords = words(text);
+    const shared = [...factWords].filter((word) => messageWords.has(word)).length;
+    if (shared > 0 && shared >= (best?.shared ?? 0)) best = { message, shared };
+  }
+  return best?.message ?? messages.at(-1);
+}
+
+/**
+ * Distils a work session into knowledge items linked to the conversation (and the message)
+ * they came from. A fact the team already knows (findSameKnowledge) is not added again: the
+ * known item gains this agent as a source (recordKnowledge). Near-duplicates within one
+ * extraction are merged the same way. Returns the items it created.
  */
 export async function extractKnowledgeFromConversation(input: {
   db: Db;
   model: ModelChoice;
   agentId: string;
-  /** The agent's team, for the usage row (its current team when not given). */
+  /** The agent's team, for the usage row and the team's knowledge (its current team when not given). */
   teamId?: string | null;
   conversationId: string;
   /** The work session extracting, for its trace. */
@@ -155,19 +225,21 @@ export async function extractKnowledgeFromConversation(input: {
     extracted = NoObjectGeneratedError.isInstance(error) ? readExtractionLeniently(error.text ?? "") : [];
     console.warn(`[knowledge] agent ${agentId}: the extraction's answer did not match its schema; kept ${extracted.length} of its items.`);
   }
-  const known = await searchKnowledgeItems(input.db, { agentId: input.agentId, limit: 500 });
+  if (extracted.length === 0) return [];
+  const teamId = input.teamId ?? (await getAgent(db, agentId))?.teamId;
+  if (!teamId) return []; // the agent was removed meanwhile: nobody to know it
   const created: KnowledgeItem[] = [];
   // Text as Postgres can store it (no NUL): an insert refused here would fail the wrap-up. A
   // tool's fact with a NUL is refused instead, and the model sees the error and can retry.
   for (const item of extracted.map((read) => ({ ...read, content: storable(read.content) }))) {
-    const match = known.find((existing) => isNearDuplicate(existing.content, item.content));
-    if (!match) {
-      const saved = await createKnowledgeItem(input.db, { ...item, agentId: input.agentId, sourceConversationId: input.conversationId });
-      known.push(saved);
-      created.push(saved);
-    } else if (item.confidence > match.confidence) {
-      Object.assign(match, await updateKnowledgeItem(input.db, match.id, { confidence: item.confidence }));
-    }
+    const { item: saved, merged } = await recordKnowledge(db, {
+      ...item,
+      teamId,
+      agentId,
+      conversationId,
+      messageId: messageSaying(input.messages, item.content)?.id ?? null,
+    });
+    if (!merged) created.push(saved);
   }
   return created;
 }

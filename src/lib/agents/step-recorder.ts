@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { asSchema, type ToolSet } from "ai";
+import { sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
@@ -8,6 +9,7 @@ import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import { toolOutputToText } from "./model-messages";
 import { toolEffects } from "./tool-policies";
+import type { EffectCall } from "./tools/context";
 import { describeToolError } from "./tools/tool-errors";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
@@ -278,14 +280,16 @@ export class StepRecorder {
    * neither, so the effect happens once. A second run of the same call (same
    * toolCallId) finds the result taken and rolls its writes back.
    */
-  async runEffect<T>(modelToolCallId: string, write: (tx: Db) => Promise<T>): Promise<T> {
-    await this.lastAssistant;
+  async runEffect<T>(modelToolCallId: string, write: (tx: Db, call: EffectCall) => Promise<T>): Promise<T> {
+    const last = await this.lastAssistant;
     await this.writes;
     const toolCallId = this.storedId(modelToolCallId);
     this.effectsRun += 1;
     let recorded: Message | undefined;
     const output = await this.db.transaction(async (tx) => {
-      const result = await write(tx);
+      // The step's own message, or (a call approved later) the older message that holds it.
+      const holder = last?.toolCalls?.some((call) => call.toolCallId === toolCallId) ? last.id : await this.messageHolding(tx, toolCallId);
+      const result = await write(tx, { messageId: holder });
       if (this.openCalls.has(toolCallId)) {
         recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)), taskId: this.task() }, { heldBy: this.heldBy });
       }
@@ -297,6 +301,14 @@ export class StepRecorder {
       this.follower?.appended(recorded);
     }
     return output;
+  }
+
+  private async messageHolding(tx: Db, toolCallId: string): Promise<string | null> {
+    const [row] = await tx.execute<{ id: string }>(
+      sql`select id from messages where conversation_id = ${this.conversationId} and role = 'assistant'
+           and tool_calls @> ${JSON.stringify([{ toolCallId }])}::jsonb order by created_at desc limit 1`,
+    );
+    return row?.id ?? null;
   }
 
   /**

@@ -327,6 +327,38 @@ export const knowledgeItems = pgTable(
   ],
 );
 
+/**
+ * Who reported a knowledge item, where and from which page: one row per report. A fact that
+ * agents of a team report again (a near-duplicate) gains a source instead of a second item.
+ */
+export const knowledgeSources = pgTable(
+  "knowledge_sources",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    knowledgeItemId: uuid("knowledge_item_id")
+      .notNull()
+      .references(() => knowledgeItems.id, { onDelete: "cascade" }),
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    conversationId: uuid("conversation_id").references(() => conversations.id, { onDelete: "set null" }),
+    /** The message the fact was reported in (the tool call, or the message extraction read it from). */
+    messageId: uuid("message_id").references(() => messages.id, { onDelete: "set null" }),
+    url: text("url"),
+    // clock_timestamp: sources added in one transaction keep the order they were reported in.
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
+      .default(sql`clock_timestamp()`)
+      .notNull(),
+  },
+  (t) => [
+    index("knowledge_sources_item_idx").on(t.knowledgeItemId, t.createdAt),
+    index("knowledge_sources_agent_idx").on(t.agentId),
+    // A conversation's or message's deletion (with its agent or team) finds the sources pointing at it by index.
+    index("knowledge_sources_conversation_idx").on(t.conversationId).where(sql`conversation_id is not null`),
+    index("knowledge_sources_message_idx").on(t.messageId).where(sql`message_id is not null`),
+  ],
+);
+
 export const usage = pgTable(
   "usage",
   {

@@ -90,7 +90,11 @@ export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Da
     day?.questions.push(`${asked}\n${answer}`);
   }
   for (const item of knowledge) {
-    dayOf(item.createdAt)?.knowledge.push(`- *${item.type}* (${inline(item.agentName)}, confidence ${item.confidence.toFixed(2)}): ${inline(item.content)}`);
+    // Every agent that reported it, and every page it came from.
+    const reporters = [...new Set(item.sources.length > 0 ? item.sources.map((source) => source.agentName) : [item.agentName])];
+    const urls = [...new Set([item.sourceUrl, ...item.sources.map((source) => source.url)].filter((url): url is string => Boolean(url)))];
+    const from = urls.length > 0 ? ` Sources: ${urls.map((url) => `<${url}>`).join(", ")}` : "";
+    dayOf(item.createdAt)?.knowledge.push(`- *${item.type}* (${reporters.map(inline).join(", ")}, confidence ${item.confidence.toFixed(2)}): ${inline(item.content)}${from}`);
   }
   for (const row of usage) byDay.get(row.day)?.usage.push(row);
 

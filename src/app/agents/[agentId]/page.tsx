@@ -24,10 +24,11 @@ import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
 import { isUuid } from "@/lib/ids";
 import { describeAgentText, taskGiver, type Named } from "@/lib/plain-words";
+import { CadreError } from "@/lib/errors";
 import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ agentId: string }> };
+type Props = { params: Promise<{ agentId: string }>; searchParams: Promise<Record<string, string | string[] | undefined>> };
 
 /** Ended tasks shown beside the open ones: the page stays fast however long the agent has worked. */
 const ENDED_TASKS_LIMIT = 50;
@@ -41,10 +42,25 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 
 const number = (value: number) => value.toLocaleString("en-US");
 
-export default async function AgentPage({ params }: Props) {
+/** The log's page around the linked message, highlighted; the newest page when it is not in the log. */
+async function workLogAround(agentId: string, around: string | undefined) {
+  if (around) {
+    try {
+      return { page: await getWorkLogPage(db(), agentId, { around }), highlight: around };
+    } catch (error) {
+      if (!(error instanceof CadreError && error.code === "not_found:message")) throw error;
+    }
+  }
+  return { page: await getWorkLogPage(db(), agentId), highlight: undefined };
+}
+
+export default async function AgentPage({ params, searchParams }: Props) {
   await requirePageSession();
   const { agentId } = await params;
   if (!isUuid(agentId)) notFound();
+  // ?message=<id>: a link to one message of the work log (a knowledge source) opens the log there.
+  const linked = (await searchParams).message;
+  const around = typeof linked === "string" && isUuid(linked) ? linked : undefined;
   const agent = await getAgent(db(), agentId);
   if (!agent) notFound();
   const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] = await Promise.all([
@@ -56,7 +72,7 @@ export default async function AgentPage({ params }: Props) {
     listAgentApprovals(db(), agent.id),
     getAgentUsageByModel(db(), agent.id),
     loadPriceTable(db()),
-    getWorkLogPage(db(), agent.id),
+    workLogAround(agent.id, around),
     getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
   ]);
   const activity = teamActivity.find((each) => each.agentId === agent.id);
@@ -209,9 +225,10 @@ export default async function AgentPage({ params }: Props) {
         <h2 id="log-heading">Work log</h2>
         <WorkLog
           agentId={agent.id}
-          page={log}
+          page={log.page}
           agentName={agent.name}
           names={names}
+          highlight={log.highlight}
           approvals={approvals.filter((approval) => approval.conversationId === background?.id).map(toWire)}
         />
       </section>

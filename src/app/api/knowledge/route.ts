@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 import { parseSearchParams, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
@@ -14,8 +14,12 @@ const knowledgeQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
+/**
+ * Knowledge items (`agentId`: those with a source from that agent), each with `sources`: every
+ * report of it, oldest first (`{agentId, agentName, conversationId, conversationMode, messageId, url, createdAt}`).
+ */
 export const GET = route(async (request: Request) => {
   const query = parseSearchParams(request, knowledgeQuery);
   const { db } = await webEngine();
-  return Response.json({ items: await searchKnowledgeItems(db, query) });
+  return Response.json({ items: await withKnowledgeSources(db, await searchKnowledgeItems(db, query)) });
 });

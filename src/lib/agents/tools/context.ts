@@ -12,6 +12,9 @@ export type SearchConfig = {
   pageReadTimeoutMs?: number;
 };
 
+/** Where the call being run was stored: the assistant message holding it (null when it cannot be found). */
+export type EffectCall = { messageId: string | null };
+
 /**
  * What a tool knows about who is calling it. Tools authorize against this, never
  * against what the model claims: an agent acts only within its own team and role.
@@ -35,5 +38,5 @@ export type ToolContext = {
    * Runs a tool's writes in the transaction that records its result: a crash keeps
    * both or neither. Every tool that changes the database goes through it.
    */
-  effect: <T>(toolCallId: string, write: (tx: Db) => Promise<T>) => Promise<T>;
+  effect: <T>(toolCallId: string, write: (tx: Db, call?: EffectCall) => Promise<T>) => Promise<T>;
 };

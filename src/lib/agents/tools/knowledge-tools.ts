@@ -1,10 +1,11 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { createKnowledgeItem, deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 import type { ToolContext } from "./context";
-import { TurnSources, webSourceUrl } from "./sources";
+import { recordKnowledge } from "../knowledge-items";
+import { TurnSources, urlNamedIn, webSourceUrl } from "./sources";
 
 async function teamAgentIds(context: ToolContext): Promise<string[]> {
   return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);
@@ -29,16 +30,24 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
       description: "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
       inputSchema: addKnowledgeItemInput,
       execute: ({ type, content, confidence, sourceUrl }, { toolCallId }) =>
-        context.effect(toolCallId, async (tx) => {
-          const item = await createKnowledgeItem(tx, {
+        context.effect(toolCallId, async (tx, call) => {
+          // A fact the team knows already gains this agent as a source instead of a second item.
+          const { item, merged, sourceUrl: recorded } = await recordKnowledge(tx, {
+            teamId: context.team.id,
             agentId: context.agent.id,
             type,
             content,
             confidence: confidence ?? 0.7,
-            sourceConversationId: context.conversationId,
-            sourceUrl: webSourceUrl(sourceUrl) ?? sources.sourceOf(content),
+            conversationId: context.conversationId,
+            messageId: call?.messageId ?? null,
+            sourceUrl: webSourceUrl(sourceUrl) ?? urlNamedIn(content) ?? sources.sourceOf(content),
           });
-          return { saved: true, id: item.id, ...(item.sourceUrl ? { sourceUrl: item.sourceUrl } : {}) };
+          return {
+            saved: true,
+            id: item.id,
+            ...(merged ? { note: "Your team already knew this: you were added as one more source of the known item." } : {}),
+            ...(recorded ? { sourceUrl: recorded } : {}),
+          };
         }),
     }),
     searchKnowledge: tool({

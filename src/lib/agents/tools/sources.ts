@@ -17,6 +17,25 @@ export function webSourceUrl(raw: string | null | undefined): string | null {
   }
 }
 
+/**
+ * The first http(s) address a fact names in its text ("… (https://example.com/report).");
+ * punctuation closing the sentence around it is not part of it. Null when it names none.
+ */
+export function urlNamedIn(text: string): string | null {
+  for (const [found] of text.matchAll(/https?:\/\/[^\s<>"'`]+/gi)) {
+    let candidate = found.replace(/[.,;:!?]+$/, "");
+    // A closing bracket belongs to the address only when it opened one too (Wikipedia's "(band)").
+    while (/[)\]}]$/.test(candidate) && count(candidate, "([{"[")]}".indexOf(candidate.at(-1)!)]!) < count(candidate, candidate.at(-1)!)) {
+      candidate = candidate.slice(0, -1).replace(/[.,;:!?]+$/, "");
+    }
+    const url = webSourceUrl(candidate);
+    if (url) return url;
+  }
+  return null;
+}
+
+const count = (text: string, char: string) => text.split(char).length - 1;
+
 export class TurnSources {
   private last: Seen | null = null;
 

@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { agents, conversations, type Agent, type ToolScope } from "../schema";
+import { handOverSharedKnowledge } from "./knowledge-items";
 
 export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
   const [agent] = await db.select().from(agents).where(eq(agents.id, agentId));
@@ -75,5 +76,7 @@ export async function deleteAgent(db: Db, agentId: string): Promise<void> {
   if (agent.role === "lead") {
     throw new CadreError("conflict:agent_is_lead", "A team's lead cannot be removed; delete the team instead.");
   }
+  // A fact another agent reported too stays, with that agent as its first reporter.
+  await handOverSharedKnowledge(db, agentId);
   await db.delete(agents).where(eq(agents.id, agentId));
 }

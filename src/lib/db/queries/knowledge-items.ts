@@ -1,6 +1,6 @@
-import { and, desc, eq, getTableColumns, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
-import { knowledgeItems, type KnowledgeItem, type KnowledgeItemType } from "../schema";
+import { agents, conversations, knowledgeItems, knowledgeSources, type ConversationMode, type KnowledgeItem, type KnowledgeItemType } from "../schema";
 
 export type NewKnowledgeItem = {
   agentId: string;
@@ -10,17 +10,95 @@ export type NewKnowledgeItem = {
   sourceConversationId?: string | null;
   /** The web page or search result the fact came from (http or https). */
   sourceUrl?: string | null;
+  /** The message it was reported in, for its first source. */
+  sourceMessageId?: string | null;
 };
 
 // Everything but the generated search vector, which nobody outside Postgres needs.
 const { searchVector: _searchVector, ...knowledgeColumns } = getTableColumns(knowledgeItems);
 
-export async function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<KnowledgeItem> {
-  const [item] = await db.insert(knowledgeItems).values(input).returning(knowledgeColumns);
-  return item!;
+/** A new item with its first source (the reporting agent, its conversation, message and URL). */
+export function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<KnowledgeItem> {
+  const { sourceMessageId, ...values } = input;
+  return db.transaction(async (tx) => {
+    const [item] = await tx.insert(knowledgeItems).values(values).returning(knowledgeColumns);
+    await addKnowledgeSource(tx, item!.id, { agentId: input.agentId, conversationId: input.sourceConversationId, messageId: sourceMessageId, url: input.sourceUrl });
+    return item!;
+  });
 }
 
-/** `teamId`: knowledge has no team of its own; it is its agents' team's. */
+export type NewKnowledgeSource = { agentId: string; conversationId?: string | null; messageId?: string | null; url?: string | null };
+
+export async function addKnowledgeSource(db: Db, itemId: string, source: NewKnowledgeSource): Promise<void> {
+  await db.insert(knowledgeSources).values({
+    knowledgeItemId: itemId,
+    agentId: source.agentId,
+    conversationId: source.conversationId ?? null,
+    messageId: source.messageId ?? null,
+    url: source.url ?? null,
+  });
+}
+
+/**
+ * A near-duplicate reported again: one more source; the item keeps the higher confidence and
+ * gains the source's URL when it had none. Not an edit: `updated_at` stays (it means the person edited it).
+ */
+export async function mergeKnowledgeSource(db: Db, itemId: string, source: NewKnowledgeSource & { confidence: number }): Promise<KnowledgeItem | null> {
+  // The same agent saying it again in the same conversation (a tool call, then extraction) is not another source.
+  const [known] = await db
+    .select({ id: knowledgeSources.id })
+    .from(knowledgeSources)
+    .where(and(eq(knowledgeSources.knowledgeItemId, itemId), eq(knowledgeSources.agentId, source.agentId), sql`${knowledgeSources.conversationId} is not distinct from ${source.conversationId ?? null}`))
+    .limit(1);
+  if (!known) await addKnowledgeSource(db, itemId, source);
+  const [item] = await db
+    .update(knowledgeItems)
+    .set({ confidence: sql`greatest(${knowledgeItems.confidence}, ${source.confidence})`, sourceUrl: sql`coalesce(${knowledgeItems.sourceUrl}, ${source.url ?? null})` })
+    .where(eq(knowledgeItems.id, itemId))
+    .returning(knowledgeColumns);
+  return item ?? null;
+}
+
+/** One report of an item, as the knowledge page, the API and the export show it. */
+export type KnowledgeSourceView = {
+  agentId: string;
+  agentName: string;
+  conversationId: string | null;
+  /** Which of the agent's conversations: its work log (background) or its chat (foreground). */
+  conversationMode: ConversationMode | null;
+  messageId: string | null;
+  url: string | null;
+  createdAt: Date;
+};
+
+/** The items with their sources, oldest report first. */
+export async function withKnowledgeSources<T extends { id: string }>(db: Db, items: T[]): Promise<(T & { sources: KnowledgeSourceView[] })[]> {
+  if (items.length === 0) return [];
+  const rows = await db
+    .select({
+      itemId: knowledgeSources.knowledgeItemId,
+      agentId: knowledgeSources.agentId,
+      agentName: agents.name,
+      conversationId: knowledgeSources.conversationId,
+      conversationMode: conversations.mode,
+      messageId: knowledgeSources.messageId,
+      url: knowledgeSources.url,
+      createdAt: knowledgeSources.createdAt,
+    })
+    .from(knowledgeSources)
+    .innerJoin(agents, eq(agents.id, knowledgeSources.agentId))
+    .leftJoin(conversations, eq(conversations.id, knowledgeSources.conversationId))
+    .where(inArray(knowledgeSources.knowledgeItemId, items.map((item) => item.id)))
+    .orderBy(asc(knowledgeSources.createdAt), asc(knowledgeSources.id));
+  const byItem = new Map<string, KnowledgeSourceView[]>();
+  for (const { itemId, ...source } of rows) byItem.set(itemId, [...(byItem.get(itemId) ?? []), source]);
+  return items.map((item) => ({ ...item, sources: byItem.get(item.id) ?? [] }));
+}
+
+/**
+ * `teamId`: knowledge has no team of its own; it is its agents' team's (the agent that reported
+ * it first). `agentId`: items with a source from that agent.
+ */
 export type KnowledgeSearch = { agentId?: string; agentIds?: string[]; teamId?: string; q?: string; type?: KnowledgeItemType; limit?: number };
 
 /**
@@ -29,7 +107,10 @@ export type KnowledgeSearch = { agentId?: string; agentIds?: string[]; teamId?: 
  */
 export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Promise<KnowledgeItem[]> {
   const conditions: SQL[] = [];
-  if (search.agentId) conditions.push(eq(knowledgeItems.agentId, search.agentId));
+  // An agent's knowledge: every item it reported, first or again.
+  if (search.agentId) {
+    conditions.push(sql`exists (select 1 from knowledge_sources s where s.knowledge_item_id = ${knowledgeItems.id} and s.agent_id = ${search.agentId})`);
+  }
   if (search.agentIds) conditions.push(sql`${knowledgeItems.agentId} = any(${sql.param(search.agentIds)}::uuid[])`);
   if (search.teamId) conditions.push(sql`${knowledgeItems.agentId} in (select id from agents where team_id = ${search.teamId})`);
   if (search.type) conditions.push(eq(knowledgeItems.type, search.type));
@@ -76,4 +157,25 @@ export function getKnowledgeItemsBySourceConversation(db: Db, conversationId: st
     .from(knowledgeItems)
     .where(eq(knowledgeItems.sourceConversationId, conversationId))
     .orderBy(desc(knowledgeItems.createdAt));
+}
+
+/**
+ * Before an agent (and, by cascade, its subordinates) is removed: each item it reported first
+ * that another agent reported too passes to the earliest remaining reporter, instead of going
+ * with the removed agent's items. Its removed reporters' sources go with them.
+ */
+export async function handOverSharedKnowledge(db: Db, agentId: string): Promise<void> {
+  await db.execute(sql`
+    with recursive removed as (
+      select id from agents where id = ${agentId}
+      union all
+      select a.id from agents a join removed r on a.parent_agent_id = r.id
+    ), heir as (
+      select distinct on (s.knowledge_item_id) s.knowledge_item_id, s.agent_id, s.conversation_id
+        from knowledge_sources s join knowledge_items k on k.id = s.knowledge_item_id
+       where k.agent_id in (select id from removed) and s.agent_id not in (select id from removed)
+       order by s.knowledge_item_id, s.created_at, s.id
+    )
+    update knowledge_items k set agent_id = heir.agent_id, source_conversation_id = heir.conversation_id
+      from heir where k.id = heir.knowledge_item_id`);
 }

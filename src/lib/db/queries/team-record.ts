@@ -1,5 +1,6 @@
 import { and, asc, eq, getTableColumns, gte, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
+import { withKnowledgeSources } from "./knowledge-items";
 import {
   agents,
   approvals,
@@ -64,13 +65,15 @@ export function listTeamApprovals(db: Db, teamId: string) {
   return db.select().from(approvals).where(eq(approvals.teamId, teamId)).orderBy(asc(approvals.createdAt), asc(approvals.id));
 }
 
-export function listTeamKnowledge(db: Db, teamId: string) {
+/** The team's knowledge, each item with its sources (every report of it: agent, conversation, message, URL). */
+export async function listTeamKnowledge(db: Db, teamId: string) {
   const { searchVector: _vector, ...columns } = getTableColumns(knowledgeItems);
-  return db
+  const items = await db
     .select(columns)
     .from(knowledgeItems)
     .where(inArray(knowledgeItems.agentId, teamAgentIds(teamId)))
     .orderBy(asc(knowledgeItems.createdAt), asc(knowledgeItems.id));
+  return withKnowledgeSources(db, items);
 }
 
 export function listTeamToolPolicies(db: Db, teamId: string) {
@@ -156,13 +159,15 @@ export function listQuestionsIn(db: Db, teamId: string, window: Window) {
     .orderBy(asc(questions.createdAt), asc(questions.id));
 }
 
-export function listKnowledgeIn(db: Db, teamId: string, window: Window) {
-  return db
-    .select({ id: knowledgeItems.id, type: knowledgeItems.type, content: knowledgeItems.content, confidence: knowledgeItems.confidence, createdAt: knowledgeItems.createdAt, agentName: agents.name })
+/** Knowledge first reported in the window, with its sources (a later report of an older item is not news). */
+export async function listKnowledgeIn(db: Db, teamId: string, window: Window) {
+  const items = await db
+    .select({ id: knowledgeItems.id, type: knowledgeItems.type, content: knowledgeItems.content, confidence: knowledgeItems.confidence, sourceUrl: knowledgeItems.sourceUrl, createdAt: knowledgeItems.createdAt, agentName: agents.name })
     .from(knowledgeItems)
     .innerJoin(agents, eq(agents.id, knowledgeItems.agentId))
     .where(and(eq(agents.teamId, teamId), gte(knowledgeItems.createdAt, window.from), lt(knowledgeItems.createdAt, window.to)))
     .orderBy(asc(knowledgeItems.createdAt), asc(knowledgeItems.id));
+  return withKnowledgeSources(db, items);
 }
 
 export type DailyUsage = { day: string; agentName: string; calls: number; inputTokens: number; outputTokens: number };

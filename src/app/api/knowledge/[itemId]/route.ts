@@ -1,4 +1,4 @@
-import { deleteKnowledgeItem, updateKnowledgeItem } from "@/lib/db/queries/knowledge-items";
+import { deleteKnowledgeItem, updateKnowledgeItem, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { notFound } from "@/lib/errors";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
@@ -7,14 +7,15 @@ import { updateKnowledgeItemBody } from "./schema";
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ itemId: string }> };
 
-/** The person corrects an item: `{content?, type?, sourceUrl?}` → `{item}`. */
+/** The person corrects an item: `{content?, type?, sourceUrl?}` → `{item}` (with its `sources`, as GET /api/knowledge). */
 export const PATCH = route(async (request: Request, { params }: Params) => {
   const itemId = parseId((await params).itemId, "knowledge_item");
   const body = await parseJsonBody(request, updateKnowledgeItemBody);
   const { db } = await webEngine();
   const item = await updateKnowledgeItem(db, itemId, body);
   if (!item) throw notFound("knowledge_item", itemId);
-  return Response.json({ item });
+  const [withSources] = await withKnowledgeSources(db, [item]);
+  return Response.json({ item: withSources });
 });
 
 export const DELETE = route(async (_request: Request, { params }: Params) => {
