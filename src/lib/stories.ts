@@ -20,6 +20,7 @@ import { listTimelineAgents } from "@/lib/db/queries/timeline";
 import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
+import { inboxTitle, taskResultText, withoutIds } from "@/lib/plain-words";
 import { describeToolUse } from "@/lib/tool-labels";
 import { spendOf, loadPriceTable } from "@/lib/usage/spend";
 import { decodeCursor, encodeCursor, linkEntries, type TimelineEntry, type TimelineKind } from "@/lib/timeline";
@@ -139,7 +140,7 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
         taskId: task.id,
         parentTaskId: task.parentTaskId,
         depth,
-        title: task.title,
+        title: withoutIds(task.title),
         status: task.status,
         agent: { id: task.agentId, name: task.agentName, role: task.agentRole },
         work: describeToolUse(Object.fromEntries((callsOf.get(task.id) ?? []).map((row) => [row.toolName, row.calls]))),
@@ -147,7 +148,8 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
         completedAt: task.completedAt,
         durationMs: task.startedAt ? Date.parse(task.completedAt ?? now.toISOString()) - Date.parse(task.startedAt) : null,
         cost: { tokens: spend.tokens, cachedTokens: cached, usd: spend.costUsd, unpriced: spend.unpricedModels.length > 0 },
-        result: task.result,
+        // In the person's words: a failure as what happened, never the engine's text.
+        result: task.result ? taskResultText(task.status, task.result) : null,
       };
     });
     const items = own.flatMap((task) => inboxOf.get(task.id) ?? []).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
@@ -157,8 +159,8 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
     return {
       id: root.id,
       position: `${root.atMicros.padStart(20, "0")}.${root.id}`,
-      title: root.title,
-      request: root.description,
+      title: withoutIds(root.title),
+      request: withoutIds(root.description),
       source: root.source,
       startedBy: startedBy(root),
       createdAt: root.createdAt,
@@ -166,7 +168,7 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
       durationMs: Date.parse(endedAt ?? now.toISOString()) - Date.parse(root.createdAt),
       status: storyStatus(root.status, items),
       parts,
-      inbox: items.map((item) => ({ id: item.id, type: item.type, title: item.title, agentName: names.get(item.agentId) ?? "an agent", state: item.state, createdAt: item.createdAt })),
+      inbox: items.map((item) => ({ id: item.id, type: item.type, title: inboxTitle(item.title), agentName: names.get(item.agentId) ?? "an agent", state: item.state, createdAt: item.createdAt })),
       cost: parts.reduce<StoryCost>(
         (sum, part) => ({ tokens: sum.tokens + part.cost.tokens, cachedTokens: sum.cachedTokens + part.cost.cachedTokens, usd: sum.usd + part.cost.usd, unpriced: sum.unpriced || part.cost.unpriced }),
         { tokens: 0, cachedTokens: 0, usd: 0, unpriced: false },
