@@ -143,6 +143,15 @@ describe("first run, recovery and polish", () => {
     expect(await page.locator("main").innerText()).not.toMatch(/Briefing: Findings|was not configured when researching/);
     await shoot(page, "first-run-home");
 
+    // The team's Overview says it too; its other sections leave it to the sidebar's badge.
+    await page.goto(`${app.url}/teams/${teamId}`);
+    await settle(page);
+    await page.getByRole("region", { name: "Answers are a built-in demo" }).waitFor();
+    await shoot(page, "first-run-team-overview");
+    await page.goto(`${app.url}/teams/${teamId}/settings`);
+    await settle(page);
+    expect(await page.getByRole("region", { name: "Answers are a built-in demo" }).count()).toBe(0);
+
     await page.goto(`${app.url}/inbox/${briefing!.id}`);
     await settle(page);
     await page.getByRole("heading", { name: "Demo briefing: Research solid-state batteries" }).waitFor();

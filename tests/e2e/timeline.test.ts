@@ -165,7 +165,7 @@ describe("The team timeline and the session trace, in a browser", () => {
     expect(text).toMatch(/Scout worked on “.+”: searched the web once, read 1 page, saved 1 fact\./);
     expect(text).toMatch(/Reported: /);
     expect(text).toMatch(/Briefing: /);
-    expect(text).toMatch(/\d+ s|\d+ min/);
+    expect(text).toMatch(/under a second|\d+ s|\d+ min/);
     // Collapsed, the whole story fits one screen at 1440 × 900.
     expect((await story.boundingBox())!.height).toBeLessThan(900);
     await shoot(page, "timeline-stories");

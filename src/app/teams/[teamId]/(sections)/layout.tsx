@@ -8,8 +8,6 @@ import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { teamOr404, type TeamParams } from "./team-section";
-import { OfflineNotice } from "@/components/offline-notice";
-import { offlineSetup } from "@/lib/connection-check";
 
 /**
  * What every section of a team shares: the way back, the team's name and state, the actions a
@@ -19,7 +17,6 @@ import { offlineSetup } from "@/lib/connection-check";
 export default async function TeamSectionsLayout({ params, children }: TeamParams & { children: ReactNode }) {
   await requirePageSession();
   const team = await teamOr404(params);
-  const offline = offlineSetup();
   const lead = await getTeamLead(db(), team.id);
   return (
     <div className="page">
@@ -49,7 +46,6 @@ export default async function TeamSectionsLayout({ params, children }: TeamParam
       {/* Notices about the whole team sit here, above the sections. */}
       <div className="team-notices">
         {team.status === "paused" && <p className="notice">This team is paused: no scheduled runs, and new tasks wait until you resume it.</p>}
-        {offline && <OfflineNotice searchConfigured={offline.searchConfigured} />}
       </div>
       <TeamTabs teamId={team.id} />
       {children}

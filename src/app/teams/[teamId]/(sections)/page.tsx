@@ -3,12 +3,14 @@ import Link from "next/link";
 import { AgentActivityLine } from "@/components/agent-activity";
 import { ApprovalCard } from "@/components/approval-card";
 import { LiveRefresh } from "@/components/live-events";
+import { OfflineNotice } from "@/components/offline-notice";
 import { Markdown } from "@/components/markdown";
 import { QuestionCard } from "@/components/question-card";
 import { TeamSpendingSection } from "@/components/team-usage";
 import { LocalTime } from "@/components/ui";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
+import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { getLatestTeamBriefing, listTeamItemsWaitingForPerson } from "@/lib/db/queries/inbox-items";
 import { listTeamAgents } from "@/lib/db/queries/teams";
@@ -37,6 +39,7 @@ export default async function TeamOverviewPage({ params }: TeamParams) {
   const activity = activityByTeam.get(team.id) ?? [];
   const names = new Map(agents.map((agent) => [agent.id, agent.name]));
   const agentIds = agents.map((agent) => agent.id);
+  const offline = offlineSetup();
 
   return (
     <>
@@ -44,6 +47,8 @@ export default async function TeamOverviewPage({ params }: TeamParams) {
       {/* Questions end when their task does (tasks), approvals change state (approvals), briefings arrive (inbox_items). */}
       <LiveRefresh tables={["inbox_items", "approvals"]} teamIds={[team.id]} />
       <Markdown text={team.mission} className="lede" />
+      {/* On the built-in offline model the Overview says so plainly, and how to connect a model (the sidebar's badge says it everywhere). */}
+      {offline && <OfflineNotice searchConfigured={offline.searchConfigured} />}
 
       <div className="overview-grid">
         <section aria-labelledby="now-heading" className="section">
