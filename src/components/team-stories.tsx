@@ -8,20 +8,11 @@ import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@
 import type { TimelineEntry } from "@/lib/timeline";
 import { formatTokensShort, formatUsd } from "@/lib/usage/format";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
+import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
 import { Markdown } from "./markdown";
 import { TimelineRow } from "./team-timeline";
 import { EmptyState, ErrorNote } from "./ui";
 
-type Filter = { agentId?: string; kind?: string };
-
-function query(filter: Filter, before?: string | null): string {
-  const params = new URLSearchParams();
-  if (filter.agentId) params.set("agentId", filter.agentId);
-  if (filter.kind) params.set("kind", filter.kind);
-  if (before) params.set("before", before);
-  const text = params.toString();
-  return text ? `?${text}` : "";
-}
 
 /** Newest first, one story per id: a story that moved on replaces the copy shown before. */
 function merge(shown: Story[], fresh: Story[]): Story[] {
@@ -35,16 +26,18 @@ function merge(shown: Story[], fresh: Story[]): Story[] {
  * the server; "Load older stories" pages back; live events re-read the newest page and merge it.
  * `open`: a story to show with its steps (a link from one of its entries).
  */
-export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamId: string; initial: StoryPage; filter: Filter; agentIds: string[]; open?: Story | null }) {
+export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamId: string; initial: StoryPage; filter: ListFilter; agentIds: string[]; open?: Story | null }) {
   const [stories, setStories] = useState(() => (open ? merge(initial.stories, [open]) : initial.stories));
-  const [cursor, setCursor] = useState(initial.nextCursor);
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const url = `/api/teams/${teamId}/stories`;
+  const pages = useOlderPages(initial.nextCursor, async (cursor) => {
+    const older = await api<StoryPage>(`${url}${pageQuery(filter, cursor)}`);
+    setStories((shown) => merge(shown, older.stories));
+    return older.nextCursor;
+  });
 
   const refresh = useCoalesced(async () => {
     try {
-      const newest = await api<StoryPage>(`${url}${query(filter)}`);
+      const newest = await api<StoryPage>(`${url}${pageQuery(filter)}`);
       setStories((shown) => merge(shown, newest.stories));
     } catch {
       // The next event, or a reconnect, tries again.
@@ -54,20 +47,6 @@ export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamI
     if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event)) refresh();
   });
 
-  async function loadOlder() {
-    if (!cursor) return;
-    setLoading(true);
-    setError(null);
-    try {
-      const older = await api<StoryPage>(`${url}${query(filter, cursor)}`);
-      setStories((shown) => merge(shown, older.stories));
-      setCursor(older.nextCursor);
-    } catch (caught) {
-      setError(messageOf(caught));
-    } finally {
-      setLoading(false);
-    }
-  }
 
   if (stories.length === 0) {
     return (
@@ -85,16 +64,7 @@ export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamI
           </li>
         ))}
       </ol>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
-      <div className="timeline-foot">
-        {cursor ? (
-          <button type="button" className="button" onClick={loadOlder} disabled={loading}>
-            {loading ? "Loading…" : "Load older stories"}
-          </button>
-        ) : (
-          <p className="hint">The beginning of this team&apos;s history.</p>
-        )}
-      </div>
+      <OlderPagesFoot pages={pages} label="Load older stories" />
     </>
   );
 }

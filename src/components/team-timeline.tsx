@@ -2,17 +2,17 @@
 
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api } from "@/lib/api-client";
 import { parseToolOutput } from "@/lib/chat-messages";
 import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver } from "@/lib/plain-words";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
+import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
 import { Markdown } from "./markdown";
 import { AgentTextBody, ErrorText, PlainMarkdown } from "./plain-words";
 import { ToolCall } from "./tool-call";
-import { EmptyState, ErrorNote, StatusBadge } from "./ui";
+import { EmptyState, StatusBadge } from "./ui";
 
-type Filter = { agentId?: string; kind?: string };
 
 /**
  * How many of the newest entries a live refresh re-reads. An entry is placed by the time it
@@ -20,16 +20,6 @@ type Filter = { agentId?: string; kind?: string };
  * re-reading a generous newest stretch on every event is what brings such a late one in.
  */
 const REFRESH_DEPTH = 200;
-
-function query(filter: Filter, before?: string | null, limit?: number): string {
-  const params = new URLSearchParams();
-  if (filter.agentId) params.set("agentId", filter.agentId);
-  if (filter.kind) params.set("kind", filter.kind);
-  if (before) params.set("before", before);
-  if (limit) params.set("limit", String(limit));
-  const text = params.toString();
-  return text ? `?${text}` : "";
-}
 
 /** Newest first, one entry per key: what came in live replaces the copy shown before (a call now has its result). */
 function merge(shown: TimelineEntry[], fresh: TimelineEntry[]): TimelineEntry[] {
@@ -42,21 +32,23 @@ function merge(shown: TimelineEntry[], fresh: TimelineEntry[]): TimelineEntry[] 
  * A team's timeline: the first page comes rendered by the server; "Load older" pages back
  * with the cursor; live events re-read the newest entries and merge them in.
  */
-export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: string; initial: TimelinePage; filter: Filter; agentIds: string[] }) {
+export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: string; initial: TimelinePage; filter: ListFilter; agentIds: string[] }) {
   const [entries, setEntries] = useState(initial.entries);
-  const [cursor, setCursor] = useState(initial.nextCursor);
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const url = `/api/teams/${teamId}/timeline`;
+  const pages = useOlderPages(initial.nextCursor, async (cursor) => {
+    const older = await api<TimelinePage>(`${url}${pageQuery(filter, cursor)}`);
+    setEntries((shown) => merge(shown, older.entries));
+    return older.nextCursor;
+  });
 
   const refresh = useCoalesced(async () => {
     try {
-      const newest = await api<TimelinePage>(`${url}${query(filter, null, REFRESH_DEPTH)}`);
+      const newest = await api<TimelinePage>(`${url}${pageQuery(filter, null, REFRESH_DEPTH)}`);
       const oldestFresh = newest.entries.at(-1)?.position;
       // A full page that does not reach what is shown would leave a gap: start over from the newest page.
       if (newest.nextCursor && oldestFresh && entries[0] && oldestFresh > entries[0].position) {
         setEntries(newest.entries);
-        setCursor(newest.nextCursor);
+        pages.setCursor(newest.nextCursor);
       } else {
         setEntries((shown) => merge(shown, newest.entries));
       }
@@ -68,20 +60,6 @@ export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: st
     if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event)) refresh();
   });
 
-  async function loadOlder() {
-    if (!cursor) return;
-    setLoading(true);
-    setError(null);
-    try {
-      const older = await api<TimelinePage>(`${url}${query(filter, cursor)}`);
-      setEntries((shown) => merge(shown, older.entries));
-      setCursor(older.nextCursor);
-    } catch (caught) {
-      setError(messageOf(caught));
-    } finally {
-      setLoading(false);
-    }
-  }
 
   if (entries.length === 0) {
     return (
@@ -97,16 +75,7 @@ export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: st
           <TimelineRow key={entry.key} entry={entry} storyOf={`/teams/${teamId}/timeline`} />
         ))}
       </ol>
-      {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
-      <div className="timeline-foot">
-        {cursor ? (
-          <button type="button" className="button" onClick={loadOlder} disabled={loading}>
-            {loading ? "Loading…" : "Load older"}
-          </button>
-        ) : (
-          <p className="hint">The beginning of this team&apos;s history.</p>
-        )}
-      </div>
+      <OlderPagesFoot pages={pages} label="Load older" />
     </>
   );
 }
