@@ -30,6 +30,10 @@ async function fillTeam(database: BenchDatabase, history: LoadedHistory, options
              'Finding ' || n || ': solar module prices in region ' || (n % 40) || ' fell ' || (n % 17) || '% as supply of polysilicon grew.',
              0.5 + (n % 5) / 10.0, '${history.conversationId}', timestamptz '2026-01-01' + n * interval '1 minute'
         from generate_series(1, ${options.knowledgeItems}) n`);
+    // Every item has its source (its reporter), as every item saved since sources exist has.
+    await tx.unsafe(`
+      insert into knowledge_sources (knowledge_item_id, agent_id, conversation_id, created_at)
+      select id, agent_id, source_conversation_id, created_at from knowledge_items where agent_id = '${agent.id}'`);
     await tx.unsafe(`
       insert into inbox_items (team_id, agent_id, type, title, summary, content, read_at, created_at)
       select '${agent.teamId}', '${agent.id}', case when n % 10 = 0 then 'alert' else 'briefing' end,
@@ -38,7 +42,7 @@ async function fillTeam(database: BenchDatabase, history: LoadedHistory, options
              timestamptz '2026-01-01' + n * interval '2 minutes'
         from generate_series(1, ${options.inboxItems}) n`);
   });
-  for (const table of ["tasks", "knowledge_items", "inbox_items"]) await database.sql.unsafe(`analyze ${table}`);
+  for (const table of ["tasks", "knowledge_items", "knowledge_sources", "inbox_items"]) await database.sql.unsafe(`analyze ${table}`);
 }
 
 async function timeGet(url: string): Promise<number> {
