@@ -76,6 +76,8 @@ export async function pagesFigure(database: BenchDatabase, history: LoadedHistor
     const pages: [string, string, string][] = [
       ["team", `/teams/${big.team.id}`, `/teams/${small.team.id}`],
       ["agent", `/agents/${big.agentId}`, `/agents/${smallAgent.id}`],
+      // The timeline's stories: its 10 000 tasks are 10 000 stories, paged newest first.
+      ["stories", `/teams/${big.team.id}/timeline`, `/teams/${small.team.id}/timeline`],
       ["inbox", "/inbox", "/inbox"],
       ["knowledge", "/knowledge", "/knowledge"],
     ];
