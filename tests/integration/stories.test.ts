@@ -141,17 +141,37 @@ describe("stories", () => {
     expect(entries.some((entry) => entry.item.type === "message" && entry.item.input?.kind === "webhook")).toBe(true);
   });
 
+  it("a subordinate's report on a task the person gave it directly belongs to that task's story, in the lead's log too", async () => {
+    const direct = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "user", title: "Check cobalt prices" });
+    await runUntilQuiet(engine.deps);
+    const leadLog = (await getBackgroundConversation(database.db, lead.id))!;
+    const reports = await database.db
+      .select({ taskId: messages.taskId, content: messages.content })
+      .from(messages)
+      .where(and(eq(messages.conversationId, leadLog.id), eq(messages.role, "user")));
+    const report = reports.find((row) => row.content.includes(`(task id: ${direct.id})`));
+    expect(report?.taskId).toBe(direct.id);
+    const { entries } = await stepsOf(team.id, direct.id);
+    expect(entries.some((entry) => entry.agent.id === lead.id && entry.kind === "report")).toBe(true);
+    // Nothing of the lead's in this story's answer went to another story.
+    const { story: other } = await storyOf(team.id, root.id);
+    expect(other.parts.map((part) => part.taskId)).not.toContain(direct.id);
+    // Every model call of a work session (extraction too) counts toward a story.
+    const calls = await database.db.select({ taskId: usage.taskId, purpose: usage.purpose }).from(usage).where(and(eq(usage.teamId, team.id), isNotNull(usage.workSessionId)));
+    expect(calls.filter((call) => call.taskId === null)).toEqual([]);
+  });
+
   it("filters by agent and kind, and pages by story", async () => {
     const analyst = (await createTeamFixture(database.db)).lead;
-    expect((await storiesOf(team.id, `?agentId=${scout.id}`)).stories.map((each) => each.id)).toEqual([root.id]);
+    expect((await storiesOf(team.id, `?agentId=${scout.id}`)).stories.map((each) => each.title)).toEqual(["Check cobalt prices", "Research solid-state batteries"]);
     expect((await storiesOf(team.id, `?agentId=${analyst.id}`)).stories).toEqual([]);
     expect((await storiesOf(team.id, "?kind=briefing")).stories.map((each) => each.id)).toContain(root.id);
     expect((await storiesOf(team.id, "?kind=report")).stories.map((each) => each.id)).toEqual([root.id]);
     expect((await storiesOf(team.id, "?kind=alert")).stories).toEqual([]);
     const first = await storiesOf(team.id, "?limit=1");
     expect(first.stories).toHaveLength(1);
-    const second = await storiesOf(team.id, `?limit=1&before=${first.nextCursor}`);
-    expect(second.stories.map((each) => each.id)).toEqual([root.id]);
+    const second = await storiesOf(team.id, `?limit=2&before=${first.nextCursor}`);
+    expect(second.stories.map((each) => each.title)).toEqual(["Webhook deploy", "Research solid-state batteries"]);
     expect(second.nextCursor).toBeNull();
   });
 

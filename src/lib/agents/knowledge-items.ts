@@ -198,6 +198,8 @@ export async function extractKnowledgeFromConversation(input: {
   conversationId: string;
   /** The work session extracting, for its trace. */
   workSessionId?: string | null;
+  /** The task the session's work belonged to (usage.task_id): what the extraction's cost counts toward. */
+  taskId?: string | null;
   messages: readonly Message[];
   maxInputChars: number;
   abortSignal?: AbortSignal;
@@ -205,11 +207,11 @@ export async function extractKnowledgeFromConversation(input: {
   timeoutMs?: number;
 }): Promise<KnowledgeItem[]> {
   if (input.messages.length === 0) return [];
-  const { db, model, agentId, conversationId, workSessionId, abortSignal, timeoutMs } = input;
+  const { db, model, agentId, conversationId, workSessionId, taskId, abortSignal, timeoutMs } = input;
   let extracted: ExtractedItem[];
   try {
     const result = await generateModelText(
-      { db, model, purpose: "extraction", agentId, teamId: input.teamId ?? null, conversationId, workSessionId, abortSignal, timeoutMs },
+      { db, model, purpose: "extraction", agentId, teamId: input.teamId ?? null, conversationId, workSessionId, taskId, abortSignal, timeoutMs },
       {
         instructions: EXTRACTION_INSTRUCTIONS,
         prompt: renderSession(input.messages, input.maxInputChars),

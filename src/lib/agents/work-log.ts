@@ -3,6 +3,8 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message, StoredToolCall } from "@/lib/db/schema";
+import { isUuid } from "@/lib/ids";
+import { parseLogInput } from "./formats";
 import { unresolvedCallIds } from "@/lib/db/queries/approvals";
 
 /**
@@ -24,11 +26,22 @@ export async function moveQueuedInput(
       tx,
       conversationId,
       // Each input belongs to the task it is about, whatever the session was on before.
-      inputs.map((input) => ({ role: "user" as const, content: input.content, taskId: input.taskId })),
+      inputs.map((input) => ({ role: "user" as const, content: input.content, taskId: storyTaskOfInput(input) })),
       options,
     );
     return inputs;
   });
+}
+
+/**
+ * The task a piece of input belongs to: the recipient's task it is about, else the task it
+ * names (a report on a task the person gave a subordinate directly is about no task of the
+ * lead's, but belongs to that task's story). Null: input about no task at all.
+ */
+export function storyTaskOfInput(input: Pick<AgentInput, "taskId" | "content">): string | null {
+  if (input.taskId) return input.taskId;
+  const parsed = parseLogInput(input.content);
+  return parsed && "taskId" in parsed && parsed.taskId && isUuid(parsed.taskId) ? parsed.taskId : null;
 }
 
 /** Something in the log wants an answer: new input, a tool result, or a turn cut short. */

@@ -25,7 +25,7 @@ import { StepRecorder, stepToolErrors } from "./step-recorder";
 import { toolsForTurn } from "./tool-policies";
 import { endTask } from "./tasks";
 import { briefingTools, workTools, type ToolContext } from "./tools";
-import { awaitsReply, moveQueuedInput } from "./work-log";
+import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
 
 export type SessionState = {
   session: WorkSession;
@@ -154,7 +154,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   if (oldest) {
     const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { heldBy: state.session.id });
     if (moved.length > 0) {
-      await focusOn(db, state, await openTaskOf(db, agentId, oldest.taskId), oldest.taskId);
+      await focusOn(db, state, await openTaskOf(db, agentId, oldest.taskId), storyTaskOfInput(oldest));
       return true;
     }
   }
@@ -272,6 +272,7 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
     teamId: state.agent.teamId,
     conversationId: state.conversation.id,
     workSessionId: state.session.id,
+    taskId: state.storyTask,
     messages,
     maxInputChars: deps.config.contextTokenBudget * 4 * 0.8,
     abortSignal: state.signal,

@@ -21,8 +21,8 @@ export type NewMessage = {
   /** A briefing names its inbox item. */
   inboxItemId?: string | null;
   /**
-   * The task a work log's message belongs to (see the schema's messages.task_id). Not given:
-   * the task the agent's running session is on (work_sessions.task_id), if any.
+   * The task a work log's message belongs to (see the schema's messages.task_id); null: none.
+   * Not given (undefined): the task the agent's running session is on (work_sessions.task_id), if any.
    */
   taskId?: string | null;
   /**
@@ -102,6 +102,7 @@ type AppendValues = {
   toolCallId: string | null;
   inboxItemId: string | null;
   taskId: string | null;
+  taskNamed: boolean;
   expected: string | null;
   heldBy: string | null;
 } & Partial<ReturnType<typeof usageKeys> & ReturnType<typeof usageMeasures>>;
@@ -132,8 +133,8 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
       insert into messages (id, conversation_id, role, content, thinking, tool_calls, tool_call_id, inbox_item_id, task_id, previous_message_id)
       select coalesce(${value("id")}::uuid, gen_random_uuid()), c.id, ${value("role")}, ${value("content")}, ${value("thinking")}, ${toolCallsOf(value("toolCalls"))}, ${value("toolCallId")}, ${value("inboxItemId")}::uuid,
              -- Not named: a work log's row belongs to the task its agent's running session is on.
-             coalesce(${value("taskId")}::uuid, case when c.mode = 'background'
-               then (select s.task_id from work_sessions s where s.agent_id = c.agent_id and s.status = 'running') end),
+             case when ${value("taskNamed")}::boolean then ${value("taskId")}::uuid when c.mode = 'background'
+               then (select s.task_id from work_sessions s where s.agent_id = c.agent_id and s.status = 'running') end,
              c.last_message_id
         from conversation c, ${lazyCommitClause(variant.startsWith("lazy"))}
        where ${after} and c.held
@@ -182,6 +183,7 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
     toolCallId: message.toolCallId ?? null,
     inboxItemId: message.inboxItemId ?? null,
     taskId: message.taskId ?? null,
+    taskNamed: message.taskId !== undefined,
     expected: expected ?? null,
     heldBy: options.heldBy ?? null,
     ...(options.usage ? { ...usageKeys(options.usage), ...usageMeasures(options.usage) } : {}),
