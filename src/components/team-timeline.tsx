@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import { api } from "@/lib/api-client";
 import { parseToolOutput } from "@/lib/chat-messages";
-import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver } from "@/lib/plain-words";
+import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver, withoutIds } from "@/lib/plain-words";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
@@ -153,11 +153,13 @@ function Folded({ text, label = "Show all" }: { text: string; label?: string }) 
 /** A call's arguments in one short line (`query: battery storage`); the JSON opens with the call. */
 function argumentsLine(args: unknown): string {
   if (typeof args !== "object" || args === null) return "";
-  const line = Object.entries(args)
+  let line = Object.entries(args)
     // Ids say nothing to the person: the call's label and its task link name who it went to.
     .filter(([key]) => !/Id$/.test(key))
     .map(([key, value]) => `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`)
     .join(" · ");
+  // …and an id inside a value (a model quoting a task's id) reads as one too.
+  line = withoutIds(line);
   return line.length > 160 ? `${line.slice(0, 160)}…` : line;
 }
 

@@ -185,6 +185,11 @@ describe("The team timeline and the session trace, in a browser", () => {
     await page.goto(`${app.url}/teams/${team.id}/timeline?story=${scoutTask.id}`);
     await settle(page);
     await page.getByRole("article", { name: "Research battery storage" }).getByRole("list", { name: /^Steps of/ }).waitFor();
+    // A story that is not the team's says so, and the stories still show.
+    await page.goto(`${app.url}/teams/${team.id}/timeline?story=00000000-0000-4000-8000-000000000000`);
+    await settle(page);
+    await page.getByText("That story is not in this team's timeline").waitFor();
+    expect(await page.getByRole("list", { name: "Stories, newest first" }).locator(":scope > li").count()).toBe(1);
   });
 
   it("shows new work at the top as it happens, without a reload", async () => {

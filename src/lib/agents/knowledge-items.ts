@@ -14,6 +14,11 @@ import { urlNamedIn, webSourceUrl } from "./tools/sources";
 /** What a weaker model puts where a fact should be: nothing, or a placeholder. */
 const PLACEHOLDERS = new Set(["null", "undefined", "none", "n/a", "na", "nothing", "todo", "tbd"]);
 
+/** A fact has a letter or digit and is not a placeholder ("null", "N/A", "—"): what a knowledge item's content must be. */
+export function isFact(content: string): boolean {
+  return /[\p{L}\p{N}]/u.test(content) && !PLACEHOLDERS.has(content.trim().toLowerCase());
+}
+
 const extractedItemSchema = z.object({
   type: z.enum(knowledgeItemTypes),
   content: z
@@ -21,7 +26,7 @@ const extractedItemSchema = z.object({
     .trim()
     .min(1)
     .max(2000)
-    .refine((content) => /[\p{L}\p{N}]/u.test(content) && !PLACEHOLDERS.has(content.toLowerCase()), "a fact, not a placeholder"),
+    .refine(isFact, "a fact, not a placeholder"),
   confidence: z.number().min(0).max(1),
 });
 type ExtractedItem = z.infer<typeof extractedItemSchema>;

@@ -257,6 +257,19 @@ describe("OfflineModel", () => {
     expect(calls[0]).toMatchObject({ name: "tavilySearch", input: { query: "Research NVDA" } });
   });
 
+  it("delegates a resumed task by its title, with no id in what the subordinate is given", async () => {
+    const { tools, calls } = recordingTools();
+    const { delegateToAgent, createInboxItem } = tools;
+    await generateText({
+      model,
+      instructions: `You are the lead of team Markets (your id: ${LEAD_ID}).\nSubordinates:\n- Scout (id: ${SCOUT_ID})`,
+      messages: [{ role: "user", content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<typeof resumeTaskMessage>[0]) }],
+      tools: { delegateToAgent, createInboxItem },
+      stopWhen: stepCountIs(1),
+    });
+    expect(calls[0]).toMatchObject({ name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Research NVDA" } });
+  });
+
   it("has a lead with no subordinates read the page it found before briefing", async () => {
     const { tools, calls } = recordingTools();
     const { delegateToAgent, createInboxItem, tavilySearch, readWebPage, addKnowledgeItem } = tools;

@@ -434,6 +434,8 @@ function taskTitle(text: string): string {
 
 /** The body of a task message without its "Task from … (task id: …): Title" line. */
 function taskDescription(text: string): string {
+  // A resumed task is briefed by its title, not by the engine's resume note (which names the task's id).
+  if (/^\(Resuming task /.test(text.trim())) return taskTitle(text);
   const [first, ...rest] = text.trim().split("\n");
   if (!/^\s*task\b/i.test(first ?? "")) return text.trim();
   return rest.join("\n").trim() || taskTitle(text);

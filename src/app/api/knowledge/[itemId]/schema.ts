@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isFact } from "@/lib/agents/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 
 /** A web address the page can link to: http or https only (no javascript:, no data:). */
@@ -17,7 +18,13 @@ export const sourceUrlSchema = z
 /** The person's edit of a knowledge item: its text, its type, its source (null removes it). */
 export const updateKnowledgeItemBody = z
   .strictObject({
-    content: z.string().trim().min(1, "The content cannot be empty.").max(10_000).optional(),
+    content: z
+      .string()
+      .trim()
+      .min(1, "The content cannot be empty.")
+      .max(10_000)
+      .refine(isFact, "The content must be a fact, not a placeholder such as “N/A” or “—”.")
+      .optional(),
     type: z.enum(knowledgeItemTypes).optional(),
     sourceUrl: sourceUrlSchema.nullable().optional(),
   })

@@ -75,6 +75,11 @@ export default async function TimelinePage({ params, searchParams }: Props) {
         </div>
       </header>
       <ConversationSearchForm teamId={team.id} />
+      {!steps && typeof query.story === "string" && !open && (
+        <p className="notice" role="status">
+          That story is not in this team&apos;s timeline: its tasks may have been removed with their agent. Here are the team&apos;s stories.
+        </p>
+      )}
       <nav className="timeline-views segmented" aria-label="Timeline view">
         <Link href={viewHref("stories")} className="segmented-option" aria-current={steps ? undefined : "page"}>
           Stories
