@@ -7,7 +7,7 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, typ
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { oneAtATime } from "@/lib/one-at-a-time";
 import { STOPPED_BY_YOU } from "@/lib/plain-words";
-import { CHAT_PAGE_SIZE, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import { CHAT_PAGE_SIZE, chatMessageShowing, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { RetryNote, useAutoRetry } from "./auto-retry";
@@ -25,6 +25,8 @@ type Props = {
   initialMessages: ApiMessage[];
   /** The agent's approvals (newest first): a chat call held for one shows its card under it. */
   initialApprovals: ApprovalData[];
+  /** A stored message a link points at (a knowledge source): its message is highlighted and scrolled to. */
+  highlight?: string;
 };
 
 type PartContext = { agentName: string; approvals: Map<string, ApprovalData>; onDecided: () => void };
@@ -102,7 +104,7 @@ const MAX_CATCH_UP_PAGES = 5;
  * The person's chat with an agent, lead or subordinate (flow 1): streamed replies, tool
  * calls, Stop, briefings arriving live, older messages paged in from the chain on request.
  */
-export function Chat({ agentId, agentName, agentRole, initialMessages, initialApprovals }: Props) {
+export function Chat({ agentId, agentName, agentRole, initialMessages, initialApprovals, highlight }: Props) {
   const [input, setInput] = useState("");
   const boxRef = useRef<HTMLTextAreaElement>(null);
   // Text typed before the page hydrated is in the box but not in `input` (no onChange ran
@@ -234,7 +236,15 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
 
   // Keep the newest message in view, unless the person scrolled up to read.
   const endRef = useRef<HTMLDivElement>(null);
-  const pinned = useRef(true);
+  // The message a link points at stays where the person is reading; otherwise the newest does.
+  const linkedId = useMemo(() => chatMessageShowing(initialMessages, highlight), [initialMessages, highlight]);
+  const pinned = useRef(linkedId === undefined);
+  useEffect(() => {
+    if (!linkedId) return;
+    const element = document.getElementById(`chat-${linkedId}`);
+    element?.scrollIntoView({ block: "center" });
+    element?.focus({ preventScroll: true });
+  }, [linkedId]);
   useEffect(() => {
     const onScroll = () => {
       pinned.current = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
@@ -322,9 +332,15 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
           const isLast = message.id === last?.id;
           const kindClass = message.metadata?.briefing ? " message-briefing" : isQuestion ? " message-question" : "";
           return (
-            <li key={message.id} className={`message message-${message.role}${kindClass}`}>
+            <li
+              key={message.id}
+              id={`chat-${message.id}`}
+              className={`message message-${message.role}${kindClass}${message.id === linkedId ? " message-linked" : ""}`}
+              tabIndex={message.id === linkedId ? -1 : undefined}
+            >
               <div className="message-meta">
                 <span className="message-author">{message.role === "user" ? "You" : agentName}</span>
+                {message.id === linkedId && <span className="log-linked-mark">Linked message</span>}
                 {message.metadata?.briefing && <span className="pill pill-accent">Briefing</span>}
                 {isQuestion && <span className="pill pill-question">Question</span>}
                 {message.metadata?.createdAt && <LocalTime value={message.metadata.createdAt} relative />}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mergeNewest, type ApiMessage } from "./chat-messages";
+import { chatMessageShowing, mergeNewest, type ApiMessage } from "./chat-messages";
 
 /** A conversation's chain m0 → m1 → … as the API returns it. */
 function chain(length: number): ApiMessage[] {
@@ -55,5 +55,24 @@ describe("mergeNewest", () => {
   it("starts from the page when nothing is loaded", () => {
     expect(ids(mergeNewest([], all.slice(0, 3)))).toEqual(["m0", "m1", "m2"]);
     expect(mergeNewest([], all.slice(4, 6))).toBeNull();
+  });
+});
+
+describe("chatMessageShowing", () => {
+  it("names the reply a stored row is part of: a tool call's result shows in the reply that made the call", () => {
+    const [question, call] = chain(2);
+    const stored: ApiMessage[] = [
+      question!,
+      { ...call!, content: "", toolCalls: [{ toolCallId: "c1", toolName: "addKnowledgeItem", args: {} }] },
+      { ...call!, id: "m2", role: "tool", content: "saved", toolCallId: "c1", previousMessageId: "m1" },
+      { ...call!, id: "m3", content: "Saved it.", previousMessageId: "m2" },
+      { ...question!, id: "m4", previousMessageId: "m3" },
+    ];
+    expect(chatMessageShowing(stored, "m1")).toBe("m1");
+    expect(chatMessageShowing(stored, "m2")).toBe("m1");
+    expect(chatMessageShowing(stored, "m3")).toBe("m1");
+    expect(chatMessageShowing(stored, "m4")).toBe("m4");
+    expect(chatMessageShowing(stored, "elsewhere")).toBeUndefined();
+    expect(chatMessageShowing(stored, undefined)).toBeUndefined();
   });
 });

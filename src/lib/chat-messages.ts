@@ -127,3 +127,11 @@ export function mergeNewest(loaded: readonly ApiMessage[], newest: readonly ApiM
 export function hasOlder(loaded: readonly ApiMessage[]): boolean {
   return loaded.length > 0 && loaded[0]!.previousMessageId !== null;
 }
+
+/** The chat message that shows a stored message (a reply gathers several rows), if it is loaded. */
+export function chatMessageShowing(stored: ApiMessage[], storedId: string | undefined): string | undefined {
+  const index = storedId ? stored.findIndex((message) => message.id === storedId) : -1;
+  if (index < 0) return undefined;
+  // The rows up to it group as they do in the whole list: its message is the last of them.
+  return toChatMessages(stored.slice(0, index + 1)).at(-1)?.id;
+}

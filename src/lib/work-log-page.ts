@@ -34,13 +34,14 @@ const CONTEXT_BEFORE = 10;
 const MAX_AFTER = 500;
 
 /**
- * A message of the log and everything after it (up to MAX_AFTER), with a few messages before
- * it: the page a link to that message opens, which later re-renders extend like the newest page.
+ * A message of a conversation and everything after it (up to MAX_AFTER), with a few messages
+ * before it: the page a link to that message opens (a work log's, a chat's), which later
+ * re-renders and resyncs extend like the newest page.
  * A message of another conversation is not found.
  */
-async function listMessagesAround(db: Db, conversationId: string, messageId: string): Promise<Message[]> {
+export async function listMessagesAround(db: Db, conversationId: string, messageId: string, where = "this work log: it may belong to the agent's chat, or be gone"): Promise<Message[]> {
   const [target] = await db.select({ previous: messages.previousMessageId }).from(messages).where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
-  if (!target) throw new CadreError("not_found:message", `No message ${messageId} in this work log: it may belong to the agent's chat, or be gone.`);
+  if (!target) throw new CadreError("not_found:message", `No message ${messageId} in ${where}.`);
   const [before, from] = await Promise.all([
     listMessages(db, conversationId, { before: messageId, limit: CONTEXT_BEFORE }),
     getMessagesSince(db, conversationId, target.previous, { limit: MAX_AFTER }),

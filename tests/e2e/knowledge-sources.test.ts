@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { recordKnowledge } from "@/lib/agents/knowledge-items";
 import { appendMessages } from "@/lib/db/queries/messages";
-import { getBackgroundConversation } from "@/lib/db/queries/conversations";
+import { getBackgroundConversation, getOrCreateConversation } from "@/lib/db/queries/conversations";
 import { getAgent } from "@/lib/db/queries/agents";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { buildIfStale, launchChromium, screenshotDir, settle, shoot, startApp, type AppServer } from "./app-server";
@@ -20,6 +20,7 @@ let context: BrowserContext;
 let page: Page;
 const agents = { lead: "", scout: "", analyst: "" };
 let scoutMessage = "";
+let chatMessage = "";
 
 async function call<T>(pathname: string, body: unknown): Promise<T> {
   const response = await fetch(`${app.url}${pathname}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -53,6 +54,23 @@ async function report(agentId: string, content: string, options: { confidence: n
   return message!.id;
 }
 
+/** A fact a subordinate saved from its chat with the person, and the chat going on long after it. */
+async function reportInChat(agentId: string, content: string, after: number) {
+  const agent = (await getAgent(database.db, agentId))!;
+  const chat = await getOrCreateConversation(database.db, agentId, "foreground");
+  const toolCallId = `call-${crypto.randomUUID()}`;
+  const [, message] = await appendMessages(database.db, chat.id, [
+    { role: "user", content: "How many rooftop installs were there last year?" },
+    { role: "assistant", content: "", toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", content, confidence: 0.8 } }] },
+    { role: "tool", toolCallId, content: JSON.stringify({ saved: true }) },
+    { role: "assistant", content: "Rooftop installs doubled; I saved that." },
+  ]);
+  await recordKnowledge(database.db, { teamId: agent.teamId, agentId, type: "fact", content, confidence: 0.8, conversationId: chat.id, messageId: message!.id });
+  const later = Array.from({ length: after }, (_, index) => ({ role: index % 2 ? ("assistant" as const) : ("user" as const), content: `Later chat ${index + 1}: another question about prices.` }));
+  await appendMessages(database.db, chat.id, later);
+  return message!.id;
+}
+
 describe("knowledge: one fact, many sources", () => {
   beforeAll(async () => {
     buildIfStale();
@@ -67,6 +85,7 @@ describe("knowledge: one fact, many sources", () => {
     await report(agents.analyst, "solar panel prices fell 20 % in 2025", { confidence: 0.9, sourceUrl: "https://example.org/prices" });
     await report(agents.lead, "Solar panel prices fell 20% in 2025 (https://example.com/solar-report).", { confidence: 0.7 });
     await report(agents.scout, "Wind turbines keep getting larger.", { confidence: 0.7 });
+    chatMessage = await reportInChat(agents.analyst, "Rooftop solar installs doubled in 2025.", 130);
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(10_000);
@@ -107,7 +126,10 @@ describe("knowledge: one fact, many sources", () => {
     // Filtered by any of its reporters, the fact is there.
     await page.goto(`${app.url}/knowledge?agentId=${agents.analyst}`);
     await settle(page);
-    expect(await page.locator(".knowledge-row").allInnerTexts()).toEqual([expect.stringContaining("Solar panel prices fell 20% in 2025.")]);
+    expect(await page.locator(".knowledge-row").allInnerTexts()).toEqual([
+      expect.stringContaining("Rooftop solar installs doubled in 2025."),
+      expect.stringContaining("Solar panel prices fell 20% in 2025."),
+    ]);
   }, 60_000);
 
   for (const width of [1440, 375]) {
@@ -138,4 +160,25 @@ describe("knowledge: one fact, many sources", () => {
       if (width === 1440) await shoot(page, "knowledge-source-message");
     }, 60_000);
   }
+
+  it("opens the chat at a source saved from the chat, highlighted, though it is older than the chat's newest page", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${app.url}/knowledge`);
+    await settle(page);
+    await page.locator(".knowledge-row", { hasText: "Rooftop solar installs doubled" }).getByRole("link", { name: "Source chat" }).click();
+    await page.waitForURL(`**/agents/${agents.analyst}/chat?message=${chatMessage}`);
+    await settle(page);
+    const linked = page.locator(".message-linked");
+    await linked.waitFor();
+    expect(await linked.count()).toBe(1);
+    await linked.getByText("Linked message").waitFor();
+    await linked.getByText(/Saved fact/).waitFor();
+    await expect.poll(async () => linked.evaluate((element) => {
+      const box = element.getBoundingClientRect();
+      return box.top >= 0 && box.top < window.innerHeight;
+    })).toBe(true);
+    // Everything after it is there, to the newest.
+    await page.getByText("Later chat 130:").waitFor({ state: "attached" });
+    await shoot(page, "knowledge-source-chat");
+  }, 60_000);
 });

@@ -17,9 +17,10 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getTeam } from "@/lib/db/queries/teams";
 import { isUuid } from "@/lib/ids";
 import { getTeamActivity } from "@/lib/team-activity";
+import { listMessagesAround } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ agentId: string }> };
+type Props = { params: Promise<{ agentId: string }>; searchParams: Promise<{ message?: string | string[] }> };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
@@ -29,7 +30,7 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 }
 
 /** The person's foreground conversation with one agent, lead or subordinate. */
-export default async function AgentChatPage({ params }: Props) {
+export default async function AgentChatPage({ params, searchParams }: Props) {
   await requirePageSession();
   const { agentId } = await params;
   if (!isUuid(agentId)) notFound();
@@ -45,7 +46,11 @@ export default async function AgentChatPage({ params }: Props) {
   const activity = teamActivity.find((each) => each.agentId === agent.id);
   const subordinateIds = members.filter((member) => member.parentAgentId === agent.id).map((member) => member.id);
   if (!team) notFound();
-  const stored = conversation ? await listMessages(db(), conversation.id, { limit: CHAT_PAGE_SIZE }) : [];
+  // A link to one message (a knowledge source) opens the chat there, with everything after it;
+  // a message that is not in this chat opens it as usual, at the newest.
+  const { message: linked } = await searchParams;
+  const around = conversation && typeof linked === "string" && isUuid(linked) ? await listMessagesAround(db(), conversation.id, linked, "this chat").catch(() => null) : null;
+  const stored = around ?? (conversation ? await listMessages(db(), conversation.id, { limit: CHAT_PAGE_SIZE }) : []);
   const lead = agent.role === "lead" ? null : members.find((member) => member.id === agent.parentAgentId);
 
   return (
@@ -79,6 +84,7 @@ export default async function AgentChatPage({ params }: Props) {
         agentRole={agent.role}
         initialMessages={stored.map(toApiMessage)}
         initialApprovals={approvals.map(toWire)}
+        highlight={around ? (linked as string) : undefined}
       />
     </div>
   );
