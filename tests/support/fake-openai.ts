@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import type { PromptCache } from "./prompt-cache";
 
 /**
  * A local OpenAI-compatible Chat Completions server, so tests exercise the real provider
@@ -66,6 +67,13 @@ export type FakeOpenAIOptions = {
   models?: string[];
   /** The only key it accepts (`Authorization: Bearer KEY`); others get a 401 like OpenAI's. Default: any. */
   apiKey?: string;
+  /**
+   * Count each request's tokens, and the cached ones, by OpenAI's prompt cache rule (see
+   * prompt-cache.ts) and report them as OpenAI does (`prompt_tokens_details.cached_tokens`),
+   * unless the reply names its own usage. Without it, prompt tokens are the messages' length / 4
+   * and none are cached.
+   */
+  promptCache?: PromptCache;
 };
 
 export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler, options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
@@ -99,6 +107,8 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
     }
     const request = JSON.parse(await readBody(req)) as FakeChatRequest;
     received += 1;
+    // Measured as it arrives, so the cache holds every request, whatever its reply.
+    const cached = options.promptCache?.measure(request);
     if (options.record !== false) requests.push(request);
     const reply = await current(request);
     // Gone: the client aborted, or close() destroyed the socket while the handler ran.
@@ -128,7 +138,7 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
         case "malformed-tool-call": {
           const name = reply.name ?? request.tools?.[0]?.function.name ?? "unknownTool";
           const call = { id: reply.id ?? "call_malformed", type: "function", function: { name, arguments: reply.arguments ?? '{"query": "cats' } };
-          return send(request, res, { text: "", toolCalls: [] }, [call], gone);
+          return send(request, res, { text: "", toolCalls: [] }, [call], gone, cached);
         }
       }
     }
@@ -140,7 +150,7 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
       type: "function",
       function: { name: call.name, arguments: JSON.stringify(call.arguments) },
     }));
-    return send(request, res, reply, calls, gone);
+    return send(request, res, reply, calls, gone, cached);
   }
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -169,13 +179,15 @@ async function send(
   reply: FakeAnswer,
   calls: WireToolCall[],
   gone: () => boolean,
+  cached: { promptTokens: number; cachedTokens: number } | undefined,
 ): Promise<void> {
   const text = reply.text ?? "";
   const finishReason = calls.length > 0 ? "tool_calls" : "stop";
   const completionChars = text.length + calls.reduce((sum, call) => sum + call.function.arguments.length, 0);
   const usage = wireUsage(reply.usage ?? {
-    prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+    prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
     completion_tokens: Math.ceil(completionChars / 4),
+    cached_tokens: cached?.cachedTokens,
   });
 
   if (!request.stream) {

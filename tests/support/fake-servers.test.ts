@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type FakeOpenAI, lastUserText, scriptedHandler, startFakeOpenAI } from "./fake-openai";
 import { startFakeTavily } from "./fake-tavily";
+import { CACHE_BLOCK_TOKENS, CHARS_PER_TOKEN, extension, PromptCache, promptText } from "./prompt-cache";
 
 describe("fake OpenAI server through @ai-sdk/openai", () => {
   let fake: FakeOpenAI;
@@ -165,5 +166,30 @@ describe("fake Tavily server through @tavily/core", () => {
     } finally {
       await fake.close();
     }
+  });
+});
+
+describe("the prompt cache stand-in", () => {
+  const block = "x".repeat(CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN);
+  it("serves the start an earlier request shares, in 128-token blocks, from 1,024 tokens on", () => {
+    const cache = new PromptCache();
+    const long = block.repeat(10);
+    expect(cache.measureText(long)).toEqual({ promptTokens: 1280, cachedTokens: 0 });
+    // The same start plus a bit: ten whole blocks repeat; the tail is new.
+    expect(cache.measureText(`${long}and more`)).toEqual({ promptTokens: 1282, cachedTokens: 1280 });
+    // One character changed early voids everything after it.
+    expect(cache.measureText(`y${long.slice(1)}`).cachedTokens).toBe(0);
+    // Under 1,024 tokens in common is not served from the cache.
+    expect(cache.measureText(`${block.repeat(7)}z${block.repeat(3)}`).cachedTokens).toBe(0);
+  });
+
+  it("renders tools before messages, so a changed tool set voids the messages behind it", () => {
+    const cache = new PromptCache();
+    const messages = [{ role: "system", content: block.repeat(12) }];
+    const tool = (name: string) => ({ type: "function" as const, function: { name } });
+    cache.measure({ messages, tools: [tool("a"), tool("b")] });
+    expect(cache.measure({ messages, tools: [tool("a"), tool("b")] }).cachedTokens).toBeGreaterThanOrEqual(1024);
+    expect(cache.measure({ messages, tools: [tool("b")] }).cachedTokens).toBe(0);
+    expect(extension(promptText({ messages: messages.slice(0, 1) }), promptText({ messages: [...messages, { role: "user", content: "hi" }] })).extends).toBe(true);
   });
 });
