@@ -16,10 +16,18 @@ import type { Workers } from "../lib/workers";
 import { measureSteps } from "./step";
 
 const peersDir = path.resolve(import.meta.dirname, "../peers");
-const PEERS = [
-  { name: "LangGraph.js + PostgresSaver", script: "langgraph.mjs" },
-  { name: "Mastra + @mastra/pg", script: "mastra.mjs" },
-] as const;
+/** A peer as a row of the table: its harness script in bench/peers and the arguments that set it up. */
+type PeerHarness = { key: string; name: string; script: string; args?: Record<string, string> };
+/**
+ * LangGraph twice: as a user gets it (durability "async": a step's checkpoint is written while
+ * the next step runs) and with durability "sync", the promise Cadre makes (a step is stored
+ * before the next begins), so the table compares equal durability too.
+ */
+const PEERS: PeerHarness[] = [
+  { key: "langgraph", name: "LangGraph.js + PostgresSaver (default durability: async)", script: "langgraph.mjs" },
+  { key: "langgraph-sync", name: "LangGraph.js + PostgresSaver (durability: sync)", script: "langgraph.mjs", args: { durability: "sync" } },
+  { key: "mastra", name: "Mastra + @mastra/pg", script: "mastra.mjs" },
+];
 
 export type PeersOptions = { rounds: number[]; sessions: number; crashAt: number };
 
@@ -59,11 +67,11 @@ function runPeer(script: string, args: Record<string, string | number>): Peer {
   return { messages: collected, kill: () => child.kill("SIGKILL"), done };
 }
 
-async function peerGaps(url: string, script: string, steps: number, sessions: number): Promise<number[]> {
-  const peer = runPeer(script, { url, steps, sessions, mode: "time" });
+async function peerGaps(url: string, harness: PeerHarness, steps: number, sessions: number): Promise<number[]> {
+  const peer = runPeer(harness.script, { ...harness.args, url, steps, sessions, mode: "time" });
   await peer.done;
   const result = peer.messages.find((message) => "gaps" in message) as { gaps: number[] } | undefined;
-  if (!result) throw new Error(String(peer.messages.find((message) => "error" in message)?.error ?? `${script} reported nothing`));
+  if (!result) throw new Error(String(peer.messages.find((message) => "error" in message)?.error ?? `${harness.name} reported nothing`));
   return result.gaps;
 }
 
@@ -75,13 +83,14 @@ type Crash = { kept: number; lost: number; repeated: number };
  * (Mastra). Kept: tool rounds its store held after the kill. Repeated: tool executions
  * (side effects, one row each in peer_effects) that ran twice.
  */
-async function peerCrash(database: BenchDatabase, script: string, total: number, crashAt: number): Promise<Crash> {
-  const thread = `crash-${script}-${Date.now()}`;
-  const first = runPeer(script, { url: database.url, mode: "crash", steps: crashAt, total, thread });
-  await waitFor(async () => first.messages.some((message) => "holding" in message || "error" in message), { timeoutMs: 60_000, what: `${script} to reach round ${crashAt}` });
+async function peerCrash(database: BenchDatabase, harness: PeerHarness, total: number, crashAt: number): Promise<Crash> {
+  const { script } = harness;
+  const thread = `crash-${harness.key}-${Date.now()}`;
+  const first = runPeer(script, { ...harness.args, url: database.url, mode: "crash", steps: crashAt, total, thread });
+  await waitFor(async () => first.messages.some((message) => "holding" in message || "error" in message), { timeoutMs: 60_000, what: `${harness.name} to reach round ${crashAt}` });
   first.kill();
   await first.done;
-  const second = runPeer(script, { url: database.url, mode: "resume", total, thread });
+  const second = runPeer(script, { ...harness.args, url: database.url, mode: "resume", total, thread });
   await second.done;
   const kept = Number((second.messages.find((message) => "kept" in message) as { kept: number } | undefined)?.kept ?? Number.NaN);
   const [row] = (await database.sql`
@@ -158,7 +167,7 @@ export async function peersFigure(
     const cadre = summarize((await measureSteps(database, looper.id, { sessions: options.sessions, steps: rounds })).gaps);
     rows.push({ figure: "peers", measure: `Cadre, ${rounds}-step tool loop`, p50: formatMs(cadre.p50), p95: formatMs(cadre.p95), ratio: "1.00×", goal: "", pass: null });
     for (const peer of PEERS) {
-      const gaps = summarize(await peerGaps(database.url, peer.script, rounds, options.sessions));
+      const gaps = summarize(await peerGaps(database.url, peer, rounds, options.sessions));
       rows.push({
         figure: "peers",
         measure: `${peer.name}, ${rounds}-step`,
@@ -172,7 +181,7 @@ export async function peersFigure(
   }
   const total = Math.max(...options.rounds.filter((rounds) => rounds <= 50), options.crashAt * 2);
   const crashes: [string, Crash][] = [["Cadre", await cadreCrash(database, jobs, model, workers, total, options.crashAt)]];
-  for (const peer of PEERS) crashes.push([peer.name, await peerCrash(database, peer.script, total, options.crashAt)]);
+  for (const peer of PEERS) crashes.push([peer.name, await peerCrash(database, peer, total, options.crashAt)]);
   for (const [name, crash] of crashes) {
     rows.push({
       figure: "peers",
@@ -185,7 +194,7 @@ export async function peersFigure(
     });
   }
   notes.push(
-    `peers: each peer in a process of its own (bench/peers, its own lockfile), the model a scripted stand-in inside the framework's own model interface (LangChain BaseChatModel; an AI SDK LanguageModelV2 for Mastra), a tool that returns at once; Cadre's loop as the step figure runs it (its own agent, a fresh log), ${options.sessions} sessions after a warm-up one for each. LangGraph with its default durability ("async": a checkpoint is written while the next step runs, not awaited); Mastra with Memory's defaults on PostgresStore. After a kill -9 the peer's user resumes the thread (LangGraph, from its last checkpoint) or runs the task again on the thread (Mastra: a run cannot be resumed); Cadre's next worker takes the session up by itself. A repeated side effect is a tool that ran again for a step it had already done (one row per execution).`,
+    `peers: each peer in a process of its own (bench/peers, its own lockfile), the model a scripted stand-in inside the framework's own model interface (LangChain BaseChatModel; an AI SDK LanguageModelV2 for Mastra), a tool that returns at once; Cadre's loop as the step figure runs it (its own agent, a fresh log), ${options.sessions} sessions after a warm-up one for each. LangGraph twice: with its default durability ("async": a checkpoint is written while the next step runs, not awaited) and with durability "sync" (each step's checkpoint written before the next step starts, Cadre's promise); Mastra with Memory's defaults on PostgresStore. After a kill -9 the peer's user resumes the thread (LangGraph, from its last checkpoint) or runs the task again on the thread (Mastra: a run cannot be resumed); Cadre's next worker takes the session up by itself. A repeated side effect is a tool that ran again for a step it had already done (one row per execution).`,
   );
   return { rows, notes };
 }

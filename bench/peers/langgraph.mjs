@@ -1,7 +1,9 @@
 // LangGraph.js with its Postgres checkpointer (PostgresSaver), as its docs set up a tool
-// loop: an agent node (a chat model with tools) and a ToolNode, checkpointed per step with
-// the default durability. The chat model answers at once: a BaseChatModel whose _generate
-// returns the scripted tool call, so LangChain's own model-call machinery runs.
+// loop: an agent node (a chat model with tools) and a ToolNode, checkpointed per step.
+// --durability=sync: each step's checkpoint is on disk before the next step starts (Cadre's
+// promise); without it, LangGraph's default ("async": written while the next step runs, not
+// awaited). The chat model answers at once: a BaseChatModel whose _generate returns the
+// scripted tool call, so LangChain's own model-call machinery runs.
 // --mode=time: `sessions` runs of `steps` steps, prints {gaps}. --mode=crash: hangs the
 // model after `steps` steps (the parent kills -9). --mode=resume: reports what was kept
 // and resumes the thread to the end.
@@ -18,6 +20,10 @@ const url = args.url;
 const mode = args.mode ?? "time";
 const total = Number(args.total ?? steps);
 const thread = args.thread ?? `lg-${process.pid}`;
+// Passed to every run (invoke's `durability` option in @langchain/langgraph 1.7); left out,
+// not spelled "async", for the default row, so that row is exactly what a user gets.
+if (args.durability && !["sync", "async", "exit"].includes(args.durability)) throw new Error(`--durability: sync, async or exit, not ${args.durability}`);
+const durability = args.durability ? { durability: args.durability } : {};
 const saver = PostgresSaver.fromConnString(url);
 await saver.setup();
 const sideEffects = mode === "time" ? null : await effects(url);
@@ -71,17 +77,17 @@ if (mode === "time") {
   for (let session = 0; session < sessions + 1; session++) {
     calledAt = [];
     answeredAt = [];
-    await graph.invoke({ messages: [new HumanMessage(`Fifty rounds (${session})`)] }, { configurable: { thread_id: `${thread}-${session}` }, recursionLimit: 10_000 });
+    await graph.invoke({ messages: [new HumanMessage(`Fifty rounds (${session})`)] }, { configurable: { thread_id: `${thread}-${session}` }, recursionLimit: 10_000, ...durability });
     if (session > 0) gaps.push(...gapsOf(calledAt, answeredAt));
   }
   send({ gaps });
 } else if (mode === "crash") {
   send({ started: thread });
-  await graph.invoke({ messages: [new HumanMessage("Fifty rounds")] }, { configurable: { thread_id: thread }, recursionLimit: 10_000 });
+  await graph.invoke({ messages: [new HumanMessage("Fifty rounds")] }, { configurable: { thread_id: thread }, recursionLimit: 10_000, ...durability });
 } else {
   // What a person would do after the crash: continue the thread from its last checkpoint,
   // or start the task again when there is none.
-  const config = { configurable: { thread_id: thread }, recursionLimit: 10_000 };
+  const config = { configurable: { thread_id: thread }, recursionLimit: 10_000, ...durability };
   const state = await graph.getState(config);
   const kept = state.values.messages ? toolRounds(state.values.messages) : 0;
   send({ kept, checkpoint: state.values.messages !== undefined });
