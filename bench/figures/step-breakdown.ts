@@ -61,7 +61,7 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
           resultWrite,
         );
         const facts = await readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null });
-        system = workInstructions({ agent, team, members: facts.members, openTasks: facts.openTasks });
+        system = workInstructions({ agent, team, members: facts.members });
         // The log is read only when someone else wrote to it: here, never.
         context = await reader.readUnlessAt(facts.tail);
       },

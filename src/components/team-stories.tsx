@@ -6,6 +6,7 @@ import { formatElapsed } from "@/lib/activity";
 import { api, messageOf } from "@/lib/api-client";
 import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@/lib/stories";
 import type { TimelineEntry } from "@/lib/timeline";
+import { taskStatusWords } from "@/lib/plain-words";
 import { formatTokensShort, formatUsd } from "@/lib/usage/format";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
@@ -146,15 +147,6 @@ function StoryCard({ teamId, story, startOpen }: { teamId: string; story: Story;
   );
 }
 
-const PART_STATUS: Record<StoryPart["status"], string> = {
-  pending: "queued",
-  in_progress: "working",
-  waiting_input: "waiting for an answer",
-  completed: "done",
-  failed: "failed",
-  cancelled: "cancelled",
-};
-
 function PartLine({ part, lead = false }: { part: StoryPart; lead?: boolean }) {
   const took = costLine(part.durationMs, part.cost);
   const work = part.work || (part.status === "pending" ? "has not started yet" : part.status === "completed" ? "answered from what it knew" : "");
@@ -165,7 +157,7 @@ function PartLine({ part, lead = false }: { part: StoryPart; lead?: boolean }) {
           {part.agent.name}
         </Link>{" "}
         {lead ? (work ? `${work}.` : "") : <>worked on “{part.title}”{work ? `: ${work}` : ""}.</>}{" "}
-        <span className="story-part-status">{PART_STATUS[part.status]}</span>
+        <span className="story-part-status">{taskStatusWords(part.status)}</span>
         {took && <span className="story-part-cost"> · {took}</span>}
       </p>
       {!lead && part.result && (

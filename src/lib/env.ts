@@ -32,6 +32,12 @@ const envSchema = z.object({
   OPENAI_API_KEY: optional,
   OPENAI_BASE_URL: optional.pipe(z.url({ message: "OPENAI_BASE_URL must be an http(s) URL" }).optional()),
   LLM_MODEL: optional,
+  /**
+   * Whether model requests name their conversation (`prompt_cache_key`), so the provider routes
+   * them to where the conversation's prefix is cached. auto: for OpenAI itself only (some
+   * OpenAI-compatible servers refuse fields they do not know); on / off: always / never.
+   */
+  PROMPT_CACHE_KEY: optional.pipe(z.enum(["auto", "on", "off"], { message: "PROMPT_CACHE_KEY must be auto, on or off" }).default("auto")),
   TAVILY_API_KEY: optional,
   TAVILY_BASE_URL: optional.pipe(z.url({ message: "TAVILY_BASE_URL must be an http(s) URL" }).optional()),
   /** How much of a web page readWebPage hands the model (characters); the rest is cut, and the result says so. */

@@ -7,6 +7,7 @@ import {
   errorMarkerMessage,
   isStoppedMarker,
   parseLogInput,
+  parseOpenTasks,
   STOPPED_BY_PERSON,
   type LogInput,
 } from "@/lib/agents/formats";
@@ -149,9 +150,15 @@ const RESUME = new RegExp(`^\\(Resuming task ${UUID_SOURCE}: ([\\s\\S]*?)\\. Not
 export function describeLogMessage(content: string, names?: Names): { headline: string; text: string; failed: boolean; engine: boolean } {
   const input = parseLogInput(content);
   if (input) return { ...describeLogInput(input, names), engine: false };
-  if (content.trim() === BRIEFING_DECISION_PROMPT) return { headline: "Wrapped up the session", text: "", failed: false, engine: true };
+  // The prompt's opening: its wording grew over versions, and older logs keep theirs.
+  if (content.startsWith(BRIEFING_DECISION_PROMPT.slice(0, BRIEFING_DECISION_PROMPT.indexOf(".") + 1))) return { headline: "Wrapped up the session", text: "", failed: false, engine: true };
   const resumed = RESUME.exec(content);
   if (resumed) return { headline: `Took up “${resumed[1]}” again`, text: "", failed: false, engine: true };
+  const noted = parseOpenTasks(content);
+  if (noted) {
+    const lines = noted.map((task) => `- ${task.title}: ${taskStatusWords(task.status)}${task.inFocus ? ", the one it is on now" : ""}`);
+    return { headline: "Its open tasks", text: lines.length ? lines.join("\n") : "None.", failed: false, engine: true };
+  }
   if (/^The person decided on the calls you were waiting for/.test(content)) {
     return { headline: "Went on after your decisions on the calls it was waiting for", text: "", failed: false, engine: true };
   }
@@ -171,6 +178,20 @@ export function inboxTitle(title: string, approval?: { toolName: string } | null
   return withoutIds(title);
 }
 
+const TASK_STATUS_WORDS: Record<string, string> = {
+  pending: "queued",
+  in_progress: "working",
+  waiting_input: "waiting for an answer",
+  completed: "done",
+  failed: "failed",
+  cancelled: "cancelled",
+};
+
+/** A task's status as the person reads it: "queued", "working", "waiting for an answer". */
+export function taskStatusWords(status: string): string {
+  return TASK_STATUS_WORDS[status] ?? status.replace(/_/g, " ");
+}
+
 const TASK_GIVERS: Record<string, string> = { user: "you", lead: "the lead", schedule: "the schedule", webhook: "a webhook", system: "Cadre" };
 
 /** Who gave a task (its `source`), as the person reads it: "you", "the lead", "the schedule". */
@@ -185,6 +206,7 @@ export function taskGiver(source: string): string {
  */
 export function plainSnippet(snippet: string): string {
   if (/\(Session ending\)|Decide whether to brief the person/.test(snippet)) return "Wrapped up the session";
+  if (snippet.includes("(Your open tasks now)")) return "Its open tasks";
   return withoutIds(snippet)
     .replace(/\(Resuming task [^:]*: /g, "Took up again: ")
     .replace(/Nothing you started for it is still open: finish it, or say where it stands\.\)/g, "")

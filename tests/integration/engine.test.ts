@@ -263,20 +263,23 @@ describe("work sessions", () => {
     expect(items.map((i) => i.content)).toEqual(["NVDA reports earnings on May 28."]);
   });
 
-  it("a lead's briefing decision is a turn of its background conversation, with only createInboxItem offered", async () => {
+  it("a lead's briefing decision is a turn of its background conversation, offered the same tools as its work (the prompt cache), of which only createInboxItem runs", async () => {
     const { lead } = await createTeamFixture(database.db);
     let decisionTools: string[] = [];
+    let workTools: string[] = [];
     const model = sessionModel((options) => {
       if (/Decide whether to brief/.test(promptText(options.prompt).slice(-400))) {
         decisionTools = offeredTools(options);
         return textReply("No briefing needed.");
       }
+      workTools = offeredTools(options);
       return textReply("Worked.");
     });
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Work" });
     await runWorkSession(engine.deps, lead.id);
-    expect(decisionTools).toEqual(["createInboxItem"]);
+    expect(decisionTools).toEqual(workTools);
+    expect(decisionTools).toContain("createInboxItem");
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.slice(-2).map((m) => m.content)).toEqual([expect.stringMatching(/Decide whether to brief/), "No briefing needed."]);
   });

@@ -195,9 +195,10 @@ describe("MCP tools in work sessions and the chat", () => {
       model: sessionModel((options) => {
         noteTools(offeredTools(options));
         const last = options.prompt.at(-1);
-        // The decision came after the session's wrap-up: a note says what was decided; the result stands with the call.
+        // The decision came after the session's wrap-up: the call still reads as waiting where it
+        // stands (the history never changes behind the model), and a note says what was decided, with the result.
         if (/^The person decided/.test(lastMessage(options))) {
-          results.push(promptText(options.prompt.filter((message) => message.role === "tool").slice(-1)));
+          results.push(lastMessage(options));
           return toolCallReply("memory__read_graph", {});
         }
         if (last?.role === "tool") {

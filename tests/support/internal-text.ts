@@ -49,6 +49,7 @@ function writtenByBuilders(): string[] {
   }
   out.push(prompts.taskMessage({ id: SENTINEL, title: SENTINEL, description: SENTINEL, source: "lead" } as unknown as Parameters<typeof prompts.taskMessage>[0]));
   out.push(formats.formatDecisions([{ toolName: SENTINEL, toolCallId: SENTINEL, status: "approved", decisionNote: SENTINEL }, { toolName: SENTINEL, toolCallId: SENTINEL, status: "denied", decisionNote: SENTINEL }]));
+  out.push(formats.formatOpenTasks(openTasks, SENTINEL), formats.formatOpenTasks([], null));
   return out;
 }
 

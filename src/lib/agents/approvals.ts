@@ -5,6 +5,7 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import {
   createApproval,
   getApproval,
+  listApprovalsOfCalls,
   listUnresolvedApprovals,
   lockApproval,
   markExecutionStarted,
@@ -12,7 +13,7 @@ import {
   recordDecision,
 } from "@/lib/db/queries/approvals";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
-import { appendMessage, getMessagesSince } from "@/lib/db/queries/messages";
+import { appendMessage, getMessagesSince, type NewMessage } from "@/lib/db/queries/messages";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
@@ -235,21 +236,35 @@ export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Pr
 }
 
 /**
- * When the log moved on while calls waited (other tasks, a wrap-up), their results sit with
- * their calls further up (toModelMessages puts them there), where the model would not look
- * for news: a short note at the tail says what the person decided. When nothing but the
- * step's own results follows the call, the results speak for themselves.
+ * When the log moved on while calls waited (other tasks, a wrap-up), the model saw them as
+ * waiting, and so they stay (toModelMessages): a short note at the tail says what the person
+ * decided on the step's held calls, with each result. When nothing but the step's own results
+ * follows the call, the results speak for themselves in place: null.
  */
-export async function noteDecisionsUnlessAtTail(db: Db, conversationId: string, carried: readonly Approval[]): Promise<void> {
-  if (carried.length === 0) return;
+export async function decisionsNote(db: Db, conversationId: string, carried: readonly Approval[]): Promise<NewMessage | null> {
+  if (carried.length === 0) return null;
   const [call] = await db
-    .select({ id: messages.id })
+    .select({ id: messages.id, toolCalls: messages.toolCalls })
     .from(messages)
     .where(and(eq(messages.conversationId, conversationId), sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId: carried[0]!.toolCallId }])}::jsonb`))
     .limit(1);
-  const after = call ? await getMessagesSince(db, conversationId, call.id) : [];
-  if (after.every((message) => message.role === "tool")) return;
-  await appendMessage(db, conversationId, { role: "user", content: formatDecisions(carried) });
+  if (!call) return null;
+  const after = await getMessagesSince(db, conversationId, call.id);
+  const movedOn = after.findIndex((message) => message.role !== "tool");
+  if (movedOn < 0) return null;
+  const late = new Map(after.slice(movedOn).flatMap((message) => (message.role === "tool" && message.toolCallId ? [[message.toolCallId, message.content] as const] : [])));
+  // Every held call of the step, decided now or before (a step may hold several, decided one by one).
+  const stepCalls = (call.toolCalls ?? []).map((stepCall) => stepCall.toolCallId);
+  const held = await listApprovalsOfCalls(db, conversationId, stepCalls);
+  const decided = held.filter((approval) => approval.status !== "pending" && late.has(approval.toolCallId));
+  if (decided.length === 0) return null;
+  return { role: "user", content: formatDecisions(decided.map((approval) => ({ ...approval, result: late.get(approval.toolCallId) }))), taskId: carried[0]!.taskId };
+}
+
+/** decisionsNote, appended when there is one (the chat, where no other note goes with it). */
+export async function noteDecisionsUnlessAtTail(db: Db, conversationId: string, carried: readonly Approval[]): Promise<void> {
+  const note = await decisionsNote(db, conversationId, carried);
+  if (note) await appendMessage(db, conversationId, note);
 }
 
 function describeInput(input: unknown): string {

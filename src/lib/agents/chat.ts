@@ -1,7 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, toUIMessageStream } from "ai";
 import { getAgent, requireAgent } from "@/lib/db/queries/agents";
-import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
+import { heldCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage, listMessages } from "@/lib/db/queries/messages";
 import type { Db } from "@/lib/db/client";
@@ -156,16 +156,16 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
     focusTaskId: () => null,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
-  const [{ tools, toolApproval }, members, awaitingDecision] = await Promise.all([
+  const [{ tools, toolApproval }, members, { awaiting: awaitingDecision, held: heldForPerson }] = await Promise.all([
     toolsForTurn(db, agent, foregroundTools(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log }),
     listTeamAgents(db, team.id),
-    awaitingDecisionCallIds(db, conversationId),
+    heldCallIds(db, conversationId),
   ]);
   const instructions = chatInstructions({ agent, team, members });
   const history = new ContextReader(db, conversationId);
   const loadMessages = async () => {
     const messages = await loadContextForCall(
-      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision },
+      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision, heldForPerson },
       history,
     );
     // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
@@ -178,7 +178,10 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
       // Under the ids the log stored them with (see StepRecorder.storedId).
       const requests = recorder.holdForDecision(asked);
       await requestApprovals(db, deps.jobs, { agent, conversationId, taskId: null }, requests, step.text);
-      for (const request of requests) awaitingDecision.add(request.toolCallId);
+      for (const request of requests) {
+        awaitingDecision.add(request.toolCallId);
+        heldForPerson.add(request.toolCallId);
+      }
     }
     await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
   };

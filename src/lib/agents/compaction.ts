@@ -68,6 +68,10 @@ export type CompactionOptions = {
   timeoutMs?: number;
   /** Calls in the context that wait for the person's decision (see approvals.ts). */
   awaitingDecision?: ReadonlySet<string>;
+  /** Every call of the conversation held for the person, decided or not (see toModelMessages). */
+  heldForPerson?: ReadonlySet<string>;
+  /** After a summary was appended (loadContextForCall). */
+  onCompacted?: () => void;
 };
 
 export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
@@ -110,7 +114,7 @@ export async function generateConversationSummary(options: CompactionOptions, co
   const result = await generateModelText(
     { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
     {
-      instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions and open tasks (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
+      instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
       prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
       maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
     },
@@ -265,11 +269,11 @@ export async function loadContextForCall(
   reader: ContextReader,
   context: Message[] | Promise<Message[]> = reader.read(),
 ): Promise<ModelMessage[]> {
-  const settings = { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision };
+  const settings = { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision, heldForPerson: options.heldForPerson };
   const messages = toModelMessages(await context, settings);
   if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
   // The summary covers the log as stored: the session's rows on their way land first.
   await reader.settled();
-  await compactConversation(options, reader.conversationId);
+  if (await compactConversation(options, reader.conversationId)) options.onCompacted?.();
   return toModelMessages(await reader.read(), settings);
 }

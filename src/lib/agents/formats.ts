@@ -157,21 +157,61 @@ export const deniedResult = (reason: string) => `Denied by the person: ${reason.
 export const withdrawnResult = (why: string) => `(not run: ${why})`;
 /** The result of a call outside Cadre that a dead worker cut off: it may or may not have happened. */
 export const OUTCOME_UNKNOWN_RESULT = "(outcome unknown: the worker stopped during this call)";
+/**
+ * What an agent is told of its open tasks, and which one is in focus, when either changes: a
+ * note in its log just before the input that changed them (a task, a report, a resume). It is
+ * kept out of the instructions so they stay the same from call to call (the prompt cache serves
+ * every request that starts as the one before did: see work-loop.ts noteOpenTasks).
+ */
+const OPEN_TASKS_HEADING = "(Your open tasks now)";
+
+export type NotedTask = { id: string; title: string; status: string };
+
+export function formatOpenTasks(tasks: readonly NotedTask[], focus: string | null): string {
+  if (tasks.length === 0) return `${OPEN_TASKS_HEADING} none`;
+  const lines = tasks.map((task) => `- [${task.status}] ${task.title} (task id: ${task.id})${task.id === focus ? " ← in focus" : ""}`);
+  return `${OPEN_TASKS_HEADING}\n${lines.join("\n")}`;
+}
+
+/** The tasks a note of formatOpenTasks lists (for the pages); null for any other message. */
+export function parseOpenTasks(content: string): { title: string; status: string; inFocus: boolean }[] | null {
+  if (!content.startsWith(OPEN_TASKS_HEADING)) return null;
+  return content
+    .split("\n")
+    .slice(1)
+    .flatMap((line) => {
+      const match = /^- \[([a-z_]+)\] ([\s\S]*) \(task id: [^)]*\)( ← in focus)?$/.exec(line);
+      return match ? [{ status: match[1]!, title: match[2]!, inFocus: match[3] !== undefined }] : [];
+    });
+}
+
+/** How the note begins, as a SQL LIKE pattern (the engine finds the latest one without reading the log). */
+export const OPEN_TASKS_LIKE = `${OPEN_TASKS_HEADING}%`;
+
 /** What a model sees for a call still waiting for the person (it has no stored result yet). */
 export const AWAITING_APPROVAL_RESULT = "(waiting for the person's approval: do not call it again; you will get its result when they decide)";
 
 /** Before the result of a call the person approved with changes: what actually ran. */
 export const editedInputNote = (input: unknown) => `(The person changed the input before approving; it ran with: ${JSON.stringify(input)})`;
 
-/** A note for calls that waited for the person while the log moved on: what was decided (the results stand with the calls). */
-export function formatDecisions(decisions: readonly { toolName: string; toolCallId: string; status: string; decisionNote: string | null }[]): string {
-  const lines = decisions.map((decision) =>
-    decision.status === "approved"
-      ? `- ${decision.toolName} (call ${decision.toolCallId}): approved; it ran, and its result is with the call.`
-      : decision.status === "denied"
-        ? `- ${decision.toolName} (call ${decision.toolCallId}): ${deniedResult(decision.decisionNote ?? "")}`
-        : `- ${decision.toolName} (call ${decision.toolCallId}): ${withdrawnResult(decision.decisionNote ?? "withdrawn")}`,
-  );
+/** The longest result a note on decisions carries (the longest a model call carries: compaction.ts toolResultLimit). */
+const DECIDED_RESULT_LIMIT = 16_000;
+
+/**
+ * A note for calls that waited for the person while the log moved on: what was decided and, for
+ * a call that ran, its result (the call itself keeps reading as waiting: see toModelMessages).
+ */
+export function formatDecisions(decisions: readonly { toolName: string; toolCallId: string; status: string; decisionNote: string | null; result?: string }[]): string {
+  const lines = decisions.map((decision) => {
+    const call = `- ${decision.toolName} (call ${decision.toolCallId})`;
+    if (decision.status === "approved") {
+      const result = decision.result ?? "";
+      const shown = result.length > DECIDED_RESULT_LIMIT ? `${result.slice(0, DECIDED_RESULT_LIMIT)} …(result cut to ${DECIDED_RESULT_LIMIT} characters)` : result;
+      return `${call}: approved; it ran. Its result:\n${shown}`;
+    }
+    if (decision.status === "denied") return `${call}: ${deniedResult(decision.decisionNote ?? "")}`;
+    return `${call}: ${decision.result ?? withdrawnResult(decision.decisionNote ?? "withdrawn")}`;
+  });
   return `The person decided on the calls you were waiting for:\n${lines.join("\n")}\nGo on from there.`;
 }
 

@@ -11,6 +11,16 @@ export const INTERRUPTED_RESULT = "(interrupted: this tool call did not finish a
 
 type StoredLike = Pick<Message, "id" | "role" | "content" | "thinking" | "toolCalls" | "toolCallId">;
 
+/** How a context is rendered for the model. */
+export type RenderOptions = {
+  /** The longest tool result carried (longer ones are cut, saying so). */
+  maxToolResultChars?: number;
+  /** Calls waiting for the person's decision: their results say so. */
+  awaitingDecision?: ReadonlySet<string>;
+  /** Every call of the conversation that was held for the person, decided or not (see late results below). */
+  heldForPerson?: ReadonlySet<string>;
+};
+
 /**
  * Stored messages (chain order) → AI SDK ModelMessages.
  *
@@ -18,20 +28,25 @@ type StoredLike = Pick<Message, "id" | "role" | "content" | "thinking" | "toolCa
  * when another writer's message (a subordinate's report) landed in between; that
  * message moves after the results, as providers require. A call without a stored
  * result gets an explicit "interrupted" result so the history stays valid.
+ *
+ * A call held for the person whose result came after the log had moved on (other input, a
+ * wrap-up) keeps reading as waiting, as the model saw it while it waited: the history then
+ * never changes behind the model's back, and each request extends the previous one byte for
+ * byte (the prompt cache). The note on the decisions at the tail carries that result
+ * (formatDecisions).
  */
-export function toModelMessages(
-  stored: readonly StoredLike[],
-  options: { maxToolResultChars?: number; awaitingDecision?: ReadonlySet<string> } = {},
-): ModelMessage[] {
+export function toModelMessages(stored: readonly StoredLike[], options: RenderOptions = {}): ModelMessage[] {
   const resultsByCallId = new Map<string, StoredLike>();
-  for (const message of stored) {
+  const positions = new Map<string, number>();
+  for (const [index, message] of stored.entries()) {
     if (message.role === "tool" && message.toolCallId && !resultsByCallId.has(message.toolCallId)) {
       resultsByCallId.set(message.toolCallId, message);
+      positions.set(message.toolCallId, index);
     }
   }
 
   const out: ModelMessage[] = [];
-  for (const message of stored) {
+  for (const [index, message] of stored.entries()) {
     switch (message.role) {
       case "user":
       case "summary":
@@ -43,7 +58,17 @@ export function toModelMessages(
       case "assistant": {
         out.push(remembered(assistantMessages, message, () => assistantMessage(message)));
         const calls = message.toolCalls ?? [];
-        if (calls.length > 0) out.push(toolMessageFor(message, calls, resultsByCallId, options));
+        if (calls.length === 0) break;
+        // Results after this position came once the log had moved on.
+        let movedOnAt = index + 1;
+        while (movedOnAt < stored.length && stored[movedOnAt]!.role === "tool") movedOnAt += 1;
+        const shown = (callId: string): StoredLike | undefined => {
+          const result = resultsByCallId.get(callId);
+          return result && options.heldForPerson?.has(callId) && positions.get(callId)! > movedOnAt ? undefined : result;
+        };
+        const awaiting = (callId: string): boolean =>
+          (options.awaitingDecision?.has(callId) ?? false) || (options.heldForPerson?.has(callId) === true && shown(callId) === undefined);
+        out.push(toolMessageFor(message, calls, shown, awaiting, options.maxToolResultChars));
         break;
       }
     }
@@ -89,27 +114,28 @@ function assistantMessage(message: StoredLike): ModelMessage {
 function toolMessageFor(
   message: StoredLike,
   calls: readonly StoredToolCall[],
-  resultsByCallId: ReadonlyMap<string, StoredLike>,
-  options: { maxToolResultChars?: number; awaitingDecision?: ReadonlySet<string> },
+  shown: (callId: string) => StoredLike | undefined,
+  awaitingOf: (callId: string) => boolean,
+  limit: number | undefined,
 ): ModelMessage {
   const known = toolMessages.get(message);
-  if (known && known.limit === options.maxToolResultChars && sameInputs(known, calls, resultsByCallId, options.awaitingDecision)) return known.message;
-  const results = calls.map((call) => resultsByCallId.get(call.toolCallId));
-  const awaiting = calls.map((call) => options.awaitingDecision?.has(call.toolCallId) ?? false);
+  if (known && known.limit === limit && sameInputs(known, calls, shown, awaitingOf)) return known.message;
+  const results = calls.map((call) => shown(call.toolCallId));
+  const awaiting = calls.map((call) => awaitingOf(call.toolCallId));
   const content: ToolContent = calls.map((call, index) => {
     // A call waiting for the person has no result yet, on purpose: the model is told so, not that it broke.
     const text = results[index]?.content ?? (awaiting[index] ? AWAITING_APPROVAL_RESULT : undefined);
-    return toolResultPart(call, clip(text, options.maxToolResultChars));
+    return toolResultPart(call, clip(text, limit));
   });
   const made: ModelMessage = { role: "tool", content };
-  toolMessages.set(message, { results, awaiting, limit: options.maxToolResultChars, message: made });
+  toolMessages.set(message, { results, awaiting, limit, message: made });
   return made;
 }
 
-function sameInputs(known: MadeToolMessage, calls: readonly StoredToolCall[], resultsByCallId: ReadonlyMap<string, StoredLike>, awaitingDecision: ReadonlySet<string> | undefined): boolean {
+function sameInputs(known: MadeToolMessage, calls: readonly StoredToolCall[], shown: (callId: string) => StoredLike | undefined, awaitingOf: (callId: string) => boolean): boolean {
   for (let index = 0; index < calls.length; index++) {
     const callId = calls[index]!.toolCallId;
-    if (known.results[index] !== resultsByCallId.get(callId) || known.awaiting[index] !== (awaitingDecision?.has(callId) ?? false)) return false;
+    if (known.results[index] !== shown(callId) || known.awaiting[index] !== awaitingOf(callId)) return false;
   }
   return true;
 }

@@ -94,13 +94,15 @@ export async function loadToolPolicies(db: Db, agent: Pick<Agent, "id" | "teamId
 /**
  * Everything an agent is offered in a turn: its role's built-in tools and its team's MCP
  * tools, as far as its scope allows, each recorded (`wrap`: the turn's StepRecorder), under
- * its policies (see applyToolPolicies).
+ * its policies (see applyToolPolicies). `only`: the tools that may run in this turn; the others
+ * are offered all the same (a request that offers other tools than the one before it is served
+ * from no cache) and answer that they cannot run now.
  */
 export async function toolsForTurn(
   db: Db,
   agent: Pick<Agent, "id" | "teamId" | "toolScope">,
   builtIn: ToolSet,
-  options: { wrap: (tools: ToolSet) => ToolSet; log: (message: string, error?: unknown) => void },
+  options: { wrap: (tools: ToolSet) => ToolSet; log: (message: string, error?: unknown) => void; only?: readonly string[] },
 ) {
   const [policyOf, mcp] = await Promise.all([loadToolPolicies(db, agent), mcpToolsFor(db, agent, options.log)]);
   const scoped: ToolSet = {};
@@ -113,7 +115,27 @@ export async function toolsForTurn(
     options.log(`[mcp] ${mcpNames.length - room} MCP tools left out of this turn (at most ${MAX_TOOLS} tools per request): narrow the agent's tool scope`);
     for (const name of mcpNames.slice(room)) delete mcp.tools[name];
   }
-  return applyToolPolicies(options.wrap({ ...scoped, ...mcp.tools }), (name) => policyOf(name, mcp.meta.get(name)?.readOnly));
+  const { only } = options;
+  const offered = only ? onlyRunning({ ...scoped, ...mcp.tools }, only) : { ...scoped, ...mcp.tools };
+  return applyToolPolicies(options.wrap(offered), (name) => {
+    const policy = policyOf(name, mcp.meta.get(name)?.readOnly);
+    // A tool that does not run now asks nobody: its call answers at once that it cannot run.
+    return only && !only.includes(name) && policy === "ask" ? "auto" : policy;
+  });
+}
+
+/** The tools with every one but `only` answering, instead of running, that it cannot run in this turn. */
+function onlyRunning(tools: ToolSet, only: readonly string[]): ToolSet {
+  const limited: ToolSet = {};
+  for (const [name, definition] of Object.entries(tools)) {
+    limited[name] = only.includes(name) ? definition : { ...definition, execute: async () => notNowResult(only) };
+  }
+  return limited;
+}
+
+/** What a tool called when it may not run says (the wrap-up of a session: only the briefing tool). */
+export function notNowResult(only: readonly string[]): string {
+  return `(not run: only ${only.join(" or ")} can be called now, at the end of this session; new work waits for the next one)`;
 }
 
 /**

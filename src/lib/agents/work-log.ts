@@ -1,7 +1,7 @@
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
-import { appendMessages, getConversationContext, getLastMessage } from "@/lib/db/queries/messages";
+import { appendMessages, getConversationContext, getLastMessage, type NewMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message, StoredToolCall } from "@/lib/db/schema";
 import { isUuid } from "@/lib/ids";
 import { parseLogInput } from "./formats";
@@ -11,23 +11,29 @@ import { unresolvedCallIds } from "@/lib/db/queries/approvals";
  * Moves queued input (see queueInput) into the agent's work log, oldest first, in one
  * transaction: each input is in the log once, and only from the moment the session
  * chose to take it — between model calls, so no answer is stored after input its call
- * never saw. `scope` as in takeAgentInputs.
+ * never saw. `scope` as in takeAgentInputs. `before`: a message that goes in ahead of the
+ * input, with it or not at all (the note on the agent's open tasks that the input changes).
  */
 export async function moveQueuedInput(
   db: Db,
   agentId: string,
   conversationId: string,
   scope: { taskId: string | null } | "all",
-  options: { heldBy?: string } = {},
+  options: { heldBy?: string; before?: NewMessage | null } = {},
 ): Promise<AgentInput[]> {
+  const { before, ...appendOptions } = options;
   return db.transaction(async (tx) => {
     const inputs = await takeAgentInputs(tx, agentId, scope);
+    if (inputs.length === 0) return inputs;
     await appendMessages(
       tx,
       conversationId,
-      // Each input belongs to the task it is about, whatever the session was on before.
-      inputs.map((input) => ({ role: "user" as const, content: input.content, taskId: storyTaskOfInput(input) })),
-      options,
+      [
+        ...(before ? [before] : []),
+        // Each input belongs to the task it is about, whatever the session was on before.
+        ...inputs.map((input) => ({ role: "user" as const, content: input.content, taskId: storyTaskOfInput(input) })),
+      ],
+      appendOptions,
     );
     return inputs;
   });

@@ -3,28 +3,28 @@ import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
-import { appendMessage, getLastMessage, getMessagesSince } from "@/lib/db/queries/messages";
+import { appendMessage, appendMessages, getLastMessage, getMessagesSince, latestInContext, type NewMessage } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
-import { awaitingDecisionCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
-import { getTask, listOpenSubtasks, listPendingTasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
+import { hasDecidedUnresolvedApproval, hasPendingApproval, heldCallIds, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
+import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
-import type { Agent, Conversation, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
+import type { Agent, Conversation, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
-import { approvalRequestsOf, carryOutDecisions, noteDecisionsUnlessAtTail, requestApprovals, tasksReadyToGoOn } from "./approvals";
+import { approvalRequestsOf, carryOutDecisions, decisionsNote, requestApprovals, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
-import { stepLimitMarker } from "./formats";
+import { formatOpenTasks, OPEN_TASKS_LIKE, stepLimitMarker } from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
 import { toolsForTurn } from "./tool-policies";
 import { endTask } from "./tasks";
-import { briefingTools, workTools, type ToolContext } from "./tools";
+import { workTools, type ToolContext } from "./tools";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
 
 export type SessionState = {
@@ -53,6 +53,11 @@ export type SessionState = {
   storyTask: string | null;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
+  /**
+   * The latest note on the agent's open tasks that its context holds (formatOpenTasks): null,
+   * none since the latest summary; undefined, not read yet this session (or compacted since).
+   */
+  tasksNote?: string | null;
   /** Agent and team were read a moment ago, after the claim (whose row carries any Stop): the loop's first look need not read them again. */
   freshlyRead?: boolean;
   signal: AbortSignal;
@@ -104,7 +109,7 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
     if (overBudget) return { overBudget };
 
     if (!paused && ((await takeNextWork(deps, state)) || (await logAwaitsModel(db, state.conversation.id)))) {
-      await runTurn(deps, state, { purpose: "work", tools: (context) => workTools(context), takesInput: true });
+      await runTurn(deps, state, { purpose: "work", takesInput: true });
       if (state.shuttingDown()) return "interrupted";
       await settleFocus(deps, state);
       continue;
@@ -122,20 +127,17 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
  * Puts the next piece of work into the log and focuses on it, oldest kind first:
  * queued input (for the task the oldest input is about, with input about no task), a
  * task left in progress with nothing under way (after a crash), then the oldest
- * pending task. Returns false when there is none.
+ * pending task. When the agent's open tasks or its focus change with it, a note saying
+ * so goes in just before (see noteOpenTasks). Returns false when there is none.
  */
 async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<boolean> {
   const { db } = deps;
   const agentId = state.agent.id;
+  const held = { heldBy: state.session.id };
   // The person decided on calls that waited: carry the decisions out, and go on with a
   // task whose calls all have their results now (its turn continues from them).
-  // The four places work can come from, read together; re-read after decisions were carried out.
-  let [decided, oldest, inProgress, pending] = await Promise.all([
-    hasDecidedUnresolvedApproval(db, state.conversation.id),
-    getOldestAgentInput(db, agentId),
-    listTasksByAgent(db, agentId, ["in_progress"]),
-    listPendingTasks(db, agentId),
-  ]);
+  // The places work can come from, read together; re-read after decisions were carried out.
+  let [decided, oldest, open] = await Promise.all([hasDecidedUnresolvedApproval(db, state.conversation.id), getOldestAgentInput(db, agentId), listOpenTasks(db, agentId)]);
   if (decided) {
     const recorder = new StepRecorder(db, state.conversation.id, { heldBy: state.session.id, task: () => state.storyTask });
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
@@ -143,35 +145,48 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = state.storyTask = taskId) },
       state.conversation.id,
     );
-    const [ready] = await tasksReadyToGoOn(db, carried);
+    const [readyTasks, nextOldest, nextOpen] = await Promise.all([tasksReadyToGoOn(db, carried), getOldestAgentInput(db, agentId), listOpenTasks(db, agentId)]);
+    [oldest, open] = [nextOldest, nextOpen];
+    const ready = readyTasks[0];
     if (ready !== undefined) {
       await focusOn(db, state, ready);
-      await noteDecisionsUnlessAtTail(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
+      // The results sit with their calls, unless the log moved on meanwhile: then a note says
+      // what was decided, and (only then: a turn that goes on from its results is still on
+      // its task) a note on the open tasks goes before it.
+      const decisions = await decisionsNote(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
+      if (decisions) await appendNotes(db, state, [await noteOpenTasks(db, state, open, ready), decisions], held);
       return true;
     }
-    [oldest, inProgress, pending] = await Promise.all([getOldestAgentInput(db, agentId), listTasksByAgent(db, agentId, ["in_progress"]), listPendingTasks(db, agentId)]);
   }
+  const openIds = new Set(open.map((task) => task.id));
   if (oldest) {
-    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { heldBy: state.session.id });
+    const focus = oldest.taskId && openIds.has(oldest.taskId) ? oldest.taskId : null;
+    const note = await noteOpenTasks(db, state, open, focus);
+    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { ...held, before: note });
     if (moved.length > 0) {
-      await focusOn(db, state, await openTaskOf(db, agentId, oldest.taskId), storyTaskOfInput(oldest));
+      if (note) state.tasksNote = note.content;
+      await focusOn(db, state, focus, storyTaskOfInput(oldest));
       return true;
     }
   }
-  for (const task of inProgress.reverse()) {
+  // Oldest first.
+  const waiting = [...open].reverse();
+  for (const task of waiting.filter((task) => task.status === "in_progress")) {
     if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
     await focusOn(db, state, task.id);
-    await appendMessage(db, state.conversation.id, { role: "user", content: resumeTaskMessage(task), taskId: task.id }, { heldBy: state.session.id });
+    await appendNotes(db, state, [await noteOpenTasks(db, state, open, task.id), { role: "user", content: resumeTaskMessage(task), taskId: task.id }], held);
     return true;
   }
-  for (const task of pending) {
+  for (const task of waiting.filter((task) => task.status === "pending")) {
+    // The note the task's start makes (it is in progress and in focus from now on).
+    const note = await noteOpenTasks(db, state, open.map((each) => (each.id === task.id ? { ...each, status: "in_progress" as const } : each)), task.id);
     // The task's start and its message in the log go out together, pipelined in the
     // transaction (one round trip, not two); a task that ended meanwhile rolls its message back.
     const begun = await db
       .transaction(async (tx) => {
         const [updated] = await Promise.all([
           setTaskStatus(tx, task.id, "in_progress"),
-          appendMessage(tx, state.conversation.id, { role: "user", content: taskMessage(task), taskId: task.id }, { heldBy: state.session.id }),
+          appendMessages(tx, state.conversation.id, [...(note ? [note] : []), { role: "user", content: taskMessage(task), taskId: task.id }], held),
         ]);
         if (!updated) tx.rollback();
         return updated;
@@ -181,11 +196,40 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
         throw error;
       });
     if (begun) {
+      if (note) state.tasksNote = note.content;
       await focusOn(db, state, begun.id);
       return true;
     }
   }
   return false;
+}
+
+/** The agent's open tasks, newest first. */
+function listOpenTasks(db: Db, agentId: string): Promise<Task[]> {
+  return listTasksByAgent(db, agentId, openTaskStatuses);
+}
+
+/**
+ * The note on the agent's open tasks and its focus (formatOpenTasks) that goes into the log
+ * just before the input of a turn about `focus`; null when the latest note in its context says
+ * the same already. This is how the agent learns what changes as it works, instead of from
+ * its instructions: those stay the same, so each request extends the one before it and the
+ * provider's prompt cache serves all of it. `open`: newest first, as the turn will find them.
+ */
+async function noteOpenTasks(db: Db, state: SessionState, open: readonly Pick<Task, "id" | "title" | "status">[], focus: string | null): Promise<NewMessage | null> {
+  const note = formatOpenTasks([...open].reverse(), focus);
+  if (state.tasksNote === undefined) state.tasksNote = await latestInContext(db, state.conversation.id, OPEN_TASKS_LIKE);
+  // With no note to correct, and no task open beside the one the input is about, the input says it all.
+  const onlyFocus = open.length === 0 || (open.length === 1 && open[0]!.id === focus);
+  if (state.tasksNote === null && onlyFocus) return null;
+  return note === state.tasksNote ? null : { role: "user", content: note, taskId: focus };
+}
+
+/** Appends notes (the nulls left out) in order, and remembers the note on open tasks among them. */
+async function appendNotes(db: Db, state: SessionState, notes: (NewMessage | null)[], options: { heldBy: string }): Promise<void> {
+  const present = notes.filter((note) => note !== null);
+  await appendMessages(db, state.conversation.id, present, options);
+  for (const note of present) if (note.content.startsWith(OPEN_TASKS_LIKE.slice(0, -1))) state.tasksNote = note.content;
 }
 
 /**
@@ -224,7 +268,7 @@ async function logAwaitsModel(db: Db, conversationId: string): Promise<boolean> 
  * A turn's tools: the role's tools, each recording its result, under the agent's tool
  * policies (a denied tool is not offered; an `ask` tool's calls wait for the person).
  */
-async function sessionTools(deps: EngineDeps, state: SessionState, recorder: StepRecorder, offer: (context: ToolContext) => ToolSet) {
+async function sessionTools(deps: EngineDeps, state: SessionState, recorder: StepRecorder, offer: (context: ToolContext) => ToolSet, only?: readonly string[]) {
   const { db } = deps;
   const context: ToolContext = {
     db,
@@ -237,7 +281,7 @@ async function sessionTools(deps: EngineDeps, state: SessionState, recorder: Ste
     storyTaskId: () => state.storyTask,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
-  return toolsForTurn(db, state.agent, offer(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log });
+  return toolsForTurn(db, state.agent, offer(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log, only });
 }
 
 /**
@@ -282,7 +326,9 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
   if (state.agent.role === "lead" && !state.briefed) {
     await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT }, { heldBy: state.session.id });
     state.focus = null;
-    await runTurn(deps, state, { purpose: "briefing", tools: (context) => briefingTools(context), maxSteps: 2, takesInput: false });
+    // The same tools as every turn, in the same order (the request extends the one before it:
+    // the prompt cache), of which only the briefing tool runs: the prompt says so, and so do the others' results.
+    await runTurn(deps, state, { purpose: "briefing", only: ["createInboxItem"], maxSteps: 2, takesInput: false });
   }
 }
 
@@ -299,7 +345,8 @@ async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promi
   await inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () => runTurnSteps(deps, state, turn));
 }
 
-type Turn = { purpose: UsagePurpose; tools: (context: ToolContext) => ToolSet; maxSteps?: number; takesInput: boolean };
+/** `only`: the tools that may run in this turn (the others are offered all the same, and answer that they cannot run now). */
+type Turn = { purpose: UsagePurpose; only?: readonly string[]; maxSteps?: number; takesInput: boolean };
 
 async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
   const { db, config } = deps;
@@ -329,9 +376,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     },
   });
   state.recorder = recorder;
-  const [{ tools, toolApproval }, awaitingDecision] = await Promise.all([
-    sessionTools(deps, state, recorder, turn.tools),
-    awaitingDecisionCallIds(db, state.conversation.id),
+  const [{ tools, toolApproval }, { awaiting: awaitingDecision, held: heldForPerson }] = await Promise.all([
+    sessionTools(deps, state, recorder, (context) => workTools(context), turn.only),
+    heldCallIds(db, state.conversation.id),
   ]);
   let contextTail: string | null = null;
   // Independent reads go out together: each round trip sits between two model calls.
@@ -351,7 +398,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       recorder.announced(),
     ]);
     const read = firstRead ? await firstRead : await history.readUnlessAt(facts.tail);
-    const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members, openTasks: facts.openTasks, focus });
+    const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members });
     const inputWaits = turn.takesInput && facts.inputWaits;
     let context = read;
     if (inputWaits) {
@@ -371,6 +418,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         abortSignal: state.signal,
         timeoutMs: config.modelTimeoutMs,
         awaitingDecision,
+        heldForPerson,
+        // The summary replaces the notes on open tasks: the next turn's work brings a new one.
+        onCompacted: () => (state.tasksNote = undefined),
       },
       history,
       context,
@@ -405,6 +455,8 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       messages: first.messages,
       tools,
       toolApproval,
+      // OpenAI's Responses API can limit the callable tools without changing the ones offered.
+      providerOptions: turn.only && state.model.kind === "openai" && turn.only.every((name) => name in tools) ? { openai: { allowedTools: { toolNames: [...turn.only] } } } : undefined,
       toolCallConcurrency: 1,
       stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
       prepareStep: async ({ stepNumber }) => {
@@ -427,7 +479,10 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
           // Under the ids the log stored them with (see StepRecorder.storedId).
           const requests = recorder.holdForDecision(asked);
           await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
-          for (const request of requests) awaitingDecision.add(request.toolCallId);
+          for (const request of requests) {
+            awaitingDecision.add(request.toolCallId);
+            heldForPerson.add(request.toolCallId);
+          }
         }
         await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
       },

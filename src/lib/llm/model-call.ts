@@ -1,4 +1,4 @@
-import type { LanguageModelV4, LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import type { Context } from "@ai-sdk/provider-utils";
 import {
   gateway,
@@ -81,7 +81,7 @@ export function generateModelText<TOOLS extends ToolSet = {}, OUTPUT extends Out
   options: WithoutCommon<GenerateOptions<TOOLS, OUTPUT>>,
 ): Promise<GenerateTextResult<TOOLS, Context, OUTPUT>> {
   // Putting back the keys WithoutCommon took out gives the full options; TypeScript cannot follow that through the generics.
-  return generateText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd) } as GenerateOptions<TOOLS, OUTPUT>);
+  return generateText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions) } as GenerateOptions<TOOLS, OUTPUT>);
 }
 
 /** `streamText` with the same common part as generateModelText. A timeout ends the stream with an error part (onError), not an abort. */
@@ -89,11 +89,16 @@ export function streamModelText<TOOLS extends ToolSet = {}, OUTPUT extends Outpu
   call: ModelCall,
   options: WithoutCommon<StreamOptions<TOOLS, OUTPUT>>,
 ): StreamTextResult<TOOLS, Context, OUTPUT> {
-  return streamText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd) } as StreamOptions<TOOLS, OUTPUT>);
+  return streamText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions) } as StreamOptions<TOOLS, OUTPUT>);
 }
 
-function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((event: LanguageModelCallEndEvent<TOOLS>) => PromiseLike<void> | void) | undefined) {
+function commonOptions<TOOLS extends ToolSet>(
+  call: ModelCall,
+  onCallEnd: ((event: LanguageModelCallEndEvent<TOOLS>) => PromiseLike<void> | void) | undefined,
+  providerOptions: SharedV4ProviderOptions | undefined,
+) {
   return {
+    providerOptions: withCacheKey(call, providerOptions),
     model: withTimeout(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS),
     abortSignal: call.abortSignal,
     maxRetries: MODEL_CALL_RETRIES,
@@ -103,6 +108,20 @@ function commonOptions<TOOLS extends ToolSet>(call: ModelCall, onCallEnd: ((even
       await Promise.all([call.usageStoredByCaller ? undefined : recordCallUsage(call, event), onCallEnd?.(event)]);
     },
   };
+}
+
+/**
+ * The conversation's requests carry one `prompt_cache_key` (where the provider takes it: see
+ * ModelChoice.cacheKeys), so they are routed to the machine that holds their prefix in its
+ * cache: the instructions, the tools and the history up to the last call. A call for no
+ * conversation (drafting) has none.
+ */
+function withCacheKey(call: ModelCall, providerOptions: SharedV4ProviderOptions | undefined): SharedV4ProviderOptions | undefined {
+  if (!call.model.cacheKeys || !call.conversationId) return providerOptions;
+  // A summary or an extraction over the log starts with other instructions: its own key, so
+  // it does not crowd the machine that serves the conversation.
+  const own = call.purpose === "compaction" || call.purpose === "extraction" ? `-${call.purpose}` : "";
+  return { ...providerOptions, openai: { ...providerOptions?.openai, promptCacheKey: `cadre-${call.conversationId}${own}` } };
 }
 
 /** The usage row of one model call of `call`. */

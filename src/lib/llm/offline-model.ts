@@ -1,4 +1,4 @@
-import { parseLogInput } from "@/lib/agents/formats";
+import { AWAITING_APPROVAL_RESULT, parseLogInput } from "@/lib/agents/formats";
 import type {
   JSONSchema7,
   LanguageModelV4,
@@ -192,7 +192,10 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   // The person decided on calls that waited while the log moved on: go on from their results.
   if (/^The person decided on the calls you were waiting for/.test(text)) {
     const results = options.prompt.findLast((message) => message.role === "tool");
-    return results?.role === "tool" ? afterToolResults(options, results) : { kind: "text", text: "Noted the person's decisions." };
+    // The calls still read as waiting where they stand (the log moved on): the note says what came of them.
+    const waiting = results?.role === "tool" && results.content.some((part) => part.type === "tool-result" && outputText(part.output) === AWAITING_APPROVAL_RESULT);
+    if (results?.role === "tool" && !waiting) return afterToolResults(options, results);
+    return { kind: "text", text: /: Denied by the person/.test(text) ? "The person denied the call; I will not try it again." : "Noted the person's decisions." };
   }
   if (ASK_PERSON_WORDS.test(text) && offered(options, "askPerson") && (!input || input.kind === "task")) {
     return tool("askPerson", { question: `Before I start on "${taskTitle(text)}": what matters most to you here?` });

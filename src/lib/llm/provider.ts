@@ -8,6 +8,8 @@ export type ModelChoice = {
   /** The model id as stored in usage rows and shown in the UI. */
   modelId: string;
   kind: "openai" | "openai-compatible" | "offline";
+  /** Requests name their conversation as `prompt_cache_key` (see PROMPT_CACHE_KEY); not given: no. */
+  cacheKeys?: boolean;
 };
 
 const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
@@ -17,18 +19,22 @@ const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
  * Chat Completions (what LM Studio, Ollama, vLLM and OpenRouter speak); only
  * OPENAI_API_KEY: OpenAI's Responses API; neither: the built-in offline model.
  */
-export function chooseModel(override?: string | null, config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL"> = env()): ModelChoice {
+export function chooseModel(
+  override?: string | null,
+  config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL"> & Partial<Pick<Env, "PROMPT_CACHE_KEY">> = env(),
+): ModelChoice {
   const modelId = override?.trim() || config.LLM_MODEL || DEFAULT_OPENAI_MODEL;
+  const cacheKeys = (openAiItself: boolean) => (config.PROMPT_CACHE_KEY === "on" ? true : config.PROMPT_CACHE_KEY === "off" ? false : openAiItself);
   if (config.OPENAI_BASE_URL) {
     // Local servers ignore the key, but the client insists on sending one.
     const provider = createOpenAI({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY ?? "not-needed" });
-    return { model: provider.chat(modelId), modelId, kind: "openai-compatible" };
+    return { model: provider.chat(modelId), modelId, kind: "openai-compatible", cacheKeys: cacheKeys(new URL(config.OPENAI_BASE_URL).hostname === "api.openai.com") };
   }
   if (config.OPENAI_API_KEY) {
     const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY });
-    return { model: provider(modelId), modelId, kind: "openai" };
+    return { model: provider(modelId), modelId, kind: "openai", cacheKeys: cacheKeys(true) };
   }
-  return { model: new OfflineModel(), modelId: "offline", kind: "offline" };
+  return { model: new OfflineModel(), modelId: "offline", kind: "offline", cacheKeys: false };
 }
 
 export function usingOfflineModel(config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL"> = env()): boolean {

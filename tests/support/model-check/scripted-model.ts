@@ -84,9 +84,11 @@ export class ScriptedModel {
     entry.calls += 1;
     if (entry.checked) this.lateCalls.push(entry.scenario.seed);
     const context = readContext(request);
+    // The wrap-up offers a lead's usual tools (its request extends the one before it), so it is told by its prompt.
+    const wrapUp = /Decide whether to brief the person/.test(context.messages.findLast((message) => message.role === "user")?.text ?? "");
     const decision = tools.includes("reportToLead")
       ? this.subordinate(entry, agent - 1, context)
-      : tools.includes("delegateToAgent")
+      : tools.includes("delegateToAgent") && !wrapUp
         ? this.lead(entry, context, request)
         : this.briefing(entry, context);
     const seen = wireIdentities(request.messages.filter((message) => message.role !== "system"));

@@ -129,13 +129,29 @@ export function listApprovalsByIds(db: Db, ids: readonly string[]): Promise<Appr
   return db.select().from(approvals).where(inArray(approvals.id, [...ids]));
 }
 
-/** Tool call ids of a conversation that still wait for the person: their calls have no result yet, on purpose. */
-export async function awaitingDecisionCallIds(db: Db, conversationId: string): Promise<Set<string>> {
-  const rows = await db
-    .select({ toolCallId: approvals.toolCallId })
+/** The approvals of some calls of a conversation (a step's), oldest first. */
+export function listApprovalsOfCalls(db: Db, conversationId: string, toolCallIds: readonly string[]): Promise<Approval[]> {
+  if (toolCallIds.length === 0) return Promise.resolve([]);
+  return db
+    .select()
     .from(approvals)
-    .where(and(eq(approvals.conversationId, conversationId), eq(approvals.status, "pending")));
-  return new Set(rows.map((row) => row.toolCallId));
+    .where(and(eq(approvals.conversationId, conversationId), inArray(approvals.toolCallId, [...toolCallIds])))
+    .orderBy(asc(approvals.createdAt));
+}
+
+/**
+ * The conversation's calls that were held for the person: `awaiting` those still waiting (their
+ * calls have no result yet, on purpose), `held` all of them, decided or not (see toModelMessages).
+ */
+export async function heldCallIds(db: Db, conversationId: string): Promise<{ awaiting: Set<string>; held: Set<string> }> {
+  const rows = await db
+    .select({ toolCallId: approvals.toolCallId, status: approvals.status })
+    .from(approvals)
+    .where(eq(approvals.conversationId, conversationId));
+  return {
+    awaiting: new Set(rows.filter((row) => row.status === "pending").map((row) => row.toolCallId)),
+    held: new Set(rows.map((row) => row.toolCallId)),
+  };
 }
 
 /** Whether the conversation has a call waiting for the person. */

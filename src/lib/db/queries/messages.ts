@@ -289,6 +289,26 @@ async function readContext(db: Db, conversation: SQL): Promise<Message[]> {
   return rows.map(toMessage);
 }
 
+/**
+ * The latest message of the context that starts with `like` (a SQL LIKE pattern), walking back
+ * from the tail; null when there is none since the latest summary. Its cost follows how far back
+ * it is, not the log's length.
+ */
+export async function latestInContext(db: Db, conversationId: string, like: string): Promise<string | null> {
+  const [row] = await executePrepared<{ role: MessageRole; content: string }>(db, sql`
+    with recursive chain as (
+      select m.role, m.content, m.previous_message_id
+        from conversations c join messages m on m.id = c.last_message_id
+       where c.id = ${conversationId}
+      union all
+      select m.role, m.content, m.previous_message_id
+        from chain join messages m on m.id = chain.previous_message_id
+       where chain.role <> 'summary' and not (chain.role = 'user' and chain.content like ${like})
+    )
+    select role, content from chain where role = 'summary' or (role = 'user' and content like ${like}) limit 1`);
+  return row && row.role !== "summary" ? row.content : null;
+}
+
 /** The messages after the latest summary (all of them when there is none), in chain order. */
 export async function getMessagesAfterSummary(db: Db, conversationId: string): Promise<Message[]> {
   const context = await getConversationContext(db, conversationId);
