@@ -48,3 +48,9 @@ export function describeCache(figures: CacheFigures, options: { short?: boolean 
   const share = options.short ? formatShare(figures.cachedShare) : `${formatShare(figures.cachedShare)} of input cached`;
   return figures.savedUsd > 0 ? `${share} · saved ${formatUsd(figures.savedUsd)}` : share;
 }
+
+/** A model call's tokens as a trace and the work log show them: "12,400 in (11,008 cached) · 310 out". */
+export function formatTokensInOut(tokens: { inputTokens: number; cachedTokens: number; outputTokens: number }): string {
+  const cached = tokens.cachedTokens > 0 ? ` (${formatTokens(tokens.cachedTokens)} cached)` : "";
+  return `${formatTokens(tokens.inputTokens)} in${cached} · ${formatTokens(tokens.outputTokens)} out`;
+}
