@@ -3,6 +3,7 @@ import { parseToolOutput } from "@/lib/chat-messages";
 import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/session-trace";
 import { describeLogMessage, describeMarker, withoutIds } from "@/lib/plain-words";
 import { describeToolCall } from "@/lib/tool-labels";
+import { describeCache, formatTokensInOut } from "@/lib/usage/format";
 import { Markdown } from "./markdown";
 
 /** Seconds as a trace reads them: 0.42 s, 3.1 s, 48 s, 2 min 5 s. */
@@ -13,7 +14,6 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-const number = (value: number) => value.toLocaleString("en-US");
 const at = (ms: number) => `+${formatDuration(ms)}`;
 
 function Json({ value }: { value: unknown }) {
@@ -25,7 +25,7 @@ type SpanRowProps = { label: string; className: string; title: string; detail: s
 
 function spanRow(span: TraceSpan, duration: number): Row {
   if (span.type === "model") {
-    const tokens = `${number(span.inputTokens)} in · ${number(span.outputTokens)} out${span.cachedTokens ? ` · ${number(span.cachedTokens)} cached` : ""}`;
+    const tokens = formatTokensInOut(span);
     return {
       key: `model-${span.id}`,
       start: span.start,
@@ -48,6 +48,8 @@ function spanRow(span: TraceSpan, duration: number): Row {
             <dd>{formatDuration(span.durationMs)}</dd>
             <dt>Tokens</dt>
             <dd>{tokens}</dd>
+            <dt>Input cached</dt>
+            <dd>{describeCache(span, { short: true }) ?? "—"}</dd>
             <dt>Finish reason</dt>
             <dd>{span.finishReason ?? "—"}</dd>
           </dl>

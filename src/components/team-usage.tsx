@@ -3,14 +3,29 @@ import { teamBudgets } from "@/lib/agents/budgets";
 import { db } from "@/lib/db/client";
 import type { Team } from "@/lib/db/schema";
 import { env } from "@/lib/env";
-import { formatTokens, formatUsd } from "@/lib/usage/format";
+import { describeCache, formatTokens, formatUsd } from "@/lib/usage/format";
 import { usageReport } from "@/lib/usage/report";
 import { loadPriceTable, teamSpendToday, type Spend } from "@/lib/usage/spend";
 import { TeamBudgetForm } from "./team-budget-form";
 import { UsageChart } from "./usage-chart";
 
 /** Spent against a limit: the words, and a bar (hidden from screen readers, which have the words). */
-function SpendAgainst({ label, spent, limit, format, note }: { label: string; spent: number; limit: number | null; format: (value: number) => string; note: string }) {
+function SpendAgainst({
+  label,
+  spent,
+  limit,
+  format,
+  note,
+  cache = null,
+}: {
+  label: string;
+  spent: number;
+  limit: number | null;
+  format: (value: number) => string;
+  note: string;
+  /** The cache's part, in words, beside a cost. */
+  cache?: string | null;
+}) {
   const share = limit === null ? null : Math.min(1, spent / limit);
   return (
     <div className="budget-meter">
@@ -25,6 +40,7 @@ function SpendAgainst({ label, spent, limit, format, note }: { label: string; sp
           <span style={{ width: `${Math.max(share * 100, spent > 0 ? 1 : 0)}%` }} />
         </div>
       )}
+      {cache && <span className="budget-meter-cache">{cache}</span>}
       <span className="hint">{note}</span>
     </div>
   );
@@ -48,6 +64,7 @@ function SpendToday({ team, spend }: { team: Team; spend: Spend }) {
         limit={budgets.costUsd}
         format={formatUsd}
         note={budgets.costUsd === null ? "No cost cap." : "The team's own daily cost budget."}
+        cache={spend.cachedTokens > 0 ? describeCache(spend) : null}
       />
     </div>
   );
@@ -89,7 +106,7 @@ export async function TeamSpendingSection({ team }: { team: Team }) {
       ) : (
         <UsageChart
           compact
-          label={`Last 30 days (UTC): ${formatTokens(report.totals.tokens)} tokens, ${formatUsd(report.totals.costUsd)}`}
+          label={`Last 30 days (UTC): ${formatTokens(report.totals.tokens)} tokens, ${formatUsd(report.totals.costUsd)}${report.totals.cachedTokens > 0 ? `, ${describeCache(report.totals)}` : ""}`}
           days={report.series}
           teams={[{ key: team.id, name: team.name }]}
           unpricedTokens={report.totals.unpricedTokens}

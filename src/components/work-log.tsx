@@ -6,6 +6,7 @@ import { parseLogInput, splitMarker } from "@/lib/agents/formats";
 import { describeLogMessage, type Named } from "@/lib/plain-words";
 import { api, messageOf } from "@/lib/api-client";
 import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/chat-messages";
+import { formatTokensInOut } from "@/lib/usage/format";
 import type { LogSession, LogStep, WorkLogPage } from "@/lib/work-log-page";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
@@ -41,7 +42,6 @@ function kindOf(message: ApiMessage): { label: string; className: string } {
   return { label: "Assistant", className: "log-assistant" };
 }
 
-const number = (value: number) => value.toLocaleString("en-US");
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** Loaded pages joined: the messages in chain order and what the pages said about them. */
@@ -83,7 +83,7 @@ function SessionHeading({ session }: { session: LogSession | null }) {
       </span>
       <StatusBadge status={session.status} />
       <span className="log-session-stats">
-        {session.steps} step{session.steps === 1 ? "" : "s"} · {number(session.inputTokens)} in · {number(session.outputTokens)} out · model {seconds(session.modelMs)}
+        {session.steps} step{session.steps === 1 ? "" : "s"} · {formatTokensInOut(session)} · model {seconds(session.modelMs)}
       </span>
       <Link href={`/sessions/${session.id}`} className="meta-link" aria-label={`Trace of the session started ${new Date(session.startedAt).toLocaleString()}`}>
         Trace
@@ -101,7 +101,7 @@ function StepCost({ step }: { step: LogStep | undefined }) {
   return (
     <span className="log-step" title="This step's model call">
       {" "}
-      · {number(step.inputTokens)} in · {number(step.outputTokens)} out · {seconds(step.durationMs)}
+      · {formatTokensInOut(step)} · {seconds(step.durationMs)}
     </span>
   );
 }

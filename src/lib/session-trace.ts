@@ -7,6 +7,8 @@ import type { Db } from "@/lib/db/client";
 import type { AgentRole, StoredToolCall, UsagePurpose, WorkSessionStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import { listToolResults } from "@/lib/db/queries/timeline";
+import { cachedShare } from "@/lib/usage/prices";
+import { loadPriceTable } from "@/lib/usage/spend";
 
 /** More rows than one session writes under MAX_STEPS_PER_SESSION; a trace shows the first ones and says so. */
 const MAX_MESSAGES = 2_000;
@@ -23,7 +25,12 @@ export type TraceSpan =
       model: string;
       inputTokens: number;
       outputTokens: number;
+      /** Input tokens served from the provider's prompt cache (part of inputTokens). */
       cachedTokens: number;
+      /** cachedTokens / inputTokens, 0 to 1. */
+      cachedShare: number;
+      /** What the cache saved on this call at the model's price today (0 without a price or a cached rate). */
+      savedUsd: number;
       finishReason: string | null;
     }
   | {
@@ -57,7 +64,17 @@ export type SessionTrace = {
   duration: number;
   /** The marker the session's end left in the log, if it left one. */
   marker: string | null;
-  totals: { modelCalls: number; inputTokens: number; outputTokens: number; cachedTokens: number; modelMs: number; toolCalls: number; failedToolCalls: number };
+  totals: {
+    modelCalls: number;
+    inputTokens: number;
+    outputTokens: number;
+    cachedTokens: number;
+    cachedShare: number;
+    savedUsd: number;
+    modelMs: number;
+    toolCalls: number;
+    failedToolCalls: number;
+  };
   spans: TraceSpan[];
   events: TraceEvent[];
   /** The log held more than a trace shows. */
@@ -99,7 +116,7 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
      where s.id = ${sessionId}`);
   if (!session) throw notFound("session", sessionId);
 
-  const [usageRows, messageRows, knowledgeRows] = await Promise.all([
+  const [usageRows, messageRows, knowledgeRows, prices] = await Promise.all([
     db.execute<{ id: string; purpose: UsagePurpose; model: string; input_tokens: number; output_tokens: number; cached_tokens: number; duration_ms: number; finish_reason: string | null; created_at: string }>(sql`
       select id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, finish_reason, ${iso("created_at")} as created_at
         from usage where work_session_id = ${sessionId} order by created_at, id`),
@@ -119,6 +136,7 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
              and s.created_at >= ${session.started_at}::timestamptz and s.created_at < ${session.window_end}::timestamptz
            order by s.created_at, k.id limit 200`)
       : Promise.resolve([]),
+    loadPriceTable(db),
   ]);
   const messages = [...messageRows].slice(0, MAX_MESSAGES);
 
@@ -137,6 +155,8 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
     inputTokens: row.input_tokens,
     outputTokens: row.output_tokens,
     cachedTokens: row.cached_tokens,
+    cachedShare: cachedShare({ inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }),
+    savedUsd: prices.savedOf(row.model, { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }),
     finishReason: row.finish_reason,
   }));
 
@@ -183,6 +203,8 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
 
   const models = spans.filter((span) => span.type === "model");
   const tools = spans.filter((span) => span.type === "tool");
+  const inputTokens = sum(models.map((span) => span.inputTokens));
+  const cachedTokens = sum(models.map((span) => span.cachedTokens));
   return {
     session: {
       id: session.id,
@@ -199,9 +221,11 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
     marker,
     totals: {
       modelCalls: models.length,
-      inputTokens: sum(models.map((span) => span.inputTokens)),
+      inputTokens,
       outputTokens: sum(models.map((span) => span.outputTokens)),
-      cachedTokens: sum(models.map((span) => span.cachedTokens)),
+      cachedTokens,
+      cachedShare: cachedShare({ inputTokens, cachedTokens }),
+      savedUsd: sum(models.map((span) => span.savedUsd)),
       modelMs: sum(models.map((span) => span.durationMs)),
       toolCalls: tools.length,
       failedToolCalls: tools.filter((span) => span.failed).length,

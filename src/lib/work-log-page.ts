@@ -16,7 +16,7 @@ import { splitMarker } from "@/lib/agents/formats";
 const STEP_MATCH_MS = 2_000;
 
 export type LogSession = Omit<LogSessionRow, "windowEnd">;
-export type LogStep = { inputTokens: number; outputTokens: number; durationMs: number };
+export type LogStep = { inputTokens: number; cachedTokens: number; outputTokens: number; durationMs: number };
 
 export type WorkLogPage = {
   messages: ApiMessage[];
@@ -88,7 +88,7 @@ export async function getWorkLogPage(db: Db, agentId: string, options: { before?
     const call = queue[0];
     if (call && Math.abs(Date.parse(call.createdAt) - at) <= STEP_MATCH_MS) {
       queue.shift();
-      page.steps[message.id] = { inputTokens: call.inputTokens, outputTokens: call.outputTokens, durationMs: call.durationMs };
+      page.steps[message.id] = { inputTokens: call.inputTokens, cachedTokens: call.cachedTokens, outputTokens: call.outputTokens, durationMs: call.durationMs };
     }
   }
   return page;

@@ -3,7 +3,9 @@
 // and model, the "no price — tokens only" note), the price table edited (a price added for an
 // unpriced model, a built-in one overridden and reset), the team filter, and the team page's
 // "Usage and budget" section with its budgets set and cleared — each checked through the API or
-// the database, with screenshots at 1440 and 375 px.
+// the database, with screenshots at 1440 and 375 px. The cache (issue 24, item 2): the share of
+// input cached and what it saved on the usage page and the team's Overview, and on a session's
+// trace after a real work session against a local OpenAI-compatible server with a prompt cache.
 import path from "node:path";
 import { sql } from "drizzle-orm";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
@@ -11,9 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getTeam } from "@/lib/db/queries/teams";
 import { recordUsage } from "@/lib/db/queries/usage";
 import { createTestDatabase, type TestDatabase } from "../support/database";
+import { startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import { PromptCache } from "../support/prompt-cache";
+import { toolNames } from "../support/team-play";
 import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
 
 let database: TestDatabase;
+let model: FakeOpenAI;
 let app: AppServer;
 let browser: Browser;
 let context: BrowserContext;
@@ -67,6 +73,19 @@ async function seedUsage(): Promise<void> {
   }
 }
 
+/** A lead that looks at its team a few times before it answers: each step resends the conversation, so the server's cache serves most of it. */
+function leadWhoLooksFirst(request: FakeChatRequest): FakeReply {
+  if (request.response_format) return { text: '{"items":[]}' };
+  const tools = toolNames(request);
+  if (tools.length === 0) return { text: "Summary of the work so far." };
+  if (!tools.includes("getTeamStatus")) return { text: "Nothing to brief yet." };
+  const looked = request.messages.filter((message) => message.role === "tool").length;
+  return looked < 4 ? { toolCalls: [{ name: "getTeamStatus", arguments: {} }] } : { text: "The team is ready to start." };
+}
+
+/** "62%" as the pages round a share. */
+const percent = (share: number) => `${Math.round(share * 100)}%`;
+
 async function open(pathname: string): Promise<void> {
   await page.goto(`${app.url}${pathname}`);
   await settle(page);
@@ -90,7 +109,9 @@ describe("usage and cost in the browser", () => {
   beforeAll(async () => {
     buildIfStale();
     database = await createTestDatabase();
-    app = await startApp({ DATABASE_URL: database.url, TEAM_DAILY_TOKEN_BUDGET: "2000000" });
+    // Work sessions call a priced model (gpt-4.1) on a local server that caches prompts as OpenAI does.
+    model = await startFakeOpenAI(leadWhoLooksFirst, { promptCache: new PromptCache() });
+    app = await startApp({ DATABASE_URL: database.url, TEAM_DAILY_TOKEN_BUDGET: "2000000", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test", LLM_MODEL: "gpt-4.1" });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(10_000);
@@ -102,6 +123,7 @@ describe("usage and cost in the browser", () => {
   afterAll(async () => {
     await browser?.close();
     await app?.stop();
+    await model?.close();
     await database?.drop();
   });
 
@@ -133,6 +155,21 @@ describe("usage and cost in the browser", () => {
     expect(await models.getByRole("row", { name: /gpt-4o-2024-08-06 gpt-4o \(built-in\)/ }).isVisible()).toBe(true);
     expect(await models.getByRole("row", { name: /llama3\.1:8b no price — tokens only/ }).isVisible()).toBe(true);
     expect(await page.getByRole("definition").filter({ hasText: /^\$[\d,.]+$/ }).count()).toBe(1);
+    // The cache per team, per agent (a column) and in total, with what it saved; an agent with none says so quietly.
+    type Figures = { cachedShare: number; savedUsd: number };
+    const report = (await call<{ report: { totals: Figures; teams: { teamName: string; figures: Figures }[] } }>("/api/usage?days=30")).body.report;
+    const solarFigures = report.teams.find((team) => team.teamName === "Solar desk")!.figures;
+    expect(solarFigures.cachedShare).toBeGreaterThan(0);
+    expect(solarFigures.savedUsd).toBeGreaterThan(0);
+    expect(await solar.locator(".usage-team-cache").innerText()).toMatch(new RegExp(`^${percent(solarFigures.cachedShare)} of input cached · saved \\$[\\d.]+$`));
+    expect(await solar.getByRole("columnheader", { name: "Input cached" }).isVisible()).toBe(true);
+    expect(await solar.getByRole("row", { name: /Scout/ }).getByRole("cell", { name: "none", exact: true }).isVisible()).toBe(true);
+    const tile = page.locator('dl[aria-label="Totals"] > div').filter({ hasText: "Input cached" });
+    expect(await tile.getByRole("definition").innerText()).toMatch(new RegExp(`^${percent(report.totals.cachedShare)}\\s*saved \\$[\\d.]+$`));
+    expect(await page.getByText(/Cached input is input the provider had already seen/).isVisible()).toBe(true);
+    // Per day too.
+    await page.getByText(/^Per day \(/).click();
+    expect(await page.getByRole("region", { name: "Per day" }).getByRole("columnheader", { name: "Input cached" }).isVisible()).toBe(true);
     await shoot(page, "usage");
 
     await page.getByRole("button", { name: "Cost" }).click();
@@ -186,12 +223,51 @@ describe("usage and cost in the browser", () => {
     expect(await page.getByText("Chip watch, last 30 days").isVisible()).toBe(true);
   });
 
+  it("shows each model call's cached input on a real session's trace, and the session's share cached", async () => {
+    const desk = await createTeam("Cache desk", "Watch what the prompt cache saves.");
+    const task = await call<{ task: { id: string } }>(`/api/agents/${desk.lead}/tasks`, { method: "POST", body: { title: "Get the team ready" } });
+    expect(task.status).toBe(201);
+    type Task = { id: string; status: string };
+    await expect
+      .poll(async () => (await call<{ tasks: Task[] }>(`/api/agents/${desk.lead}/tasks`)).body.tasks.find((each) => each.id === task.body.task.id)?.status, { timeout: 60_000, interval: 500 })
+      .toBe("completed");
+
+    // The trace as the API has it: every model call's cached tokens, as the server reported them.
+    const sessionId = (await database.db.execute<{ id: string }>(sql`select id from work_sessions where agent_id = ${desk.lead} order by started_at limit 1`))[0]!.id;
+    type Span = { type: string; inputTokens: number; cachedTokens: number; outputTokens: number };
+    const { body } = await call<{ trace: { spans: Span[]; totals: { cachedShare: number; savedUsd: number; cachedTokens: number } } }>(`/api/sessions/${sessionId}`);
+    const cachedCalls = body.trace.spans.filter((span) => span.type === "model" && span.cachedTokens > 0);
+    expect(cachedCalls.length).toBeGreaterThanOrEqual(3);
+    expect(body.trace.totals.savedUsd).toBeGreaterThan(0);
+
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await open(`/sessions/${sessionId}`);
+    const outcome = page.getByRole("region", { name: "Outcome" });
+    const tile = outcome.locator("dl.stats > div").filter({ hasText: "Input cached" });
+    expect(await tile.getByRole("definition").innerText()).toMatch(new RegExp(`^${percent(body.trace.totals.cachedShare)}\\s*saved \\$[\\d.]+$`));
+    const number = (value: number) => value.toLocaleString("en-US");
+    for (const span of cachedCalls) {
+      const words = `${number(span.inputTokens)} in (${number(span.cachedTokens)} cached) · ${number(span.outputTokens)} out`;
+      expect(await page.getByRole("list", { name: /Model calls, tool calls and events/ }).getByText(words).first().isVisible(), words).toBe(true);
+    }
+    await shoot(page, "session-trace-cached");
+
+    // The usage page counts the session: the desk's line says how much of its input was cached.
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await open("/usage");
+    const deskUsage = page.getByRole("region", { name: "Cache desk" });
+    expect(await deskUsage.locator(".usage-team-cache").innerText()).toMatch(/^\d+% of input cached · saved \$[\d.]+$/);
+  });
+
   it("shows the team's spending against its budgets on the team page, and sets and clears them", async () => {
     // The last 30 days as a chart on the Overview, the budgets on Settings.
     await open(`/teams/${teams.solar.id}`);
     const spending = page.getByRole("region", { name: "Spending" });
     await spending.locator(".recharts-bar-rectangle").first().waitFor();
     expect(await spending.getByText("of 2,000,000").isVisible()).toBe(true);
+    // Beside the cost: today's share of input cached and what it saved, and the 30 days' in the chart's caption.
+    expect(await spending.locator(".budget-meter-cache").innerText()).toMatch(/^\d+% of input cached · saved \$[\d.]+$/);
+    expect(await spending.getByText(/^Last 30 days \(UTC\): [\d,]+ tokens, \$[\d,.]+, \d+% of input cached · saved \$[\d.]+$/).isVisible()).toBe(true);
     await shootRegion(spending, "team-spending");
     await open(`/teams/${teams.solar.id}/settings`);
     const section = budgetSection();

@@ -106,6 +106,12 @@ describe("usage report", () => {
     const solarUsage = report.teams.find((team) => team.teamId === solar.team.id)!;
     expect(solarUsage.figures).toMatchObject({ calls: 3, inputTokens: 2_005_000, outputTokens: 100_500, cachedTokens: 400_000, unpricedTokens: 5_500, unpricedModels: ["llama3.1:8b"] });
     expect(solarUsage.figures.costUsd).toBeCloseTo(2.2 + 0.15, 10);
+    // The cache: 400k of 2,005k input, which saved 400k × ($2 − $0.50) per million on gpt-4.1.
+    expect(solarUsage.figures.cachedShare).toBeCloseTo(400_000 / 2_005_000, 10);
+    expect(solarUsage.figures.savedUsd).toBeCloseTo(0.6, 10);
+    expect(solarUsage.agents.find((agent) => agent.agentId === scout.id)!.figures).toMatchObject({ cachedTokens: 0, cachedShare: 0, savedUsd: 0 });
+    expect(dayOf(report, utcDay(0))).toMatchObject({ inputTokens: 2_005_000, cachedTokens: 400_000 });
+    expect(dayOf(report, utcDay(0)).savedUsd).toBeCloseTo(0.6, 10);
     expect(solarUsage.agents.find((agent) => agent.agentId === solar.lead.id)!.figures.costUsd).toBeCloseTo(2.2, 10);
     expect(solarUsage.agents.find((agent) => agent.agentId === scout.id)!.figures).toMatchObject({ calls: 2, unpricedModels: ["llama3.1:8b"] });
     expect(solarUsage.models.find((model) => model.model === "gpt-4o-mini-2024-07-18")!.price).toEqual({ matched: "gpt-4o-mini", source: "built-in" });
@@ -132,7 +138,16 @@ describe("usage report", () => {
     await usageAt("- interval '1 second'", { agentId: lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 1_000_000, outputTokens: 0 });
     await usageAt("+ interval '1 second'", { agentId: lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 500_000, outputTokens: 0 });
     await usageAt("+ interval '2 seconds'", { agentId: lead.id, purpose: "work", model: "mystery", inputTokens: 7, outputTokens: 0 });
-    expect(await teamSpendToday(database.db, team.id)).toEqual({ calls: 2, tokens: 500_007, costUsd: 1, unpricedModels: ["mystery"] });
+    expect(await teamSpendToday(database.db, team.id)).toEqual({
+      calls: 2,
+      tokens: 500_007,
+      costUsd: 1,
+      unpricedModels: ["mystery"],
+      inputTokens: 500_007,
+      cachedTokens: 0,
+      cachedShare: 0,
+      savedUsd: 0,
+    });
   });
 
   it("keeps what a removed agent and a deleted team spent: the team's budget still counts it, and so do the totals", async () => {

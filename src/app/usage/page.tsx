@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import { CachedInputStat } from "@/components/cached-input-stat";
 import { LiveRefresh } from "@/components/live-events";
 import { PriceTableEditor } from "@/components/price-table";
 import { EmptyState } from "@/components/ui";
@@ -9,7 +10,7 @@ import { db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { listTeams } from "@/lib/db/queries/teams";
 import { isUuid } from "@/lib/ids";
-import { formatTokens, formatTokensShort, formatUsd } from "@/lib/usage/format";
+import { describeCache, formatShare, formatTokens, formatTokensShort, formatUsd, type CacheFigures } from "@/lib/usage/format";
 import { PriceTable, priceList } from "@/lib/usage/prices";
 import { usageReport, type TeamUsage, type UsageFigures, type UsageReport } from "@/lib/usage/report";
 
@@ -32,30 +33,41 @@ function Cost({ figures }: { figures: UsageFigures }) {
   );
 }
 
-function FigureCells({ figures }: { figures: UsageFigures }) {
+/** The share of input cached and what it saved, under a heading that says "Input cached"; "none" quietly. */
+function CacheCell({ figures }: { figures: CacheFigures }) {
+  const words = describeCache(figures, { short: true });
+  return <td className="num">{figures.cachedTokens > 0 ? words : <span className="meta">{words ?? "—"}</span>}</td>;
+}
+
+/** Whether the period had any cached input: with none (the offline model, a provider without a cache), the column is left out. */
+type CacheColumn = { cache: boolean };
+
+function FigureCells({ figures, cache }: { figures: UsageFigures } & CacheColumn) {
   return (
     <>
       <td className="num">{formatTokens(figures.tokens)}</td>
       <td className="num">
         <Cost figures={figures} />
       </td>
+      {cache && <CacheCell figures={figures} />}
       <td className="num">{formatTokens(figures.calls)}</td>
       <td className="num">{formatTokens(figures.inputTokens)}</td>
-      <td className="num">{formatTokens(figures.cachedTokens)}</td>
       <td className="num">{formatTokens(figures.outputTokens)}</td>
     </>
   );
 }
 
 // Tokens and cost first: on a phone they are what shows before the table scrolls sideways.
-const FIGURE_HEADINGS = ["Tokens", "Cost", "Calls", "Input", "of which cached", "Output"];
+const figureHeadings = (cache: boolean) => ["Tokens", "Cost", ...(cache ? ["Input cached"] : []), "Calls", "Input", "Output"];
 
 /** One team's agents over the period; calls for no agent (drafting) have a row of their own. */
-function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
+function TeamTable({ team, days, cache }: { team: TeamUsage; days: number } & CacheColumn) {
   const headingId = `usage-team-${team.key}`;
   return (
     <section aria-labelledby={headingId} className="subsection usage-team">
       <h3 id={headingId}>{team.teamId ? <Link href={`/teams/${team.teamId}`}>{team.teamName}</Link> : team.teamName}</h3>
+      {/* The team's cache in words, above its table: on a phone the table's column is off to the side. */}
+      {cache && <p className="meta usage-team-cache">{describeCache(team.figures)}</p>}
       <div className="table-scroll">
         <table className="usage-table">
           <caption className="visually-hidden">
@@ -64,7 +76,7 @@ function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
           <thead>
             <tr>
               <th scope="col">Agent</th>
-              {FIGURE_HEADINGS.map((heading) => (
+              {figureHeadings(cache).map((heading) => (
                 <th key={heading} scope="col" className="num">
                   {heading}
                 </th>
@@ -78,7 +90,7 @@ function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
                   {agent.agentId ? <Link href={`/agents/${agent.agentId}`}>{agent.agentName}</Link> : agent.agentName}
                   {agent.role === "lead" && <span className="pill usage-role">lead</span>}
                 </th>
-                <FigureCells figures={agent.figures} />
+                <FigureCells figures={agent.figures} cache={cache} />
               </tr>
             ))}
           </tbody>
@@ -86,7 +98,7 @@ function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
             <tfoot>
               <tr>
                 <th scope="row">Team total</th>
-                <FigureCells figures={team.figures} />
+                <FigureCells figures={team.figures} cache={cache} />
               </tr>
             </tfoot>
           )}
@@ -101,7 +113,7 @@ function TeamTable({ team, days }: { team: TeamUsage; days: number }) {
   );
 }
 
-function ModelTable({ report }: { report: UsageReport }) {
+function ModelTable({ report, cache }: { report: UsageReport } & CacheColumn) {
   return (
     <div className="table-scroll">
       <table className="usage-table">
@@ -110,7 +122,7 @@ function ModelTable({ report }: { report: UsageReport }) {
           <tr>
             <th scope="col">Model</th>
             <th scope="col">Priced as</th>
-            {FIGURE_HEADINGS.map((heading) => (
+            {figureHeadings(cache).map((heading) => (
               <th key={heading} scope="col" className="num">
                 {heading}
               </th>
@@ -133,7 +145,7 @@ function ModelTable({ report }: { report: UsageReport }) {
                   <span className="meta">no price — tokens only</span>
                 )}
               </td>
-              <FigureCells figures={model.figures} />
+              <FigureCells figures={model.figures} cache={cache} />
             </tr>
           ))}
         </tbody>
@@ -142,13 +154,13 @@ function ModelTable({ report }: { report: UsageReport }) {
   );
 }
 
-function DayTable({ report }: { report: UsageReport }) {
+function DayTable({ report, cache }: { report: UsageReport } & CacheColumn) {
   return (
     <details className="usage-days">
       <summary>Per day ({report.days} UTC days)</summary>
       <div className="table-scroll">
         <table className="usage-table">
-          <caption className="visually-hidden">Tokens and cost per UTC day</caption>
+          <caption className="visually-hidden">Tokens, cost{cache ? " and input cached" : ""} per UTC day</caption>
           <thead>
             <tr>
               <th scope="col">Day (UTC)</th>
@@ -158,6 +170,11 @@ function DayTable({ report }: { report: UsageReport }) {
               <th scope="col" className="num">
                 Cost
               </th>
+              {cache && (
+                <th scope="col" className="num">
+                  Input cached
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -166,6 +183,7 @@ function DayTable({ report }: { report: UsageReport }) {
                 <th scope="row">{day.day}</th>
                 <td className="num">{formatTokens(day.tokens)}</td>
                 <td className="num">{formatUsd(day.costUsd)}</td>
+                {cache && <CacheCell figures={day} />}
               </tr>
             ))}
           </tbody>
@@ -184,6 +202,7 @@ export default async function UsagePage({ searchParams }: Props) {
   const report = await usageReport(db(), { days: DAYS, teamId, prices: new PriceTable(customPrices) });
   const chosen = teams.find((team) => team.id === teamId);
   const { totals } = report;
+  const cache = totals.cachedTokens > 0;
 
   return (
     <div className="page">
@@ -243,11 +262,16 @@ export default async function UsagePage({ searchParams }: Props) {
               <dt>Model calls</dt>
               <dd>{formatTokens(totals.calls)}</dd>
             </div>
-            <div>
-              <dt>Cached input tokens</dt>
-              <dd>{formatTokens(totals.cachedTokens)}</dd>
-            </div>
+            <CachedInputStat figures={totals} />
           </dl>
+          {cache && (
+            <p className="hint cache-explained">
+              <strong>Cached</strong> input is input the provider had already seen at the start of a recent request — the agent&apos;s
+              instructions and the conversation so far — and charges less for. Over these {DAYS} days {formatShare(totals.cachedShare)} of all input
+              was cached
+              {totals.savedUsd > 0 ? <>, which saved {formatUsd(totals.savedUsd)} against the full input price.</> : "."}
+            </p>
+          )}
           {totals.unpricedModels.length > 0 && (
             <p className="notice unpriced-summary">
               No price for {totals.unpricedModels.map((model, index) => (
@@ -268,19 +292,19 @@ export default async function UsagePage({ searchParams }: Props) {
               teams={report.teams.map((team) => ({ key: team.key, name: team.teamName }))}
               unpricedTokens={totals.unpricedTokens}
             />
-            <DayTable report={report} />
+            <DayTable report={report} cache={cache} />
           </section>
 
           <section aria-labelledby="teams-heading" className="section">
             <h2 id="teams-heading">Per team and agent</h2>
             {report.teams.map((team) => (
-              <TeamTable key={team.key} team={team} days={DAYS} />
+              <TeamTable key={team.key} team={team} days={DAYS} cache={cache} />
             ))}
           </section>
 
           <section aria-labelledby="models-heading" className="section">
             <h2 id="models-heading">Per model</h2>
-            <ModelTable report={report} />
+            <ModelTable report={report} cache={cache} />
           </section>
         </>
       )}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatUsd } from "./format";
-import { BUILT_IN_PRICES, costOf, PriceTable, priceCandidates, priceList } from "./prices";
+import { describeCache, formatShare, formatUsd } from "./format";
+import { BUILT_IN_PRICES, cachedShare, costOf, PriceTable, priceCandidates, priceList, savedByCache } from "./prices";
 
 describe("model prices", () => {
   it("price a dated snapshot and a provider-prefixed id as their model, and nothing by prefix", () => {
@@ -39,6 +39,44 @@ describe("model prices", () => {
     expect(costOf({ ...price, cachedInputUsdPerMtok: null }, { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 0 })).toBeCloseTo(2, 10);
     // A provider reporting more cached than input tokens does not make the cost negative.
     expect(costOf(price, { inputTokens: 10, cachedTokens: 50, outputTokens: 0 })).toBeCloseTo(5e-6, 12);
+  });
+
+  it("say what the cache saved: the cached tokens at the input rate less the cached rate, and what share of input they were", () => {
+    const price = { inputUsdPerMtok: 2, cachedInputUsdPerMtok: 0.5, outputUsdPerMtok: 8 };
+    const tokens = { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 100_000 };
+    // 400k cached × ($2 − $0.50) per million.
+    expect(savedByCache(price, tokens)).toBeCloseTo(0.6, 10);
+    expect(cachedShare(tokens)).toBeCloseTo(0.4, 10);
+    // The cost plus the saving is what the same call costs with nothing cached.
+    expect(costOf(price, tokens) + savedByCache(price, tokens)).toBeCloseTo(costOf(price, { ...tokens, cachedTokens: 0 }), 10);
+    // No cached rate: cached input costs what other input costs, so nothing was saved.
+    expect(savedByCache({ ...price, cachedInputUsdPerMtok: null }, tokens)).toBe(0);
+    // A cached rate above the input rate saves nothing rather than a negative amount.
+    expect(savedByCache({ ...price, cachedInputUsdPerMtok: 3 }, tokens)).toBe(0);
+    // A provider reporting more cached than input tokens: the share and the saving stop at all of the input.
+    expect(cachedShare({ inputTokens: 10, cachedTokens: 50 })).toBe(1);
+    expect(savedByCache(price, { inputTokens: 10, cachedTokens: 50 })).toBeCloseTo(1.5e-5, 12);
+    expect(cachedShare({ inputTokens: 0, cachedTokens: 0 })).toBe(0);
+
+    // Through the table: a dated snapshot saves at its model's rates, an unpriced model saves nothing.
+    const prices = new PriceTable();
+    expect(prices.savedOf("gpt-4.1-2025-04-14", tokens)).toBeCloseTo(0.6, 10);
+    expect(prices.savedOf("gpt-4o", { inputTokens: 2_000_000, cachedTokens: 2_000_000 })).toBeCloseTo(2.5, 10);
+    expect(prices.savedOf("llama3.1:8b", tokens)).toBe(0);
+    expect(prices.savedOf("offline", tokens)).toBe(0);
+  });
+
+  it("put the cache in words: the share of input cached and what it saved, none, or nothing to say", () => {
+    const figures = (inputTokens: number, cachedTokens: number, savedUsd: number) => ({ inputTokens, cachedTokens, cachedShare: cachedShare({ inputTokens, cachedTokens }), savedUsd });
+    expect(describeCache(figures(12_400, 7_688, 0.41))).toBe("62% of input cached · saved $0.41");
+    expect(describeCache(figures(12_400, 7_688, 0.41), { short: true })).toBe("62% · saved $0.41");
+    expect(describeCache(figures(12_400, 7_688, 0))).toBe("62% of input cached");
+    expect(describeCache(figures(12_400, 0, 0))).toBe("none cached");
+    expect(describeCache(figures(0, 0, 0))).toBeNull();
+    expect(formatShare(0.004)).toBe("<1%");
+    expect(formatShare(0.996)).toBe(">99%");
+    expect(formatShare(1)).toBe("100%");
+    expect(formatShare(0)).toBe("0%");
   });
 
   it("list built-in and custom prices together", () => {

@@ -99,17 +99,47 @@ export class PriceTable {
     const match = this.priceOf(model);
     return match ? costOf(match.price, tokens) : null;
   }
+
+  /** What the cache saved on some tokens of one model in US dollars; 0 when the model has no price. */
+  savedOf(model: string, tokens: CacheCounts): number {
+    const match = this.priceOf(model);
+    return match ? savedByCache(match.price, tokens) : 0;
+  }
 }
 
 /** Tokens as usage rows count them: `inputTokens` includes the `cachedTokens` read from the provider's cache. */
 export type TokenCounts = { inputTokens: number; outputTokens: number; cachedTokens: number };
 
+/** The input side of some tokens: what the cache arithmetic needs. */
+export type CacheCounts = Pick<TokenCounts, "inputTokens" | "cachedTokens">;
+
+/** The cached part of some input, within 0 and the input: a provider that reports more cached than input tokens is not believed. */
+function cachedPart(tokens: CacheCounts): number {
+  return Math.min(Math.max(tokens.cachedTokens, 0), Math.max(tokens.inputTokens, 0));
+}
+
 /** US dollars for some tokens at a price: cached input at the cached rate (or the input rate when there is none). */
 export function costOf(price: TokenPrice, tokens: TokenCounts): number {
-  const cached = Math.min(Math.max(tokens.cachedTokens, 0), tokens.inputTokens);
+  const cached = cachedPart(tokens);
   const uncached = tokens.inputTokens - cached;
   const cachedRate = price.cachedInputUsdPerMtok ?? price.inputUsdPerMtok;
   return (uncached * price.inputUsdPerMtok + cached * cachedRate + tokens.outputTokens * price.outputUsdPerMtok) / 1_000_000;
+}
+
+/** The share of input the provider served from its prompt cache, 0 to 1; 0 when there was no input. */
+export function cachedShare(tokens: CacheCounts): number {
+  return tokens.inputTokens > 0 ? cachedPart(tokens) / tokens.inputTokens : 0;
+}
+
+/**
+ * US dollars the cache saved at a price: what the cached input would have cost at the input
+ * rate less what it cost at the cached rate, so costOf + savedByCache is the cost had nothing
+ * been cached. 0 without a cached rate (cached input then costs what other input costs), and
+ * never below 0: a cached rate set above the input rate saves nothing (costOf still charges it).
+ */
+export function savedByCache(price: TokenPrice, tokens: CacheCounts): number {
+  if (price.cachedInputUsdPerMtok === null) return 0;
+  return (cachedPart(tokens) * Math.max(0, price.inputUsdPerMtok - price.cachedInputUsdPerMtok)) / 1_000_000;
 }
 
 /** One row of the price table as the Usage page lists it. */

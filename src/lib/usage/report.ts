@@ -1,6 +1,6 @@
 import type { Db } from "@/lib/db/client";
 import { DELETED_TEAMS, listUsageByDay, REMOVED_AGENTS, type ModelTokens } from "@/lib/db/queries/usage";
-import type { PriceSource, PriceTable } from "./prices";
+import { cachedShare, type PriceSource, type PriceTable } from "./prices";
 import { loadPriceTable } from "./spend";
 
 /**
@@ -11,7 +11,12 @@ export type UsageFigures = {
   calls: number;
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens the provider served from its prompt cache (part of inputTokens). */
   cachedTokens: number;
+  /** cachedTokens / inputTokens, 0 to 1 (0 with no input). */
+  cachedShare: number;
+  /** What the cached tokens saved against the input rate (priced models with a cached rate only; see savedByCache). */
+  savedUsd: number;
   /** Input + output (cached tokens are part of input). */
   tokens: number;
   costUsd: number;
@@ -29,8 +34,17 @@ const REMOVED_AGENTS_KEY = "removed";
 export type ModelUsage = { model: string; price: { matched: string; source: PriceSource } | null; figures: UsageFigures };
 export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
 export type TeamUsage = { key: string; teamId: string | null; teamName: string; figures: UsageFigures; agents: AgentUsage[]; models: ModelUsage[] };
-/** One UTC day: its totals and each team's share (keyed by TeamUsage.key; teams with none are absent). */
-export type DayUsage = { day: string; tokens: number; costUsd: number; byTeam: Record<string, { tokens: number; costUsd: number }> };
+/** One UTC day: its totals (with the cache's part of its input) and each team's share (keyed by TeamUsage.key; teams with none are absent). */
+export type DayUsage = {
+  day: string;
+  tokens: number;
+  costUsd: number;
+  inputTokens: number;
+  cachedTokens: number;
+  cachedShare: number;
+  savedUsd: number;
+  byTeam: Record<string, { tokens: number; costUsd: number }>;
+};
 /** The finest grain: one UTC day × team × agent. */
 export type DayTeamAgentUsage = { day: string; teamKey: string; agentId: string | null; figures: UsageFigures };
 
@@ -50,15 +64,17 @@ export const REPORT_DAYS_DEFAULT = 30;
 export const REPORT_DAYS_MAX = 366;
 
 export function emptyFigures(): UsageFigures {
-  return { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
+  return { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
 }
 
-/** Adds one model's tokens (and their cost, null when it has no price) to some figures. */
-function add(figures: UsageFigures, row: ModelTokens, cost: number | null): void {
+/** Adds one model's tokens (their cost, null when it has no price, and what the cache saved) to some figures. */
+function add(figures: UsageFigures, row: ModelTokens, cost: number | null, saved: number): void {
   figures.calls += row.calls;
   figures.inputTokens += row.inputTokens;
   figures.outputTokens += row.outputTokens;
   figures.cachedTokens += row.cachedTokens;
+  figures.cachedShare = cachedShare(figures);
+  figures.savedUsd += saved;
   figures.tokens += row.inputTokens + row.outputTokens;
   if (cost === null) {
     figures.unpricedTokens += row.inputTokens + row.outputTokens;
@@ -90,10 +106,11 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
   const totals = emptyFigures();
 
   for (const row of rows) {
-    const day = entry(series, row.day, (): DayUsage => ({ day: row.day, tokens: 0, costUsd: 0, byTeam: {} }));
+    const day = entry(series, row.day, (): DayUsage => ({ day: row.day, tokens: 0, costUsd: 0, inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, byTeam: {} }));
     if (row.calls === 0) continue; // a day with no usage
     const match = prices.priceOf(row.model);
     const cost = prices.costOf(row.model, row);
+    const saved = prices.savedOf(row.model, row);
     const price = match && { matched: match.matched, source: match.source };
     // A deleted team's rows keep its id but find no name; a removed agent's likewise. Each is
     // one entry (no link), so the totals keep what they cost.
@@ -103,13 +120,17 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
 
     day.tokens += row.inputTokens + row.outputTokens;
     day.costUsd += cost ?? 0;
+    day.inputTokens += row.inputTokens;
+    day.cachedTokens += row.cachedTokens;
+    day.cachedShare = cachedShare(day);
+    day.savedUsd += saved;
     const share = (day.byTeam[teamKey] ??= { tokens: 0, costUsd: 0 });
     share.tokens += row.inputTokens + row.outputTokens;
     share.costUsd += cost ?? 0;
 
     const agentId = agentGone ? null : row.agentId;
     const agentKey = row.agentId === null ? NO_TEAM_KEY : agentGone ? REMOVED_AGENTS_KEY : row.agentId;
-    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId, figures: emptyFigures() })).figures, row, cost);
+    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId, figures: emptyFigures() })).figures, row, cost, saved);
 
     const team = entry(teams, teamKey, () => ({
       key: teamKey,
@@ -121,15 +142,16 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
       agentMap: new Map(),
       modelMap: new Map(),
     }));
-    add(team.figures, row, cost);
+    add(team.figures, row, cost, saved);
     add(
       entry(team.agentMap, agentKey, () => ({ agentId, agentName: row.agentName ?? (agentGone ? REMOVED_AGENTS : NO_AGENT_NAME), role: row.agentRole, figures: emptyFigures() })).figures,
       row,
       cost,
+      saved,
     );
-    add(entry(team.modelMap, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost);
-    add(entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost);
-    add(totals, row, cost);
+    add(entry(team.modelMap, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost, saved);
+    add(entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost, saved);
+    add(totals, row, cost, saved);
   }
 
   const byTokens = <T extends { figures: UsageFigures }>(items: Iterable<T>) => [...items].sort((a, b) => b.figures.tokens - a.figures.tokens);

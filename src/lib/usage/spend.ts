@@ -1,25 +1,43 @@
 import type { Db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { getTeamUsageTodayByModel, type ModelTokens } from "@/lib/db/queries/usage";
-import { PriceTable } from "./prices";
+import { cachedShare, PriceTable } from "./prices";
 
 /** The prices in force now: the person's rows over the built-in defaults. */
 export async function loadPriceTable(db: Db): Promise<PriceTable> {
   return new PriceTable(await listModelPrices(db));
 }
 
-/** Tokens and cost of some usage; models without a price add tokens but no cost, and are named. */
-export type Spend = { calls: number; tokens: number; costUsd: number; unpricedModels: string[] };
+/**
+ * Tokens and cost of some usage, and the cache's part of its input; models without a price add
+ * tokens but no cost (and save nothing), and are named.
+ */
+export type Spend = {
+  calls: number;
+  tokens: number;
+  costUsd: number;
+  unpricedModels: string[];
+  inputTokens: number;
+  cachedTokens: number;
+  /** cachedTokens / inputTokens, 0 to 1. */
+  cachedShare: number;
+  /** What the cached tokens saved against the input rate (see savedByCache). */
+  savedUsd: number;
+};
 
 export function spendOf(rows: readonly ModelTokens[], prices: PriceTable): Spend {
-  const spend: Spend = { calls: 0, tokens: 0, costUsd: 0, unpricedModels: [] };
+  const spend: Spend = { calls: 0, tokens: 0, costUsd: 0, unpricedModels: [], inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0 };
   for (const row of rows) {
     spend.calls += row.calls;
     spend.tokens += row.inputTokens + row.outputTokens;
+    spend.inputTokens += row.inputTokens;
+    spend.cachedTokens += row.cachedTokens;
+    spend.savedUsd += prices.savedOf(row.model, row);
     const cost = prices.costOf(row.model, row);
     if (cost === null) spend.unpricedModels.push(row.model);
     else spend.costUsd += cost;
   }
+  spend.cachedShare = cachedShare(spend);
   return spend;
 }
 

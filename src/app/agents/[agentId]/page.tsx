@@ -4,6 +4,7 @@ import { AgentActivityLine } from "@/components/agent-activity";
 import { activityState } from "@/lib/activity";
 import { notFound } from "next/navigation";
 import { AssignTaskForm, CancelTaskButton, RetryTaskButton, StopSessionButton, TaskTree } from "@/components/agent-controls";
+import { CachedInputStat } from "@/components/cached-input-stat";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { ErrorText, PlainMarkdown } from "@/components/plain-words";
@@ -132,10 +133,7 @@ export default async function AgentPage({ params, searchParams }: Props) {
             <dt>Output tokens</dt>
             <dd>{number(usage.outputTokens)}</dd>
           </div>
-          <div>
-            <dt>Cached tokens</dt>
-            <dd>{number(usage.cachedTokens)}</dd>
-          </div>
+          <CachedInputStat figures={spend} />
           <div>
             <dt>Cost</dt>
             <dd>{usage.calls > 0 && spend.unpricedModels.length === usageByModel.length ? "—" : formatUsd(spend.costUsd)}</dd>

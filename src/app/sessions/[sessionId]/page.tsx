@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
+import { CachedInputStat } from "@/components/cached-input-stat";
 import { LiveRefresh } from "@/components/live-events";
 import { ErrorText, ProblemText } from "@/components/plain-words";
 import { formatDuration, SessionWaterfall } from "@/components/session-waterfall";
@@ -96,10 +97,7 @@ export default async function SessionPage({ params }: Props) {
             <dt>Output tokens</dt>
             <dd>{number(totals.outputTokens)}</dd>
           </div>
-          <div>
-            <dt>Cached tokens</dt>
-            <dd>{number(totals.cachedTokens)}</dd>
-          </div>
+          <CachedInputStat figures={totals} />
           <div>
             <dt>Model time</dt>
             <dd>{formatDuration(totals.modelMs)}</dd>
