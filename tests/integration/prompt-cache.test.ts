@@ -8,6 +8,7 @@ import { decideApproval } from "@/lib/agents/approvals";
 import { streamChatReply } from "@/lib/agents/chat";
 import { parseLogInput } from "@/lib/agents/formats";
 import { answerQuestionFromPerson } from "@/lib/agents/questions";
+import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
 import { assignTask } from "@/lib/agents/tasks";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { getAllMessages, getBackgroundConversation, getTask } from "@/lib/db/queries";
@@ -187,5 +188,48 @@ describe("a prompt-cache-friendly context", () => {
     expect(refused).toBeDefined();
     // Nothing was delegated: the call did not run.
     expect(log.some((message) => message.content.includes("More work") && message.role === "user")).toBe(false);
+  });
+
+  it("a scheduled check-in with nothing to do costs one model call; one that finds work still wraps up", { timeout: 60_000 }, async () => {
+    const { lead } = await createTeamFixture(database.db, { subordinates: ["Scout"], name: "Quiet Team" });
+    const { db } = database;
+    const leadCalls = () => openai.requests.filter((request) => systemText(request).includes(`You are ${lead.name},`) || String(request.prompt_cache_key ?? "").includes(leadLog));
+    const leadLog = (await getBackgroundConversation(db, lead.id)).id;
+    openai.setHandler((request) => (systemText(request).includes(`You are ${lead.name},`) && !request.response_format && toolNames(request).length > 0 ? { text: "Nothing new since the last briefing." } : play(request)));
+    try {
+      const before = leadCalls().length;
+      expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
+      await runUntilQuiet(engine.deps, 10, { agentIds: [lead.id] });
+      // One model call: no knowledge extraction over it, no briefing decision after it.
+      expect(leadCalls().length - before).toBe(1);
+      const rows = await db.select().from(usage);
+      expect(rows.filter((row) => row.agentId === lead.id).map((row) => row.purpose)).toEqual(["work"]);
+    } finally {
+      openai.setHandler(play);
+    }
+    // A check-in that does something (here: the lead looks at its team) wraps up as any session does.
+    openai.setHandler((request) => {
+      if (!systemText(request).includes(`You are ${lead.name},`) || request.response_format || toolNames(request).length === 0) return play(request);
+      if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
+      return request.messages.at(-1)!.role === "tool" ? { text: "The team is idle." } : { toolCalls: [{ name: "getTeamStatus", arguments: {} }] };
+    });
+    try {
+      expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
+      await runUntilQuiet(engine.deps, 10, { agentIds: [lead.id] });
+    } finally {
+      openai.setHandler(play);
+    }
+    const purposes = (await db.select().from(usage)).filter((row) => row.agentId === lead.id).map((row) => row.purpose);
+    expect(purposes).toEqual(expect.arrayContaining(["extraction", "briefing"]));
+  });
+
+  it("names each conversation to the provider: by default for OpenAI itself only, for another server when asked", () => {
+    const choose = (config: Partial<Parameters<typeof chooseModel>[1]>) => chooseModel(null, { OPENAI_API_KEY: undefined, OPENAI_BASE_URL: undefined, LLM_MODEL: undefined, ...config }).cacheKeys;
+    expect(choose({ OPENAI_API_KEY: "sk-test" })).toBe(true);
+    expect(choose({ OPENAI_BASE_URL: "https://api.openai.com/v1" })).toBe(true);
+    expect(choose({ OPENAI_BASE_URL: "http://127.0.0.1:1234/v1" })).toBe(false);
+    expect(choose({ OPENAI_BASE_URL: "http://127.0.0.1:1234/v1", PROMPT_CACHE_KEY: "on" })).toBe(true);
+    expect(choose({ OPENAI_API_KEY: "sk-test", PROMPT_CACHE_KEY: "off" })).toBe(false);
+    expect(choose({})).toBe(false);
   });
 });

@@ -10,7 +10,7 @@ import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskS
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
-import type { Agent, Conversation, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
+import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
@@ -18,7 +18,7 @@ import { approvalRequestsOf, carryOutDecisions, decisionsNote, requestApprovals,
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
-import { formatOpenTasks, OPEN_TASKS_LIKE, stepLimitMarker } from "./formats";
+import { formatOpenTasks, OPEN_TASKS_LIKE, parseLogInput, parseOpenTasks, stepLimitMarker, taskSourceWords } from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
@@ -309,6 +309,11 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
  */
 async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
   const messages = await getMessagesSince(deps.db, state.conversation.id, state.startTail);
+  // A check-in that found nothing to do costs its one model call: nothing to learn from, nothing to brief on.
+  if (quietCheckIns(messages)) {
+    state.startTail = messages.at(-1)?.id ?? state.startTail;
+    return;
+  }
   await extractKnowledgeFromConversation({
     db: deps.db,
     model: state.model,
@@ -330,6 +335,22 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
     // the prompt cache), of which only the briefing tool runs: the prompt says so, and so do the others' results.
     await runTurn(deps, state, { purpose: "briefing", only: ["createInboxItem"], maxSteps: 2, takesInput: false });
   }
+}
+
+/**
+ * Whether what a session added to the log is only check-ins its schedule gave, answered in
+ * words: no tool called, nothing heard from anyone (a report, an answer, a webhook).
+ */
+function quietCheckIns(messages: readonly Message[]): boolean {
+  let checkIns = 0;
+  for (const message of messages) {
+    if (message.role === "tool" || message.role === "summary" || (message.toolCalls?.length ?? 0) > 0) return false;
+    if (message.role !== "user" || parseOpenTasks(message.content)) continue;
+    const input = parseLogInput(message.content);
+    if (input?.kind !== "task" || input.from !== taskSourceWords("schedule")) return false;
+    checkIns += 1;
+  }
+  return checkIns > 0;
 }
 
 /**
