@@ -112,7 +112,7 @@ const loadAtStart = os.loadavg()[0]!;
 
 try {
   const machine = await describeServer(database);
-  log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : "127.0.0.1:5432"}`);
+  log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : new URL(server.adminUrl).host}`);
   // The build (when needed) overlaps the load, and is done before anything is timed.
   const building: Promise<Build> = needsBuild ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
   // The figures that count tokens run on teams of their own and need no histories (minutes to load);
