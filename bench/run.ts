@@ -1,7 +1,8 @@
 // `npm run bench`: the costs users feel, measured against their limits. Prints one table.
 // Options: --only=context,step,…  (run some figures; the table shows those);
 //          --quick (no filler histories: under a million messages, and small sizes for the scale
-//          figures: for working on the bench itself); --memory-sessions=N.
+//          figures: for working on the bench itself); --memory-sessions=N; --divergences (the cache
+//          figure logs every request that does not extend the one before it).
 import os from "node:os";
 import { JobQueue } from "../src/lib/jobs/job-queue";
 import { compactionFigure } from "./figures/compaction";
@@ -20,13 +21,15 @@ import { memoryFigure } from "./figures/memory";
 import { pagesFigure } from "./figures/pages";
 import { fanOutFigure } from "./figures/fan-out";
 import { peersFigure } from "./figures/peers";
+import { costFigure } from "./figures/cost";
+import { cacheFigure } from "./figures/cache";
 import { loadHistories, type HistorySpec } from "./lib/history";
 import { ModelServer } from "./lib/model-server";
 import { createBenchDatabase, describeServer, startBenchServer } from "./lib/postgres";
 import { renderTable, type FigureResult } from "./lib/table";
 import { Workers } from "./lib/workers";
 
-const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline", "scale", "idle", "memory", "fan-out", "pages", "peers"] as const;
+const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline", "scale", "idle", "memory", "fan-out", "pages", "peers", "cost", "cache"] as const;
 type Figure = (typeof allFigures)[number];
 
 const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
@@ -35,6 +38,8 @@ const selected = new Set<Figure>(
 );
 const needsWorkers = ["wake", "inject", "throughput", "recovery", "scale", "idle", "memory", "peers"].some((figure) => selected.has(figure as Figure));
 const quick = process.argv.includes("--quick");
+// --divergences: the cache figure logs every request that breaks its conversation's prefix, not only the first.
+const listDivergences = process.argv.includes("--divergences");
 // The sizes of the scale figures: the issue's in a full run, small ones with --quick.
 const sizes = {
   scale: quick ? { teams: 20, perTeam: 10, workerCounts: [1, 2, 4] } : { teams: 100, perTeam: 10, workerCounts: [1, 2, 4] },
@@ -42,6 +47,7 @@ const sizes = {
   memory: quick ? { sessions: 1_000, agents: 200 } : { sessions: 10_000, agents: 500 },
   fanOut: quick ? { streams: 200, events: 10 } : { streams: 200, events: 30 },
   peers: quick ? { rounds: [50], sessions: 2, crashAt: 25 } : { rounds: [50, 200], sessions: 3, crashAt: 25 },
+  cache: quick ? { rounds: 20, leadTasks: 4, chatMessages: 6 } : { rounds: 50, leadTasks: 10, chatMessages: 10 },
   pages: quick ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 } : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
 };
 // --memory-sessions=N: a longer (or shorter) memory figure than the default.
@@ -106,11 +112,14 @@ const loadAtStart = os.loadavg()[0]!;
 
 try {
   const machine = await describeServer(database);
-  log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : "127.0.0.1:5432"}`);
+  log(`database ${database.name} on ${server.embedded ? "an embedded Postgres" : new URL(server.adminUrl).host}`);
   // The build (when needed) overlaps the load, and is done before anything is timed.
   const building: Promise<Build> = needsBuild ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
-  log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
-  const loaded = await loadHistories(database, histories, log);
+  // The figures that count tokens run on teams of their own and need no histories (minutes to load);
+  // every other figure is measured with them in the tables, as before.
+  const needsHistories = [...selected].some((figure) => figure !== "cost" && figure !== "cache");
+  if (needsHistories) log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
+  const loaded = needsHistories ? await loadHistories(database, histories, log) : new Map<string, never>();
   const build = await building;
   if (build.error) log(`ttfb: the production build failed; ttfb is reported as not measured.\n${build.error}`);
 
@@ -141,6 +150,13 @@ try {
     await run("peers", "the same tool loop in Cadre, LangGraph.js and Mastra; kill -9 mid-session", () => peersFigure(database, j, m, w, sizes.peers, log));
     await run("memory", `worker RSS over ${sizes.memory.sessions} sessions`, () => memoryFigure(database, j, m, w, sizes.memory));
     await workers.stopAll();
+  }
+  // Each starts a worker of its own, on a model server that applies OpenAI's prompt cache rule
+  // and a web whose answers are the size real ones are: after the workers above have stopped.
+  if (selected.has("cost") || selected.has("cache")) {
+    const j = (jobs ??= await JobQueue.start(database.url, "web", { quiet: true }));
+    await run("cost", "tokens and dollars per outcome: a research briefing, a check-in, a chat reply", () => costFigure(database, j, log));
+    await run("cache", "share of input tokens served by the prompt cache", () => cacheFigure(database, j, sizes.cache, log, listDivergences));
   }
   await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
   await run("fan-out", `${sizes.fanOut.streams} live-update streams on one web process`, () => fanOutFigure(database, sizes.fanOut));

@@ -1,12 +1,28 @@
+import { BRIEFING_DECISION_PROMPT, COMPACTION_INSTRUCTIONS } from "../../src/lib/agents/prompts";
 import { lastUserText, startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../../tests/support/fake-openai";
+import { PromptCache, type CacheMeasure } from "../../tests/support/prompt-cache";
 import { now } from "./stats";
 
-/** A work-session call as the fake server sees it, with the moment it arrived. */
-export type ModelCall = { agent: string; request: FakeChatRequest; arrivedAt: number };
+/**
+ * What a call is for, read from the request alone (the engine's prompts say it): an agent's
+ * work log (its turns), the lead's end-of-session briefing decision (a turn of the same log),
+ * a chat reply, or one of the side calls that are conversations of their own.
+ */
+export type CallKind = "work" | "briefing" | "chat" | "compaction" | "extraction";
+
+/** A call as the fake server sees it, with the moment it arrived. `kind` is "work" or "chat" for a script. */
+export type ModelCall = { agent: string; kind: CallKind; request: FakeChatRequest; arrivedAt: number };
 export type AgentScript = (call: ModelCall) => FakeReply | Promise<FakeReply>;
 
 const systemText = (request: FakeChatRequest) => String(request.messages.find((message) => message.role === "system")?.content ?? "");
 const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
+/** The first line of the compaction call's instructions: there whether or not the call carries tools. */
+const COMPACTION_OPENING = COMPACTION_INSTRUCTIONS.split("\n")[0]!;
+/** What the briefing decision asks (the prompt, or its question if reworded): a turn of the lead's log, whatever tools it is offered. */
+const isBriefingDecision = (request: FakeChatRequest) => {
+  const text = lastUserText(request);
+  return text.includes(BRIEFING_DECISION_PROMPT) || text.includes("Decide whether to brief the person");
+};
 
 /** Tool results since the latest task entered the log: how far the current task has got. */
 export function roundsSinceTask(request: FakeChatRequest): number {
@@ -20,6 +36,43 @@ export function promptIncludes(request: FakeChatRequest, text: string): boolean 
   );
 }
 
+/** The agent a call is made for, by the name its instructions give it; "" when they name none (extraction). */
+export function agentOf(request: FakeChatRequest): string {
+  return /You are (.+?), (the lead|a member)/.exec(systemText(request))?.[1] ?? "";
+}
+
+export function kindOf(request: FakeChatRequest): CallKind {
+  if (request.response_format) return "extraction";
+  const system = systemText(request);
+  const tools = toolNames(request);
+  // Its instructions may come as the system prompt or, in a call that reuses the log's prefix, as its last message.
+  if (tools.length === 0 || system.includes(COMPACTION_OPENING) || lastUserText(request).includes(COMPACTION_OPENING)) return "compaction";
+  // By the question first: after the engine keeps the full tool set for the decision, the tools no longer tell.
+  if (isBriefingDecision(request) || (tools.length === 1 && tools[0] === "createInboxItem")) return "briefing";
+  return /talking with the person/.test(system.split("\n")[0] ?? "") ? "chat" : "work";
+}
+
+/** A call with the tokens the fake server reported for it (the prompt cache's measure). */
+export type MeasuredCall = { request: FakeChatRequest; kind: CallKind; agent: string; measure: CacheMeasure };
+
+/** The prompt cache, remembering its measure of each request so the bench can read it beside the request. */
+class RecordingPromptCache extends PromptCache {
+  readonly measures = new WeakMap<object, CacheMeasure>();
+
+  override measure(request: Parameters<PromptCache["measure"]>[0]): CacheMeasure {
+    const measure = super.measure(request);
+    this.measures.set(request, measure);
+    return measure;
+  }
+}
+
+export type ModelServerOptions = {
+  /** Report cached tokens by OpenAI's prefix rule (tests/support/prompt-cache.ts); without it none are cached. */
+  promptCache?: boolean;
+  /** What the n-th compaction (from 1) answers to its request (default: one short line). Summaries differ, as real ones do. */
+  summary?: (n: number, request: FakeChatRequest) => string;
+};
+
 /**
  * The zero-latency model of the worker benchmarks: one local OpenAI-compatible server
  * (the real provider path through @ai-sdk/openai) that answers each agent from the
@@ -29,13 +82,19 @@ export function promptIncludes(request: FakeChatRequest, text: string): boolean 
  */
 export class ModelServer {
   private readonly scripts = new Map<string, AgentScript>();
+  private compactions = 0;
 
-  private constructor(readonly fake: FakeOpenAI) {}
+  private constructor(
+    readonly fake: FakeOpenAI,
+    private readonly cache: RecordingPromptCache | undefined,
+    private readonly summary: (n: number, request: FakeChatRequest) => string,
+  ) {}
 
-  static async start(): Promise<ModelServer> {
+  static async start(options: ModelServerOptions = {}): Promise<ModelServer> {
     let server: ModelServer | undefined;
-    const fake = await startFakeOpenAI((request) => server!.answer(request));
-    server = new ModelServer(fake);
+    const cache = options.promptCache ? new RecordingPromptCache() : undefined;
+    const fake = await startFakeOpenAI((request) => server!.answer(request), { promptCache: cache });
+    server = new ModelServer(fake, cache, options.summary ?? (() => "Summary: the work so far."));
     return server;
   }
 
@@ -47,16 +106,26 @@ export class ModelServer {
     this.scripts.set(agentName, script);
   }
 
+  /** The calls received since `from` (an index into fake.requests), with what the prompt cache measured. */
+  callsSince(from: number): MeasuredCall[] {
+    return this.fake.requests.slice(from).map((request) => ({
+      request,
+      kind: kindOf(request),
+      agent: agentOf(request),
+      measure: this.cache?.measures.get(request) ?? { promptTokens: 0, cachedTokens: 0 },
+    }));
+  }
+
   private answer(request: FakeChatRequest): FakeReply | Promise<FakeReply> {
     const arrivedAt = now();
-    if (request.response_format) return { text: '{"items":[]}' };
-    const tools = toolNames(request);
-    if (tools.length === 0) return { text: "Summary: the work so far." };
-    if (tools.length === 1 && tools[0] === "createInboxItem") return { text: "No briefing needed." };
-    const agent = /^You are (.+?), (the lead|a member)/.exec(systemText(request))?.[1] ?? "";
+    const kind = kindOf(request);
+    if (kind === "extraction") return { text: '{"items":[]}' };
+    if (kind === "compaction") return { text: this.summary(++this.compactions, request) };
+    if (kind === "briefing") return { text: "No briefing needed." };
+    const agent = agentOf(request);
     const script = this.scripts.get(agent);
     if (!script) return { text: lastUserText(request) ? "Nothing to do." : "Done." };
-    return script({ agent, request, arrivedAt });
+    return script({ agent, kind, request, arrivedAt });
   }
 
   close(): Promise<void> {
