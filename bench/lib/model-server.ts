@@ -46,7 +46,8 @@ export function kindOf(request: FakeChatRequest): CallKind {
   const system = systemText(request);
   const tools = toolNames(request);
   // Its instructions may come as the system prompt or, in a call that reuses the log's prefix, as its last message.
-  if (tools.length === 0 || system.includes(COMPACTION_OPENING) || lastUserText(request).includes(COMPACTION_OPENING)) return "compaction";
+  // A summary is asked for without tools, or as the log's next request offering its tools with none callable.
+  if (tools.length === 0 || request.tool_choice === "none" || system.includes(COMPACTION_OPENING) || lastUserText(request).includes(COMPACTION_OPENING)) return "compaction";
   // By the question first: after the engine keeps the full tool set for the decision, the tools no longer tell.
   if (isBriefingDecision(request) || (tools.length === 1 && tools[0] === "createInboxItem")) return "briefing";
   return /talking with the person/.test(system.split("\n")[0] ?? "") ? "chat" : "work";

@@ -190,37 +190,34 @@ describe("a prompt-cache-friendly context", () => {
     expect(log.some((message) => message.content.includes("More work") && message.role === "user")).toBe(false);
   });
 
-  it("a scheduled check-in with nothing to do costs one model call; one that finds work still wraps up", { timeout: 60_000 }, async () => {
+  it("a scheduled check-in that finds nothing to do costs only its own turn; one that works outside still wraps up", { timeout: 60_000 }, async () => {
     const { lead } = await createTeamFixture(database.db, { subordinates: ["Scout"], name: "Quiet Team" });
     const { db } = database;
-    const leadCalls = () => openai.requests.filter((request) => systemText(request).includes(`You are ${lead.name},`) || String(request.prompt_cache_key ?? "").includes(leadLog));
     const leadLog = (await getBackgroundConversation(db, lead.id)).id;
-    openai.setHandler((request) => (systemText(request).includes(`You are ${lead.name},`) && !request.response_format && toolNames(request).length > 0 ? { text: "Nothing new since the last briefing." } : play(request)));
-    try {
-      const before = leadCalls().length;
-      expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
-      await runUntilQuiet(engine.deps, 10, { agentIds: [lead.id] });
-      // One model call: no knowledge extraction over it, no briefing decision after it.
-      expect(leadCalls().length - before).toBe(1);
-      const rows = await db.select().from(usage);
-      expect(rows.filter((row) => row.agentId === lead.id).map((row) => row.purpose)).toEqual(["work"]);
-    } finally {
-      openai.setHandler(play);
-    }
-    // A check-in that does something (here: the lead looks at its team) wraps up as any session does.
-    openai.setHandler((request) => {
-      if (!systemText(request).includes(`You are ${lead.name},`) || request.response_format || toolNames(request).length === 0) return play(request);
-      if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
-      return request.messages.at(-1)!.role === "tool" ? { text: "The team is idle." } : { toolCalls: [{ name: "getTeamStatus", arguments: {} }] };
-    });
-    try {
-      expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
-      await runUntilQuiet(engine.deps, 10, { agentIds: [lead.id] });
-    } finally {
-      openai.setHandler(play);
-    }
-    const purposes = (await db.select().from(usage)).filter((row) => row.agentId === lead.id).map((row) => row.purpose);
-    expect(purposes).toEqual(expect.arrayContaining(["extraction", "briefing"]));
+    const leadCalls = () => openai.requests.filter((request) => systemText(request).includes(`You are ${lead.name},`) || String(request.prompt_cache_key ?? "").includes(leadLog)).length;
+    const isLeadTurn = (request: FakeChatRequest) => systemText(request).includes(`You are ${lead.name},`) && !request.response_format && toolNames(request).length > 0;
+    const checkIn = async (look: string) => {
+      openai.setHandler((request) => {
+        if (!isLeadTurn(request)) return play(request);
+        if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
+        return request.messages.at(-1)!.role === "tool" ? { text: "Nothing new since the last briefing." } : { toolCalls: [{ name: look, arguments: look === "getTeamStatus" ? {} : { query: "news" } }] };
+      });
+      try {
+        const before = leadCalls();
+        expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("started");
+        await runUntilQuiet(engine.deps, 10, { agentIds: [lead.id] });
+        return leadCalls() - before;
+      } finally {
+        openai.setHandler(play);
+      }
+    };
+    const purposes = async () => (await db.select().from(usage)).filter((row) => row.agentId === lead.id).map((row) => row.purpose);
+    // It looks at its team and says so: its turn's two calls, no knowledge extraction, no briefing decision.
+    expect(await checkIn("getTeamStatus")).toBe(2);
+    expect(await purposes()).toEqual(["work", "work"]);
+    // A check-in that searches the web wraps up as any session does.
+    expect(await checkIn("tavilySearch")).toBe(4);
+    expect(await purposes()).toEqual(expect.arrayContaining(["extraction", "briefing"]));
   });
 
   it("names each conversation to the provider: by default for OpenAI itself only, for another server when asked", () => {
@@ -231,5 +228,38 @@ describe("a prompt-cache-friendly context", () => {
     expect(choose({ OPENAI_BASE_URL: "http://127.0.0.1:1234/v1", PROMPT_CACHE_KEY: "on" })).toBe(true);
     expect(choose({ OPENAI_API_KEY: "sk-test", PROMPT_CACHE_KEY: "off" })).toBe(false);
     expect(choose({})).toBe(false);
+  });
+
+  it("a compaction is the conversation's next request (served from the cache), and the one planned break", { timeout: 60_000 }, async () => {
+    const { lead } = await createTeamFixture(database.db, { name: "Long Team" });
+    const small = await createTestEngine(database, { config: { contextTokenBudget: 3_000, maxStepsPerSession: 60 } });
+    small.deps.chooseModel = engine.deps.chooseModel;
+    let rounds = 0;
+    openai.setHandler((request) => {
+      if (request.response_format) return { text: '{"items":[]}' };
+      if (request.tool_choice === "none") return { text: `Summary: surveyed ${rounds} topics so far; the survey is in progress.` };
+      if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
+      rounds += 1;
+      return rounds < 30 ? { toolCalls: [{ name: "searchKnowledge", arguments: { query: `topic ${rounds} ${"detail ".repeat(60)}` } }] } : { text: "Finished the survey." };
+    });
+    const start = openai.requests.length;
+    try {
+      await assignTask(database.db, small.jobs, { agentId: lead.id, source: "user", title: "Survey" });
+      await runUntilQuiet(small.deps, 10, { agentIds: [lead.id] });
+    } finally {
+      openai.setHandler(play);
+      await small.close();
+    }
+    const leadLog = await getBackgroundConversation(database.db, lead.id);
+    const requests = openai.requests.slice(start).filter((request) => request.prompt_cache_key === `cadre-${leadLog.id}`);
+    const compactions = requests.flatMap((request, index) => (request.tool_choice === "none" ? [index] : []));
+    expect(compactions.length).toBeGreaterThanOrEqual(2);
+    for (let index = 1; index < requests.length; index++) {
+      const extended = extension(promptText(requests[index - 1]!), promptText(requests[index]!)).extends;
+      // Only the request right after a summary starts anew; the summary's own request extends the work.
+      expect({ index, extended }).toEqual({ index, extended: !compactions.includes(index - 1) });
+    }
+    // The summary's request offered the same tools as the work, in the same order.
+    expect(toolNames(requests[compactions[0]!]!)).toEqual(toolNames(requests[0]!));
   });
 });

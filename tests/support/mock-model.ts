@@ -48,7 +48,8 @@ export function sessionModel(
   return new MockLanguageModelV4({
     doGenerate: async (options) => {
       if (options.responseFormat?.type === "json") return textReply(extras.extract?.(options) ?? '{"items":[]}');
-      if (!options.tools?.length) return textReply(extras.summarize?.(options) ?? "Summary: the work so far.");
+      // Compaction: no tools, or the conversation's tools of which none may be called.
+      if (!options.tools?.length || options.toolChoice?.type === "none") return textReply(extras.summarize?.(options) ?? "Summary: the work so far.");
       return work(options, workCalls++);
     },
   });

@@ -11,7 +11,7 @@ export const lastToolCallName = (request: FakeChatRequest) =>
 export function teamPlay(request: FakeChatRequest): FakeReply {
   if (request.response_format) return { text: '{"items":[]}' };
   const tools = toolNames(request);
-  if (tools.length === 0) return { text: "Summary of the work so far." };
+  if (tools.length === 0 || request.tool_choice === "none") return { text: "Summary of the work so far." };
   const last = request.messages.at(-1)!;
   const text = lastUserText(request);
   if (tools.includes("reportToLead")) {

@@ -165,7 +165,7 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
   const history = new ContextReader(db, conversationId);
   const loadMessages = async () => {
     const messages = await loadContextForCall(
-      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision, heldForPerson },
+      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision, heldForPerson, tools },
       history,
     );
     // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.

@@ -1,4 +1,4 @@
-import type { ModelMessage } from "ai";
+import type { ModelMessage, ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
 import type { Message } from "@/lib/db/schema";
@@ -6,7 +6,7 @@ import { CadreError } from "@/lib/errors";
 import { generateModelText } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { toModelMessages } from "./model-messages";
-import { COMPACTION_INSTRUCTIONS } from "./prompts";
+import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "./prompts";
 
 /**
  * Rough token count: ~4 characters per token of the text, or of the messages as JSON, which
@@ -72,6 +72,11 @@ export type CompactionOptions = {
   heldForPerson?: ReadonlySet<string>;
   /** After a summary was appended (loadContextForCall). */
   onCompacted?: () => void;
+  /**
+   * The tools the conversation's calls offer: the summary is then asked for as one more request
+   * of the conversation (see summaryAsNextTurn). Not given: the log is rendered for a summarizer.
+   */
+  tools?: ToolSet;
 };
 
 export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
@@ -110,6 +115,14 @@ function renderForSummary(context: readonly Message[], budget: number): string {
 }
 
 export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
+  // A summary limited to a quarter of the budget: a longer one would crowd out the work itself.
+  const limit = Math.floor(options.budget * 4 * 0.25);
+  const cut = (text: string) => (text.length > limit ? `${text.slice(0, limit)} …(cut)` : text);
+  if (options.tools) {
+    const text = await summaryAsNextTurn(options, context, options.tools);
+    if (text) return cut(text);
+    // The model answered with a tool call instead: the log rendered for a summarizer, as below.
+  }
   const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
   const result = await generateModelText(
     { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
@@ -119,10 +132,32 @@ export async function generateConversationSummary(options: CompactionOptions, co
       maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
     },
   );
-  // A summary longer than a quarter of the budget would crowd out the work itself.
-  const limit = Math.floor(options.budget * 4 * 0.25);
-  const text = result.text.trim() || "(The summarizer returned nothing.)";
-  return text.length > limit ? `${text.slice(0, limit)} …(cut)` : text;
+  return cut(result.text.trim() || "(The summarizer returned nothing.)");
+}
+
+/**
+ * The summary as one more request of the conversation: the same instructions, the same tools
+ * (none may be called) and the context as the last call had it, then the request to summarize.
+ * It extends the request before it, so the provider's prompt cache serves all but its last
+ * lines: the conversation's one planned break costs the summary, not the whole context again.
+ * Empty when the model did not answer in words.
+ */
+async function summaryAsNextTurn(options: CompactionOptions, context: readonly Message[], tools: ToolSet): Promise<string> {
+  const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
+  // Definitions only: whatever the model calls here, nothing runs.
+  const offered: ToolSet = {};
+  for (const [name, definition] of Object.entries(tools)) offered[name] = { ...definition, execute: undefined };
+  const messages: ModelMessage[] = [...toModelMessages(context, renderSettings(options)), { role: "user", content: COMPACTION_REQUEST }];
+  const result = await generateModelText(
+    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
+    { instructions: options.instructions, messages, tools: offered, toolChoice: "none", maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)) },
+  );
+  return result.text.trim();
+}
+
+/** How the context is rendered for a model call of this conversation (and so for its summary). */
+function renderSettings(options: Pick<CompactionOptions, "budget" | "awaitingDecision" | "heldForPerson">) {
+  return { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision, heldForPerson: options.heldForPerson };
 }
 
 /**
@@ -269,7 +304,7 @@ export async function loadContextForCall(
   reader: ContextReader,
   context: Message[] | Promise<Message[]> = reader.read(),
 ): Promise<ModelMessage[]> {
-  const settings = { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision, heldForPerson: options.heldForPerson };
+  const settings = renderSettings(options);
   const messages = toModelMessages(await context, settings);
   if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
   // The summary covers the log as stored: the session's rows on their way land first.

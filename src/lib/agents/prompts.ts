@@ -117,6 +117,15 @@ export const COMPACTION_INSTRUCTIONS = [
   "Fold in any earlier summary. Drop chatter and raw tool output. Be dense; no preamble.",
 ].join("\n");
 
+/** The summary asked for as the next turn of the log (compaction.ts summaryAsNextTurn): no tool may be called. */
+export const COMPACTION_REQUEST = [
+  "(Context full) Write a summary of this log for yourself: it replaces everything above, and you go on from it. Call no tool. Keep, in this order:",
+  "1. The tasks in progress and exactly where each stands (ids, who was asked what, what is awaited).",
+  "2. Facts found, with their sources (URLs), and decisions made.",
+  "3. Open questions and commitments (briefings promised, reports awaited).",
+  "Fold in any earlier summary. Drop chatter and raw tool output. Be dense; no preamble.",
+].join("\n");
+
 export const EXTRACTION_INSTRUCTIONS = [
   "You extract durable knowledge from an agent's work session for its team's knowledge base.",
   "Return only items worth keeping beyond this session: facts (with source), techniques, patterns, lessons.",

@@ -337,14 +337,19 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
   }
 }
 
+/** Tools that only look at what the team has already (its status, its knowledge): nothing is learned or changed by calling them. */
+const LOOKS_INWARD = new Set(["getTeamStatus", "searchKnowledge"]);
+
 /**
- * Whether what a session added to the log is only check-ins its schedule gave, answered in
- * words: no tool called, nothing heard from anyone (a report, an answer, a webhook).
+ * Whether what a session added to the log is only check-ins its schedule gave, in which the
+ * agent at most looked at its team and its knowledge: nothing was done, searched or read
+ * outside, and nothing heard from anyone (a report, an answer, a webhook).
  */
 function quietCheckIns(messages: readonly Message[]): boolean {
   let checkIns = 0;
   for (const message of messages) {
-    if (message.role === "tool" || message.role === "summary" || (message.toolCalls?.length ?? 0) > 0) return false;
+    if (message.role === "summary" || (message.toolCalls ?? []).some((call) => !LOOKS_INWARD.has(call.toolName))) return false;
+    if (message.role === "tool") continue;
     if (message.role !== "user" || parseOpenTasks(message.content)) continue;
     const input = parseLogInput(message.content);
     if (input?.kind !== "task" || input.from !== taskSourceWords("schedule")) return false;
@@ -440,6 +445,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         timeoutMs: config.modelTimeoutMs,
         awaitingDecision,
         heldForPerson,
+        tools,
         // The summary replaces the notes on open tasks: the next turn's work brings a new one.
         onCompacted: () => (state.tasksNote = undefined),
       },

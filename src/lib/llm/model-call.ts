@@ -118,9 +118,9 @@ function commonOptions<TOOLS extends ToolSet>(
  */
 function withCacheKey(call: ModelCall, providerOptions: SharedV4ProviderOptions | undefined): SharedV4ProviderOptions | undefined {
   if (!call.model.cacheKeys || !call.conversationId) return providerOptions;
-  // A summary or an extraction over the log starts with other instructions: its own key, so
-  // it does not crowd the machine that serves the conversation.
-  const own = call.purpose === "compaction" || call.purpose === "extraction" ? `-${call.purpose}` : "";
+  // An extraction over the log starts with other instructions: its own key, so it does not
+  // crowd the machine that serves the conversation. A summary is the conversation's next request.
+  const own = call.purpose === "extraction" ? "-extraction" : "";
   return { ...providerOptions, openai: { ...providerOptions?.openai, promptCacheKey: `cadre-${call.conversationId}${own}` } };
 }
 

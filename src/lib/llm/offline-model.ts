@@ -99,7 +99,8 @@ function decide(options: LanguageModelV4CallOptions): Decision {
   }
   const last = prompt.at(-1);
   const wantsSummary = /summar/i.test(systemText(prompt)) || /summar/i.test(lastUserText(prompt));
-  if (wantsSummary && !options.tools?.length) return { kind: "text", text: summary(prompt) };
+  // A summary asked for as the conversation's next turn offers its tools, none of which may be called.
+  if (wantsSummary && (!options.tools?.length || options.toolChoice?.type === "none")) return { kind: "text", text: summary(prompt) };
   if (last?.role === "tool") return afterToolResults(options, last);
   if (last?.role === "user") return answerUser(options, messageText(last));
   return { kind: "text", text: "Nothing to do." };

@@ -73,7 +73,7 @@ export class ScriptedModel {
     // Knowledge extraction (structured output) and compaction (no tools) are not work turns.
     if (request.response_format) return { text: '{"items":[]}' };
     const tools = (request.tools ?? []).map((tool) => tool.function.name);
-    if (tools.length === 0) return { text: "Summary of the work so far." };
+    if (tools.length === 0 || request.tool_choice === "none") return { text: "Summary of the work so far." };
     const system = wireText(request.messages.find((message) => message.role === "system") ?? { role: "system" });
     const found = this.identify(system);
     if (!found) {
