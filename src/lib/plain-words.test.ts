@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { enginePhrases } from "../../tests/support/internal-text";
-import { errorMarker, formatLogInput, STOPPED_MARKER, stepLimitMarker, type LogInput } from "./agents/formats";
+import { errorMarker, formatLogInput, formatOpenTasks, STOPPED_MARKER, stepLimitMarker, type LogInput } from "./agents/formats";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "./agents/prompts";
 import { describeLogMessage, describeMarker, describeProblem, inboxTitle, plainSnippet, plainText, withoutIds } from "./plain-words";
 
@@ -45,6 +45,13 @@ describe("plain words", () => {
     expect(describeLogMessage(BRIEFING_DECISION_PROMPT)).toEqual({ headline: "Wrapped up the session", text: "", failed: false, engine: true });
     const resumed = describeLogMessage(resumeTaskMessage({ id: TASK, title: "Research batteries" } as Parameters<typeof resumeTaskMessage>[0]));
     expect(resumed).toMatchObject({ headline: "Took up “Research batteries” again", engine: true });
+    // The note on open tasks, and the wording of the briefing decision older logs keep.
+    const noted = describeLogMessage(formatOpenTasks([{ id: TASK, title: "Research batteries", status: "in_progress" }, { id: TASK, title: "Ask about tides", status: "waiting_input" }], TASK));
+    expect(noted).toMatchObject({ headline: "Its open tasks", engine: true });
+    expect(noted.text).toContain("Research batteries: working, the one it is on now");
+    expect(noted.text).not.toMatch(/task id|in_progress|waiting_input|←/);
+    expect(describeLogMessage(formatOpenTasks([], null))).toMatchObject({ headline: "Its open tasks", text: "None." });
+    expect(describeLogMessage("(Session ending) Decide whether to brief the person. Otherwise reply exactly: No briefing needed.").headline).toBe("Wrapped up the session");
   });
 
   it("says a problem in one sentence with what happens next, never SQL, parameters or a stack, not even in its detail", () => {
