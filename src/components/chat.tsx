@@ -6,6 +6,7 @@ import Link from "next/link";
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { oneAtATime } from "@/lib/one-at-a-time";
+import { isNotRunResult } from "@/lib/agents/formats";
 import { STOPPED_BY_YOU } from "@/lib/plain-words";
 import { CHAT_PAGE_SIZE, chatMessageShowing, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
@@ -45,7 +46,9 @@ function MessagePart({ part, context }: { part: ChatMessage["parts"][number]; co
     const approval = context.approvals.get(part.toolCallId);
     const state =
       part.state === "output-available"
-        ? "done"
+        ? typeof part.output === "string" && isNotRunResult(part.output)
+          ? "not-run"
+          : "done"
         : part.state === "output-error" || part.state === "output-denied"
           ? "error"
           : approval?.status === "pending" || part.state === "approval-requested"

@@ -2,7 +2,7 @@ import type { ReactNode } from "react";
 import { parseToolOutput } from "@/lib/chat-messages";
 import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/session-trace";
 import { describeLogMessage, describeMarker, withoutIds } from "@/lib/plain-words";
-import { describeToolCall } from "@/lib/tool-labels";
+import { describeToolCall, storedCallState } from "@/lib/tool-labels";
 import { describeCache, formatTokensInOut } from "@/lib/usage/format";
 import { Markdown } from "./markdown";
 
@@ -66,7 +66,7 @@ function spanRow(span: TraceSpan, duration: number): Row {
       label: span.failed ? "Tool call failed" : span.end === null ? "Tool call (no result yet)" : "Tool call",
       className: span.failed ? "wf-tool wf-failed" : "wf-tool",
       // What the call did, in words; its technical name and raw input open below.
-      title: describeToolCall(span.toolName, span.args, span.failed ? "error" : span.end === null ? "running" : "done", output),
+      title: describeToolCall(span.toolName, span.args, span.result === null ? "running" : storedCallState({ content: span.result, failed: span.failed }), output),
       detail: span.end === null ? "no result yet" : formatDuration(span.end - span.start),
       start: span.start,
       end: span.end,

@@ -5,6 +5,7 @@ import { useState, type ReactNode } from "react";
 import { api } from "@/lib/api-client";
 import { parseToolOutput } from "@/lib/chat-messages";
 import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver, withoutIds } from "@/lib/plain-words";
+import { storedCallState } from "@/lib/tool-labels";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
@@ -164,7 +165,7 @@ function argumentsLine(args: unknown): string {
 }
 
 function Call({ call }: { call: TimelineToolCall }) {
-  const state = call.result ? (call.result.failed ? "error" : "done") : "running";
+  const state = storedCallState(call.result);
   const line = argumentsLine(call.args);
   return (
     <div className="tl-call">

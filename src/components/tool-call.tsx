@@ -1,3 +1,4 @@
+import { notRunReason } from "@/lib/plain-words";
 import { describeToolCall, searchSources, type ToolCallState } from "@/lib/tool-labels";
 import { Markdown } from "./markdown";
 
@@ -5,7 +6,7 @@ function Json({ value }: { value: unknown }) {
   return <pre className="json">{typeof value === "string" ? value : JSON.stringify(value, null, 2)}</pre>;
 }
 
-const STATE_WORDS: Record<ToolCallState, string> = { running: "running…", waiting: "waits for your approval", error: "failed", done: "done" };
+const STATE_WORDS: Record<ToolCallState, string> = { running: "running…", waiting: "waits for your approval", error: "failed", done: "done", "not-run": "not run" };
 
 /**
  * One tool call as a person reads it: what it did ("Searched the web for …") and its state;
@@ -35,6 +36,12 @@ export function ToolCall(props: { toolName: string; input: unknown; state: ToolC
             <div className="tool-section">
               <div className="tool-label">Error</div>
               <Json value={errorText ?? "The tool failed."} />
+            </div>
+          )}
+          {state === "not-run" && (
+            <div className="tool-section">
+              <div className="tool-label">Why it did not run</div>
+              <p>{typeof output === "string" ? notRunReason(output) : "It was not run."}</p>
             </div>
           )}
           {state === "done" && (

@@ -2,8 +2,9 @@
 
 import Link from "next/link";
 import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
-import { parseLogInput, splitMarker } from "@/lib/agents/formats";
-import { describeLogMessage, type Named } from "@/lib/plain-words";
+import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/agents/formats";
+import { describeLogMessage, notRunReason, type Named } from "@/lib/plain-words";
+import { storedCallState } from "@/lib/tool-labels";
 import { api, messageOf } from "@/lib/api-client";
 import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/chat-messages";
 import { formatTokensInOut } from "@/lib/usage/format";
@@ -208,10 +209,10 @@ export function WorkLog({
       return (
         <li key={message.id} id={`m-${message.id}`} className={`log-entry log-tool${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
           <div className="log-meta">
-            <span className="log-kind">Tool result</span> <LocalTime value={createdAt} />
+            <span className="log-kind">Result of an earlier call</span> <LocalTime value={createdAt} />
             {message.id === linked && <LinkedMark />}
           </div>
-          <PlainMarkdown text={message.content} names={names} />
+          {isNotRunResult(message.content) ? <p>Not run: {notRunReason(message.content)}</p> : <PlainMarkdown text={message.content} names={names} />}
         </li>
       );
     }
@@ -245,7 +246,7 @@ export function WorkLog({
               <ToolCall
                 toolName={call.toolName}
                 input={call.args}
-                state={result ? "done" : approval?.status === "pending" ? "waiting" : "running"}
+                state={storedCallState(result, approval?.status === "pending" ? "waiting" : "running")}
                 output={result ? parseToolOutput(result.content) : undefined}
               />
               {approval && <ApprovalCard approval={approval} agentName={agentName} compact />}

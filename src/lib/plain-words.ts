@@ -178,6 +178,14 @@ export function inboxTitle(title: string, approval?: { toolName: string } | null
   return withoutIds(title);
 }
 
+/** Why a call did not run, from its stored "(not run: …)" result, in the person's words. */
+export function notRunReason(content: string): string {
+  // The wrap-up's refusal names the one tool the model could call; the person reads what it means.
+  if (/^\(not run: only \S+ can be called now, at the end of this session/.test(content)) return "At the end of a work session an agent can only brief you; new work waits for its next session.";
+  const why = content.replace(/^\(not run: /, "").replace(/\)$/, "").trim();
+  return `${why.charAt(0).toUpperCase()}${why.slice(1)}${/[.!?]$/.test(why) ? "" : "."}`;
+}
+
 const TASK_STATUS_WORDS: Record<string, string> = {
   pending: "queued",
   in_progress: "working",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { citedSources, describeToolCall, searchSources } from "./tool-labels";
+import { notRunReason } from "./plain-words";
+import { citedSources, describeToolCall, searchSources, storedCallState } from "./tool-labels";
 
 describe("describeToolCall", () => {
   it("reads each tool call as a person would say it, in the tense of its state", () => {
@@ -46,5 +47,17 @@ describe("citedSources", () => {
       { url: "https://iea.org/r", label: "the IEA report" },
       { url: "https://example.com/a", label: "example.com" },
     ]);
+  });
+});
+
+describe("storedCallState", () => {
+  it("reads a call that never ran as not run, not as done", () => {
+    expect(storedCallState({ content: "(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)" })).toBe("not-run");
+    expect(storedCallState({ content: '(not run: its task "Check" was cancelled)' })).toBe("not-run");
+    expect(storedCallState({ content: '{"delegated":true}' })).toBe("done");
+    expect(storedCallState({ content: "Error: boom", failed: true })).toBe("error");
+    expect(storedCallState(null, "waiting")).toBe("waiting");
+    expect(notRunReason("(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)")).not.toMatch(/createInboxItem|\(/);
+    expect(notRunReason('(not run: its task "Check" was cancelled)')).toBe('Its task "Check" was cancelled.');
   });
 });

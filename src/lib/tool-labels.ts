@@ -3,9 +3,18 @@
 // briefing page lists its sources with citedSources). The
 // raw input and output stay one click away (components/tool-call.tsx).
 
+import { isNotRunResult } from "@/lib/agents/formats";
 import { MCP_SEPARATOR } from "@/lib/mcp/names";
 
-export type ToolCallState = "running" | "waiting" | "done" | "error";
+/** not-run: it has a result, which says it never ran (withdrawn, or refused at a session's end). */
+export type ToolCallState = "running" | "waiting" | "done" | "error" | "not-run";
+
+/** A stored call's state from its stored result (none yet: `pending`, running or waiting for the person). */
+export function storedCallState(result: { content: string; failed?: boolean } | null | undefined, pending: "running" | "waiting" = "running"): ToolCallState {
+  if (!result) return pending;
+  if (isNotRunResult(result.content)) return "not-run";
+  return result.failed ? "error" : "done";
+}
 
 /** Agent names by id, so a call still under way reads "Delegating to Scout" rather than an id. */
 export type AgentNames = ReadonlyMap<string, string> | Record<string, string>;

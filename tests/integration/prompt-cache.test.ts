@@ -9,7 +9,7 @@ import { streamChatReply } from "@/lib/agents/chat";
 import { parseLogInput } from "@/lib/agents/formats";
 import { answerQuestionFromPerson } from "@/lib/agents/questions";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask, cancelTask } from "@/lib/agents/tasks";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { getAllMessages, getBackgroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
@@ -261,5 +261,25 @@ describe("a prompt-cache-friendly context", () => {
     }
     // The summary's request offered the same tools as the work, in the same order.
     expect(toolNames(requests[compactions[0]!]!)).toEqual(toolNames(requests[0]!));
+  });
+
+  it("a held call withdrawn after the log moved on asks the model nothing: no request without news", { timeout: 60_000 }, async () => {
+    const { team, lead } = await createTeamFixture(database.db, { subordinates: ["Scout"], name: "Withdraw Team" });
+    await setToolPolicy(database.db, team.id, { toolName: "getTeamStatus", policy: "ask", agentId: lead.id });
+    const { db } = database;
+    const check = await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Check the team" });
+    await runUntilQuiet(engine.deps);
+    const solar = await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Research solar with Scout" });
+    await runUntilQuiet(engine.deps);
+    expect(await getTask(db, solar.id)).toMatchObject({ status: "completed" });
+    const leadLog = (await getBackgroundConversation(db, lead.id)).id;
+    const before = openai.requests.length;
+    await cancelTask(db, engine.jobs, check.id);
+    await runUntilQuiet(engine.deps);
+    const after = openai.requests.slice(before).filter((request) => request.prompt_cache_key === `cadre-${leadLog}`);
+    // Whatever the lead is asked after the cancel ends in something new for it, never in its own last words.
+    for (const request of after) expect(request.messages.at(-1)!.role).not.toBe("assistant");
+    const [approval] = await listAgentApprovals(db, lead.id);
+    expect(approval).toMatchObject({ status: "withdrawn" });
   });
 });

@@ -155,6 +155,11 @@ export function parseLogInput(content: string): LogInput | null {
 export const deniedResult = (reason: string) => `Denied by the person: ${reason.trim() || "no reason given"}`;
 /** The result of a call whose approval was withdrawn before the person decided. */
 export const withdrawnResult = (why: string) => `(not run: ${why})`;
+
+/** A call's stored result that says it never ran (withdrawn, refused at a session's end). */
+export function isNotRunResult(content: string): boolean {
+  return content.startsWith("(not run: ") && content.endsWith(")");
+}
 /** The result of a call outside Cadre that a dead worker cut off: it may or may not have happened. */
 export const OUTCOME_UNKNOWN_RESULT = "(outcome unknown: the worker stopped during this call)";
 /**

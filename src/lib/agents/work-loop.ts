@@ -3,7 +3,7 @@ import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
-import { appendMessage, appendMessages, getLastMessage, getMessagesSince, latestInContext, type NewMessage } from "@/lib/db/queries/messages";
+import { appendMessage, appendMessages, getLastMessage, getMessagesSince, latestInContext, tailAnswersLastCall, type NewMessage } from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import { hasDecidedUnresolvedApproval, hasPendingApproval, heldCallIds, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
@@ -261,7 +261,11 @@ async function hasWorkUnderWay(db: Db, taskId: string): Promise<boolean> {
  * for the person: then the person answers first (a decision wakes the agent again).
  */
 async function logAwaitsModel(db: Db, conversationId: string): Promise<boolean> {
-  return awaitsReply(await getLastMessage(db, conversationId)) && !(await hasPendingApproval(db, conversationId));
+  const tail = await getLastMessage(db, conversationId);
+  if (!awaitsReply(tail) || (await hasPendingApproval(db, conversationId))) return false;
+  // A result that came after the log moved on past its call (withdrawn with its task) is news to
+  // nobody: the model sees its call as it saw it, waiting (toModelMessages), and has nothing to answer.
+  return tail?.role !== "tool" || (await tailAnswersLastCall(db, conversationId));
 }
 
 /**

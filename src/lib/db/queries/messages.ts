@@ -309,6 +309,27 @@ export async function latestInContext(db: Db, conversationId: string, like: stri
   return row && row.role !== "summary" ? row.content : null;
 }
 
+/**
+ * Whether the log's tail, a tool result, answers a call of the assistant message the trailing
+ * results follow: false for a result that came after the log had moved on past its call (a call
+ * held for the person, withdrawn when its task ended), which answers nothing the model awaits.
+ */
+export async function tailAnswersLastCall(db: Db, conversationId: string): Promise<boolean> {
+  const [row] = await executePrepared<{ answers: boolean }>(db, sql`
+    with recursive chain as (
+      select m.role, m.tool_calls, m.previous_message_id, m.tool_call_id as tail_call
+        from conversations c join messages m on m.id = c.last_message_id
+       where c.id = ${conversationId}
+      union all
+      select m.role, m.tool_calls, m.previous_message_id, chain.tail_call
+        from chain join messages m on m.id = chain.previous_message_id
+       where chain.role = 'tool'
+    )
+    select coalesce(role = 'assistant' and tool_calls @> jsonb_build_array(jsonb_build_object('toolCallId', tail_call)), false) as answers
+      from chain where role <> 'tool' limit 1`);
+  return row?.answers ?? false;
+}
+
 /** The messages after the latest summary (all of them when there is none), in chain order. */
 export async function getMessagesAfterSummary(db: Db, conversationId: string): Promise<Message[]> {
   const context = await getConversationContext(db, conversationId);
