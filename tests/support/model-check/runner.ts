@@ -135,7 +135,8 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
   };
   await Promise.all(
     scenario.actions.map((action) =>
-      perform(action).catch((error: unknown) => note(`${action.kind} threw: ${error instanceof Error ? error.message : String(error)}`)),
+      // The cause too: a failed query's message names only the statement, its cause says why (a deadlock, a lost connection).
+      perform(action).catch((error: unknown) => note(`${action.kind} threw: ${error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}` : String(error)}`)),
     ),
   );
 
