@@ -50,6 +50,13 @@ const envSchema = z.object({
   SESSION_STALE_SECONDS: positiveInt(15),
   LEAD_SCHEDULE: optional.transform((value) => value ?? "0 8 * * *"),
   APP_PASSWORD: optional,
+  /**
+   * With sign-in on, webhooks, MCP servers and pages an agent reads may still go to loopback
+   * and private-network addresses (10/8, 192.168/16, 127/8, fc00::/7 …). Off by default: from
+   * a server others sign in to, such an address reaches its neighbours, not the person's own
+   * machine. Link-local and cloud metadata addresses stay refused (see outbound-url.ts).
+   */
+  ALLOW_PRIVATE_URLS: flag,
   /** Behind a reverse proxy the operator runs: X-Forwarded-Host counts as the host a request was sent to. Any client can send it, so never by default. */
   TRUST_PROXY: flag,
   PORT: positiveInt(3000),
