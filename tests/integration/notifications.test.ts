@@ -255,7 +255,8 @@ describe("webhook channels", () => {
       return row.lastError ? row : null;
     }, { timeoutMs: 15_000, what: "the first failure to be recorded" });
     expect(failing.status).toBe("pending");
-    expect(failing.lastError).toMatch(/^HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/hook\/…: boom: the receiver is having a bad day$/);
+    // The receiver is on this machine: what it answered is not quoted (outbound-url.ts), only its status.
+    expect(failing.lastError).toMatch(/^HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/hook\/…$/);
 
     const sent = await settled(id, 30_000);
     expect(sent).toMatchObject({ status: "sent", attempts: 3, lastError: null });

@@ -14,6 +14,7 @@ import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { notificationKinds, type Notification, type NotificationKind } from "@/lib/db/schema";
 import { smtpSettings, type SmtpSettings } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
+import { outboundUrlProblem, privateAddressesAllowed } from "@/lib/outbound-url";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { generateWebhookSecret } from "@/lib/webhooks";
 import { EMAIL_NEEDS_SMTP } from "./email-channel";
@@ -48,6 +49,12 @@ function requireSmtp(options: { smtp?: SmtpSettings | null }): void {
   if (!smtp) throw new CadreError("conflict:smtp_not_configured", EMAIL_NEEDS_SMTP);
 }
 
+/** A webhook URL Cadre will not send to (credentials in it, a refused address) is a 400 now, not a failed delivery later. */
+function requireDeliverableUrl(url: string, options: { allowPrivate?: boolean }): void {
+  const problem = outboundUrlProblem(url, { allowPrivate: options.allowPrivate ?? privateAddressesAllowed() });
+  if (problem) throw new CadreError("bad_request:validation", `url ${problem}.`);
+}
+
 /**
  * Adds a channel to the team. A webhook channel gets a new signing secret, returned here and
  * never again; an email channel needs the server's SMTP settings (409 without them).
@@ -56,16 +63,23 @@ export async function createNotificationChannel(
   db: Db,
   teamId: string,
   input: NewChannelInput,
-  options: { smtp?: SmtpSettings | null } = {},
+  options: { smtp?: SmtpSettings | null; allowPrivate?: boolean } = {},
 ): Promise<{ channel: PublicNotificationChannel; secret?: string }> {
   if (input.type === "email") requireSmtp(options);
+  else requireDeliverableUrl(input.url, options);
   const values = input.type === "webhook" ? { ...input, secret: generateWebhookSecret() } : input;
   const { secret, ...channel } = await writeUnderTeam(db, teamId, (tx) => insertNotificationChannel(tx, teamId, values));
   return secret ? { channel, secret } : { channel };
 }
 
 /** Changes what was sent; `url` only for a webhook channel, `recipient` only for an email one. */
-export async function changeNotificationChannel(db: Db, channelId: string, changes: NotificationChannelChanges): Promise<PublicNotificationChannel> {
+export async function changeNotificationChannel(
+  db: Db,
+  channelId: string,
+  changes: NotificationChannelChanges,
+  options: { allowPrivate?: boolean } = {},
+): Promise<PublicNotificationChannel> {
+  if (changes.url !== undefined) requireDeliverableUrl(changes.url, options);
   return writeUnderNotificationChannel(db, channelId, async (tx, channel) => {
     if (channel.type === "webhook" && changes.recipient !== undefined) {
       throw new CadreError("bad_request:validation", "recipient: this is a webhook channel; change its url instead.");

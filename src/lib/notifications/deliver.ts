@@ -9,12 +9,14 @@ import {
 } from "@/lib/db/queries/notifications";
 import type { Notification, NotificationChannel } from "@/lib/db/schema";
 import { smtpSettings, type SmtpSettings } from "@/lib/env";
+import type { OutboundPolicy } from "@/lib/outbound-url";
 import type { JobQueue, NotificationAttempt } from "@/lib/jobs/job-queue";
 import { DeliveryError, deliveryErrorMessage } from "./delivery-error";
 import { sendEmailNotification } from "./email-channel";
 import { postWebhookNotification } from "./webhook-channel";
 
-export type DeliverySettings = { smtp: SmtpSettings | null };
+/** `outbound`: where webhooks may go (outbound-url.ts); the environment's policy unless a test brings its own. */
+export type DeliverySettings = { smtp: SmtpSettings | null; outbound?: OutboundPolicy };
 export type DeliveryOutcome = "sent" | "failed" | "skipped";
 type Log = (message: string, error?: unknown) => void;
 
@@ -83,7 +85,7 @@ function sendThroughChannel(channel: NotificationChannel, notification: Notifica
   switch (channel.type) {
     case "webhook":
       if (!channel.url || !channel.secret) throw new DeliveryError("This webhook channel has no URL or secret: delete it and add it again.", { permanent: true });
-      return postWebhookNotification({ url: channel.url, secret: channel.secret }, notification, signal);
+      return postWebhookNotification({ url: channel.url, secret: channel.secret }, notification, signal, settings.outbound);
     case "email":
       if (!channel.recipient) throw new DeliveryError("This email channel has no recipient: delete it and add it again.", { permanent: true });
       return sendEmailNotification(settings.smtp, channel.recipient, notification, signal);

@@ -1,6 +1,7 @@
 import type { Notification } from "@/lib/db/schema";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
+import { isPublicAddress, outboundPolicy, outboundRequest, OutboundUrlRefused, type OutboundPolicy } from "@/lib/outbound-url";
 import { maskUrl } from "@/lib/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
@@ -34,44 +35,58 @@ export function slackText(payload: Notification["payload"]): string {
 }
 
 /**
- * POSTs the notification to the channel's URL. A 2xx is delivered; anything else (another
- * status, a redirect, no connection, no answer within 10 s) throws a DeliveryError that says
- * what happened, for the delivery log and a retry.
+ * POSTs the notification to the channel's URL, under the outbound-URL policy (outbound-url.ts:
+ * the address is checked as it is connected to). A 2xx is delivered. A 307/308 redirect is
+ * followed (it keeps the POST and its body), each hop checked again; any other answer, no
+ * connection, no answer within 10 s or a refused address throws a DeliveryError that says what
+ * happened, for the delivery log and a retry.
  */
 export async function postWebhookNotification(
   channel: { url: string; secret: string },
   notification: Pick<Notification, "id" | "payload">,
   signal?: AbortSignal,
+  policy: OutboundPolicy = outboundPolicy(),
 ): Promise<void> {
   const body = webhookNotificationBody(notification);
   const target = maskUrl(channel.url);
   const timeout = AbortSignal.timeout(WEBHOOK_NOTIFICATION_TIMEOUT_MS);
-  let response: Response;
+  let answer: Awaited<ReturnType<typeof outboundRequest>>;
   try {
-    response = await fetch(channel.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "user-agent": "Cadre-Notifications",
-        ...signedWebhookHeaders(channel.secret, body),
-        [NOTIFICATION_HEADERS.idempotencyKey]: notification.id,
-        [NOTIFICATION_HEADERS.delivery]: notification.id,
+    answer = await outboundRequest(
+      channel.url,
+      {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "Cadre-Notifications",
+          ...signedWebhookHeaders(channel.secret, body),
+          [NOTIFICATION_HEADERS.idempotencyKey]: notification.id,
+          [NOTIFICATION_HEADERS.delivery]: notification.id,
+        },
+        body,
+        // Followed only when the redirect keeps the POST (307/308): see below.
+        redirect: "manual",
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       },
-      body,
-      // A redirect would turn the POST into a GET elsewhere: say so rather than follow it.
-      redirect: "manual",
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    });
+      policy,
+      { follow: [307, 308] },
+    );
   } catch (error) {
+    // The address was refused: no retry will change that (an edit of the channel will).
+    if (error instanceof OutboundUrlRefused) throw new DeliveryError(error.message, { cause: error, permanent: true });
     throw new DeliveryError(describeFetchFailure(error, target, timeout), { cause: error });
   }
+  const { response } = answer;
   if (response.ok) {
     await response.body?.cancel().catch(() => {});
     return;
   }
-  const excerpt = await readExcerpt(response);
-  const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${response.headers.get("location") ?? "?"}; use the final URL)` : "";
-  throw new DeliveryError(`HTTP ${response.status} from ${target}${redirect}${excerpt ? `: ${excerpt}` : ""}`);
+  // What a private address answers is not the receiver's to say on a page: only a public one's words are quoted.
+  const excerpt = isPublicAddress(answer.address) ? await readExcerpt(response) : (await response.body?.cancel().catch(() => {}), "");
+  const location = response.headers.get("location");
+  // A 301/302/303 would turn the POST into a GET elsewhere: say so rather than follow it.
+  const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${location ? maskUrl(URL.parse(location, answer.url)?.href ?? location) : "?"}; use the final URL)` : "";
+  throw new DeliveryError(`HTTP ${response.status} from ${maskUrl(answer.url)}${redirect}${excerpt ? `: ${excerpt}` : ""}`);
 }
 
 function describeFetchFailure(error: unknown, target: string, timeout: AbortSignal): string {
