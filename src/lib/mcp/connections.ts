@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createMCPClient, type ListToolsResult, type MCPClient } from "@ai-sdk/mcp";
 import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import type { McpServer, McpToolInfo } from "@/lib/db/schema";
+import { checkedAddresses, outboundPolicy, policyFetch, type OutboundPolicy } from "@/lib/outbound-url";
 
 /**
  * Connections to MCP servers, one per server per process (the worker for work sessions,
@@ -24,11 +25,17 @@ function settingsKey(server: McpServer): string {
   return createHash("sha256").update(JSON.stringify(settings)).digest("hex");
 }
 
-/** Opens a client and lists its tools, or fails within `timeoutMs` with the reason. */
-export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNECT_TIMEOUT_MS): Promise<McpConnection> {
+/**
+ * Opens a client and lists its tools, or fails within `timeoutMs` with the reason. An HTTP
+ * server is reached under the outbound-URL policy: checked before connecting (a clear refusal
+ * rather than the client's own error), then every request the client makes is checked again
+ * as it connects (policyFetch), since the name may resolve elsewhere by then.
+ */
+export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNECT_TIMEOUT_MS, policy: OutboundPolicy = outboundPolicy()): Promise<McpConnection> {
+  if (server.transport === "http") await checkedAddresses(new URL(server.url!), policy);
   const transport =
     server.transport === "http"
-      ? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const }
+      ? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const, fetch: policyFetch(policy) }
       : // A server's own log goes nowhere: its stderr is not the worker's log.
         new Experimental_StdioMCPTransport({ command: server.command!, args: server.args, env: server.env, stderr: "ignore" });
   const client = await createMCPClient({

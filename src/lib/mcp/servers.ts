@@ -6,6 +6,7 @@ import { updateAgent } from "@/lib/db/queries/agents";
 import { writeUnderAgent, writeUnderTeam } from "@/lib/db/queries/teams";
 import type { Agent, McpServer, McpToolInfo, ToolScope } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
+import { outboundUrlProblem, privateAddressesAllowed, type OutboundPolicy } from "@/lib/outbound-url";
 import { forgetMcpConnection, openMcpConnection } from "./connections";
 import { describeMcpError, redactSecrets } from "./tools";
 
@@ -61,12 +62,26 @@ function nameTaken(error: unknown, serverName: string | undefined): never {
   throw error;
 }
 
-export async function addMcpServer(db: Db, teamId: string, input: z.input<typeof newMcpServerBody>): Promise<McpServer> {
+/** An address Cadre will not connect to (credentials in it, a refused address) is a 400 when it is saved. */
+function requireReachableUrl(url: string | undefined, options: { allowPrivate?: boolean }): void {
+  if (url === undefined) return;
+  const problem = outboundUrlProblem(url, { allowPrivate: options.allowPrivate ?? privateAddressesAllowed() });
+  if (problem) throw new CadreError("bad_request:mcp_server", `url ${problem}.`);
+}
+
+export async function addMcpServer(db: Db, teamId: string, input: z.input<typeof newMcpServerBody>, options: { allowPrivate?: boolean } = {}): Promise<McpServer> {
   const body = newMcpServerBody.parse(input);
+  if (body.transport === "http") requireReachableUrl(body.url, options);
   return writeUnderTeam(db, teamId, (tx) => createMcpServer(tx, { teamId, ...body })).catch((error: unknown) => nameTaken(error, body.name));
 }
 
-export async function changeMcpServer(db: Db, serverId: string, changes: z.infer<typeof mcpServerChangesBody>): Promise<McpServer> {
+export async function changeMcpServer(
+  db: Db,
+  serverId: string,
+  changes: z.infer<typeof mcpServerChangesBody>,
+  options: { allowPrivate?: boolean } = {},
+): Promise<McpServer> {
+  requireReachableUrl(changes.url, options);
   const server = await requireMcpServer(db, serverId);
   if (server.transport === "http" && (changes.command !== undefined || changes.args !== undefined || changes.env !== undefined)) {
     throw new CadreError("bad_request:mcp_server", "An HTTP server has a url and headers; command, args and env are for stdio servers.");
@@ -98,11 +113,11 @@ export const TEST_CONNECTION_TIMEOUT_MS = 2000;
  * Test connection: a fresh connection (not the pooled one), its tools listed within 2 s or
  * the reason it failed; the server's state is updated either way.
  */
-export async function testMcpServer(db: Db, serverId: string): Promise<{ ok: true; tools: McpToolInfo[]; ms: number } | { ok: false; error: string; ms: number }> {
+export async function testMcpServer(db: Db, serverId: string, policy?: OutboundPolicy): Promise<{ ok: true; tools: McpToolInfo[]; ms: number } | { ok: false; error: string; ms: number }> {
   const server = await requireMcpServer(db, serverId);
   const started = Date.now();
   try {
-    const connection = await openMcpConnection(server, TEST_CONNECTION_TIMEOUT_MS);
+    const connection = await openMcpConnection(server, TEST_CONNECTION_TIMEOUT_MS, policy);
     await connection.client.close().catch(() => {});
     await recordMcpServerState(db, serverId, { tools: connection.tools });
     return { ok: true, tools: connection.tools, ms: Date.now() - started };

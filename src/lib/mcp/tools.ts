@@ -3,6 +3,7 @@ import type { Db } from "@/lib/db/client";
 import { listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
+import { maskUrl } from "@/lib/redact";
 import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection } from "./connections";
 import { MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
 
@@ -94,9 +95,9 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
   }
 }
 
-/** An error's text without the server's secrets: a bad header value must not end up on a page. */
-export function redactSecrets(text: string, server: Pick<McpServer, "headers" | "env">): string {
-  let redacted = text;
+/** An error's text without the server's secrets: a bad header value, or its URL's path and query, must not end up on a page. */
+export function redactSecrets(text: string, server: Pick<McpServer, "headers" | "env"> & { url?: string | null }): string {
+  let redacted = server.url ? text.split(server.url).join(maskUrl(server.url)) : text;
   for (const value of [...Object.values(server.headers), ...Object.values(server.env)]) {
     if (value.length >= 4) redacted = redacted.split(value).join("••••");
   }
@@ -114,7 +115,17 @@ function callResultText(result: { content?: unknown; structuredContent?: unknown
 export function describeMcpError(error: unknown): string {
   if (error instanceof Error) {
     const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
-    return `${error.message}${cause}`.slice(0, 500);
+    return withoutResponseBody(`${error.message}${cause}`, error).slice(0, 500);
   }
   return String(error).slice(0, 500);
+}
+
+/**
+ * The MCP client quotes a failed answer's body in its error ("… (HTTP 500): <body>"). Whatever
+ * a server answered is not shown back on a page: for a server on a private network it may be
+ * a neighbour's page. The status says enough.
+ */
+function withoutResponseBody(text: string, error: Error): string {
+  const body = (error as { responseBody?: unknown }).responseBody;
+  return typeof body === "string" && body.length > 0 ? text.split(body).join("(answer not shown)") : text;
 }
