@@ -1,6 +1,8 @@
 import { tavily } from "@tavily/core";
 import { tool } from "ai";
 import { z } from "zod";
+import { checkedAddresses, outboundPolicy, OutboundUrlRefused, type OutboundPolicy } from "@/lib/outbound-url";
+import { maskUrl } from "@/lib/redact";
 import type { ToolContext } from "./context";
 import { TurnSources } from "./sources";
 
@@ -52,13 +54,20 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
         // Our own deadline as well as Tavily's: the client cannot be cancelled, and a read that
         // hangs must become an answer the agent can work with, not a stalled session.
         const deadline = AbortSignal.timeout(timeoutMs);
+        const signal = abortSignal ? AbortSignal.any([abortSignal, deadline]) : deadline;
+        const policy = context.search.outbound ?? outboundPolicy();
         try {
+          const refused = await abortable(pageRefusal(url, policy), signal);
+          if (refused) return `${refused} Try another source, or work from what you have.`;
           const response = await abortable(
             client.extract([url], { extractDepth: "basic", format: "markdown", timeout: Math.min(60, Math.max(1, Math.ceil(timeoutMs / 1000))) }),
-            abortSignal ? AbortSignal.any([abortSignal, deadline]) : deadline,
+            signal,
           );
           const page = response.results.find((result) => result.rawContent?.trim());
           if (!page) return pageReadFailed(url, response.failedResults[0]?.error || "the page has no readable text");
+          // Tavily follows redirects itself: where it ended up is checked as the address asked for was.
+          const landed = page.url && page.url !== url ? await abortable(pageRefusal(page.url, policy), signal) : null;
+          if (landed) return `Reading ${maskUrl(url)} was refused: it redirected elsewhere, and ${landed} Its text is not returned; try another source, or work from what you have.`;
           const title = withoutNul(page.title ?? "").trim();
           sources.pageRead(page.url || url);
           return {
@@ -140,6 +149,21 @@ const tavilySearchInput = z.object({
 const readWebPageInput = z.object({
   url: webPageUrl.describe("The page's address, such as https://example.com/page"),
 });
+
+/**
+ * Why a page may not be read (outbound-url.ts: credentials in its URL, or a host that is or
+ * resolves to a refused address), or null. Tavily, not this machine, fetches the page: a name
+ * that does not resolve here is left to it.
+ */
+async function pageRefusal(url: string, policy: OutboundPolicy): Promise<string | null> {
+  try {
+    await checkedAddresses(new URL(url), policy, { unresolvable: "pass" });
+    return null;
+  } catch (error) {
+    if (error instanceof OutboundUrlRefused) return error.message;
+    throw error;
+  }
+}
 
 function pageReadFailed(url: string, reason: string): string {
   return `Reading ${url} failed: ${reason.replace(/\.$/, "")}. Try another source, or work from what you have.`;
