@@ -3,7 +3,7 @@ import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
+import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type Span as SdkSpan, type SpanExporter, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import type { TelemetryOptions } from "ai";
 import type { Agent, Team } from "@/lib/db/schema";
@@ -43,7 +43,8 @@ export function startTelemetry(options: { serviceName: string; exporter?: SpanEx
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: source.OTEL_SERVICE_NAME ?? options.serviceName }),
     // The exporter reads OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS itself.
     // Batched for the collector; a test's exporter gets each span as it ends.
-    spanProcessors: [options.exporter ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(new OTLPTraceExporter())],
+    // The scrubber first: it edits each span as it ends, before the exporting processor takes it.
+    spanProcessors: [new UrlScrubber(), options.exporter ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(new OTLPTraceExporter())],
   });
   // Registered as NodeTracerProvider.register() would: spans nest across awaits
   // (AsyncLocalStorage), and Next's own request spans use this provider too.
@@ -63,6 +64,39 @@ export function startTelemetry(options: { serviceName: string; exporter?: SpanEx
   };
   store[TRACING] = { tracer: provider.getTracer("cadre"), provider, handle };
   return handle;
+}
+
+/**
+ * Keeps URL queries and credentials out of every span, whoever made it. Next traces each fetch
+ * as "fetch GET <url>" with `http.url` — an MCP server's …/mcp?apikey=… among them — and a
+ * collector is often run by someone else. Span names and URL-like attributes keep scheme, host
+ * and path; `url.query` is dropped. Done in onEnding, while the span can still be changed.
+ */
+export class UrlScrubber implements SpanProcessor {
+  onStart(): void {}
+  onEnding(span: SdkSpan): void {
+    const name = withoutQueriesOrCredentials(span.name);
+    if (name !== span.name) span.updateName(name);
+    for (const [key, value] of Object.entries(span.attributes)) {
+      if (key === "url.query") delete (span.attributes as Record<string, unknown>)[key];
+      else if (typeof value === "string" && /url|target|span_name/i.test(key)) {
+        const clean = key === "http.target" ? value.replace(/[?#].*$/s, "") : withoutQueriesOrCredentials(value);
+        if (clean !== value) span.setAttribute(key, clean);
+      }
+    }
+  }
+  onEnd(): void {}
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** Every absolute URL in the text without its user name, password, query and fragment. */
+export function withoutQueriesOrCredentials(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi, "$1$2$3");
 }
 
 function tracing(): Tracing | undefined {
