@@ -33,7 +33,8 @@ export type WorkerCrashReport = z.infer<typeof workerCrashReport>;
 export async function raiseWorkerCrashAlert(db: Db, jobs: JobQueue, report: WorkerCrashReport): Promise<"raised" | "raised already" | "no team"> {
   const lead = await findLongestStandingLead(db);
   if (!lead) return "no team";
-  const lastError = report.lastError.replace(/\s+/g, " ").trim().slice(0, 300);
+  // The log's "[worker] " prefix says whose line it is in a terminal; in the inbox the title does.
+  const lastError = report.lastError.replace(/^\[[\w-]+\]\s*/, "").replace(/\s+/g, " ").trim().slice(0, 300);
   const created = await raiseAlert(db, jobs, {
     teamId: lead.teamId,
     agentId: lead.leadId,

@@ -2,16 +2,18 @@
 import { waitForDatabase } from "@/lib/db/wait";
 import { databaseUrl, env } from "@/lib/env";
 import { startTelemetry } from "@/lib/telemetry";
-import { startWorker, type RunningWorker } from "./runner";
+import type { RunningWorker } from "./runner";
 
 // Before any session: spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set (null: no tracing).
 const telemetry = startTelemetry({ serviceName: "cadre-worker" });
 
 // A database that is starting or full is waited for, one line per attempt; anything else that
 // stops the start is one line and exit code 1 (`npm start` / systemd start it again later).
+// The engine is loaded after the wait: a worker started again and again costs little until it can work.
 let worker: RunningWorker;
 try {
   await waitForDatabase(databaseUrl(), { log: (line) => console.log(`[worker] ${line}`), giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS });
+  const { startWorker } = await import("./runner");
   worker = await startWorker({ concurrency: Number(process.env.WORKER_CONCURRENCY) || 8 });
 } catch (error) {
   console.error(`[worker] could not start: ${whyInOneLine(error)}`);

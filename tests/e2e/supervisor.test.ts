@@ -1,18 +1,13 @@
 // `npm start` keeps the web server up when a background worker dies: a killed worker is started
-// again (and waits for a database that is full), a worker that keeps crashing raises one alert,
-// and a database that refuses or is full at start-up is waited for with one line per attempt.
-import { spawn, type ChildProcess } from "node:child_process";
+// again (and waits for a database that is full), and a database that refuses or is full at
+// start-up is waited for with one line per attempt. (A worker that keeps crashing: worker-crash-alert.test.ts.)
 import net from "node:net";
-import path from "node:path";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/lib/embedded-postgres";
-import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { waitFor } from "../support/worker-process";
 import { buildIfStale, startApp, type AppServer } from "./app-server";
-
-const root = path.resolve(import.meta.dirname, "../..");
 
 /** What Postgres answers a client when max_connections is reached (an ErrorResponse before authentication). */
 function tooManyClients(): Buffer {
@@ -170,79 +165,5 @@ describe("npm start when the worker dies or the database is not ready", () => {
     expect((await health(app!.url)).status).toBe(200);
     expect(app!.output()).not.toMatch(/^\s+at /m);
     expect(app!.output()).not.toMatch(/stopping the rest/);
-  });
-});
-
-describe("a worker that keeps crashing", () => {
-  let database: TestDatabase;
-  let supervisor: ChildProcess | undefined;
-  let output = "";
-
-  beforeAll(async () => {
-    buildIfStale();
-    database = await createTestDatabase({ max: 2 });
-  }, 300_000);
-
-  afterEach((test) => {
-    if (test.task.result?.state === "fail") console.error(output.split("\n").slice(-60).join("\n"));
-  });
-
-  afterAll(async () => {
-    if (supervisor && supervisor.exitCode === null) {
-      const exited = new Promise((resolve) => supervisor!.once("exit", resolve));
-      supervisor.kill("SIGTERM");
-      await exited;
-    }
-    await database?.drop();
-  }, 60_000);
-
-  it("raises one alert with its last error, keeps trying, and the web server stays up", { timeout: 60_000 }, async () => {
-    const { team } = await createTeamFixture(database.db, { name: "Battery Lab" });
-    const port = await freePort();
-    // The supervisor `npm start` runs (scripts/start.ts), with a worker whose database does not
-    // exist: it fails at every start. Short waits so five exits take seconds, not a minute.
-    const badUrl = new URL(database.url);
-    badUrl.pathname = "/no_such_database";
-    const script = `
-      const { supervise } = await import("./scripts/lib/processes.ts");
-      const env = { ...process.env, NODE_ENV: "production" };
-      await supervise(
-        [
-          { name: "web", command: "next", args: ["start", "--hostname", "127.0.0.1", "--port", process.env.PORT] },
-          { name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: { ...env, DATABASE_URL: process.env.BAD_WORKER_DATABASE_URL }, restart: true },
-        ],
-        env,
-        undefined,
-        { firstDelayMs: 300, maxDelayMs: 1000, steadyAfterMs: 60_000, alertAfterExits: 5, alertWindowMs: 600_000 },
-      );`;
-    supervisor = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: database.url, BAD_WORKER_DATABASE_URL: badUrl.toString(), PORT: String(port), NEXT_TELEMETRY_DISABLED: "1", LEAD_SCHEDULE: "off" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    supervisor.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    supervisor.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const baseUrl = `http://127.0.0.1:${port}`;
-
-    const alerts = () => database.sql<{ title: string; summary: string; teamId: string }[]>`
-      select title, summary, team_id as "teamId" from inbox_items where type = 'alert' and dedupe_key like 'worker-crashing:%'`;
-    const [alert] = await waitFor(async () => {
-      const found = await alerts();
-      return found.length > 0 && found;
-    }, { timeoutMs: 45_000, what: "the alert that the worker keeps stopping" });
-    expect(alert!.teamId).toBe(team.id);
-    expect(alert!.title).toBe("The background worker keeps stopping");
-    expect(alert!.summary).toMatch(/^It stopped 5 times in 10 minutes and is started again every 1 s\. Last: \[worker\] could not start: database "no_such_database" does not exist$/);
-
-    // It keeps trying; more exits raise nothing more, and the web server answers all along.
-    const exitsSoFar = count(output, /^\[cadre\] The worker exited with code 1;/);
-    await waitFor(async () => count(output, /^\[cadre\] The worker exited with code 1;/) >= exitsSoFar + 2, { timeoutMs: 20_000, what: "two more exits" });
-    expect(await alerts()).toHaveLength(1);
-    expect((await fetch(`${baseUrl}/api/health`)).status).toBe(200);
-    expect(count(output, /^\[cadre\] The worker keeps stopping: the inbox has an alert about it\.$/)).toBe(1);
-    expect(output).not.toMatch(/stopping the rest/);
-    expect(output).not.toMatch(/^\s+at /m);
-    // Each failed start is one line of the worker's.
-    expect(count(output, /^\[worker\] could not start: database "no_such_database" does not exist$/)).toBeGreaterThanOrEqual(7);
   });
 });
