@@ -10,7 +10,16 @@ log(`Web on http://${host === "0.0.0.0" ? "localhost" : host}:${port}`);
 await supervise(
   [
     { name: "web", command: "next", args: ["dev", "--hostname", host, "--port", port] },
-    { name: "worker", command: process.execPath, args: ["--watch", "--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env) },
+    // Not `node --watch`: it waits for a file change after a crash. The supervisor restarts the
+    // worker on a change and after any exit, as `npm start` does.
+    {
+      name: "worker",
+      command: process.execPath,
+      args: ["--import", "tsx", "src/worker/index.ts"],
+      env: withWorkerMallocDefaults(env),
+      restart: true,
+      watch: ["src/lib", "src/worker"],
+    },
   ],
   env,
   local,

@@ -1,4 +1,5 @@
 // `npm start`: the production web server and a worker (`--web-only`: the web server alone).
+// A worker that exits is started again; the web server's exit stops everything.
 import { existsSync } from "node:fs";
 import { withWorkerMallocDefaults } from "../src/worker/malloc";
 import { log, prepareDatabase, supervise, webHost } from "./lib/processes";
@@ -16,7 +17,7 @@ log(`Web on http://${host}:${port}${webOnly ? " (no worker)" : ""}`);
 await supervise(
   [
     { name: "web", command: "next", args: ["start", "--hostname", host, "--port", port] },
-    ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env) }]),
+    ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env), restart: true }]),
   ],
   env,
   local,

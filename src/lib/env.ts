@@ -48,6 +48,8 @@ const envSchema = z.object({
   TEAM_DAILY_TOKEN_BUDGET: positiveInt(5_000_000),
   MODEL_TIMEOUT_MS: positiveInt(120_000),
   SESSION_STALE_SECONDS: positiveInt(15),
+  /** How long a starting web server or worker waits for a database that is starting up, full or not there yet, before it gives up. */
+  DATABASE_WAIT_SECONDS: positiveInt(300),
   LEAD_SCHEDULE: optional.transform((value) => value ?? "0 8 * * *"),
   APP_PASSWORD: optional,
   /**

@@ -93,8 +93,11 @@ export async function callApi<T>(baseUrl: string, pathname: string, init: ApiReq
 /** `pid`: the supervisor's (scripts/start.ts); the web server and the worker are its children. */
 export type AppServer = { url: string; pid: number; output: () => string; stop: () => Promise<void> };
 
-/** `npm start` (scripts/start.ts) on a free port with the given environment; resolves when /api/health answers. */
-export async function startApp(env: Record<string, string | undefined>, args: string[] = []): Promise<AppServer> {
+/**
+ * `npm start` (scripts/start.ts) on a free port with the given environment; resolves when /api/health answers.
+ * `onOutput` hears the output as it comes, before the app answers (a test that steers its start-up).
+ */
+export async function startApp(env: Record<string, string | undefined>, args: string[] = [], options: { onOutput?: (output: string) => void } = {}): Promise<AppServer> {
   const port = await freePort();
   const childEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries({ ...process.env, ...env, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" })) {
@@ -112,8 +115,12 @@ export async function startApp(env: Record<string, string | undefined>, args: st
     detached: true,
   });
   let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const hear = (chunk: Buffer) => {
+    output += chunk.toString();
+    options.onOutput?.(output);
+  };
+  child.stdout?.on("data", hear);
+  child.stderr?.on("data", hear);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
 
   const url = `http://127.0.0.1:${port}`;

@@ -72,11 +72,12 @@ describe.skipIf(!asRoot)("embedded Postgres as root in a directory private to ro
 });
 
 describe("npm run dev / npm start when the database cannot be prepared", () => {
-  it("exit with one plain line that says what to do, not a stack trace", { timeout: 60_000 }, async () => {
+  it("wait for it with one line per attempt, then exit with one plain line that says what to do, not a stack trace", { timeout: 60_000 }, async () => {
     const child = spawn(
       process.execPath,
       ["--import", "tsx", "-e", 'import("./scripts/lib/processes.ts").then((m) => m.prepareDatabase())'],
-      { cwd: repo, env: { ...process.env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/cadre" }, stdio: ["ignore", "pipe", "pipe"] },
+      // Nothing listens on port 1: waited for (DATABASE_WAIT_SECONDS, shortened here), then given up on.
+      { cwd: repo, env: { ...process.env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/cadre", DATABASE_WAIT_SECONDS: "2" }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
@@ -84,8 +85,9 @@ describe("npm run dev / npm start when the database cannot be prepared", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     const lines = output.trim().split("\n");
     expect(code).toBe(1);
-    expect(lines.at(-1)).toMatch(/^\[cadre\] Could not apply migrations to .*Check DATABASE_URL/);
+    expect(lines[1]).toMatch(/^\[cadre\] Waiting for the database at postgres:\/\/postgres@127\.0\.0\.1:1\/cadre: nothing answers there yet \(connection refused\); trying again in 1 s \(attempt 1\)\.$/);
+    expect(lines.at(-1)).toMatch(/^\[cadre\] The database at .* is still not there after 2 s: nothing answers there yet \(connection refused\)\. Check DATABASE_URL/);
     expect(output).not.toMatch(/^\s+at /m);
-    expect(lines).toHaveLength(2); // "Using DATABASE_URL …" and the failure
+    expect(lines).toHaveLength(3); // "Using DATABASE_URL …", one attempt waited for, and the failure
   });
 });

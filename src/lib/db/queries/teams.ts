@@ -34,6 +34,17 @@ export function listTeams(db: Db): Promise<Team[]> {
   return db.select().from(teams).orderBy(desc(teams.createdAt));
 }
 
+/** The lead of the longest-standing team, active teams first: who hears of a problem that is no one team's (a worker that keeps crashing). */
+export async function findLongestStandingLead(db: Db): Promise<{ teamId: string; leadId: string } | null> {
+  const [row] = await db
+    .select({ teamId: teams.id, leadId: agents.id })
+    .from(teams)
+    .innerJoin(agents, sql`${agents.teamId} = ${teams.id} and ${agents.role} = 'lead'`)
+    .orderBy(sql`${teams.status} <> 'active'`, asc(teams.createdAt), asc(teams.id))
+    .limit(1);
+  return row ?? null;
+}
+
 export async function getTeam(db: Db, teamId: string): Promise<Team | null> {
   const [team] = await db.select().from(teams).where(eq(teams.id, teamId));
   return team ?? null;
