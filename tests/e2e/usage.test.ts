@@ -234,6 +234,10 @@ describe("usage and cost in the browser", () => {
 
     // The trace as the API has it: every model call's cached tokens, as the server reported them.
     const sessionId = (await database.db.execute<{ id: string }>(sql`select id from work_sessions where agent_id = ${desk.lead} order by started_at limit 1`))[0]!.id;
+    // The task completes before its session's wrap-up (knowledge, the briefing decision) makes its calls: the trace is read once the session has ended.
+    await expect
+      .poll(async () => (await database.db.execute<{ status: string }>(sql`select status from work_sessions where id = ${sessionId}`))[0]?.status, { timeout: 60_000, interval: 250 })
+      .not.toBe("running");
     type Span = { type: string; inputTokens: number; cachedTokens: number; outputTokens: number };
     const { body } = await call<{ trace: { spans: Span[]; totals: { cachedShare: number; savedUsd: number; cachedTokens: number } } }>(`/api/sessions/${sessionId}`);
     const cachedCalls = body.trace.spans.filter((span) => span.type === "model" && span.cachedTokens > 0);
