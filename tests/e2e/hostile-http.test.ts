@@ -61,6 +61,17 @@ describe("requests Next itself would answer 500", () => {
     expect(app.output().slice(logBefore)).not.toMatch(/error|Internal Server Error/i);
   });
 
+  it("answers an API path no route serves with the API's JSON 404, not an HTML page", async () => {
+    for (const [method, path] of [["GET", "/api/nope"], ["GET", "/api/teams/x/nothing/here"], ["DELETE", "/api/whatever"]] as const) {
+      const response = await raw(method, path, { headers: { origin: app.url } });
+      expect({ method, path, status: response.status }).toEqual({ method, path, status: 404 });
+      expect(response.type).toMatch(/^application\/json/);
+      expect(JSON.parse(response.body)).toMatchObject({ error: { code: "not_found:route", message: expect.stringContaining(path) } });
+    }
+    // Real routes still answer as before.
+    expect((await raw("GET", "/api/health")).status).toBe(200);
+  });
+
   it("takes JSON bodies only as application/json, and X-Forwarded-Host only from a declared proxy", async () => {
     const team = JSON.stringify({ name: "Posted", mission: "m" });
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
