@@ -4,7 +4,8 @@
 // - Every kind of answer carries X-Frame-Options, CSP with frame-ancestors 'none', nosniff,
 //   Referrer-Policy and Permissions-Policy, each once: pages (with a fresh nonce that Next puts
 //   on its scripts), API answers, API and page 404s, errors the proxy and handlers write, the
-//   streamed live events, Next's static files and the icons.
+//   streamed live events, Next's static files and the icons; with sign-in on, the redirect to
+//   the sign-in page, the API's 401 and the sign-in page.
 // - In Chromium, the main pages of the production build run their scripts under that policy
 //   with no CSP violation and no console error (after a control proving an injected inline
 //   handler is both blocked and reported), and a page on another origin cannot frame Cadre
@@ -151,6 +152,27 @@ describe("security headers on every answer", () => {
       const csp = expectSecurityHeaders(what, answer);
       // The API and Next's files load nothing; page paths keep a page's policy (a 404 is a page).
       if (/^\/(api|_next|favicon)/.test(pathname)) expect({ what, csp }).toEqual({ what, csp: expect.stringContaining("default-src 'none'") });
+    }
+  });
+});
+
+describe("security headers with sign-in on", () => {
+  let guarded: AppServer;
+  beforeAll(async () => {
+    guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "security-headers-test" }, ["--web-only"]);
+  }, 120_000);
+  afterAll(async () => await guarded?.stop(), 60_000);
+
+  it("puts them on the redirect to sign-in, the API's 401 and the sign-in page", async () => {
+    const answers: Array<[string, Response, number]> = [
+      ["the redirect to sign-in", await fetch(`${guarded.url}/teams`, { redirect: "manual" }), 307],
+      ["the API's 401", await fetch(`${guarded.url}/api/teams`), 401],
+      ["the sign-in page", await fetch(`${guarded.url}/sign-in`), 200],
+    ];
+    for (const [what, response, status] of answers) {
+      expect({ what, status: response.status }).toEqual({ what, status });
+      await response.arrayBuffer();
+      expectSecurityHeaders(what, { status: response.status, headers: Object.fromEntries(response.headers), body: "" });
     }
   });
 });
