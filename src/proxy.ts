@@ -2,6 +2,7 @@ import { NextResponse, type NextRequest } from "next/server";
 import { isLiveSession } from "@/lib/auth";
 import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
 import { database } from "@/lib/db/client";
+import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/security-headers";
 
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
@@ -11,6 +12,18 @@ import { database } from "@/lib/db/client";
  * check for one thing: a path Next cannot decode, which fails before any handler could see it.
  */
 export async function proxy(request: NextRequest): Promise<Response> {
+  // Every answer gets the security headers, whoever writes it: this gate, a handler, a page, an
+  // error or a 404. A page's policy carries a fresh nonce, which Next reads from the request.
+  const policy = request.nextUrl.pathname.startsWith("/api/") ? NON_PAGE_POLICY : pagePolicy(newNonce(), process.env.NODE_ENV === "development");
+  const headers = new Headers(request.headers);
+  headers.set("Content-Security-Policy", policy);
+  const response = await gate(request, { request: { headers } });
+  setSecurityHeaders(response.headers, policy);
+  return response;
+}
+
+/** `onward`: how a request that may pass goes on (with the policy in its headers, for Next). */
+async function gate(request: NextRequest, onward: { request: { headers: Headers } }): Promise<Response> {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith("/api/");
   const password = process.env.APP_PASSWORD?.trim();
@@ -22,17 +35,17 @@ export async function proxy(request: NextRequest): Promise<Response> {
       const message = "The path is not valid: a % in a URL must start an escape like %2F (write a literal % as %25).";
       return Response.json({ error: { code: "bad_request:path", message } }, { status: 400 });
     }
-    return NextResponse.rewrite(new URL(NOT_FOUND_PATH, request.url), { status: 404 });
+    return NextResponse.rewrite(new URL(NOT_FOUND_PATH, request.url), { ...onward, status: 404 });
   }
 
   if (!password) {
     // Without a password Cadre serves this computer only; see isLoopbackHost for why the Host matters.
-    if (isPublicPath(pathname) || isLoopbackHost(request.headers.get("host"))) return NextResponse.next();
+    if (isPublicPath(pathname) || isLoopbackHost(request.headers.get("host"))) return NextResponse.next(onward);
     const message = "Without APP_PASSWORD, Cadre serves this computer only (localhost). Set APP_PASSWORD to serve other machines.";
     return api ? Response.json({ error: { code: "forbidden:host", message } }, { status: 403 }) : new Response(message, { status: 403 });
   }
 
-  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value))) return NextResponse.next();
+  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value))) return NextResponse.next(onward);
   if (api) {
     return Response.json({ error: { code: "unauthorized:session", message: "Sign in first: this Cadre is protected by a password." } }, { status: 401 });
   }
@@ -69,6 +82,6 @@ async function sessionLooksValid(token: string | undefined): Promise<boolean> {
 }
 
 export const config = {
-  // Everything but Next's own static assets and the icon.
+  // Everything but Next's own static assets and the icon (next.config.ts gives those their headers).
   matcher: ["/((?!_next/static|_next/image|favicon.ico).*)"],
 };

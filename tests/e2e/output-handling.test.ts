@@ -179,7 +179,10 @@ describe("hostile output in Chromium", () => {
   }, 60_000);
 
   it("sees it when something does run, load or link where it should not (a control for the checks below)", async () => {
-    await page.goto(`${app.url}/api/health`);
+    // A page on Cadre's origin that Cadre never serves, so without its Content-Security-Policy
+    // (which would block both): the control is for these detectors, not for the policy.
+    await page.route(`${app.url}/detector-control`, (route) => route.fulfill({ contentType: "text/html", body: "<!doctype html><title>control</title>" }));
+    await page.goto(`${app.url}/detector-control`);
     await page.setContent(
       `<main><div class="markdown"><img src="/x" onerror="window.__pwned='control'"><a href="javascript:void 0">x</a><img src="http://evil.example/control.png"></div></main>`,
     );
