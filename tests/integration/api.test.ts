@@ -311,6 +311,8 @@ describe("/api/teams/:teamId", () => {
     expect(await searchKnowledgeItems(database.db, { q: "doomed" })).toEqual([]);
     const { items } = await expectJson<{ items: { id: string }[] }>(await api.inbox.GET(jsonRequest("GET", "/api/inbox")));
     expect(items.map((item) => item.id)).not.toContain(inbox.id);
+    // Filtered by the deleted team: a 404 that says so, not an empty inbox.
+    await expectError(await api.inbox.GET(jsonRequest("GET", `/api/inbox?teamId=${teamId}`)), 404, "not_found:team");
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, lead.id)).toHaveLength(0);
 
     await expectError(await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${teamId}`), params({ teamId })), 404, "not_found:team");

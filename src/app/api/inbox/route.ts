@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
+import { getTeam } from "@/lib/db/queries/teams";
+import { notFound } from "@/lib/errors";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { parseSearchParams, route } from "@/lib/http";
 import { getInboxPage } from "@/lib/inbox-page";
@@ -25,6 +27,8 @@ const inboxQuery = z.object({
 export const GET = route(async (request: Request) => {
   const query = parseSearchParams(request, inboxQuery);
   const { db } = await webEngine();
+  // A filter by a team that does not exist is a 404, not an empty inbox that looks like all is read.
+  if (query.teamId && !(await getTeam(db, query.teamId))) throw notFound("team", query.teamId);
   const [page, counts] = await Promise.all([
     getInboxPage(db, { ...query, archived: query.archived === "true" }),
     countInboxNeedingAttention(db),
