@@ -65,6 +65,11 @@ const NO_PARENT: Record<string, string> = {
   "POST /api/auth/sign-in": "sessions belong to no team",
   "POST /api/auth/sign-out": "sessions belong to no team",
   "POST /api/connection-check": "writes nothing: it asks the model server and Tavily",
+  // The catch-all for paths no route serves: it writes nothing and answers a JSON 404.
+  "POST /api/[...path]": "writes nothing: a path no route serves",
+  "PUT /api/[...path]": "writes nothing: a path no route serves",
+  "PATCH /api/[...path]": "writes nothing: a path no route serves",
+  "DELETE /api/[...path]": "writes nothing: a path no route serves",
 };
 
 let database: TestDatabase;
