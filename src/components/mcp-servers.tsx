@@ -4,7 +4,7 @@ import { useRouter } from "next/navigation";
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { api, type Wire } from "@/lib/api-client";
 import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
-import type { McpServerView } from "@/lib/mcp/servers";
+import type { McpServerView, McpTestResult } from "@/lib/mcp/servers";
 import { plural } from "@/lib/plural";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
@@ -15,7 +15,7 @@ import { closeOnEscape, useInlineForm } from "./use-inline-form";
 /** A server as the page and GET /api/teams/:id/mcp-servers give it: never its header or environment values. */
 export type McpServerWire = Wire<McpServerView>;
 
-type TestResult = { ok: true; tools: McpToolInfo[]; ms: number } | { ok: false; error: string; ms: number };
+type TestResult = McpTestResult;
 
 const DEFAULT_TIMEOUT_SECONDS = 30;
 
@@ -122,6 +122,7 @@ function ServerCard({ server }: { server: McpServerWire }) {
     setTesting(false);
   };
   const toggle = () => run(() => api(path, { method: "PATCH", body: { enabled: !server.enabled } }));
+  const clearLastError = () => run(() => api(path, { method: "PATCH", body: { clearError: true } }));
   const remove = async () => {
     if (!window.confirm(`Delete the MCP server ${server.name}? Agents lose its tools (${server.name}__…).`)) return;
     await run(() => api(path, { method: "DELETE" }), { keepBusy: true });
@@ -153,7 +154,7 @@ function ServerCard({ server }: { server: McpServerWire }) {
       {!server.enabled && <p className="hint">Off: no agent is offered its tools.</p>}
 
       <div role="status" className="mcp-status">
-        {testing ? <p className="hint">Connecting to {server.name}…</p> : test ? <TestOutcome result={test} /> : <ServerState server={server} />}
+        {testing ? <p className="hint">Connecting to {server.name}…</p> : test ? <TestOutcome result={test} /> : <ServerState server={server} onClear={busy ? undefined : clearLastError} />}
       </div>
 
       {server.tools.length > 0 && <ToolList server={server} />}
@@ -179,21 +180,33 @@ function ServerCard({ server }: { server: McpServerWire }) {
   );
 }
 
-/** What the last connection found, by whichever process made it (a test here, or an agent's turn in the worker). */
-function ServerState({ server }: { server: McpServerWire }) {
+/**
+ * What the last connection found, by whichever process made it (a test here, or an agent's turn
+ * in the worker), and the last error with its time: it stays after a later connection that worked
+ * (calls may still fail), until a call succeeds or the person clears it.
+ */
+function ServerState({ server, onClear }: { server: McpServerWire; onClear?: () => void }) {
+  const connected = server.lastConnectedAt && (
+    <p className="mcp-state mcp-state-ok">
+      <strong>Connected</strong> <LocalTime value={server.lastConnectedAt} relative />, {plural(server.tools.length, "tool")}.
+    </p>
+  );
   const errorIsNewer = server.lastErrorAt && (!server.lastConnectedAt || server.lastErrorAt >= server.lastConnectedAt);
-  if (server.lastError && errorIsNewer) {
+  const lastError = server.lastError && server.lastErrorAt && (
+    <p className="mcp-state mcp-state-error">
+      <strong>{server.lastConnectedAt ? "Last error" : "Could not connect"}</strong> <LocalTime value={server.lastErrorAt} relative />: {server.lastError}{" "}
+      <button type="button" className="button button-quiet" onClick={onClear} disabled={!onClear} aria-label={`Clear the last error of ${server.name}`}>
+        Clear
+      </button>
+    </p>
+  );
+  if (lastError && errorIsNewer) return lastError;
+  if (connected) {
     return (
-      <p className="mcp-state mcp-state-error">
-        <strong>Could not connect</strong> <LocalTime value={server.lastErrorAt!} relative />: {server.lastError}
-      </p>
-    );
-  }
-  if (server.lastConnectedAt) {
-    return (
-      <p className="mcp-state mcp-state-ok">
-        <strong>Connected</strong> <LocalTime value={server.lastConnectedAt} relative />, {plural(server.tools.length, "tool")}.
-      </p>
+      <>
+        {connected}
+        {lastError}
+      </>
     );
   }
   return <p className="mcp-state">Never connected yet. Test the connection to see its tools.</p>;
@@ -220,6 +233,18 @@ function TestOutcome({ result }: { result: TestResult }) {
             </li>
           ))}
         </ul>
+      )}
+      {result.renamed.length > 0 && (
+        <p className="hint">
+          Some names become the same once made fit for the model, so agents see{" "}
+          {result.renamed.map((rename, index) => (
+            <span key={rename.tool}>
+              {index > 0 && ", "}
+              <code>{rename.tool}</code> as <code>{rename.as}</code>
+            </span>
+          ))}
+          .
+        </p>
       )}
     </div>
   );

@@ -4,7 +4,7 @@ import { useState } from "react";
 import { api } from "@/lib/api-client";
 import type { ToolInfo } from "@/lib/agents/tool-policies";
 import type { AgentRole, ToolScope } from "@/lib/db/schema";
-import { MCP_SEPARATOR, mcpToolName } from "@/lib/mcp/names";
+import { MCP_SEPARATOR, mcpToolNames } from "@/lib/mcp/names";
 import { plural } from "@/lib/plural";
 import type { McpServerWire } from "./mcp-servers";
 import { firstSentence, offeredTo } from "./tool-policies";
@@ -69,7 +69,7 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
   // In the order the editor shows them, so a saved scope reads like the form.
   const listed = [
     ...builtIn.map((tool) => tool.name),
-    ...servers.flatMap((server) => [wholeServer(server.name), ...server.tools.map((tool) => mcpToolName(server.name, tool.name))]),
+    ...servers.flatMap((server) => [wholeServer(server.name), ...mcpToolNames(server.name, server.tools).values()]),
   ];
   // Names this editor cannot show now (a server renamed or removed, a tool it no longer lists) stay until unticked.
   const unlisted = [...new Set([...(agent.toolScope?.allow ?? []), ...allow])].filter((name) => !listed.includes(name));
@@ -173,7 +173,7 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
                   ) : (
                     <ul className="scope-options">
                       {server.tools.map((tool) => {
-                        const name = mcpToolName(server.name, tool.name);
+                        const name = mcpToolNames(server.name, server.tools).get(tool.name)!;
                         return (
                           <li key={name}>
                             <label className="choice" title={firstSentence(tool.description)}>

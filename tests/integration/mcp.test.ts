@@ -19,7 +19,9 @@ import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getMcpServer } from "@/lib/db/queries/mcp-servers";
 import { inboxItems } from "@/lib/db/schema";
 import { closeMcpConnections } from "@/lib/mcp/connections";
-import { addMcpServer, setToolScope, testMcpServer } from "@/lib/mcp/servers";
+import { addMcpServer, changeMcpServer, mcpServerChangesBody, setToolScope, testMcpServer } from "@/lib/mcp/servers";
+import { recordMcpServerState } from "@/lib/db/queries/mcp-servers";
+import { STORED_TOOL_RESULT_MAX_CHARS } from "@/lib/agents/step-recorder";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { freePort } from "../../scripts/lib/embedded-postgres";
 import { startFakeOpenAI, lastUserText, type FakeOpenAI } from "../support/fake-openai";
@@ -32,6 +34,7 @@ import { startWorkerProcess, waitFor } from "../support/worker-process";
 const tests = useEngineTests();
 const EVERYTHING = path.resolve("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 const MEMORY = path.resolve("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+const EDGE = path.resolve("tests/support/mcp-edge-server.mjs");
 const figures = { servers: 0, tools: new Set<string>(), calls: 0, failuresIsolated: 0, outcomeUnknown: 0 };
 let tempDir: string;
 const children: ChildProcess[] = [];
@@ -293,12 +296,101 @@ describe("secrets and names", () => {
       transport: "http",
       name: "leaky",
       url: `http://127.0.0.1:${await freePort()}/mcp`,
-      headers: { Authorization: "Bearer SUPERSECRET_VALUE\nX: y" },
+      headers: { Authorization: "Bearer SUPERSECRET_VALUE" },
     });
     const tested = await testMcpServer(tests.database.db, server.id);
     expect(tested.ok).toBe(false);
     expect(!tested.ok && tested.error).not.toContain("SUPERSECRET");
     expect((await getMcpServer(tests.database.db, server.id))!.lastError).not.toContain("SUPERSECRET");
     await expect(addMcpServer(tests.database.db, team.id, { transport: "http", name: "u_", url: "https://x.example/mcp" })).rejects.toThrow(/no _ at the end/);
+  });
+});
+
+describe("MCP edges", () => {
+  it("tools whose names clash once sanitized both stay reachable, a 3 MB result is stored cut, and a failed call's error outlives a reconnect", async () => {
+    const { db } = tests.database;
+    const { team, lead } = await createTeamFixture(db);
+    const server = await addMcpServer(db, team.id, { transport: "stdio", name: "edge", command: process.execPath, args: [EDGE] });
+    figures.servers += 1;
+    const tested = await testMcpServer(db, server.id);
+    expect(tested.ok && tested.renamed).toEqual([{ tool: "get_page", as: "edge__get_page_2" }]);
+
+    const results: string[] = [];
+    const calls = ["edge__get_page", "edge__huge", "edge__broken"];
+    const engine = await tests.engineWith({
+      model: sessionModel((options) => {
+        const last = options.prompt.at(-1);
+        if (/^Task from the person.*Read the pages/s.test(lastMessage(options))) {
+          expect(offeredTools(options)).toEqual(expect.arrayContaining(["edge__get_page", "edge__get_page_2", "edge__huge", "edge__broken"]));
+          return toolCallReply("edge__get_page_2", {});
+        }
+        if (last?.role === "tool") {
+          results.push(promptText([last]));
+          const next = calls[results.length - 1];
+          return next ? toolCallReply(next, {}) : textReply("Done.");
+        }
+        return textReply("Nothing to do.");
+      }),
+    });
+    await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Read the pages" });
+    await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
+    figures.calls += 4;
+    expect(results[0]).toContain("page from the underscored tool");
+    expect(results[1]).toContain("page from the dotted tool");
+    const log = await getAllMessages(db, (await getBackgroundConversation(db, lead.id)).id);
+    const huge = log.find((message) => message.role === "tool" && message.content.startsWith("xxxx"));
+    expect(huge!.content.length).toBeLessThan(STORED_TOOL_RESULT_MAX_CHARS + 100);
+    expect(huge!.content).toMatch(/…\(2900000 characters cut\)$/);
+    expect(results[3]).toMatch(/could not run broken/);
+    const failed = await getMcpServer(db, server.id);
+    expect(failed!.lastError).toMatch(/backend is down/);
+    expect(failed!.lastErrorAt).toBeInstanceOf(Date);
+
+    // The next session connects again (the failed call dropped the connection): the error stays.
+    await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Nothing this time" });
+    await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
+    const reconnected = await getMcpServer(db, server.id);
+    expect(reconnected!.lastConnectedAt!.getTime()).toBeGreaterThanOrEqual(failed!.lastConnectedAt!.getTime());
+    expect(reconnected!.lastError).toMatch(/backend is down/);
+    expect(reconnected!.lastErrorAt).toEqual(failed!.lastErrorAt);
+    // Test connection that works does not clear it either; the person's Clear does.
+    expect((await testMcpServer(db, server.id)).ok).toBe(true);
+    expect((await getMcpServer(db, server.id))!.lastError).toMatch(/backend is down/);
+    await changeMcpServer(db, server.id, mcpServerChangesBody.parse({ clearError: true }));
+    expect(await getMcpServer(db, server.id)).toMatchObject({ lastError: null, lastErrorAt: null });
+
+    // A call that succeeds clears it too.
+    await recordMcpServerState(db, server.id, { error: "it failed earlier" });
+    const again = await tests.engineWith({
+      model: sessionModel((options) => {
+        const last = options.prompt.at(-1);
+        if (last?.role === "tool") return textReply("Read it.");
+        if (/^Task from the person/.test(lastMessage(options))) return toolCallReply("edge__get_page", {});
+        return textReply("Nothing to do.");
+      }),
+    });
+    await assignTask(db, again.jobs, { agentId: lead.id, source: "user", title: "Read the page again" });
+    await runUntilQuiet(again.deps, 30, { agentIds: [lead.id] });
+    figures.calls += 1;
+    expect(await getMcpServer(db, server.id)).toMatchObject({ lastError: null, lastErrorAt: null });
+  });
+
+  it("a stdio command that exits at once: the error says it exited, with its code and its last stderr line", async () => {
+    const { team } = await createTeamFixture(tests.database.db);
+    const server = await addMcpServer(tests.database.db, team.id, { transport: "stdio", name: "gone", command: process.execPath, args: [EDGE, "exit"] });
+    const tested = await testMcpServer(tests.database.db, server.id);
+    expect(tested.ok).toBe(false);
+    expect(!tested.ok && tested.error).toMatch(/exited with code 3: edge server: cannot read \/nonexistent\/config\.json/);
+    expect((await getMcpServer(tests.database.db, server.id))!.lastError).toMatch(/exited with code 3/);
+  });
+
+  it("a header with a line break in its value, or a name that is no token, is refused when saved, naming the header", async () => {
+    const { team } = await createTeamFixture(tests.database.db);
+    const http = (headers: Record<string, string>) => addMcpServer(tests.database.db, team.id, { transport: "http", name: "hdr", url: "https://mcp.example/mcp", headers });
+    await expect(http({ Authorization: "Bearer abc\r\nX-Injected: 1" })).rejects.toThrow(/"Authorization"[\s\S]*line break/);
+    await expect(http({ "X-Key": "abc\n" })).rejects.toThrow(/"X-Key"[\s\S]*line break/);
+    await expect(http({ "Bad Header": "abc" })).rejects.toThrow(/"Bad Header"[\s\S]*not a valid header name/);
+    expect(() => mcpServerChangesBody.parse({ headers: { "X-Api-Key": "a\rb" } })).toThrow(/X-Api-Key/);
+    await expect(http({ "X-Api-Key": "fine value" })).resolves.toMatchObject({ name: "hdr" });
   });
 });

@@ -172,7 +172,7 @@ export class StepRecorder {
 
   private resultText(toolCallId: string, text: string): string {
     const note = this.resultNotes.get(toolCallId);
-    return note ? `${note}\n\n${text}` : text;
+    return cappedResult(note ? `${note}\n\n${text}` : text);
   }
 
   /** Whether the latest answer was stored (its calls exist in the log). */
@@ -371,6 +371,20 @@ export class StepRecorder {
     }
     return wrapped as T;
   }
+}
+
+/**
+ * The most of one tool result the log stores, in characters. A tool's output is whatever an
+ * outside server or page sent (an MCP tool answered 3 MB once): stored whole, every later read
+ * of the conversation (context, timeline, export) carries it. The model is given a cut copy of
+ * long results anyway; the head is what it and a reader use.
+ */
+export const STORED_TOOL_RESULT_MAX_CHARS = 100_000;
+
+/** A result no longer than STORED_TOOL_RESULT_MAX_CHARS: its head, then how much was cut. */
+export function cappedResult(text: string): string {
+  if (text.length <= STORED_TOOL_RESULT_MAX_CHARS) return text;
+  return `${text.slice(0, STORED_TOOL_RESULT_MAX_CHARS)}\n…(${text.length - STORED_TOOL_RESULT_MAX_CHARS} characters cut)`;
 }
 
 const convertedSchemas = new WeakMap<object, ReturnType<typeof asSchema>>();

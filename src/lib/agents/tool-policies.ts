@@ -6,7 +6,7 @@ import { listToolPolicyRules, listToolPolicyRulesFor, setToolPolicyRule } from "
 import type { Agent, AgentRole, McpServer, ToolPolicy } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import { listMcpServers } from "@/lib/db/queries/mcp-servers";
-import { isMcpToolName, MCP_SEPARATOR, mcpToolName, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
+import { isMcpToolName, MCP_SEPARATOR, mcpToolNames, mcpToolsFor, scopeAllows } from "@/lib/mcp/tools";
 import { foregroundTools, workTools, type ToolContext } from "./tools";
 
 /** The most tools one model request may offer (OpenAI's limit; others' are higher). */
@@ -199,9 +199,10 @@ export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPoli
 
 /** The team's MCP tools as their servers last listed them. */
 function mcpCatalogue(servers: readonly McpServer[]): ToolInfo[] {
-  return servers.flatMap((server) =>
-    server.tools.map((tool) => {
-      const name = mcpToolName(server.name, tool.name);
+  return servers.flatMap((server) => {
+    const names = mcpToolNames(server.name, server.tools);
+    return server.tools.map((tool) => {
+      const name = names.get(tool.name)!;
       return {
         name,
         description: `[MCP server ${server.name}] ${tool.description}`,
@@ -209,8 +210,8 @@ function mcpCatalogue(servers: readonly McpServer[]): ToolInfo[] {
         effects: "outside" as const,
         defaultPolicy: defaultToolPolicy(name, tool.readOnly),
       };
-    }),
-  );
+    });
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { createMCPClient, type ListToolsResult, type MCPClient } from "@ai-sdk/mcp";
-import { Experimental_StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
+import type { ChildProcess } from "node:child_process";
+import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import type { McpServer, McpToolInfo } from "@/lib/db/schema";
 import { checkedAddresses, outboundPolicy, policyFetch, type OutboundPolicy } from "@/lib/outbound-url";
 
@@ -33,20 +34,18 @@ function settingsKey(server: McpServer): string {
  */
 export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNECT_TIMEOUT_MS, policy: OutboundPolicy = outboundPolicy()): Promise<McpConnection> {
   if (server.transport === "http") await checkedAddresses(new URL(server.url!), policy);
-  const transport =
-    server.transport === "http"
-      ? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const, fetch: policyFetch(policy) }
-      : // A server's own log goes nowhere: its stderr is not the worker's log.
-        new Experimental_StdioMCPTransport({ command: server.command!, args: server.args, env: server.env, stderr: "ignore" });
-  const client = await createMCPClient({
-    transport,
-    clientName: "cadre",
-    initializationOptions: { timeout: timeoutMs },
-    // Servers send notifications this client does not ask for (logging, list changes): not a
-    // broken connection. A transport that really broke fails its next call, which drops it.
-    onUncaughtError: () => {},
-  });
+  const stdio = server.transport === "stdio" ? new WatchedStdioTransport({ command: server.command!, args: server.args, env: server.env, stderr: "pipe" }) : null;
+  const transport = stdio ?? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const, fetch: policyFetch(policy) };
+  let client: MCPClient | undefined;
   try {
+    client = await createMCPClient({
+      transport,
+      clientName: "cadre",
+      initializationOptions: { timeout: timeoutMs },
+      // Servers send notifications this client does not ask for (logging, list changes): not a
+      // broken connection. A transport that really broke fails its next call, which drops it.
+      onUncaughtError: () => {},
+    });
     const definitions = await client.listTools({ options: { timeout: timeoutMs } });
     const tools = definitions.tools.map((tool) => ({
       name: tool.name,
@@ -55,8 +54,49 @@ export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNE
     }));
     return { client, definitions, tools };
   } catch (error) {
-    await client.close().catch(() => {});
+    await (client ?? stdio)?.close().catch(() => {});
+    // The client only knows its pipe closed ("… closed client"): the command's exit says why.
+    const exited = stdio?.exitDescription();
+    if (exited) throw new Error(exited, { cause: error });
     throw error;
+  }
+}
+
+/**
+ * The stdio transport, watching its child: a command that exits (a wrong path, a missing
+ * argument, a crash at start) is reported with its exit code and the last line it wrote to
+ * stderr. Of stderr only that last line is kept (the server's log is not the worker's log).
+ */
+class WatchedStdioTransport extends StdioMCPTransport {
+  private exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  private lastStderrLine = "";
+
+  override async start(): Promise<void> {
+    await super.start();
+    // The transport keeps its child private; it is there once started (spawned).
+    const child = (this as unknown as { process?: ChildProcess }).process;
+    child?.on("exit", (code, signal) => {
+      this.exit = { code, signal };
+    });
+    let pending = "";
+    child?.stderr?.setEncoding("utf8");
+    child?.stderr?.on("data", (chunk: string) => {
+      const lines = (pending + chunk).split(/\r?\n/);
+      pending = (lines.pop() ?? "").slice(-1000);
+      const last = lines.map((line) => line.trim()).filter(Boolean).at(-1);
+      if (last) this.lastStderrLine = last;
+    });
+    child?.stderr?.on("end", () => {
+      if (pending.trim()) this.lastStderrLine = pending.trim();
+    });
+  }
+
+  /** "The command exited with code 1: <its last stderr line>", or null while it runs. */
+  exitDescription(): string | null {
+    if (!this.exit) return null;
+    const how = this.exit.code !== null ? `exited with code ${this.exit.code}` : `was ended by ${this.exit.signal}`;
+    const said = this.lastStderrLine ? `: ${this.lastStderrLine.slice(0, 300)}` : " (it wrote nothing to stderr)";
+    return `The server's command ${how}${said}`;
   }
 }
 

@@ -1,14 +1,14 @@
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
-import { listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
+import { clearMcpServerError, listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
 import { maskUrl } from "@/lib/redact";
 import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection } from "./connections";
-import { MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
+import { MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
 
 // The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
-export { isMcpToolName, MCP_SEPARATOR, mcpToolName, scopeAllows } from "./names";
+export { isMcpToolName, MCP_SEPARATOR, mcpToolName, mcpToolNames, scopeAllows } from "./names";
 
 /** What the turn knows about each MCP tool it offers: whose it is, and whether it only reads. */
 export type McpToolMeta = { server: string; readOnly: boolean };
@@ -42,12 +42,14 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
         await recordMcpServerState(db, server.id, { error: reason }).catch(() => {});
         return;
       }
-      if (JSON.stringify(connection.tools) !== JSON.stringify(server.tools) || server.lastError) {
+      // A connection that works says nothing of the calls that failed: their error stays (see recordMcpServerState).
+      if (JSON.stringify(connection.tools) !== JSON.stringify(server.tools)) {
         await recordMcpServerState(db, server.id, { tools: connection.tools }).catch(() => {});
       }
       const definitions = connection.client.toolsFromDefinitions(connection.definitions);
+      const names = mcpToolNames(server.name, connection.tools);
       for (const info of connection.tools) {
-        const name = mcpToolName(server.name, info.name);
+        const name = names.get(info.name)!;
         const definition = definitions[info.name];
         if (!definition || !scopeAllows(agent.toolScope, name)) continue;
         meta.set(name, { server: server.name, readOnly: info.readOnly });
@@ -81,6 +83,9 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
         signal,
       );
       const text = callResultText(result);
+      // The server answered: what failed before is over (the team page stops showing it). One
+      // write that changes nothing when there was no error; the row read at the turn's start may be stale.
+      if (!result.isError) await clearMcpServerError(db, server.id).catch(() => {});
       return result.isError ? `The MCP tool ${tool.name} reported an error: ${text}` : text;
     });
   } catch (error) {

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { mcpServers, type McpServer, type McpToolInfo, type McpTransport } from "../schema";
@@ -56,12 +56,25 @@ export async function deleteMcpServer(db: Db, serverId: string): Promise<void> {
   await db.delete(mcpServers).where(eq(mcpServers.id, serverId));
 }
 
-/** What a connection found: its tools, or why it failed. Written by whichever process connected. */
+/**
+ * What a connection found: its tools, or why it (or a call) failed. Written by whichever
+ * process connected. A connection that works does not clear the last error: a server whose
+ * every call fails connects fine each time, and its error must stay on the page. The error
+ * goes when a call succeeds or the person clears it (clearMcpServerError).
+ */
 export async function recordMcpServerState(db: Db, serverId: string, state: { tools: McpToolInfo[] } | { error: string }): Promise<void> {
   await db
     .update(mcpServers)
-    .set("tools" in state ? { tools: state.tools, lastConnectedAt: sql`now()`, lastError: null, lastErrorAt: null } : { lastError: state.error, lastErrorAt: sql`now()` })
+    .set("tools" in state ? { tools: state.tools, lastConnectedAt: sql`now()` } : { lastError: state.error, lastErrorAt: sql`now()` })
     .where(eq(mcpServers.id, serverId));
+}
+
+/** Forgets the server's last error (a call succeeded, or the person cleared it); a no-op write when there is none. */
+export async function clearMcpServerError(db: Db, serverId: string): Promise<void> {
+  await db
+    .update(mcpServers)
+    .set({ lastError: null, lastErrorAt: null })
+    .where(and(eq(mcpServers.id, serverId), isNotNull(mcpServers.lastError)));
 }
 
 /** Of these server ids, the ones that still exist and are enabled. */
