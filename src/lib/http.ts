@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth";
+import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
 
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. */
@@ -13,6 +14,12 @@ export function toErrorResponse(error: unknown): Response {
   if (error instanceof z.ZodError) {
     const message = error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
     return errorResponse(400, "bad_request:validation", message);
+  }
+  // The database starting, full or gone is no fault of the request: a 503 to come back to, and one line in the log.
+  const unavailable = databaseUnavailableReason(error);
+  if (unavailable) {
+    console.error(`A request could not reach the database: ${unavailable}.`);
+    return errorResponse(503, "unavailable:database", `The database does not answer right now (${unavailable}). Try again in a few seconds.`, { "retry-after": "5" });
   }
   console.error("Unhandled error in a route handler:", error);
   return errorResponse(500, "internal:unexpected", "Something went wrong on the server. The error was logged; try again.");

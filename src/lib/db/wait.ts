@@ -2,25 +2,12 @@
 // connections to spare, or that nothing answers for yet (a container or unit started beside
 // it) is worth waiting for; a wrong password or a missing database is not.
 import postgres from "postgres";
+import { databaseNotReadyYet } from "./errors";
 import { redactUrl } from "./migrate";
 
 /** The first wait between attempts (seconds); doubled after each, up to WAIT_CAP_SECONDS. */
 const FIRST_WAIT_SECONDS = 1;
 const WAIT_CAP_SECONDS = 10;
-
-/** Why waiting may help, in words; null when the error will not go away by itself. */
-export function databaseNotReadyYet(error: unknown): string | null {
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  if (code === "53300" || code === "53400" || /too many clients|too many connections|remaining connection slots are reserved/i.test(message)) {
-    return "it has no connections to spare (too many clients)";
-  }
-  if (code === "57P03" || /the database system is (starting up|shutting down|in recovery)|not yet accepting connections/i.test(message)) return "it is starting up";
-  if (code === "ECONNREFUSED" || /ECONNREFUSED/.test(message)) return "nothing answers there yet (connection refused)";
-  if (code === "CONNECT_TIMEOUT" || code === "ETIMEDOUT" || /CONNECT_TIMEOUT|ETIMEDOUT/.test(message)) return "it did not answer in time";
-  if (code === "ECONNRESET" || code === "EAI_AGAIN" || /ECONNRESET|EAI_AGAIN/.test(message)) return "the connection dropped";
-  return null;
-}
 
 /**
  * Resolves once the database at `url` answers `select 1`. While it is starting, full or not
