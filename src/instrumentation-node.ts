@@ -8,6 +8,11 @@ export async function registerNode(): Promise<void> {
   const { startTelemetry } = await import("@/lib/telemetry");
   const telemetry = startTelemetry({ serviceName: "cadre-web" });
   if (telemetry) flushBeforeExit(telemetry);
+  // How many connections this server may open, and a warning when the database is short of them.
+  const [{ database }, { reportConnectionRoom }] = await Promise.all([import("@/lib/db/client"), import("@/lib/db/connection-budget")]);
+  void Promise.resolve()
+    .then(() => reportConnectionRoom(database().sql, "web", (line) => console.log(line)))
+    .catch((error: unknown) => console.log(`[web] database: ${error instanceof Error ? error.message : String(error)}`));
   // Workers cannot report their own absence: the web process looks for work waiting with no worker.
   const { watchForStalledWork } = await import("@/lib/health");
   watchForStalledWork();

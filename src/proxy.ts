@@ -3,6 +3,7 @@ import { isLiveSession } from "@/lib/auth";
 import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
 import { database } from "@/lib/db/client";
 import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/security-headers";
+import { logError } from "@/lib/log";
 
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
@@ -76,7 +77,7 @@ async function sessionLooksValid(token: string | undefined): Promise<boolean> {
   try {
     return await isLiveSession(database().db, token);
   } catch (error) {
-    console.error("[auth] proxy could not check a session; leaving it to the page or route:", error);
+    logError("[auth] proxy could not check a session; leaving it to the page or route:", error);
     return true;
   }
 }

@@ -271,6 +271,8 @@ export async function startEmbeddedPostgres(options: {
   port?: number;
   /** A tree holding bin/initdb and bin/postgres (lib/, share/); the installed package's otherwise. */
   binaries?: string;
+  /** Server settings for this run (`-c name=value`), e.g. a low max_connections in a test. */
+  settings?: Record<string, string>;
   log?: (line: string) => void;
 }): Promise<LocalPostgres> {
   const port = options.port ?? (await freePort());
@@ -286,7 +288,7 @@ export async function startEmbeddedPostgres(options: {
     await initdb(account, binaries, dataDir);
   }
 
-  const child = spawnAs(account, binaries.postgres, ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1"], path.dirname(dataDir));
+  const child = spawnAs(account, binaries.postgres, ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`])], path.dirname(dataDir));
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   let output = "";
   // Keep reading for as long as it runs (a full pipe would block Postgres); only the tail is kept.

@@ -5,6 +5,7 @@ import { redirect } from "next/navigation";
 import type { Db } from "@/lib/db/client";
 import { database } from "@/lib/db/client";
 import { createSession, deleteExpiredSessions, deleteSession, findLiveSession } from "@/lib/db/queries/sessions";
+import { databaseUnavailableReason } from "@/lib/db/errors";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
 import {
@@ -111,7 +112,9 @@ export async function checkApiAccess(request: Request | undefined, access: Acces
   try {
     live = request !== undefined && (await isLiveSession(database().db, sessionTokenOf(request)));
   } catch (error) {
-    throw new CadreError("unavailable:database", "Could not check the session: the database does not answer. Try again shortly.", { cause: error });
+    const why = databaseUnavailableReason(error);
+    if (!why) throw error; // not the database's absence: the route answers 500 and logs it
+    throw new CadreError("unavailable:database", `Could not check the session: the database does not answer right now (${why}). Try again in a few seconds.`, { cause: error });
   }
   if (!live) throw new CadreError("unauthorized:session", "Sign in first: this Cadre is protected by a password.");
 }

@@ -25,10 +25,11 @@ const envSchema = z.object({
   DATABASE_URL: optional.pipe(z.url({ message: "DATABASE_URL must be a postgres:// URL" }).optional()),
   /**
    * The pooled connections one process (a web server or a worker) may open: Cadre's queries
-   * get two thirds, pg-boss a third (see connectionBudget in db/client.ts). Each process
-   * opens 2 (web) or 3 (worker) dedicated connections beside them, for LISTEN and liveness.
+   * get two thirds, pg-boss a third (db/connection-budget.ts). Each process opens 2 (web) or
+   * 3 (worker) dedicated connections beside them, for LISTEN and liveness. The default lets a
+   * web server and two workers (12 + 13 + 13) fit a stock Postgres (100) with room to spare.
    */
-  DATABASE_POOL_SIZE: positiveInt(15).pipe(z.number().min(4, { message: "must be at least 4 (two connections for Cadre's queries, two for the job queue)" })),
+  DATABASE_POOL_SIZE: positiveInt(10).pipe(z.number().min(4, { message: "must be at least 4 (two connections for Cadre's queries, two for the job queue)" })),
   OPENAI_API_KEY: optional,
   OPENAI_BASE_URL: optional.pipe(z.url({ message: "OPENAI_BASE_URL must be an http(s) URL" }).optional()),
   LLM_MODEL: optional,

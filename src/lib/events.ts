@@ -1,4 +1,6 @@
-import { database } from "@/lib/db/client";
+import { listenWithRecovery, type Listener as DatabaseListener } from "@/lib/db/listener";
+import { databaseUrl } from "@/lib/env";
+import { logError } from "@/lib/log";
 
 /**
  * Something a page may show changed. Postgres triggers (drizzle/0003_live_events.sql)
@@ -21,7 +23,7 @@ export const EVENTS_CHANNEL = "cadre_events";
 type Listener = (event: LiveEvent) => void;
 /** Told when events may have been missed: the LISTEN connection was lost and is back. */
 type GapListener = () => void;
-type Hub = { listeners: Set<Listener>; gapListeners: Set<GapListener>; listening?: Promise<unknown>; listened?: boolean };
+type Hub = { listeners: Set<Listener>; gapListeners: Set<GapListener>; listening?: Promise<DatabaseListener> };
 
 // One LISTEN per web process (kept on globalThis across dev reloads), fanned out in memory.
 const holder = globalThis as typeof globalThis & { cadreEventHub?: Hub };
@@ -32,32 +34,42 @@ function hub(): Hub {
 }
 
 function startListening(state: Hub): Promise<unknown> {
-  // postgres-js keeps a dedicated connection for LISTEN and re-listens after a reconnect. What
+  // A connection of its own listens, and listens again after it was lost (db/listener.ts). What
   // was announced in between reached nobody: every subscriber hears of the gap (a live stream
   // then ends, and its page reconnects and refetches) rather than missing a change for good.
-  state.listening ??= database()
-    .sql.listen(
-      EVENTS_CHANNEL,
-      (payload) => {
-        let event: LiveEvent;
-        try {
-          event = JSON.parse(payload) as LiveEvent;
-        } catch (error) {
-          console.error("Ignoring a malformed live event:", payload, error);
-          return;
-        }
-        for (const listener of state.listeners) listener(event);
+  state.listening ??= listenWithRecovery(
+    databaseUrl(),
+    EVENTS_CHANNEL,
+    (payload) => {
+      let event: LiveEvent;
+      try {
+        event = JSON.parse(payload) as LiveEvent;
+      } catch (error) {
+        console.error("Ignoring a malformed live event:", payload, error);
+        return;
+      }
+      for (const listener of state.listeners) listener(event);
+    },
+    {
+      purpose: "live updates",
+      log: (line) => console.log(`[web] ${line}`),
+      onReconnect: () => {
+        for (const gap of [...state.gapListeners]) gap();
       },
-      () => {
-        if (state.listened) for (const gap of [...state.gapListeners]) gap();
-        state.listened = true;
-      },
-    )
-    .catch((error: unknown) => {
-      state.listening = undefined;
-      throw new Error(`Could not listen for live events: ${error instanceof Error ? error.message : error}`, { cause: error });
-    });
+    },
+  ).catch((error: unknown) => {
+    state.listening = undefined;
+    throw new Error(`Could not listen for live events: ${error instanceof Error ? error.message : error}`, { cause: error });
+  });
   return state.listening;
+}
+
+/** Closes this process's LISTEN for live events (tests; the web server's connections end with it). */
+export async function stopLiveEvents(): Promise<void> {
+  const state = hub();
+  const listening = state.listening;
+  state.listening = undefined;
+  await (await listening?.catch(() => undefined))?.stop();
 }
 
 /** How many listeners the hub holds now (each open live-events stream is one): what a leak would show first. */
@@ -146,7 +158,7 @@ export function liveEventStream(request: Request, options: { maxUnreadBytes?: nu
           // The request may have ended while LISTEN was being set up.
           if (ended) return void stop();
         } catch (error) {
-          console.error(error);
+          logError("A live event listener failed:", error);
           send(`retry: 5000\nevent: failure\ndata: ${JSON.stringify({ message: "Live updates are unavailable: the database does not answer." })}\n\n`);
           return end();
         }

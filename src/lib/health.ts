@@ -7,6 +7,7 @@ import { env } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { plural } from "@/lib/plural";
 import { webEngine } from "@/lib/server";
+import { logError } from "@/lib/log";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */
 export const NO_WORKER_ALERT_AFTER_SECONDS = 60;
@@ -61,7 +62,7 @@ export async function checkBackgroundWork(db: Db, options: Omit<HealthOptions, "
   const [liveness, waiting] = await Promise.all([readWorkerLiveness(db, staleSeconds), listTeamsAwaitingWork(db, staleSeconds)]);
   if (liveness.alive === 0) {
     await raiseNoWorkerAlerts(db, async () => options.jobs ?? (await webEngine()).jobs, liveness, waiting).catch((error: unknown) =>
-      console.error("Could not raise the \"no worker is running\" alert:", error),
+      logError("Could not raise the \"no worker is running\" alert:", error),
     );
   }
   const oldest = waiting.reduce<Date | null>((min, team) => (min && min <= team.waitingSince ? min : team.waitingSince), null);
@@ -110,7 +111,7 @@ export async function backgroundWorkStalled(): Promise<boolean> {
   try {
     return (await checkBackgroundWork(processDb())).status === "degraded";
   } catch (error) {
-    console.error("Could not check whether a worker is running:", error);
+    logError("Could not check whether a worker is running:", error);
     return false;
   }
 }
@@ -131,7 +132,7 @@ export function watchForStalledWork(): void {
         failing = false;
       },
       (error: unknown) => {
-        if (!failing) console.error("Checking for background work with no worker failed (retrying quietly):", error);
+        if (!failing) logError("Checking for background work with no worker failed (retrying quietly):", error);
         failing = true;
       },
     );

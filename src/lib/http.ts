@@ -2,11 +2,17 @@ import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
+import { logError } from "@/lib/log";
 
-/** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. */
+/** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. A 503 says when to come back (Retry-After). */
 export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {
-  return Response.json({ error: { code, message } }, { status, headers });
+  const response = Response.json({ error: { code, message } }, { status, headers });
+  if (status === 503 && !response.headers.has("retry-after")) response.headers.set("retry-after", String(RETRY_AFTER_SECONDS));
+  return response;
 }
+
+/** When a client should try again after a 503: the database is starting, full or back within seconds. */
+const RETRY_AFTER_SECONDS = 5;
 
 /** Turns anything thrown in a handler into a JSON error. Only the unexpected becomes a 500, and it is logged with its cause. */
 export function toErrorResponse(error: unknown): Response {
@@ -19,9 +25,9 @@ export function toErrorResponse(error: unknown): Response {
   const unavailable = databaseUnavailableReason(error);
   if (unavailable) {
     console.error(`A request could not reach the database: ${unavailable}.`);
-    return errorResponse(503, "unavailable:database", `The database does not answer right now (${unavailable}). Try again in a few seconds.`, { "retry-after": "5" });
+    return errorResponse(503, "unavailable:database", `The database does not answer right now (${unavailable}). Try again in a few seconds.`);
   }
-  console.error("Unhandled error in a route handler:", error);
+  logError("Unhandled error in a route handler:", error);
   return errorResponse(500, "internal:unexpected", "Something went wrong on the server. The error was logged; try again.");
 }
 

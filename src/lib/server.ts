@@ -1,7 +1,9 @@
-import { connectionBudget, database } from "@/lib/db/client";
+import { database } from "@/lib/db/client";
+import { connectionBudget } from "@/lib/db/connection-budget";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
+import { logError } from "@/lib/log";
 
 // One engine per web process, kept on globalThis so dev hot reloads reuse it.
 const holder = globalThis as typeof globalThis & { cadreEngine?: Promise<EngineDeps> };
@@ -10,7 +12,7 @@ const holder = globalThis as typeof globalThis & { cadreEngine?: Promise<EngineD
 export function webEngine(): Promise<EngineDeps> {
   holder.cadreEngine ??= JobQueue.start(databaseUrl(), "web", {
     notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
-    poolSize: connectionBudget().jobs,
+    poolSize: connectionBudget("web").jobs,
   })
     .then((jobs) => engineDeps(database().db, jobs))
     .catch((error) => {
@@ -27,6 +29,6 @@ export async function deliverNotificationsFromWeb(): Promise<void> {
     const { workNotifications } = await import("@/lib/notifications/deliver");
     await workNotifications(engine.db, engine.jobs, engine.log);
   } catch (error) {
-    console.error("[notifications] the web process could not start delivering notifications; workers still do:", error);
+    logError("[notifications] the web process could not start delivering notifications; workers still do:", error);
   }
 }

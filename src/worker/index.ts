@@ -3,6 +3,7 @@ import { waitForDatabase } from "@/lib/db/wait";
 import { databaseUrl, env } from "@/lib/env";
 import { startTelemetry } from "@/lib/telemetry";
 import type { RunningWorker } from "./runner";
+import { logError } from "@/lib/log";
 
 // Before any session: spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set (null: no tracing).
 const telemetry = startTelemetry({ serviceName: "cadre-worker" });
@@ -32,7 +33,7 @@ async function shutdown(signal: string) {
   process.exit(0);
 }
 // A stray rejection must not end every session this worker runs: say so loudly and go on.
-process.on("unhandledRejection", (reason) => console.error("[worker] unhandled rejection (a bug; the worker goes on):", reason));
+process.on("unhandledRejection", (reason) => logError("[worker] unhandled rejection (a bug; the worker goes on):", reason));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 

@@ -1,4 +1,6 @@
-import { connectionBudget, createDatabase, type Database } from "@/lib/db/client";
+import { createDatabase, type Database } from "@/lib/db/client";
+import { connectionBudget, reportConnectionRoom } from "@/lib/db/connection-budget";
+import { listenWithRecovery } from "@/lib/db/listener";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { resumeChat } from "@/lib/agents/chat";
 import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
@@ -12,6 +14,7 @@ import { workNotifications } from "@/lib/notifications/deliver";
 import { closeMcpConnections, pruneMcpConnections } from "@/lib/mcp/connections";
 import { listEnabledMcpServerIds } from "@/lib/db/queries/mcp-servers";
 import { startWorkerHeartbeat } from "./liveness";
+import { logError } from "@/lib/log";
 
 export type WorkerOptions = {
   databaseUrl?: string;
@@ -32,16 +35,22 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
-  const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : console.error(message, error)));
-  const budget = connectionBudget();
+  const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : logError(message, error)));
+  const budget = connectionBudget("worker");
   const database = createDatabase(url, { max: budget.queries });
+  await reportConnectionRoom(database.sql, "worker", (line) => log(line));
   const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS, poolSize: budget.jobs });
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 
   // A stop from the web process reaches the session here at once; the session's
   // heartbeat reads the same request from the database within seconds as a fallback.
-  const listener = await database.sql.listen(SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId));
+  // A LISTEN lost (a restart, the connection limit) is taken up again (db/listener.ts); the
+  // heartbeat is the fallback for a Stop sent in between.
+  const listener = await listenWithRecovery(url, SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId), {
+    purpose: "Stop requests",
+    log: (line) => log(`[worker] ${line}`),
+  });
 
   // Alive (row and liveness lock) before the first session: its sessions are never taken for a dead worker's.
   const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, databaseUrl: url, log });
@@ -105,7 +114,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       shutdown.abort();
       await liveness.stop(); // no longer counted alive: it takes no new work from here
       await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error: unknown) => log("[worker] stopping the queue", error));
-      await listener.unlisten().catch(() => {});
+      await listener.stop();
       await closeMcpConnections(); // stdio servers exit with their connection
       await database.close();
     },

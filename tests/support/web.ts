@@ -1,4 +1,5 @@
 import type { EngineDeps } from "@/lib/agents/engine-config";
+import { stopLiveEvents } from "@/lib/events";
 import { createTestDatabase, type TestDatabase } from "./database";
 
 /**
@@ -16,6 +17,7 @@ export async function closeWebTestDatabase(database: TestDatabase | undefined): 
   const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
   await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
   delete holder.cadreEngine;
+  await stopLiveEvents();
   await holder.cadreDatabase?.close();
   delete holder.cadreDatabase;
   await database?.drop();

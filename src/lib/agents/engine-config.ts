@@ -4,6 +4,7 @@ import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import type { Db } from "@/lib/db/client";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import type { SearchConfig } from "./tools/context";
+import { logError } from "@/lib/log";
 
 export type EngineConfig = {
   contextTokenBudget: number;
@@ -51,6 +52,6 @@ export function engineDeps(db: Db, jobs: JobQueue, overrides: Partial<Omit<Engin
     jobs,
     config: overrides.config ?? engineConfigFromEnv(),
     chooseModel: overrides.chooseModel ?? ((override) => chooseModel(override)),
-    log: overrides.log ?? ((message, error) => (error === undefined ? console.log(message) : console.error(message, error))),
+    log: overrides.log ?? ((message, error) => (error === undefined ? console.log(message) : logError(message, error))),
   };
 }

@@ -16,6 +16,7 @@ import {
 } from "@/lib/db/queries/team-record";
 import type { Team } from "@/lib/db/schema";
 import { exportFileName } from "./file-names";
+import { logError } from "@/lib/log";
 
 /** Messages read per query: a conversation of 100 000 messages streams in pages, never held at once. */
 export const MESSAGE_PAGE_SIZE = 500;
@@ -48,7 +49,7 @@ export function teamRecordStream(db: Db, team: Team, exportedAt: Date = new Date
         else controller.enqueue(encoder.encode(next.value));
       } catch (error) {
         // The status line went out with the first bytes: the download breaks off, and the cause is logged here.
-        console.error(`Could not export the record of team ${team.id}`, error);
+        logError(`Could not export the record of team ${team.id}`, error);
         controller.error(error);
       }
     },

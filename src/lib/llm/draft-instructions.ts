@@ -5,6 +5,7 @@ import { CadreError } from "@/lib/errors";
 import { describeModelError } from "./errors";
 import { generateModelText } from "./model-call";
 import { chooseModel, type ModelChoice } from "./provider";
+import { logError } from "@/lib/log";
 
 const draftSchema = z.object({
   instructions: z.string().min(1).describe("The lead's standing instructions (system prompt), in the second person, as short Markdown bullets"),
@@ -41,7 +42,7 @@ export async function draftLeadInstructions(
     return output.instructions.trim();
   } catch (error) {
     // The error itself, not its message: the log keeps its cause and stack.
-    console.error("Drafting lead instructions failed:", error);
+    logError("Drafting lead instructions failed:", error);
     throw new CadreError("unavailable:model", `Could not draft the instructions. ${describeModelError(error)} You can still write them yourself.`, { cause: error });
   }
 }

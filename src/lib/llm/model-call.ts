@@ -21,6 +21,7 @@ import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
 import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import { modelUsageRow } from "./usage";
+import { logError } from "@/lib/log";
 
 /**
  * Retries after a failed attempt (a 429, a 5xx, a dropped connection): the SDK's backoff,
@@ -47,7 +48,7 @@ export type ModelCall = {
   timeoutMs?: number;
   /** The caller's cancellation (a Stop, a closed request): it reads as an abort, never as a timeout. */
   abortSignal?: AbortSignal;
-  /** Where a usage row that could not be written is reported; console.error when not given. */
+  /** Where a usage row that could not be written is reported; logError when not given. */
   log?: (message: string, error?: unknown) => void;
   /**
    * After the call's usage row is written (or could not be): a team's budget counts the call
@@ -148,7 +149,7 @@ async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent
   try {
     await recordUsage(call.db, usageRowOf(call, event));
   } catch (error) {
-    (call.log ?? console.error)(`Could not record the usage of a ${call.purpose} model call`, error);
+    (call.log ?? logError)(`Could not record the usage of a ${call.purpose} model call`, error);
   }
   call.onUsageRecorded?.(event.usage);
 }

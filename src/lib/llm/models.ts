@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { env, type Env } from "@/lib/env";
 import { usingOfflineModel } from "./provider";
+import { logError } from "@/lib/log";
 
 /** What the agent editor offers as model overrides: what the configured server lists, or nothing to pick from. */
 export type ModelList = { models: string[]; source: "server" | "none"; error?: string };
@@ -38,7 +39,7 @@ export async function listAvailableModels(
     cached = { key, at: now, list };
     return list;
   } catch (error) {
-    console.error("Listing the server's models failed:", error);
+    logError("Listing the server's models failed:", error);
     const reason = error instanceof DOMException && error.name === "TimeoutError" ? `no answer from ${baseUrl}/models within 2 s` : error instanceof Error ? error.message : String(error);
     return { models: [], source: "none", error: `Could not list the server's models (${reason}). Type a model name instead.` };
   }

@@ -1,5 +1,6 @@
 import { checkHealth } from "@/lib/health";
 import { errorResponse, route } from "@/lib/http";
+import { logError } from "@/lib/log";
 
 export const dynamic = "force-dynamic";
 
@@ -11,6 +12,6 @@ export const dynamic = "force-dynamic";
 export const GET = route(async (): Promise<Response> => {
   const result = await checkHealth();
   if (result.ok) return Response.json(result.health, { headers: { "cache-control": "no-store" } });
-  console.error("Health check: the database does not answer:", result.reason);
+  logError("Health check: the database does not answer:", result.reason);
   return errorResponse(503, "unavailable:database", `The database does not answer (${result.reason}). Check DATABASE_URL and that Postgres is running.`);
 }, { public: true });
