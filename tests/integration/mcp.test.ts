@@ -384,6 +384,32 @@ describe("MCP edges", () => {
     expect((await getMcpServer(tests.database.db, server.id))!.lastError).toMatch(/exited with code 3/);
   });
 
+  it("a stdio server that dies mid-call: the result and the team page say it exited, with its code; the next call starts it again", async () => {
+    const { db } = tests.database;
+    const { team, lead } = await createTeamFixture(db);
+    const server = await addMcpServer(db, team.id, { transport: "stdio", name: "fragile", command: process.execPath, args: [EDGE] });
+    const results: string[] = [];
+    const engine = await tests.engineWith({
+      model: sessionModel((options) => {
+        const last = options.prompt.at(-1);
+        if (last?.role === "tool") {
+          results.push(promptText([last]));
+          return results.length === 1 ? toolCallReply("fragile__get_page", {}) : textReply("Done.");
+        }
+        if (/^Task from the person/.test(lastMessage(options))) return toolCallReply("fragile__crash", {});
+        return textReply("Nothing to do.");
+      }),
+    });
+    await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Crash it" });
+    await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
+    figures.calls += 2;
+    expect(results[0]).toMatch(/could not run crash: The server's command exited with code 7: edge server: out of memory; Cadre starts it again at the next call\./);
+    expect(results[0]).not.toMatch(/closed client/);
+    expect(results[1]).toContain("page from the dotted tool");
+    // The call after it worked, on a command started again: the team page shows no error.
+    expect((await getMcpServer(db, server.id))!.lastError).toBeNull();
+  });
+
   it("a header with a line break in its value, or a name that is no token, is refused when saved, naming the header", async () => {
     const { team } = await createTeamFixture(tests.database.db);
     const http = (headers: Record<string, string>) => addMcpServer(tests.database.db, team.id, { transport: "http", name: "hdr", url: "https://mcp.example/mcp", headers });

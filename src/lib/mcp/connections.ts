@@ -11,7 +11,13 @@ import { checkedAddresses, outboundPolicy, policyFetch, type OutboundPolicy } fr
  * lazily on first use, reused across sessions, dropped after a failure (the next use
  * connects again) or when the server's settings change, and closed on shutdown.
  */
-export type McpConnection = { client: MCPClient; definitions: ListToolsResult; tools: McpToolInfo[] };
+export type McpConnection = {
+  client: MCPClient;
+  definitions: ListToolsResult;
+  tools: McpToolInfo[];
+  /** A stdio server's command that has exited, in words ("The server's command exited with code 7: …"); null while it runs, and for HTTP. */
+  exited: () => string | null;
+};
 
 type Entry = { key: string; connection: Promise<McpConnection> };
 const holder = globalThis as typeof globalThis & { cadreMcpConnections?: Map<string, Entry> };
@@ -52,7 +58,7 @@ export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNE
       description: tool.description ?? "",
       readOnly: tool.annotations?.readOnlyHint === true,
     }));
-    return { client, definitions, tools };
+    return { client, definitions, tools, exited: () => stdio?.exitDescription() ?? null };
   } catch (error) {
     await (client ?? stdio)?.close().catch(() => {});
     // The client only knows its pipe closed ("… closed client"): the command's exit says why.
@@ -142,7 +148,13 @@ function pooledEntry(server: McpServer): PooledEntry {
 
 /** Runs `use` on the server's connection, counted as in flight, so retiring the connection waits for it. */
 export async function withMcpConnection<T>(server: McpServer, use: (connection: McpConnection) => Promise<T>): Promise<T> {
-  const entry = pooledEntry(server);
+  let entry = pooledEntry(server);
+  // A stdio server that exited since its last call (a crash between turns) is started again
+  // before this call rather than failing it with the client's "closed client".
+  if ((await entry.connection.catch(() => null))?.exited()) {
+    retire(server.id, entry);
+    entry = pooledEntry(server);
+  }
   entry.inFlight += 1;
   try {
     return await use(await entry.connection);

@@ -4,7 +4,7 @@ import { clearMcpServerError, listEnabledMcpServerIds, listMcpServers, recordMcp
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
 import { maskUrl } from "@/lib/redact";
-import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection } from "./connections";
+import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection, type McpConnection } from "./connections";
 import { MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
 
 // The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
@@ -75,9 +75,11 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
   const timeout = AbortSignal.timeout(server.callTimeoutMs);
   const signal = abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout;
   let sent = false;
+  let used: McpConnection | undefined;
   try {
     return await withMcpConnection(server, async (connection) => {
       sent = true;
+      used = connection;
       const result = await abortable(
         connection.client.callTool({ name: tool.name, arguments: (input ?? {}) as Record<string, unknown>, options: { signal, timeout: server.callTimeoutMs } }),
         signal,
@@ -90,14 +92,30 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
     });
   } catch (error) {
     if (abortSignal?.aborted) throw error;
+    // A stdio server that died under the call: its exit says why (the client only saw its pipe close).
+    // Read before the connection is dropped, whose closing ends the command itself.
+    const exited = server.transport === "stdio" && /closed/i.test(describeMcpError(error)) ? await exitOf(used) : null;
     forgetMcpConnection(server.id);
-    const why = timeout.aborted ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s` : redactSecrets(describeMcpError(error), server);
+    const why = timeout.aborted
+      ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s`
+      : redactSecrets(exited ? `${exited}; Cadre starts it again at the next call` : describeMcpError(error), server);
     await recordMcpServerState(db, server.id, { error: why }).catch(() => {});
     if (sent && !tool.readOnly) {
       return `The MCP server "${server.name}" did not finish ${tool.name}: ${why}. The call was sent, so it may have taken effect: check before calling it again. Your other tools still work.`;
     }
     return `The MCP server "${server.name}" could not run ${tool.name}: ${why}. Your other tools still work; try again later or do without it.`;
   }
+}
+
+/** The exit of a stdio server's command, once the exit has been seen (it lands a moment after the pipe closes). */
+async function exitOf(connection: McpConnection | undefined): Promise<string | null> {
+  if (!connection) return null;
+  for (let waited = 0; waited < 500; waited += 50) {
+    const exited = connection.exited();
+    if (exited) return exited;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return null;
 }
 
 /** An error's text without the server's secrets: a bad header value, or its URL's path and query, must not end up on a page. */
