@@ -3,6 +3,7 @@ import type { Db } from "@/lib/db/client";
 import { clearMcpServerError, listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
+import { logError } from "@/lib/log";
 import { maskUrl } from "@/lib/redact";
 import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection, type McpConnection } from "./connections";
 import { MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
@@ -39,12 +40,12 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
       } catch (error) {
         const reason = redactSecrets(describeMcpError(error), server);
         log(`[mcp] server "${server.name}" cannot be reached: ${reason}`);
-        await recordMcpServerState(db, server.id, { error: reason }).catch(() => {});
+        await recordMcpServerState(db, server.id, { error: reason }).catch(notRecorded(server));
         return;
       }
       // A connection that works says nothing of the calls that failed: their error stays (see recordMcpServerState).
       if (JSON.stringify(connection.tools) !== JSON.stringify(server.tools)) {
-        await recordMcpServerState(db, server.id, { tools: connection.tools }).catch(() => {});
+        await recordMcpServerState(db, server.id, { tools: connection.tools }).catch(notRecorded(server));
       }
       const definitions = connection.client.toolsFromDefinitions(connection.definitions);
       const names = mcpToolNames(server.name, connection.tools);
@@ -87,7 +88,7 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
       const text = callResultText(result);
       // The server answered: what failed before is over (the team page stops showing it). One
       // write that changes nothing when there was no error; the row read at the turn's start may be stale.
-      if (!result.isError) await clearMcpServerError(db, server.id).catch(() => {});
+      if (!result.isError) await clearMcpServerError(db, server.id).catch(notRecorded(server));
       return result.isError ? `The MCP tool ${tool.name} reported an error: ${text}` : text;
     });
   } catch (error) {
@@ -99,12 +100,21 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
     const why = timeout.aborted
       ? `it did not answer within ${Math.round(server.callTimeoutMs / 100) / 10} s`
       : redactSecrets(exited ? `${exited}; Cadre starts it again at the next call` : describeMcpError(error), server);
-    await recordMcpServerState(db, server.id, { error: why }).catch(() => {});
+    await recordMcpServerState(db, server.id, { error: why }).catch(notRecorded(server));
     if (sent && !tool.readOnly) {
       return `The MCP server "${server.name}" did not finish ${tool.name}: ${why}. The call was sent, so it may have taken effect: check before calling it again. Your other tools still work.`;
     }
     return `The MCP server "${server.name}" could not run ${tool.name}: ${why}. Your other tools still work; try again later or do without it.`;
   }
+}
+
+/**
+ * A server's state (its tools, its last error) that could not be written: the call's result
+ * does not depend on it, so the call goes on, but the team page would show stale state and
+ * the log says why once.
+ */
+function notRecorded(server: McpServer): (error: unknown) => void {
+  return (error) => logError(`[mcp] could not record the state of server "${server.name}"; the team page may show it stale:`, error);
 }
 
 /** The exit of a stdio server's command, once the exit has been seen (it lands a moment after the pipe closes). */
