@@ -16,7 +16,10 @@ const RETRY_AFTER_SECONDS = 5;
 
 /** Turns anything thrown in a handler into a JSON error. Only the unexpected becomes a 500, and it is logged with its cause. */
 export function toErrorResponse(error: unknown): Response {
-  if (error instanceof CadreError) return errorResponse(error.status, error.code, error.message);
+  if (error instanceof CadreError) {
+    const retryAfter = error.retryAfterSeconds === undefined ? undefined : { "retry-after": String(error.retryAfterSeconds) };
+    return errorResponse(error.status, error.code, error.message, retryAfter);
+  }
   if (error instanceof z.ZodError) {
     const message = error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
     return errorResponse(400, "bad_request:validation", message);
