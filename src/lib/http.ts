@@ -94,6 +94,11 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     }
   } catch (error) {
     if (error instanceof CadreError) throw error;
+    // Nearly always a client that gave up half-way (closed the tab, lost the network): no fault of
+    // the server and nothing to debug, so one line without a stack. Nobody is left to read the 400.
+    const where = `${request.method} ${new URL(request.url).pathname.slice(0, 200)}`;
+    const why = isClientAbort(error) ? "the client closed the connection" : `reading failed: ${error instanceof Error ? error.message : String(error)}`;
+    console.warn(`[http] ${where}: the request body stopped after ${total.toLocaleString("en-US")} bytes (${why}); the request was dropped.`);
     throw new CadreError("bad_request:body", "The request body could not be read.", { cause: error });
   }
   const body = new Uint8Array(total);
@@ -103,6 +108,16 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     offset += chunk.byteLength;
   }
   return body;
+}
+
+/**
+ * True for the error Node gives a request whose client closed the connection before its body
+ * had all arrived ("aborted", ECONNRESET), as our body reading and Next's see it.
+ */
+export function isClientAbort(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.message === "aborted" && (error as NodeJS.ErrnoException).code === "ECONNRESET") return true;
+  return error.cause !== undefined && error.cause !== error && isClientAbort(error.cause);
 }
 
 /** `application/json`, with or without parameters (`; charset=utf-8`). */
