@@ -2,7 +2,7 @@ import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
-import { logError } from "@/lib/log";
+import { describeForLog, logError } from "@/lib/log";
 
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. A 503 says when to come back (Retry-After). */
 export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {
@@ -97,7 +97,7 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     // Nearly always a client that gave up half-way (closed the tab, lost the network): no fault of
     // the server and nothing to debug, so one line without a stack. Nobody is left to read the 400.
     const where = `${request.method} ${new URL(request.url).pathname.slice(0, 200)}`;
-    const why = isClientAbort(error) ? "the client closed the connection" : `reading failed: ${error instanceof Error ? error.message : String(error)}`;
+    const why = isClientAbort(error) ? "the client closed the connection" : `reading failed: ${describeForLog(error)}`;
     console.warn(`[http] ${where}: the request body stopped after ${total.toLocaleString("en-US")} bytes (${why}); the request was dropped.`);
     throw new CadreError("bad_request:body", "The request body could not be read.", { cause: error });
   }
