@@ -2,7 +2,7 @@
 // A worker that exits is started again; the web server's exit stops everything.
 import { existsSync } from "node:fs";
 import { withWorkerMallocDefaults } from "../src/worker/malloc";
-import { log, prepareDatabase, supervise, webHost } from "./lib/processes";
+import { log, prepareDatabase, supervise, webEnv, webHost } from "./lib/processes";
 
 if (!existsSync(".next/BUILD_ID")) {
   log("No production build found. Run `npm run build` first.");
@@ -16,7 +16,7 @@ const host = webHost();
 log(`Web on http://${host}:${port}${webOnly ? " (no worker)" : ""}`);
 await supervise(
   [
-    { name: "web", command: "next", args: ["start", "--hostname", host, "--port", port] },
+    { name: "web", command: "next", args: ["start", "--hostname", host, "--port", port], env: webEnv(env) },
     ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env), restart: true }]),
   ],
   env,

@@ -4,6 +4,8 @@
 
 /** Starts the web process's telemetry, its watch for stalled work and its notification deliveries. */
 export async function registerNode(): Promise<void> {
+  const { isClientAbort } = await import("@/lib/http");
+  oneLineForClientAborts(isClientAbort);
   // Chat replies' spans (and Next's own request spans) go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
   const { startTelemetry } = await import("@/lib/telemetry");
   const telemetry = startTelemetry({ serviceName: "cadre-web" });
@@ -36,4 +38,18 @@ function flushBeforeExit(telemetry: { shutdown: () => Promise<void> }): void {
     const flushed = telemetry.shutdown().catch((error: unknown) => console.error("[web] could not send the last spans", error));
     void Promise.race([flushed, new Promise((resolve) => setTimeout(resolve, 3_000))]).finally(() => exit(code));
   }) as typeof process.exit;
+}
+
+/**
+ * Next logs a client that closed its connection before its request body had all arrived as a bare
+ * `console.error(error)`: an "Error: aborted … code: 'ECONNRESET'" stack, from the body it buffers for
+ * src/proxy.ts (only requests with a "%" in the path still bring it one; see the proxy's matcher).
+ * Nothing failed on the server, and it leaves no hook: that one call becomes one line here.
+ */
+function oneLineForClientAborts(isClientAbort: (error: unknown) => boolean): void {
+  const error = console.error.bind(console);
+  console.error = (...args: unknown[]) => {
+    if (args.length === 1 && isClientAbort(args[0])) return error("[web] A client closed its connection before its request body had all arrived; the request was dropped.");
+    error(...args);
+  };
 }

@@ -82,7 +82,26 @@ async function sessionLooksValid(token: string | undefined): Promise<boolean> {
   }
 }
 
+/**
+ * Next buffers the body of every request this proxy sees (so the proxy and the handler can both
+ * read it) and answers only once that body has all arrived, even when the proxy answers 401
+ * without reading it: a stranger's half-sent body would hold its 401, and a body given up
+ * half-way would be logged as an "aborted" stack. So requests with a body skip the proxy; the
+ * handler's own check (route(), requirePageSession) refuses them before anything reads the
+ * body, and next.config.ts gives them their security headers. Exception: a path with a "%" in
+ * it still comes here, body or not, since only here can a path Next cannot decode be answered.
+ */
 export const config = {
-  // Everything but Next's own static assets and the icon (next.config.ts gives those their headers).
-  matcher: ["/((?!_next/static|_next/image|favicon.ico).*)"],
+  matcher: [
+    // Everything but Next's own static assets and the icon (next.config.ts gives those their
+    // headers), as long as the request has no body: no Content-Length above 0, no Transfer-Encoding.
+    {
+      source: "/((?!_next/static|_next/image|favicon.ico).*)",
+      missing: [
+        { type: "header", key: "content-length", value: "0*[1-9][0-9]*" },
+        { type: "header", key: "transfer-encoding" },
+      ],
+    },
+    { source: "/((?!_next/static|_next/image|favicon.ico).*%.*)" },
+  ],
 };

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, watch, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import type { WorkerCrashReport } from "../../src/lib/worker-crashes";
 import { migrateDatabase, redactUrl } from "../../src/lib/db/migrate";
 import { waitForDatabase } from "../../src/lib/db/wait";
@@ -59,6 +60,15 @@ export function webHost(): string {
   if (process.env.APP_PASSWORD?.trim()) return "0.0.0.0";
   log("APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces.");
   return "127.0.0.1";
+}
+
+/**
+ * The web server's environment: Node loads scripts/lib/client-address.mjs before Next, so each
+ * request carries the address of its connection (sign-in throttling counts failures by it).
+ */
+export function webEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const preload = `--import=${pathToFileURL(path.join(import.meta.dirname, "client-address.mjs")).href}`;
+  return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS?.trim(), preload].filter(Boolean).join(" ") };
 }
 
 export type SupervisedCommand = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cookieValue, crossSiteReason, isLoopbackHost, isPublicPath, looksLikeSessionToken, safeReturnPath } from "./auth-rules";
+import { CLIENT_ADDRESS_HEADER, clientAddress, cookieValue, crossSiteReason, isLoopbackHost, isPublicPath, looksLikeSessionToken, safeReturnPath } from "./auth-rules";
 
 const post = (url: string, headers: Record<string, string>) => new Request(url, { method: "POST", headers });
 
@@ -68,5 +68,22 @@ describe("cookies, tokens and public paths", () => {
   it("opens only health, sign-in/out and webhooks", () => {
     for (const path of ["/sign-in", "/api/health", "/api/auth/sign-in", "/api/auth/sign-out", "/api/hooks/abc", "/favicon.ico", "/icon.svg", "/apple-icon.png", "/manifest.webmanifest"]) expect(isPublicPath(path), path).toBe(true);
     for (const path of ["/", "/teams", "/api/teams", "/api/hooks/abc/x", "/api/healthz", "/sign-in/../teams", "/api/auth/session", "/favicon.ico/x", "/teams/icon.svg"]) expect(isPublicPath(path), path).toBe(false);
+  });
+});
+
+describe("clientAddress", () => {
+  const request = (headers: Record<string, string>) => new Request("http://localhost:3000/api/auth/sign-in", { method: "POST", headers });
+
+  it("is the connection's address, whatever X-Forwarded-For a client sends, unless TRUST_PROXY", () => {
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "203.0.113.5", "x-forwarded-for": "10.0.0.1" }))).toBe("203.0.113.5");
+    expect(clientAddress(request({ "x-forwarded-for": "10.0.0.1" }))).toBe("unknown");
+  });
+
+  it("with TRUST_PROXY is the address the proxy added last to X-Forwarded-For (what came before it is the client's say)", () => {
+    const trustProxy = { trustProxy: true };
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "10.0.0.1, 198.51.100.7" }), trustProxy)).toBe("198.51.100.7");
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "198.51.100.7" }), trustProxy)).toBe("198.51.100.7");
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": " , " }), trustProxy)).toBe("127.0.0.1");
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1" }), trustProxy)).toBe("127.0.0.1");
   });
 });

@@ -2,7 +2,35 @@
 // src/proxy.ts and by the checks every route handler and page makes (src/lib/auth.ts).
 
 export const SESSION_COOKIE = "cadre_session";
+/** The known-device cookie: set at each sign-in, it lets this browser sign in again while strangers are being held back. */
+export const DEVICE_COOKIE = "cadre_device";
 export const SIGN_IN_PATH = "/sign-in";
+
+/**
+ * The address of the connection a request came on, stamped on every request by the web server
+ * (scripts/lib/client-address.mjs, loaded by `npm start` / `npm run dev`), over anything a client sent
+ * under that name. Next itself passes on an `X-Forwarded-For` a client sent as it came.
+ */
+export const CLIENT_ADDRESS_HEADER = "x-cadre-client-address";
+
+/**
+ * Who a request comes from, for counting sign-in failures: with `trustProxy` (TRUST_PROXY=1:
+ * the operator's reverse proxy adds the address it saw to X-Forwarded-For) the last entry of
+ * X-Forwarded-For, the one that proxy wrote (the entries before it are the client's own say);
+ * otherwise the connection's address. "unknown" when neither is there (a server started without
+ * scripts/lib/client-address.mjs): then all strangers share one count.
+ */
+export function clientAddress(request: Request, options: { trustProxy?: boolean } = {}): string {
+  const forwarded = options.trustProxy
+    ? request.headers
+        .get("x-forwarded-for")
+        ?.split(",")
+        .map((entry) => entry.trim())
+        .filter(Boolean)
+        .at(-1)
+    : undefined;
+  return (forwarded || request.headers.get(CLIENT_ADDRESS_HEADER)?.trim() || "unknown").slice(0, 100);
+}
 
 /**
  * Reachable without a session: the health probe, signing in and out, webhooks (they carry their

@@ -1,5 +1,5 @@
 import { cache } from "react";
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { Db } from "@/lib/db/client";
@@ -8,9 +8,12 @@ import { createSession, deleteExpiredSessions, deleteSession, findLiveSession } 
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
+import { refusalMessage, signInThrottle, type Attempter } from "@/lib/sign-in-throttle";
 import {
+  clientAddress,
   cookieValue,
   crossSiteReason,
+  DEVICE_COOKIE,
   isLoopbackHost,
   isStateChanging,
   looksLikeSessionToken,
@@ -157,57 +160,65 @@ export async function hasPageSession(): Promise<boolean> {
   return (await currentPageAccess()).allowed;
 }
 
+/** A year: a browser that signs in at least once a year stays known. Renewed at each sign-in. */
+export const DEVICE_MAX_AGE_SECONDS = 365 * 24 * 60 * 60;
+
+let deviceKeyCache: { password: string; key: Promise<Buffer> } | undefined;
+
 /**
- * Failed sign-in attempts, in memory: at most `perClient` per client address and
- * `overall` in total within a sliding window. The client address comes from
- * X-Forwarded-For, which a client can forge, so the overall cap is what really bounds
- * password guessing; a person locked out by an attack waits at most one window.
+ * The key known-device cookies are signed with: derived from APP_PASSWORD (a new password forgets
+ * every device, as it ends every session) through scrypt, so a copied cookie is no shortcut to
+ * guessing the password offline. Derived once per process.
  */
-export class SignInAttempts {
-  private readonly failures = new Map<string, number[]>();
-  private all: number[] = [];
-
-  constructor(readonly limits: { perClient: number; overall: number; windowMs: number }) {}
-
-  /** Seconds to wait before trying again, or 0 when an attempt may be made now. */
-  retryAfterSeconds(client: string, now = Date.now()): number {
-    this.forgetOld(now);
-    const mine = this.failures.get(client) ?? [];
-    const waits: number[] = [];
-    if (mine.length >= this.limits.perClient) waits.push(mine[mine.length - this.limits.perClient]! + this.limits.windowMs - now);
-    if (this.all.length >= this.limits.overall) waits.push(this.all[this.all.length - this.limits.overall]! + this.limits.windowMs - now);
-    return waits.length ? Math.max(1, Math.ceil(Math.max(...waits) / 1000)) : 0;
+function deviceKey(): Promise<Buffer> {
+  const current = password();
+  if (deviceKeyCache?.password !== current) {
+    const key = new Promise<Buffer>((resolve, reject) =>
+      scrypt(current, "cadre known-device cookie", 32, (error, derived) => (error ? reject(error) : resolve(derived))),
+    );
+    deviceKeyCache = { password: current, key };
   }
-
-  recordFailure(client: string, now = Date.now()): void {
-    const mine = this.failures.get(client) ?? [];
-    mine.push(now);
-    this.failures.set(client, mine);
-    this.all.push(now);
-  }
-
-  clear(): void {
-    this.failures.clear();
-    this.all = [];
-  }
-
-  private forgetOld(now: number): void {
-    const cutoff = now - this.limits.windowMs;
-    this.all = this.all.filter((time) => time > cutoff);
-    for (const [client, times] of this.failures) {
-      const recent = times.filter((time) => time > cutoff);
-      if (recent.length) this.failures.set(client, recent);
-      else this.failures.delete(client);
-    }
-  }
+  return deviceKeyCache.key;
 }
 
-const holder = globalThis as typeof globalThis & { cadreSignInAttempts?: SignInAttempts };
-/** One per process (dev hot reloads keep it). */
-export const signInAttempts = (holder.cadreSignInAttempts ??= new SignInAttempts({ perClient: 5, overall: 20, windowMs: 60_000 }));
+async function deviceSignature(id: string): Promise<string> {
+  return createHmac("sha256", await deviceKey()).update(id).digest("base64url");
+}
 
-/** The client's address as far as the server can tell (see SignInAttempts for why it is not trusted further). */
-export function clientAddress(request: Request): string {
-  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return forwarded || request.headers.get("x-real-ip")?.trim() || "unknown";
+/** The id of the known device this request's cookie names, when its signature holds; else null (a stranger). */
+export async function knownDeviceOf(request: Request): Promise<string | null> {
+  const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(cookieValue(request.headers.get("cookie"), DEVICE_COOKIE) ?? "");
+  if (!match || !signInRequired()) return null;
+  const [, id, signature] = match as unknown as [string, string, string];
+  return timingSafeEqual(Buffer.from(signature), Buffer.from(await deviceSignature(id))) ? id : null;
+}
+
+/** `<id>.<HMAC>`, sent only to the sign-in and sign-out routes (Path=/api/auth). */
+async function deviceCookie(request: Request, id: string): Promise<string> {
+  const value = `${id}.${await deviceSignature(id)}`;
+  return [`${DEVICE_COOKIE}=${value}`, "Path=/api/auth", "HttpOnly", "SameSite=Strict", `Max-Age=${DEVICE_MAX_AGE_SECONDS}`, ...(isHttps(request) ? ["Secure"] : [])].join("; ");
+}
+
+/**
+ * POST /api/auth/sign-in's use case. The throttle is asked before `readPassword` reads the body,
+ * so an attempt that must wait learns nothing, not even that its password was right. A browser
+ * with a valid known-device cookie is held back only by its own failures; a stranger by its
+ * address's and by all strangers' together (sign-in-throttle.ts). Returns the Set-Cookie values:
+ * the session, and the known-device cookie (kept, or new), renewed.
+ */
+export async function signIn(db: Db, request: Request, readPassword: () => Promise<string>): Promise<string[]> {
+  if (!signInRequired()) throw new CadreError("not_found:sign_in", "Sign-in is off: APP_PASSWORD is not set, so no password is needed.");
+  const device = await knownDeviceOf(request);
+  const client = clientAddress(request, { trustProxy: env().TRUST_PROXY });
+  const who: Attempter = device ? { device } : { client };
+  const refusal = signInThrottle.refusal(who);
+  if (refusal) throw new CadreError("rate_limited:sign_in", refusalMessage(refusal), { retryAfterSeconds: refusal.retryAfterSeconds });
+  if (!passwordMatches(await readPassword())) {
+    signInThrottle.recordFailure(who);
+    console.warn(`[auth] failed sign-in from ${client}${device ? " (a browser that signed in here before)" : ""}`);
+    throw new CadreError("unauthorized:password", "Wrong password.");
+  }
+  signInThrottle.recordSuccess(who);
+  const { token } = await startSession(db);
+  return [sessionCookie(request, token), await deviceCookie(request, device ?? randomBytes(16).toString("base64url"))];
 }

@@ -29,12 +29,15 @@ const statusByKind: Record<ErrorKind, number> = {
 export class CadreError extends Error {
   readonly kind: ErrorKind;
   readonly code: string;
+  /** When trying again makes sense (a 429, a 503): the answer's Retry-After, which the message should say in words too. */
+  readonly retryAfterSeconds?: number;
 
-  constructor(code: `${ErrorKind}:${string}`, message: string, options?: { cause?: unknown }) {
+  constructor(code: `${ErrorKind}:${string}`, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
     this.name = "CadreError";
     this.code = code;
     this.kind = code.split(":")[0] as ErrorKind;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   get status(): number {

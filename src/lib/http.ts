@@ -2,7 +2,7 @@ import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
-import { logError } from "@/lib/log";
+import { describeForLog, logError } from "@/lib/log";
 
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. A 503 says when to come back (Retry-After). */
 export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {
@@ -16,7 +16,10 @@ const RETRY_AFTER_SECONDS = 5;
 
 /** Turns anything thrown in a handler into a JSON error. Only the unexpected becomes a 500, and it is logged with its cause. */
 export function toErrorResponse(error: unknown): Response {
-  if (error instanceof CadreError) return errorResponse(error.status, error.code, error.message);
+  if (error instanceof CadreError) {
+    const retryAfter = error.retryAfterSeconds === undefined ? undefined : { "retry-after": String(error.retryAfterSeconds) };
+    return errorResponse(error.status, error.code, error.message, retryAfter);
+  }
   if (error instanceof z.ZodError) {
     const message = error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
     return errorResponse(400, "bad_request:validation", message);
@@ -91,6 +94,11 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     }
   } catch (error) {
     if (error instanceof CadreError) throw error;
+    // Nearly always a client that gave up half-way (closed the tab, lost the network): no fault of
+    // the server and nothing to debug, so one line without a stack. Nobody is left to read the 400.
+    const where = `${request.method} ${new URL(request.url).pathname.slice(0, 200)}`;
+    const why = isClientAbort(error) ? "the client closed the connection" : `reading failed: ${describeForLog(error)}`;
+    console.warn(`[http] ${where}: the request body stopped after ${total.toLocaleString("en-US")} bytes (${why}); the request was dropped.`);
     throw new CadreError("bad_request:body", "The request body could not be read.", { cause: error });
   }
   const body = new Uint8Array(total);
@@ -100,6 +108,16 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     offset += chunk.byteLength;
   }
   return body;
+}
+
+/**
+ * True for the error Node gives a request whose client closed the connection before its body
+ * had all arrived ("aborted", ECONNRESET), as our body reading and Next's see it.
+ */
+export function isClientAbort(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.message === "aborted" && (error as NodeJS.ErrnoException).code === "ECONNRESET") return true;
+  return error.cause !== undefined && error.cause !== error && isClientAbort(error.cause);
 }
 
 /** `application/json`, with or without parameters (`; charset=utf-8`). */

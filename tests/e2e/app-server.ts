@@ -2,7 +2,7 @@
 // test database, for the browser tests. Builds first when the build is missing or stale.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -156,6 +156,31 @@ export async function startApp(env: Record<string, string | undefined>, args: st
       clearTimeout(timer);
     },
   };
+}
+
+/** The resident memory of the web server (`next-server`, a child of the supervisor), in MB. */
+export function webServerRssMb(app: AppServer): number {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // gone
+    }
+  }
+  const isDescendant = (pid: number): boolean => {
+    for (let current = parents.get(pid); current !== undefined && current > 1; current = parents.get(current)) if (current === app.pid) return true;
+    return false;
+  };
+  for (const pid of parents.keys()) {
+    if (!isDescendant(pid)) continue;
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    if (!/^Name:\s*next-server/m.test(status)) continue;
+    return Math.round(Number(/^VmRSS:\s*(\d+) kB/m.exec(status)![1]) / 1024);
+  }
+  throw new Error("no next-server process under the supervisor");
 }
 
 /** Where the browser tests leave their screenshots (`<name>-1440.png`, `<name>-375.png`). */

@@ -8,10 +8,9 @@
 //   reading, each followed by a burst of events, measured in the web process's resident memory
 //   (printed); the stuck readers must be dropped and the memory must come back down.
 import http from "node:http";
-import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, startApp, type AppServer } from "./app-server";
+import { buildIfStale, startApp, webServerRssMb, type AppServer } from "./app-server";
 
 let database: TestDatabase;
 let app: AppServer;
@@ -91,31 +90,6 @@ describe("requests Next itself would answer 500", () => {
 
 // ---------------------------------------------------------------------------------------------
 
-/** The resident memory of the web server (`next-server`, a child of the supervisor), in MB. */
-function webServerRssMb(): number {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // gone
-    }
-  }
-  const isDescendant = (pid: number): boolean => {
-    for (let current = parents.get(pid); current !== undefined && current > 1; current = parents.get(current)) if (current === app.pid) return true;
-    return false;
-  };
-  for (const pid of parents.keys()) {
-    if (!isDescendant(pid)) continue;
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    if (!/^Name:\s*next-server/m.test(status)) continue;
-    return Math.round(Number(/^VmRSS:\s*(\d+) kB/m.exec(status)![1]) / 1024);
-  }
-  throw new Error("no next-server process under the supervisor");
-}
-
 /** `count` live events, about `bytes` each (distinct payloads: Postgres folds identical ones). */
 async function emitEvents(count: number, bytes: number): Promise<void> {
   await database.sql`
@@ -176,7 +150,7 @@ describe("the live-events stream on the real server", () => {
     await inParallel(1_000, 20, async () => void (await fetch(`${app.url}/api/events`, { method: "HEAD" })));
     await emitEvents(200, 300);
     await drained();
-    const start = webServerRssMb();
+    const start = webServerRssMb(app);
     figures.push(`start (warmed up) ${start} MB`);
 
     // 1 000 HEAD requests, then 1 500 events: a subscriber left by each would buffer every event.
@@ -187,7 +161,7 @@ describe("the live-events stream on the real server", () => {
     await emitEvents(1_500, 300);
     await drained();
     await pause(500);
-    const afterHead = webServerRssMb();
+    const afterHead = webServerRssMb(app);
     figures.push(`after 1000 HEAD + 1500 events ${afterHead} MB`);
     expect(afterHead - start, "MB grown after the HEAD requests").toBeLessThan(150);
 
@@ -203,7 +177,7 @@ describe("the live-events stream on the real server", () => {
     await pause(500);
     await emitEvents(1_500, 300);
     await drained();
-    const afterAborts = webServerRssMb();
+    const afterAborts = webServerRssMb(app);
     figures.push(`after 500 aborted GETs + 1500 events ${afterAborts} MB`);
     expect(afterAborts - start, "MB grown after the aborted GETs").toBeLessThan(150);
 
@@ -226,7 +200,7 @@ describe("the live-events stream on the real server", () => {
     );
     for (let burst = 0; burst < 8; burst++) await emitEvents(1_000, 2_000);
     await drained();
-    const whileStuck = webServerRssMb();
+    const whileStuck = webServerRssMb(app);
     figures.push(`with 20 stuck readers after 8000 × 2 KB events ${whileStuck} MB`);
     for (const response of stuck) response.resume();
     const deadline = Date.now() + 30_000;
@@ -236,7 +210,7 @@ describe("the live-events stream on the real server", () => {
     expect(ended.filter(Boolean).length, "stuck readers whose stream the server ended").toBe(stuck.length);
     expect(whileStuck - start, "MB held for the stuck readers").toBeLessThan(250);
     await drained();
-    const end = webServerRssMb();
+    const end = webServerRssMb(app);
     figures.push(`end ${end} MB`);
   });
 });

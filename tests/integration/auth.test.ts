@@ -7,6 +7,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CLIENT_ADDRESS_HEADER } from "@/lib/auth-rules";
+import { signInThrottle } from "@/lib/sign-in-throttle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -113,8 +115,13 @@ function signInRequest(password: unknown, headers: Record<string, string> = {}):
   });
 }
 
+/** As the web server stamps each request with its connection's address (scripts/lib/client-address.mjs). */
+function from(address: string): Record<string, string> {
+  return { [CLIENT_ADDRESS_HEADER]: address };
+}
+
 async function signedInCookie(client = `198.51.100.${Math.floor(Math.random() * 200) + 1}`): Promise<string> {
-  const response = await signIn(signInRequest(PASSWORD, { "x-forwarded-for": client }), { params: Promise.resolve({}) });
+  const response = await signIn(signInRequest(PASSWORD, from(client)), { params: Promise.resolve({}) });
   expect(response.status).toBe(200);
   return response.headers.get("set-cookie")!.split(";")[0]!;
 }
@@ -185,47 +192,106 @@ describe("signing in", () => {
     expect(warnings).toContain("[auth] failed sign-in from 203.0.113.7");
   });
 
-  it("refuses a wrong password with 401, and the 6th failure within a minute with 429 and Retry-After, even with the right password", async () => {
-    auth.signInAttempts.clear();
-    const client = { "x-forwarded-for": "203.0.113.7" };
-    for (let attempt = 1; attempt <= 5; attempt++) {
-      const response = await signIn(signInRequest(`guess ${attempt}`, client), { params: Promise.resolve({}) });
+  const attempt = (password: string, headers: Record<string, string>) => signIn(signInRequest(password, headers), { params: Promise.resolve({}) });
+
+  /** The message of a 429, after checking it carries Retry-After (1–60 s) and no cookie. */
+  async function refused(response: Response): Promise<string> {
+    expect(response.status).toBe(429);
+    const retryAfter = Number(response.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(response.headers.get("set-cookie")).toBeNull();
+    const { error } = (await response.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("rate_limited:sign_in");
+    expect(error.message).toContain(`Try again in ${retryAfter} second`);
+    return error.message;
+  }
+
+  /** The known-device cookie a successful sign-in sets (`cadre_device=…`). */
+  function deviceCookieOf(response: Response): string {
+    const cookie = response.headers.getSetCookie().find((value) => value.startsWith("cadre_device="));
+    expect(cookie).toBeDefined();
+    return cookie!.split(";")[0]!;
+  }
+
+  it("refuses a wrong password with 401, and the 6th failure within a minute from one address with 429 and Retry-After, even with the right password", async () => {
+    signInThrottle.clear();
+    const client = from("203.0.113.7");
+    for (let guess = 1; guess <= 5; guess++) {
+      const response = await attempt(`guess ${guess}`, client);
       expect(response.status).toBe(401);
       expect(await errorCode(response)).toBe("unauthorized:password");
       expect(response.headers.get("set-cookie")).toBeNull();
       figures.wrongBefore429 += 1;
     }
     for (const password of ["guess 6", PASSWORD]) {
-      const limited = await signIn(signInRequest(password, client), { params: Promise.resolve({}) });
-      expect(limited.status).toBe(429);
-      expect(await errorCode(limited)).toBe("rate_limited:sign_in");
-      const retryAfter = Number(limited.headers.get("retry-after"));
-      expect(retryAfter).toBeGreaterThanOrEqual(1);
-      expect(retryAfter).toBeLessThanOrEqual(60);
-      expect(limited.headers.get("set-cookie")).toBeNull();
+      expect(await refused(await attempt(password, client))).toMatch(/^Too many wrong passwords from this address\. Try again in \d+ seconds?; until then no password from it is checked\.$/);
     }
-    // Another client is not locked out by this one.
-    expect((await signIn(signInRequest(PASSWORD, { "x-forwarded-for": "203.0.113.8" }), { params: Promise.resolve({}) })).status).toBe(200);
+    // Another address is not locked out by this one.
+    expect((await attempt(PASSWORD, from("203.0.113.8"))).status).toBe(200);
   });
 
-  it("caps failures from all clients together, so a forged X-Forwarded-For per guess does not help", async () => {
-    auth.signInAttempts.clear();
-    const { overall } = auth.signInAttempts.limits;
-    for (let attempt = 0; attempt < overall; attempt++) {
-      const response = await signIn(signInRequest("wrong", { "x-forwarded-for": `192.0.2.${attempt}` }), { params: Promise.resolve({}) });
-      expect(response.status).toBe(401);
+  it("counts by the connection's address: an X-Forwarded-For of the client's own choosing changes nothing without TRUST_PROXY", async () => {
+    signInThrottle.clear();
+    for (let guess = 1; guess <= 5; guess++) {
+      expect((await attempt("wrong", { ...from("203.0.113.9"), "x-forwarded-for": `10.0.0.${guess}` })).status).toBe(401);
     }
-    const fresh = await signIn(signInRequest("wrong", { "x-forwarded-for": "192.0.2.250" }), { params: Promise.resolve({}) });
-    expect(fresh.status).toBe(429);
-    auth.signInAttempts.clear();
+    await refused(await attempt(PASSWORD, { ...from("203.0.113.9"), "x-forwarded-for": "10.0.0.99" }));
+    signInThrottle.clear();
+  });
+
+  it("holds strangers back together, so rotating addresses gains an attacker nothing, while the person's own browser still signs in", async () => {
+    signInThrottle.clear();
+    // The person signed in from this browser before: it holds a known-device cookie.
+    const device = deviceCookieOf(await attempt(PASSWORD, from("198.51.100.20")));
+    // An attacker with a new address for every guess: after 20 in a minute, strangers wait.
+    const { strangers } = signInThrottle.limits;
+    for (let guess = 0; guess < strangers; guess++) expect((await attempt("wrong", from(`192.0.2.${guess}`))).status).toBe(401);
+    for (const password of ["wrong", PASSWORD]) {
+      const message = await refused(await attempt(password, from("192.0.2.250")));
+      expect(message).toContain("Too many wrong passwords from browsers that have not signed in here before");
+      expect(message).toContain("A browser that has signed in here before can still sign in.");
+    }
+    // The person's browser, from its own address or any other, signs in regardless, and keeps its device.
+    const again = await attempt(PASSWORD, { ...from("198.51.100.20"), cookie: device });
+    expect(again.status).toBe(200);
+    expect(deviceCookieOf(again)).toBe(device);
+    expect((await attempt(PASSWORD, { ...from("192.0.2.251"), cookie: device })).status).toBe(200);
+    // A made-up or tampered device cookie is a stranger's.
+    const [name, value] = device.split("=") as [string, string];
+    const tampered = `${name}=${value.slice(0, 23)}${value[23] === "A" ? "B" : "A"}${value.slice(24)}`;
+    for (const cookie of [tampered, `cadre_device=${"A".repeat(22)}.${"B".repeat(43)}`]) {
+      await refused(await attempt(PASSWORD, { ...from("198.51.100.20"), cookie }));
+    }
+    signInThrottle.clear();
+  });
+
+  it("holds a known browser back by its own failures only", async () => {
+    signInThrottle.clear();
+    const device = deviceCookieOf(await attempt(PASSWORD, from("198.51.100.30")));
+    for (let guess = 1; guess <= signInThrottle.limits.perDevice; guess++) {
+      expect((await attempt("wrong", { ...from(`192.0.2.${guess}`), cookie: device })).status).toBe(401);
+    }
+    expect(await refused(await attempt(PASSWORD, { ...from("198.51.100.30"), cookie: device }))).toMatch(/^Too many wrong passwords from this browser\. Try again in \d+ seconds?\.$/);
+    // Its failures were not a stranger's: another browser at the same address still signs in.
+    expect((await attempt(PASSWORD, from("198.51.100.30"))).status).toBe(200);
+    signInThrottle.clear();
   });
 
   it("sets an httpOnly, SameSite=Lax, Path=/ session cookie (Secure over https) and stores only a hash of its token", async () => {
-    auth.signInAttempts.clear();
+    signInThrottle.clear();
     const response = await signIn(signInRequest(PASSWORD), { params: Promise.resolve({}) });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ signedIn: true });
-    const cookie = response.headers.get("set-cookie")!;
+    const [cookie, device] = response.headers.getSetCookie() as [string, string];
+    // The known-device cookie goes only to sign-in and sign-out, never to a page or another site.
+    expect(device.split(";").map((part) => part.trim())).toEqual([
+      expect.stringMatching(/^cadre_device=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/),
+      "Path=/api/auth",
+      "HttpOnly",
+      "SameSite=Strict",
+      `Max-Age=${365 * 24 * 60 * 60}`,
+    ]);
     const [pair, ...attributes] = cookie.split(";").map((part) => part.trim());
     expect(pair).toMatch(/^cadre_session=[A-Za-z0-9_-]{43}$/);
     expect(attributes).toEqual(expect.arrayContaining(["Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${30 * 24 * 60 * 60}`]));
@@ -235,7 +301,7 @@ describe("signing in", () => {
     expect(stored.some((row) => row.token_hash.includes(token))).toBe(false);
 
     const overHttps = await signIn(signInRequest(PASSWORD, { "x-forwarded-proto": "https" }), { params: Promise.resolve({}) });
-    expect(overHttps.headers.get("set-cookie")).toMatch(/; Secure$/);
+    expect(overHttps.headers.getSetCookie()).toEqual([expect.stringMatching(/; Secure$/), expect.stringMatching(/; Secure$/)]);
   });
 
   it("refuses bad sign-in bodies with 400, and a sign-in posted from another site with 403", async () => {

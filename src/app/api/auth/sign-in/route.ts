@@ -1,33 +1,22 @@
-import { clientAddress, passwordMatches, sessionCookie, signInAttempts, signInRequired, startSession } from "@/lib/auth";
+import { signIn } from "@/lib/auth";
 import { database } from "@/lib/db/client";
-import { CadreError } from "@/lib/errors";
-import { errorResponse, parseJsonBody, route } from "@/lib/http";
-import { plural } from "@/lib/plural";
+import { parseJsonBody, route } from "@/lib/http";
 import { SIGN_IN_BODY_LIMIT_BYTES, signInBody } from "./schema";
 
 export const dynamic = "force-dynamic";
 
 /**
- * POST /api/auth/sign-in {password} → 200 {signedIn: true} with the session cookie.
- * Wrong password 401; too many failures (5 a minute per client, 20 in all) 429 with Retry-After.
+ * POST /api/auth/sign-in {password} → 200 {signedIn: true} with the session cookie and the
+ * known-device cookie. Wrong password 401; too many failures 429 with Retry-After (a known
+ * browser: 5 a minute of its own; a stranger: 5 a minute per address, 20 a minute for all
+ * strangers together; see src/lib/sign-in-throttle.ts).
  */
 export const POST = route(
   async (request: Request) => {
-    if (!signInRequired()) throw new CadreError("not_found:sign_in", "Sign-in is off: APP_PASSWORD is not set, so no password is needed.");
-    const client = clientAddress(request);
-    // Checked before the password is looked at, so a locked-out guesser learns nothing, not even a right guess.
-    const wait = signInAttempts.retryAfterSeconds(client);
-    if (wait > 0) {
-      return errorResponse(429, "rate_limited:sign_in", `Too many sign-in attempts. Try again in ${plural(wait, "second")}.`, { "retry-after": String(wait) });
-    }
-    const { password } = await parseJsonBody(request, signInBody, { maxBytes: SIGN_IN_BODY_LIMIT_BYTES });
-    if (!passwordMatches(password)) {
-      signInAttempts.recordFailure(client);
-      console.warn(`[auth] failed sign-in from ${client.slice(0, 100)}`);
-      throw new CadreError("unauthorized:password", "Wrong password.");
-    }
-    const { token } = await startSession(database().db);
-    return Response.json({ signedIn: true }, { headers: { "set-cookie": sessionCookie(request, token), "cache-control": "no-store" } });
+    const cookies = await signIn(database().db, request, async () => (await parseJsonBody(request, signInBody, { maxBytes: SIGN_IN_BODY_LIMIT_BYTES })).password);
+    const headers = new Headers({ "cache-control": "no-store" });
+    for (const cookie of cookies) headers.append("set-cookie", cookie);
+    return Response.json({ signedIn: true }, { headers });
   },
   { public: true },
 );
