@@ -25,7 +25,8 @@ type SpanRowProps = { label: string; className: string; title: string; detail: s
 
 function spanRow(span: TraceSpan, duration: number): Row {
   if (span.type === "model") {
-    const tokens = formatTokensInOut(span);
+    // Cut off before the provider counted them: Cadre's estimate, said so.
+    const tokens = `${formatTokensInOut(span)}${span.estimated ? " (estimated)" : ""}`;
     return {
       key: `model-${span.id}`,
       start: span.start,

@@ -7,7 +7,8 @@ import type { Db } from "@/lib/db/client";
 import type { AgentRole, StoredToolCall, UsagePurpose, WorkSessionStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import { listToolResults } from "@/lib/db/queries/timeline";
-import { cachedShare } from "@/lib/usage/prices";
+import { keptPrice } from "@/lib/db/queries/usage";
+import { cachedShare, roundUsd } from "@/lib/usage/prices";
 import { loadPriceTable } from "@/lib/usage/spend";
 
 /** More rows than one session writes under MAX_STEPS_PER_SESSION; a trace shows the first ones and says so. */
@@ -29,9 +30,11 @@ export type TraceSpan =
       cachedTokens: number;
       /** cachedTokens / inputTokens, 0 to 1. */
       cachedShare: number;
-      /** What the cache saved on this call at the model's price today (0 without a price or a cached rate). */
+      /** What the cache saved on this call at the price it kept, else today's (0 without a price or a cached rate). */
       savedUsd: number;
       finishReason: string | null;
+      /** The tokens are Cadre's estimate: the call was stopped or timed out before the provider counted them (or its process died). */
+      estimated: boolean;
     }
   | {
       type: "tool";
@@ -117,8 +120,23 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
   if (!session) throw notFound("session", sessionId);
 
   const [usageRows, messageRows, knowledgeRows, prices] = await Promise.all([
-    db.execute<{ id: string; purpose: UsagePurpose; model: string; input_tokens: number; output_tokens: number; cached_tokens: number; duration_ms: number; finish_reason: string | null; created_at: string }>(sql`
-      select id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, finish_reason, ${iso("created_at")} as created_at
+    db.execute<{
+      id: string;
+      purpose: UsagePurpose;
+      model: string;
+      input_tokens: number;
+      output_tokens: number;
+      cached_tokens: number;
+      duration_ms: number;
+      finish_reason: string | null;
+      estimated: boolean;
+      input_usd_per_mtok: string | null;
+      cached_input_usd_per_mtok: string | null;
+      output_usd_per_mtok: string | null;
+      created_at: string;
+    }>(sql`
+      select id, purpose, model, input_tokens, output_tokens, cached_tokens, duration_ms, finish_reason, estimated,
+             input_usd_per_mtok, cached_input_usd_per_mtok, output_usd_per_mtok, ${iso("created_at")} as created_at
         from usage where work_session_id = ${sessionId} order by created_at, id`),
     session.conversation_id
       ? db.execute<{ id: string; role: string; content: string; tool_calls: StoredToolCall[] | null; created_at: string }>(sql`
@@ -156,8 +174,11 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
     outputTokens: row.output_tokens,
     cachedTokens: row.cached_tokens,
     cachedShare: cachedShare({ inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }),
-    savedUsd: prices.savedOf(row.model, { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }),
+    savedUsd: roundUsd(
+      prices.savedOf(row.model, { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }, keptPrice(row.input_usd_per_mtok, row.cached_input_usd_per_mtok, row.output_usd_per_mtok)),
+    ),
     finishReason: row.finish_reason,
+    estimated: row.estimated,
   }));
 
   const calls = messages.flatMap((message) => (message.tool_calls ?? []).map((call) => ({ call, message })));
@@ -225,7 +246,7 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
       outputTokens: sum(models.map((span) => span.outputTokens)),
       cachedTokens,
       cachedShare: cachedShare({ inputTokens, cachedTokens }),
-      savedUsd: sum(models.map((span) => span.savedUsd)),
+      savedUsd: roundUsd(sum(models.map((span) => span.savedUsd))),
       modelMs: sum(models.map((span) => span.durationMs)),
       toolCalls: tools.length,
       failedToolCalls: tools.filter((span) => span.failed).length,

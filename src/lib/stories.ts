@@ -22,6 +22,7 @@ import { notFound } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
 import { inboxTitle, taskResultText, withoutIds } from "@/lib/plain-words";
 import { describeToolUse } from "@/lib/tool-labels";
+import { roundUsd } from "@/lib/usage/prices";
 import { spendOf, loadPriceTable } from "@/lib/usage/spend";
 import { decodeCursor, encodeCursor, linkEntries, type TimelineEntry, type TimelineKind } from "@/lib/timeline";
 
@@ -170,7 +171,7 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
       parts,
       inbox: items.map((item) => ({ id: item.id, type: item.type, title: inboxTitle(item.title), agentName: names.get(item.agentId) ?? "an agent", state: item.state, createdAt: item.createdAt })),
       cost: parts.reduce<StoryCost>(
-        (sum, part) => ({ tokens: sum.tokens + part.cost.tokens, cachedTokens: sum.cachedTokens + part.cost.cachedTokens, usd: sum.usd + part.cost.usd, unpriced: sum.unpriced || part.cost.unpriced }),
+        (sum, part) => ({ tokens: sum.tokens + part.cost.tokens, cachedTokens: sum.cachedTokens + part.cost.cachedTokens, usd: roundUsd(sum.usd + part.cost.usd), unpriced: sum.unpriced || part.cost.unpriced }),
         { tokens: 0, cachedTokens: 0, usd: 0, unpriced: false },
       ),
       agents: [...agents.values()],

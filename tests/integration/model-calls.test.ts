@@ -19,11 +19,16 @@ import { describeModelError, isModelFailure, ModelTimeoutError } from "@/lib/llm
 import { generateModelText, MODEL_CALL_RETRIES, streamModelText } from "@/lib/llm/model-call";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
+import { getSessionTrace } from "@/lib/session-trace";
+import { usageReport } from "@/lib/usage/report";
+import { teamSpendToday } from "@/lib/usage/spend";
+import { assignTask } from "@/lib/agents/tasks";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { createTestEngine, type TestEngine } from "../support/engine";
 import { textReply, toolCallReply } from "../support/mock-model";
+import { startWorkerProcess, waitFor } from "../support/worker-process";
 
 const TIMEOUT_MS = 500;
 /** A timed-out call ends at its time limit, plus what a loaded machine adds. */
@@ -146,6 +151,10 @@ describe("compaction", () => {
     expect(ModelTimeoutError.isInstance(error)).toBe(false);
     expect(isModelFailure(error)).toBe(false);
     expect(ms).toBeLessThan(5_000);
+    // The request was sent, and the provider may bill it: its row stays, estimated from what was sent.
+    const rows = await usageRows("compaction", lead.id);
+    expect(rows.map((row) => [row.estimated, row.finishReason, row.outputTokens])).toEqual([[true, "aborted", 0]]);
+    expect(rows[0]!.inputTokens).toBeGreaterThan(12 * 30); // twelve messages of thirty words, and the instructions
   });
 
   it("records one usage row for its model call", async () => {
@@ -159,7 +168,7 @@ describe("compaction", () => {
 });
 
 describe("knowledge extraction", () => {
-  it("is cut off when its model hangs, says so, and records nothing", async () => {
+  it("is cut off when its model hangs, says so, records no knowledge, and counts its call as estimated", async () => {
     const { lead, conversation } = await workLog();
     const messages = await getAllMessages(database.db, conversation.id);
     const { error, ms } = await timed(() =>
@@ -177,7 +186,10 @@ describe("knowledge extraction", () => {
     expect(describeModelError(error)).toMatch(/did not answer in time/);
     expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
     expect(await searchKnowledgeItems(database.db, { agentId: lead.id })).toEqual([]);
-    expect(await usageRows("extraction", lead.id)).toEqual([]);
+    // What was sent counts (the provider may bill a call it was still working on), as an estimate.
+    const rows = await usageRows("extraction", lead.id);
+    expect(rows.map((row) => [row.estimated, row.finishReason, row.outputTokens])).toEqual([[true, "timeout", 0]]);
+    expect(rows[0]!.inputTokens).toBeGreaterThan(0);
   });
 });
 
@@ -244,6 +256,7 @@ describe("drafting a lead's instructions", () => {
   it("retries a failing server a bounded number of times", async () => {
     fakeReply = () => ({ fault: "status", status: 500, retryAfterSeconds: 0 });
     const requestsBefore = openai.requests.length;
+    const rowsBefore = (await usageRows("draft", null)).length;
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       await expect(draftLeadInstructions(database.db, team, { model: fakeServer(), timeoutMs: 5_000 })).rejects.toThrow(
@@ -253,6 +266,8 @@ describe("drafting a lead's instructions", () => {
       logged.mockRestore();
     }
     expect(openai.requests.length - requestsBefore).toBe(1 + MODEL_CALL_RETRIES);
+    // A refused request is not billed: the rows its attempts started are gone.
+    expect(await usageRows("draft", null)).toHaveLength(rowsBefore);
   });
 });
 
@@ -344,5 +359,72 @@ describe("a tool loop through the helper", () => {
     ] as const) {
       expect(prompts[1]).toContain(`"toolCallId":"${id}","toolName":"lookUp","output":{"type":"text","value":"${query}: up"`);
     }
+  });
+});
+
+describe("a call cut off before the provider counted it", () => {
+  it("stopped mid-stream by its caller, leaves an estimated row: the input sent, the output streamed so far; reports and budgets count it", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    const stop = new AbortController();
+    const partial = "The solar market grew by a third last year, and ";
+    const question = `How is solar doing? ${"Tell me everything. ".repeat(50)}`;
+    const result = streamModelText(
+      { db: database.db, model: stallingModel(partial), purpose: "chat", agentId: lead.id, teamId: lead.teamId, timeoutMs: 10_000, abortSignal: stop.signal },
+      { instructions: "You are the lead.", messages: [{ role: "user", content: question }] },
+    );
+    let streamed = "";
+    const read = (async () => {
+      for await (const delta of result.textStream) {
+        streamed += delta;
+        // The person presses Stop once the answer has begun.
+        if (streamed === partial) stop.abort();
+      }
+    })();
+    await read.catch(() => {});
+    expect(streamed).toBe(partial);
+
+    const rows = await usageRows("chat", lead.id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ estimated: true, finishReason: "aborted", outputTokens: Math.ceil(partial.length / 4), model: "mock" });
+    expect(rows[0]!.inputTokens).toBeGreaterThanOrEqual(Math.ceil(question.length / 4));
+
+    const report = await usageReport(database.db, { days: 1, teamId: team.id });
+    expect(report.totals).toMatchObject({ calls: 1, estimatedCalls: 1, tokens: rows[0]!.inputTokens + rows[0]!.outputTokens });
+    expect(await teamSpendToday(database.db, team.id)).toMatchObject({ calls: 1, estimatedCalls: 1, tokens: rows[0]!.inputTokens + rows[0]!.outputTokens });
+  });
+
+  it("answered, it settles the row its start wrote with the provider's count: one row, not estimated", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const result = streamModelText(
+      { db: database.db, model: offline, purpose: "chat", agentId: lead.id, teamId: lead.teamId, timeoutMs: 10_000 },
+      { messages: [{ role: "user", content: "hello there, offline model" }] },
+    );
+    await result.text;
+    const rows = await usageRows("chat", lead.id);
+    expect(rows.map((row) => [row.estimated, row.inputTokens > 0, row.finishReason])).toEqual([[false, true, "stop"]]);
+  });
+
+  it("in a worker killed with kill -9 mid-call, stays counted as estimated", { timeout: 60_000 }, async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    fakeReply = () => ({ fault: "hang" });
+    const worker = startWorkerProcess({ DATABASE_URL: database.url, OPENAI_BASE_URL: openai.url, LLM_MODEL: "fake-model" });
+    try {
+      await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 30_000, what: "the worker" });
+      const requestsBefore = openai.requests.length;
+      await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research solar prices" });
+      await waitFor(async () => openai.requests.length > requestsBefore, { timeoutMs: 30_000, what: "the work session's model call" });
+      // Its row was sent before the request: it is there while the call hangs.
+      await waitFor(async () => (await database.db.select().from(usage).where(eq(usage.agentId, lead.id))).length > 0, { timeoutMs: 5_000, what: "the call's usage row" });
+    } finally {
+      await worker.stop("SIGKILL");
+      fakeReply = () => ({ text: "Hello from the fake model." });
+    }
+    const rows = await database.db.select().from(usage).where(eq(usage.agentId, lead.id));
+    expect(rows.map((row) => [row.purpose, row.estimated, row.outputTokens, row.model])).toEqual([["work", true, 0, "fake-model"]]);
+    expect(rows[0]!.inputTokens).toBeGreaterThan(100); // the lead's instructions, tools and task
+    expect((await usageReport(database.db, { days: 1, teamId: team.id })).totals).toMatchObject({ calls: 1, estimatedCalls: 1 });
+    // The session's trace says the call's tokens are an estimate.
+    const trace = await getSessionTrace(database.db, rows[0]!.workSessionId!);
+    expect(trace.spans.flatMap((span) => (span.type === "model" ? [[span.estimated, span.inputTokens]] : []))).toEqual([[true, rows[0]!.inputTokens]]);
   });
 });

@@ -5,7 +5,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { recordUsage } from "@/lib/db/queries/usage";
 import { getTeam } from "@/lib/db/queries/teams";
-import { BUILT_IN_PRICES } from "@/lib/usage/prices";
+import { BUILT_IN_PRICES, PriceTable } from "@/lib/usage/prices";
 import { usageReport, NO_TEAM_KEY, type UsageReport } from "@/lib/usage/report";
 import { teamSpendToday } from "@/lib/usage/spend";
 import { createTeamFixture } from "../support/fixtures";
@@ -124,7 +124,7 @@ describe("usage report", () => {
     expect(report.totals.costUsd).toBeCloseTo(2.35 + 0.5 + 0.4, 10);
     expect(report.totals.unpricedModels).toEqual(["llama3.1:8b"]);
 
-    // One team: the others and the drafting calls are left out; the person's price changes the cost.
+    // One team: the others and the drafting calls are left out; the person's price for a model that had none prices its calls.
     const price = await api.price.PUT(request("PUT", "/api/model-prices/llama3.1:8b", { inputUsdPerMtok: 1, outputUsdPerMtok: 2 }), modelParams("llama3.1:8b"));
     expect(price.status).toBe(200);
     const onlySolar = await usageReport(database.db, { days: 30, teamId: solar.team.id });
@@ -140,6 +140,7 @@ describe("usage report", () => {
     await usageAt("+ interval '2 seconds'", { agentId: lead.id, purpose: "work", model: "mystery", inputTokens: 7, outputTokens: 0 });
     expect(await teamSpendToday(database.db, team.id)).toEqual({
       calls: 2,
+      estimatedCalls: 0,
       tokens: 500_007,
       costUsd: 1,
       unpricedModels: ["mystery"],
@@ -148,6 +149,64 @@ describe("usage report", () => {
       cachedShare: 0,
       savedUsd: 0,
     });
+  });
+
+  it("prices a call at the price in force when it was made: a price edited later applies to the calls after it", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    // gpt-4.1 is $2 per million input tokens (built in).
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 1_000_000 });
+    const put = await api.price.PUT(request("PUT", "/x", { inputUsdPerMtok: 5, outputUsdPerMtok: 20 }), modelParams("gpt-4.1"));
+    expect(put.status).toBe(200);
+    expect((await usageReport(database.db, { days: 1 })).totals.costUsd).toBe(2);
+    expect((await teamSpendToday(database.db, team.id)).costUsd).toBe(2);
+
+    // The call after the edit costs the new price; the one before still costs the old one.
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "gpt-4.1", inputTokens: 1_000_000 });
+    const report = await usageReport(database.db, { days: 1 });
+    expect(report.totals).toMatchObject({ calls: 2, costUsd: 7 });
+    expect(report.models).toHaveLength(1); // one model, whatever prices its calls kept
+    expect((await teamSpendToday(database.db, team.id)).costUsd).toBe(7);
+
+    // A row written before rows kept their price is priced with today's table.
+    await database.db.execute(sql`update usage set input_usd_per_mtok = null, cached_input_usd_per_mtok = null, output_usd_per_mtok = null where input_usd_per_mtok = 2`);
+    expect((await usageReport(database.db, { days: 1 })).totals.costUsd).toBe(10);
+  });
+
+  it("keeps the price the price table gives at the time of the call: the person's over the built-in, most specific id first", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const custom = [
+      { model: "gpt-4o", inputUsdPerMtok: 3, cachedInputUsdPerMtok: 1.5, outputUsdPerMtok: 12 },
+      { model: "gpt-4o-mini-2024-07-18", inputUsdPerMtok: 0.2, cachedInputUsdPerMtok: null, outputUsdPerMtok: 0.7 },
+      { model: "openrouter/meta/llama-3", inputUsdPerMtok: 0.05, cachedInputUsdPerMtok: null, outputUsdPerMtok: 0.1 },
+    ];
+    for (const { model, ...price } of custom) {
+      expect((await api.price.PUT(request("PUT", "/x", price), modelParams(model))).status).toBe(200);
+    }
+    const table = new PriceTable(custom);
+    const models = ["gpt-4o", "openai/gpt-4o-2024-08-06", "gpt-4o-mini", "openai/gpt-4o-mini-2024-07-18", "GPT-4.1-nano", "openrouter/meta/llama-3", "meta/llama-3", "mystery"];
+    for (const model of models) {
+      const row = await recordUsage(database.db, { agentId: lead.id, purpose: "work", model, inputTokens: 1 });
+      const kept = row.inputUsdPerMtok === null ? null : { inputUsdPerMtok: row.inputUsdPerMtok, cachedInputUsdPerMtok: row.cachedInputUsdPerMtok, outputUsdPerMtok: row.outputUsdPerMtok };
+      expect(kept, model).toEqual(table.priceOf(model)?.price ?? null);
+    }
+  });
+
+  it("serves costs rounded to the micro-dollar, without float noise", async () => {
+    const { team, lead } = await createTeamFixture(database.db);
+    // Unrounded, these add up to 0.00033339999999999997 dollars.
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "gpt-4.1-nano", inputTokens: 123, outputTokens: 7 });
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "gpt-4.1-mini", inputTokens: 1234, cachedTokens: 1000, outputTokens: 77 });
+    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "gpt-4.1-nano", inputTokens: 3, outputTokens: 3 });
+    const body = await (await api.usage.GET(request("GET", `/api/usage?teamId=${team.id}&days=2`))).text();
+    const dollars: number[] = [];
+    JSON.parse(body, (key, value: unknown) => {
+      if (/usd$/i.test(key) && typeof value === "number") dollars.push(value);
+      return value;
+    });
+    expect(dollars.length).toBeGreaterThan(10);
+    expect(dollars.filter((value) => !/^-?\d+(\.\d{1,6})?$/.test(String(value)))).toEqual([]);
+    expect(JSON.parse(body).report.totals.costUsd).toBe(0.000333);
+    expect((await teamSpendToday(database.db, team.id)).costUsd).toBe(0.000333);
   });
 
   it("keeps what a removed agent and a deleted team spent: the team's budget still counts it, and so do the totals", async () => {

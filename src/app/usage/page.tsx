@@ -211,7 +211,8 @@ export default async function UsagePage({ searchParams }: Props) {
         <div>
           <h1>Usage and cost</h1>
           <p className="lede">
-            Tokens and their cost over the last {DAYS} days (UTC days), per team, agent and day, priced with the price table below.
+            Tokens and their cost over the last {DAYS} days (UTC days), per team, agent and day. Each call costs what its model&apos;s price was
+            when it was made: a price you change below applies to the calls after it (and to past calls of a model that had no price).
           </p>
         </div>
       </header>
@@ -270,6 +271,13 @@ export default async function UsagePage({ searchParams }: Props) {
               instructions and the conversation so far — and charges less for. Over these {DAYS} days {formatShare(totals.cachedShare)} of all input
               was cached
               {totals.savedUsd > 0 ? <>, which saved {formatUsd(totals.savedUsd)} against the full input price.</> : "."}
+            </p>
+          )}
+          {totals.estimatedCalls > 0 && (
+            <p className="hint estimated-summary">
+              {formatTokens(totals.estimatedCalls)} {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} cut off before the provider
+              counted {totals.estimatedCalls === 1 ? "its" : "their"} tokens (stopped, timed out, or its worker died mid-call). The provider may bill
+              them all the same, so they are counted with an estimate: the input that was sent and the output received so far.
             </p>
           )}
           {totals.unpricedModels.length > 0 && (

@@ -5,31 +5,12 @@ import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { generateModelText } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
 import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "./prompts";
 
-/**
- * Rough token count: ~4 characters per token of the text, or of the messages as JSON, which
- * is what budgets need, not exactness. A message's JSON length is kept with it (model
- * messages are remade only when their stored message changed, see model-messages.ts), so a
- * long context is not serialized again before every call.
- */
-export function estimateTokens(value: string | readonly ModelMessage[]): number {
-  if (typeof value === "string") return Math.ceil(value.length / 4);
-  // JSON.stringify(value).length, from its parts: the brackets, the commas and each message.
-  let length = 2 + Math.max(0, value.length - 1);
-  for (const message of value) {
-    let own = serializedLength.get(message);
-    if (own === undefined) {
-      own = JSON.stringify(message).length;
-      serializedLength.set(message, own);
-    }
-    length += own;
-  }
-  return Math.ceil(length / 4);
-}
-
-const serializedLength = new WeakMap<ModelMessage, number>();
+// The estimate lives with the model calls, which estimate what a cut-off call was sent (llm/token-estimate.ts).
+export { estimateTokens };
 
 /** What a model call on this context would cost: the system prompt plus the messages. */
 export function estimateContextTokens(context: readonly Message[], instructions: string, maxToolResultChars?: number): number {

@@ -474,8 +474,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     timeoutMs: config.modelTimeoutMs,
     abortSignal: state.signal,
     log: deps.log,
-    onUsageRecorded: (usage) =>
-      recordTeamSpending(state.team.id, state.model.modelId, { ...usage, cachedTokens: usage.inputTokenDetails?.cacheReadTokens }),
+    onUsageRecorded: (row) => recordTeamSpending(state.team.id, state.model.modelId, row),
     // Written with the step's answer, by the same statement (see onLanguageModelCallEnd below).
     usageStoredByCaller: true,
   };
@@ -498,8 +497,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       onLanguageModelCallEnd: async (event) => {
         state.steps += 1;
         recordSpending(state, event.usage);
-        await recorder.recordModelResponse(event.content, contextTail, usageRowOf(call, event));
-        call.onUsageRecorded?.(event.usage);
+        const usage = usageRowOf(call, event);
+        await recorder.recordModelResponse(event.content, contextTail, usage);
+        call.onUsageRecorded?.(usage);
       },
       onStepEnd: async (step) => {
         // A stop gives the step's open calls their marker itself.

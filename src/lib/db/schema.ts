@@ -384,12 +384,31 @@ export const usage = pgTable(
     workSessionId: uuid("work_session_id"),
     /** The task the call worked on (a work session's task in focus), for a story's cost. */
     taskId: uuid("task_id"),
-    /** Why the model stopped ("stop", "tool-calls", "length", …), as the AI SDK reports it. */
+    /** Why the model stopped ("stop", "tool-calls", "length", …), as the AI SDK reports it; "aborted" or "timeout" for a call cut off. */
     finishReason: text("finish_reason"),
+    /**
+     * The tokens are Cadre's estimate, not the provider's count: the row is written when the call
+     * starts (input estimated from the request, no output) and settled with the provider's usage
+     * when it answers. A call stopped or timed out before that keeps the estimate (plus the output
+     * streamed so far); so does the call of a process that died mid-call. The provider may bill
+     * such calls all the same, so they count like any other.
+     */
+    estimated: boolean("estimated").notNull().default(false),
+    /**
+     * The model's price when the call was made (US dollars per million tokens, as in
+     * model_prices), so a price edited later does not reprice it. Null when the model had no
+     * price then, and in rows written before rows kept their price: such rows are priced with
+     * today's table (usage/prices.ts, PriceTable.costOf).
+     */
+    inputUsdPerMtok: numeric("input_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }),
+    cachedInputUsdPerMtok: numeric("cached_input_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }),
+    outputUsdPerMtok: numeric("output_usd_per_mtok", { precision: 12, scale: 4, mode: "number" }),
     createdAt: createdAt(),
   },
   (t) => [
     check("usage_purpose_check", oneOf("purpose", usagePurposes)),
+    // A price is whole or absent: input and output rates together, a cached rate only with them.
+    check("usage_price_check", sql`(input_usd_per_mtok is null) = (output_usd_per_mtok is null) and (cached_input_usd_per_mtok is null or input_usd_per_mtok is not null)`),
     index("usage_agent_created_idx").on(t.agentId, t.createdAt),
     index("usage_team_created_idx").on(t.teamId, t.createdAt),
     index("usage_work_session_idx").on(t.workSessionId).where(sql`work_session_id is not null`),

@@ -8,7 +8,7 @@ import {
   type GenerateTextResult,
   type LanguageModel,
   type LanguageModelCallEndEvent,
-  type LanguageModelUsage,
+  type LanguageModelCallStartEvent,
   type OutputInterface,
   type StreamTextResult,
   type ToolSet,
@@ -20,6 +20,7 @@ import { modelCallTelemetry } from "@/lib/telemetry";
 import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
 import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
+import { CallUsage, type CallRow, type CutOff } from "./call-usage";
 import { modelUsageRow } from "./usage";
 import { logError } from "@/lib/log";
 
@@ -51,20 +52,32 @@ export type ModelCall = {
   /** Where a usage row that could not be written is reported; logError when not given. */
   log?: (message: string, error?: unknown) => void;
   /**
-   * After the call's usage row is written (or could not be): a team's budget counts the call
-   * here, so a read of the usage rows sent later sees it and one sent earlier is not counted twice.
+   * After the call's usage row is settled (or could not be), with the provider's count or, for
+   * a call cut off, the estimate: a team's budget counts the call here, so a read of the usage
+   * rows sent later sees it and one sent earlier is not counted twice.
    */
-  onUsageRecorded?: (usage: LanguageModelUsage) => void;
+  onUsageRecorded?: (row: NewUsage) => void;
   /**
-   * The caller stores each call's usage row in its own write (a work step's answer: one
-   * statement instead of two, see appendMessage's `usage`): its onLanguageModelCallEnd takes
-   * the row from usageRowOf and calls onUsageRecorded once it is written.
+   * The caller stores each answered call's usage row in its own write (a work step's answer:
+   * one statement instead of two, see appendMessage's `usage`): its onLanguageModelCallEnd
+   * takes the row from usageRowOf and calls onUsageRecorded once it is written. Such a
+   * ModelCall serves one generateModelText at a time (usageRowOf finds the row by it). A call
+   * cut off is still settled here.
    */
   usageStoredByCaller?: boolean;
 };
 
 /** What the helper sets for every call; a call site cannot override them. */
-type CommonOption = "model" | "abortSignal" | "maxRetries" | "timeout" | "experimental_onLanguageModelCallEnd" | "telemetry" | "experimental_telemetry";
+type CommonOption =
+  | "model"
+  | "abortSignal"
+  | "maxRetries"
+  | "timeout"
+  | "onLanguageModelCallStart"
+  | "experimental_onLanguageModelCallStart"
+  | "experimental_onLanguageModelCallEnd"
+  | "telemetry"
+  | "experimental_telemetry";
 /** Omit over each branch of a union, so "prompt or messages, not both" survives. */
 type WithoutCommon<T> = T extends unknown ? Omit<T, CommonOption> : never;
 
@@ -73,7 +86,7 @@ type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Para
 
 /**
  * `generateText` with what every model call needs: the per-call timeout, bounded retries,
- * the caller's abort, one usage row per model call and its telemetry. The caller passes everything else
+ * the caller's abort, one usage row per model call (written as it starts, see CallUsage) and its telemetry. The caller passes everything else
  * (prompt, tools, output, prepareStep, stopWhen, callbacks); its `onLanguageModelCallEnd`
  * runs alongside the usage write.
  */
@@ -98,18 +111,25 @@ function commonOptions<TOOLS extends ToolSet>(
   onCallEnd: ((event: LanguageModelCallEndEvent<TOOLS>) => PromiseLike<void> | void) | undefined,
   providerOptions: SharedV4ProviderOptions | undefined,
 ) {
+  const log = call.log ?? logError;
+  const usage = new CallUsage(call.db, callRow(call), log, call.onUsageRecorded);
+  if (call.usageStoredByCaller) usageOfCalls.set(call, usage);
   return {
     providerOptions: withCacheKey(call, providerOptions),
-    model: withTimeout(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS),
+    model: guardedModel(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS, usage),
     abortSignal: call.abortSignal,
     maxRetries: MODEL_CALL_RETRIES,
     // Spans for the call, its model calls and tool calls when OTEL_EXPORTER_OTLP_ENDPOINT is set; off otherwise.
     telemetry: modelCallTelemetry(call),
+    onLanguageModelCallStart: (event: LanguageModelCallStartEvent) => usage.estimateInput(event),
     onLanguageModelCallEnd: async (event: LanguageModelCallEndEvent<TOOLS>) => {
-      await Promise.all([call.usageStoredByCaller ? undefined : recordCallUsage(call, event), onCallEnd?.(event)]);
+      await Promise.all([call.usageStoredByCaller ? undefined : recordCallUsage(call, usage, event, log), onCallEnd?.(event)]);
     },
   };
 }
+
+/** The usage of the calls of a ModelCall whose caller writes their rows (usageStoredByCaller), for usageRowOf. */
+const usageOfCalls = new WeakMap<ModelCall, CallUsage>();
 
 /**
  * The conversation's requests carry one `prompt_cache_key` (where the provider takes it: see
@@ -125,9 +145,9 @@ function withCacheKey(call: ModelCall, providerOptions: SharedV4ProviderOptions 
   return { ...providerOptions, openai: { ...providerOptions?.openai, promptCacheKey: `cadre-${call.conversationId}${own}` } };
 }
 
-/** The usage row of one model call of `call`. */
-export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
-  return modelUsageRow({
+/** What a usage row of `call` names: its agent, team, conversation, work session and task. */
+function callRow(call: ModelCall): CallRow {
+  return {
     agentId: call.agentId,
     teamId: call.teamId,
     conversationId: call.conversationId ?? null,
@@ -135,23 +155,37 @@ export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEven
     model: call.model.modelId,
     workSessionId: call.workSessionId ?? null,
     taskId: call.taskId ?? null,
-    finishReason: event.finishReason,
-    usage: event.usage,
-    durationMs: Math.round(event.performance.responseTimeMs),
-  });
+  };
+}
+
+/**
+ * The usage row of one answered model call of `call`, with the provider's count: it settles
+ * the row the call's start wrote (see CallUsage) when `call` stores its own rows
+ * (usageStoredByCaller), else it is a row of its own.
+ */
+export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
+  return settledRow(call, usageOfCalls.get(call), event);
+}
+
+function settledRow(call: ModelCall, usage: CallUsage | undefined, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
+  return {
+    ...modelUsageRow({ ...callRow(call), finishReason: event.finishReason, usage: event.usage, durationMs: Math.round(event.performance.responseTimeMs) }),
+    id: usage?.takeRowId(),
+  };
 }
 
 /**
  * The SDK swallows errors thrown by its callbacks, so a usage row that cannot be written
  * is reported here rather than lost without a word.
  */
-async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent<ToolSet>): Promise<void> {
+async function recordCallUsage(call: ModelCall, usage: CallUsage, event: LanguageModelCallEndEvent<ToolSet>, log: (message: string, error?: unknown) => void): Promise<void> {
+  const row = settledRow(call, usage, event);
   try {
-    await recordUsage(call.db, usageRowOf(call, event));
+    await recordUsage(call.db, row);
   } catch (error) {
-    (call.log ?? logError)(`Could not record the usage of a ${call.purpose} model call`, error);
+    log(`Could not record the usage of a ${call.purpose} model call`, error);
   }
-  call.onUsageRecorded?.(event.usage);
+  call.onUsageRecorded?.(row);
 }
 
 /**
@@ -159,19 +193,23 @@ async function recordCallUsage(call: ModelCall, event: LanguageModelCallEndEvent
  * that has not answered by then is aborted and fails with ModelTimeoutError, even if the
  * model ignores its abort signal. Applied around the model rather than through the SDK's
  * `timeout` option, whose step limit also covers prepareStep and tool runs and whose
- * expiry reads as an abort.
+ * expiry reads as an abort. Each attempt's usage row is written as it starts and settled
+ * as it ends (CallUsage): here an attempt that ends without the provider's count.
  */
-function withTimeout(model: LanguageModel, timeoutMs: number): LanguageModelV4 {
+function guardedModel(model: LanguageModel, timeoutMs: number, usage: CallUsage): LanguageModelV4 {
   return wrapLanguageModel({
     // A bare id means a gateway model, as it does for the SDK itself.
     model: typeof model === "string" ? gateway(model) : model,
     middleware: {
       wrapGenerate: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
+        const attempt = usage.start(params);
         try {
           const result = await deadline.race(inner.doGenerate({ ...params, abortSignal: deadline.signal }));
+          usage.answered(attempt);
           return { ...result, content: withUniqueCallIds(result.content) };
         } catch (error) {
+          await usage.ended(attempt, deadline.cutOff());
           throw deadline.explain(error);
         } finally {
           deadline.clear();
@@ -179,11 +217,14 @@ function withTimeout(model: LanguageModel, timeoutMs: number): LanguageModelV4 {
       },
       wrapStream: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
-        const result = await deadline.race(inner.doStream({ ...params, abortSignal: deadline.signal })).catch((error: unknown) => {
+        const attempt = usage.start(params);
+        const result = await deadline.race(inner.doStream({ ...params, abortSignal: deadline.signal })).catch(async (error: unknown) => {
           deadline.clear();
+          await usage.ended(attempt, deadline.cutOff());
           throw deadline.explain(error);
         });
-        return { ...result, stream: deadline.guard(result.stream).pipeThrough(uniqueCallIdsInStream()) };
+        const watch: StreamWatch = { part: (part) => usage.saw(attempt, part), end: (cutOff) => usage.ended(attempt, cutOff) };
+        return { ...result, stream: deadline.guard(result.stream, watch).pipeThrough(uniqueCallIdsInStream()) };
       },
     },
   });
@@ -241,6 +282,9 @@ function uniqueCallIdsInStream(): TransformStream<LanguageModelV4StreamPart, Lan
   });
 }
 
+/** What a guarded stream reports: each part, and its end when the provider did not finish it (null: it failed or closed early). */
+type StreamWatch = { part: (part: LanguageModelV4StreamPart) => void; end: (cutOff: CutOff | null) => Promise<void> };
+
 /** One model call's time limit, combined with the caller's signal. */
 class Deadline {
   /** Aborts on the caller's abort or at the time limit, whichever comes first. */
@@ -258,6 +302,12 @@ class Deadline {
 
   private get timedOut(): boolean {
     return this.expiry.signal.aborted && !this.caller?.aborted;
+  }
+
+  /** Whether the call was cut off, and by what: the caller's abort, or the time limit; null when neither (it failed by itself). */
+  cutOff(): CutOff | null {
+    if (this.caller?.aborted) return "aborted";
+    return this.timedOut ? "timeout" : null;
   }
 
   clear(): void {
@@ -290,28 +340,38 @@ class Deadline {
   /**
    * The model's stream under the time limit, which runs until the stream ends. A timeout
    * becomes an error part, which the SDK reports through onError like any model failure;
-   * the caller's abort errors the stream, which the SDK reports as an abort.
+   * the caller's abort errors the stream, which the SDK reports as an abort. `watch` sees
+   * each part, and the end of a stream that stopped without the provider's finish (its usage
+   * row is settled before the SDK hears of the end).
    */
-  guard(stream: ReadableStream<LanguageModelV4StreamPart>): ReadableStream<LanguageModelV4StreamPart> {
+  guard(stream: ReadableStream<LanguageModelV4StreamPart>, watch: StreamWatch): ReadableStream<LanguageModelV4StreamPart> {
     const reader = stream.getReader();
     return new ReadableStream<LanguageModelV4StreamPart>({
       pull: async (controller) => {
         try {
           const next = await this.race(reader.read());
-          if (!next.done) return controller.enqueue(next.value);
+          if (!next.done) {
+            watch.part(next.value);
+            return controller.enqueue(next.value);
+          }
           this.clear();
+          await watch.end(null);
           controller.close();
         } catch (error) {
           this.clear();
           reader.cancel().catch(() => {});
+          await watch.end(this.cutOff());
           if (!this.timedOut) return controller.error(error);
           controller.enqueue({ type: "error", error: this.explain(error) });
           controller.close();
         }
       },
-      cancel: (reason) => {
+      cancel: async (reason) => {
         this.clear();
-        return reader.cancel(reason);
+        const cancelled = reader.cancel(reason);
+        // Whoever cancels the stream stopped the call: the caller, or the SDK on its behalf.
+        await watch.end(this.cutOff() ?? "aborted");
+        return cancelled;
       },
     });
   }

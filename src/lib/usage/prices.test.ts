@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { describeCache, formatShare, formatUsd } from "./format";
-import { BUILT_IN_PRICES, cachedShare, costOf, PriceTable, priceCandidates, priceList, savedByCache } from "./prices";
+import { BUILT_IN_PRICES, cachedShare, costOf, PriceTable, priceCandidates, priceList, roundUsd, savedByCache } from "./prices";
 
 describe("model prices", () => {
   it("price a dated snapshot and a provider-prefixed id as their model, and nothing by prefix", () => {
@@ -77,6 +77,22 @@ describe("model prices", () => {
     expect(formatShare(0.996)).toBe(">99%");
     expect(formatShare(1)).toBe("100%");
     expect(formatShare(0)).toBe("0%");
+  });
+
+  it("price calls at the price their rows kept, else at today's", () => {
+    const prices = new PriceTable([{ model: "gpt-4.1", inputUsdPerMtok: 5, cachedInputUsdPerMtok: null, outputUsdPerMtok: 20 }]);
+    const tokens = { inputTokens: 1_000_000, cachedTokens: 0, outputTokens: 0 };
+    expect(prices.costOf("gpt-4.1", tokens, BUILT_IN_PRICES["gpt-4.1"])).toBe(2);
+    expect(prices.costOf("gpt-4.1", tokens, null)).toBe(5);
+    expect(prices.costOf("gpt-4.1", tokens)).toBe(5);
+    expect(prices.costOf("llama3.1:8b", tokens, null)).toBeNull();
+  });
+
+  it("round dollars to the micro-dollar", () => {
+    expect(roundUsd(0.000015100000000000001 + 0.0003168 + 0.0000015000000000000002)).toBe(0.000333);
+    expect(roundUsd(0.0000004)).toBe(0);
+    expect(roundUsd(12.3456785)).toBe(12.345679);
+    expect(String(roundUsd(0.1 + 0.2))).toBe("0.3");
   });
 
   it("list built-in and custom prices together", () => {

@@ -94,17 +94,45 @@ export class PriceTable {
     return match;
   }
 
-  /** The cost of some tokens of one model in US dollars, or null when the model has no price. */
-  costOf(model: string, tokens: TokenCounts): number | null {
-    const match = this.priceOf(model);
-    return match ? costOf(match.price, tokens) : null;
+  /**
+   * The price of some calls of a model: the one their usage rows kept (the price when they were
+   * made), else today's. Rows keep none when they were written before rows kept prices, or when
+   * the model had no price then: a price the person adds later prices them (nothing is repriced).
+   */
+  priceAt(model: string, kept?: TokenPrice | null): TokenPrice | null {
+    return kept ?? this.priceOf(model)?.price ?? null;
   }
 
-  /** What the cache saved on some tokens of one model in US dollars; 0 when the model has no price. */
-  savedOf(model: string, tokens: CacheCounts): number {
-    const match = this.priceOf(model);
-    return match ? savedByCache(match.price, tokens) : 0;
+  /** The cost of some tokens of one model in US dollars (at their kept price, see priceAt), or null when the model has no price. */
+  costOf(model: string, tokens: TokenCounts, kept?: TokenPrice | null): number | null {
+    const price = this.priceAt(model, kept);
+    return price ? costOf(price, tokens) : null;
   }
+
+  /** What the cache saved on some tokens of one model in US dollars (at their kept price, see priceAt); 0 when the model has no price. */
+  savedOf(model: string, tokens: CacheCounts, kept?: TokenPrice | null): number {
+    const price = this.priceAt(model, kept);
+    return price ? savedByCache(price, tokens) : 0;
+  }
+}
+
+/**
+ * How the database finds a model's price when a usage row is written (queries/usage.ts): each
+ * candidate id, most specific first, with its built-in price. The row takes the first candidate
+ * with a price, the person's (model_prices) before the built-in one: PriceTable.priceOf's rule,
+ * read at the moment of the call without loading the table.
+ */
+export function priceLookup(model: string): { rank: number; model: string; builtIn: TokenPrice | null }[] {
+  return priceCandidates(model).map((candidate, rank) => ({ rank, model: candidate, builtIn: builtInPrice(candidate) }));
+}
+
+/**
+ * US dollars rounded to the micro-dollar (6 decimals): sums of float products carry noise
+ * (0.0001230000000002) that no page or API answer should show. Rounded where costs are added
+ * up and served: the report, Spend, traces and stories.
+ */
+export function roundUsd(value: number): number {
+  return Math.round(value * 1_000_000) / 1_000_000;
 }
 
 /** Tokens as usage rows count them: `inputTokens` includes the `cachedTokens` read from the provider's cache. */

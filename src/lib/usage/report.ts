@@ -1,14 +1,17 @@
 import type { Db } from "@/lib/db/client";
 import { DELETED_TEAMS, listUsageByDay, REMOVED_AGENTS, type ModelTokens } from "@/lib/db/queries/usage";
-import { cachedShare, type PriceSource, type PriceTable } from "./prices";
+import { cachedShare, roundUsd, type PriceSource, type PriceTable } from "./prices";
 import { loadPriceTable } from "./spend";
 
 /**
  * Tokens and cost of some model calls. `costUsd` counts only priced models; the tokens of
- * models without a price are in `unpricedTokens` too, and those models are named.
+ * models without a price are in `unpricedTokens` too, and those models are named. Dollars are
+ * summed exactly and served rounded to the micro-dollar.
  */
 export type UsageFigures = {
   calls: number;
+  /** Of the calls, those whose tokens are Cadre's estimate: stopped or timed out before the provider counted them, or cut off by a process that died. */
+  estimatedCalls: number;
   inputTokens: number;
   outputTokens: number;
   /** Input tokens the provider served from its prompt cache (part of inputTokens). */
@@ -31,6 +34,7 @@ const NO_AGENT_NAME = "Drafting lead instructions";
 const DELETED_TEAMS_KEY = "deleted";
 const REMOVED_AGENTS_KEY = "removed";
 
+/** `price`: where the model's price comes from today (the price editor's row); its calls cost what their rows kept. */
 export type ModelUsage = { model: string; price: { matched: string; source: PriceSource } | null; figures: UsageFigures };
 export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
 export type TeamUsage = { key: string; teamId: string | null; teamName: string; figures: UsageFigures; agents: AgentUsage[]; models: ModelUsage[] };
@@ -64,12 +68,13 @@ export const REPORT_DAYS_DEFAULT = 30;
 export const REPORT_DAYS_MAX = 366;
 
 export function emptyFigures(): UsageFigures {
-  return { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
+  return { calls: 0, estimatedCalls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
 }
 
 /** Adds one model's tokens (their cost, null when it has no price, and what the cache saved) to some figures. */
 function add(figures: UsageFigures, row: ModelTokens, cost: number | null, saved: number): void {
   figures.calls += row.calls;
+  figures.estimatedCalls += row.estimatedCalls;
   figures.inputTokens += row.inputTokens;
   figures.outputTokens += row.outputTokens;
   figures.cachedTokens += row.cachedTokens;
@@ -84,6 +89,12 @@ function add(figures: UsageFigures, row: ModelTokens, cost: number | null, saved
   }
 }
 
+/** Rounds the dollars of some figures to the micro-dollar (roundUsd), once they are summed. */
+function roundDollars(figures: { costUsd: number; savedUsd?: number }): void {
+  figures.costUsd = roundUsd(figures.costUsd);
+  if (figures.savedUsd !== undefined) figures.savedUsd = roundUsd(figures.savedUsd);
+}
+
 function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   let value = map.get(key);
   if (value === undefined) map.set(key, (value = create()));
@@ -92,8 +103,9 @@ function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
 
 /**
  * Usage and cost per UTC day, team and agent over the last `days` days (today included),
- * optionally of one team. Summed in SQL per day × team × agent × model (every day present),
- * priced here with the price table in force now (the person's prices over the built-in ones).
+ * optionally of one team. Summed in SQL per day × team × agent × model × kept price (every day
+ * present), priced here: at the price each call kept, the one in force when it was made, else
+ * (rows from before rows kept prices, models that had none) with the table in force now.
  */
 export async function usageReport(db: Db, options: { days?: number; teamId?: string | null; prices?: PriceTable } = {}): Promise<UsageReport> {
   const days = options.days ?? REPORT_DAYS_DEFAULT;
@@ -109,8 +121,8 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     const day = entry(series, row.day, (): DayUsage => ({ day: row.day, tokens: 0, costUsd: 0, inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, byTeam: {} }));
     if (row.calls === 0) continue; // a day with no usage
     const match = prices.priceOf(row.model);
-    const cost = prices.costOf(row.model, row);
-    const saved = prices.savedOf(row.model, row);
+    const cost = prices.costOf(row.model, row, row.price);
+    const saved = prices.savedOf(row.model, row, row.price);
     const price = match && { matched: match.matched, source: match.source };
     // A deleted team's rows keep its id but find no name; a removed agent's likewise. Each is
     // one entry (no link), so the totals keep what they cost.
@@ -153,6 +165,20 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     add(entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost, saved);
     add(totals, row, cost, saved);
   }
+
+  // Summed exactly, served rounded to the micro-dollar.
+  for (const day of series.values()) {
+    roundDollars(day);
+    for (const share of Object.values(day.byTeam)) roundDollars(share);
+  }
+  for (const cell of cells.values()) roundDollars(cell.figures);
+  for (const team of teams.values()) {
+    roundDollars(team.figures);
+    for (const agent of team.agentMap.values()) roundDollars(agent.figures);
+    for (const model of team.modelMap.values()) roundDollars(model.figures);
+  }
+  for (const model of models.values()) roundDollars(model.figures);
+  roundDollars(totals);
 
   const byTokens = <T extends { figures: UsageFigures }>(items: Iterable<T>) => [...items].sort((a, b) => b.figures.tokens - a.figures.tokens);
   const seriesList = [...series.values()];

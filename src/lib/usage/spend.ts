@@ -1,7 +1,7 @@
 import type { Db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { getTeamUsageTodayByModel, type ModelTokens } from "@/lib/db/queries/usage";
-import { cachedShare, PriceTable } from "./prices";
+import { cachedShare, PriceTable, roundUsd } from "./prices";
 
 /** The prices in force now: the person's rows over the built-in defaults. */
 export async function loadPriceTable(db: Db): Promise<PriceTable> {
@@ -10,10 +10,13 @@ export async function loadPriceTable(db: Db): Promise<PriceTable> {
 
 /**
  * Tokens and cost of some usage, and the cache's part of its input; models without a price add
- * tokens but no cost (and save nothing), and are named.
+ * tokens but no cost (and save nothing), and are named. Each call is priced at the price its row
+ * kept, else today's (PriceTable.priceAt); dollars rounded to the micro-dollar.
  */
 export type Spend = {
   calls: number;
+  /** Of the calls, those whose tokens are Cadre's estimate (cut off before the provider counted them). */
+  estimatedCalls: number;
   tokens: number;
   costUsd: number;
   unpricedModels: string[];
@@ -26,17 +29,21 @@ export type Spend = {
 };
 
 export function spendOf(rows: readonly ModelTokens[], prices: PriceTable): Spend {
-  const spend: Spend = { calls: 0, tokens: 0, costUsd: 0, unpricedModels: [], inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0 };
+  const spend: Spend = { calls: 0, estimatedCalls: 0, tokens: 0, costUsd: 0, unpricedModels: [], inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0 };
   for (const row of rows) {
     spend.calls += row.calls;
+    spend.estimatedCalls += row.estimatedCalls;
     spend.tokens += row.inputTokens + row.outputTokens;
     spend.inputTokens += row.inputTokens;
     spend.cachedTokens += row.cachedTokens;
-    spend.savedUsd += prices.savedOf(row.model, row);
-    const cost = prices.costOf(row.model, row);
-    if (cost === null) spend.unpricedModels.push(row.model);
-    else spend.costUsd += cost;
+    spend.savedUsd += prices.savedOf(row.model, row, row.price);
+    const cost = prices.costOf(row.model, row, row.price);
+    if (cost === null) {
+      if (!spend.unpricedModels.includes(row.model)) spend.unpricedModels.push(row.model);
+    } else spend.costUsd += cost;
   }
+  spend.costUsd = roundUsd(spend.costUsd);
+  spend.savedUsd = roundUsd(spend.savedUsd);
   spend.cachedShare = cachedShare(spend);
   return spend;
 }

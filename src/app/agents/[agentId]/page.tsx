@@ -149,6 +149,12 @@ export default async function AgentPage({ params, searchParams }: Props) {
             <Link href="/usage#prices">Set a price</Link>
           </p>
         )}
+        {spend.estimatedCalls > 0 && (
+          <p className="hint">
+            {number(spend.estimatedCalls)} of these calls {spend.estimatedCalls === 1 ? "was" : "were"} cut off before the provider counted
+            {spend.estimatedCalls === 1 ? " its" : " their"} tokens: estimated from what was sent and received.
+          </p>
+        )}
       </section>
 
       <section aria-labelledby="tasks-heading" className="section">

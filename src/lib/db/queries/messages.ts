@@ -5,7 +5,7 @@ import { storable } from "../storable";
 import { conversations, messages, type Message, type MessageRole, type StoredToolCall } from "../schema";
 import { commitsLazily, lazyCommitClause } from "./lazy-commit";
 import { executePrepared, statementVariants } from "./prepared";
-import { USAGE_COLUMNS, usageKeys, usageKeyValues, usageMeasures, usageMeasureValues, type NewUsage } from "./usage";
+import { usageKeys, usageMeasures, writeUsage, type NewUsage } from "./usage";
 
 export type NewMessage = {
   /**
@@ -117,10 +117,10 @@ const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: st
   // The usage row is written whatever the append finds: the call was made, and its cost counts
   // even when the conversation is gone (its agent removed meanwhile) or the answer is refused.
   // It has no foreign keys, so it takes no lock beside the conversation's.
+  // It settles the row the call's start wrote (see recordUsageStart), or writes one.
   const used = withUsage
     ? sql`, used as (
-      insert into usage (${USAGE_COLUMNS})
-      values (${usageKeyValues()}, ${usageMeasureValues()})
+      ${writeUsage("settle")}
       returning id
     )`
     : sql``;

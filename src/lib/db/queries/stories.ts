@@ -7,6 +7,7 @@ import type { Db } from "../client";
 import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "../schema";
 import { atMicros, olderThan, type KeysetPosition } from "./keyset";
 import { messageKind, type TimelineKind, type TimelineRow } from "./timeline";
+import { KEPT_PRICE_COLUMNS, keptPrice, type ModelTokens } from "./usage";
 
 export type StoryTaskRow = {
   id: string;
@@ -105,17 +106,31 @@ export async function listToolUse(db: Db, taskIds: readonly string[]): Promise<T
   return [...rows];
 }
 
-export type TaskModelUsageRow = { taskId: string; model: string; inputTokens: number; cachedTokens: number; outputTokens: number; calls: number };
+export type TaskModelUsageRow = ModelTokens & { taskId: string };
 
-/** The model calls made for each task, per model (to be priced by the caller). */
+/** The model calls made for each task, per model and kept price (to be priced by the caller). */
 export async function listTaskUsage(db: Db, taskIds: readonly string[]): Promise<TaskModelUsageRow[]> {
   if (taskIds.length === 0) return [];
-  const rows = await db.execute<TaskModelUsageRow>(sql`
-    select u.task_id as "taskId", u.model, sum(u.input_tokens)::int as "inputTokens", sum(u.cached_tokens)::int as "cachedTokens",
-           sum(u.output_tokens)::int as "outputTokens", count(*)::int as calls
+  const rows = await db.execute<{
+    taskId: string;
+    model: string;
+    input_usd_per_mtok: string | null;
+    cached_input_usd_per_mtok: string | null;
+    output_usd_per_mtok: string | null;
+    inputTokens: number;
+    cachedTokens: number;
+    outputTokens: number;
+    calls: number;
+    estimatedCalls: number;
+  }>(sql`
+    select u.task_id as "taskId", u.model, ${KEPT_PRICE_COLUMNS}, sum(u.input_tokens)::int as "inputTokens", sum(u.cached_tokens)::int as "cachedTokens",
+           sum(u.output_tokens)::int as "outputTokens", count(*)::int as calls, (count(*) filter (where u.estimated))::int as "estimatedCalls"
       from usage u where u.task_id = any(${uuidArray(taskIds)})
-     group by 1, 2`);
-  return [...rows];
+     group by 1, 2, 3, 4, 5`);
+  return rows.map(({ input_usd_per_mtok, cached_input_usd_per_mtok, output_usd_per_mtok, ...row }) => ({
+    ...row,
+    price: keptPrice(input_usd_per_mtok, cached_input_usd_per_mtok, output_usd_per_mtok),
+  }));
 }
 
 export type StoryInboxRow = {
