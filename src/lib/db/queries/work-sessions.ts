@@ -120,6 +120,11 @@ export async function endSession(
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
 }
 
+export async function getWorkSession(db: Db, sessionId: string): Promise<WorkSession | null> {
+  const [session] = await db.select().from(workSessions).where(eq(workSessions.id, sessionId));
+  return session ?? null;
+}
+
 export async function isSessionStopRequested(db: Db, sessionId: string): Promise<boolean> {
   const [row] = await db.select({ stopRequestedAt: workSessions.stopRequestedAt }).from(workSessions).where(eq(workSessions.id, sessionId));
   return row?.stopRequestedAt != null;
