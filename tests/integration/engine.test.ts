@@ -110,7 +110,7 @@ describe("work sessions", () => {
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Keep searching" });
     const outcome = await runWorkSession(engine.deps, lead.id);
-    expect(outcome).toMatchObject({ status: "deleted", error: "Its agent was deleted meanwhile." });
+    expect(outcome).toMatchObject({ status: "deleted", error: "its team was deleted", agentName: lead.name });
     expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
     // Both calls cost something: the one answered after the deletion counts for the team too.
     expect(calls).toBe(2);
