@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { enginePhrases } from "../../tests/support/internal-text";
-import { errorMarker, formatLogInput, formatOpenTasks, STOPPED_MARKER, stepLimitMarker, type LogInput } from "./agents/formats";
+import { CANCELLED_BY_PERSON, errorMarker, formatLogInput, formatOpenTasks, STOPPED_BY_PERSON, STOPPED_MARKER, stepLimitMarker, taskCancelledMarker, type LogInput } from "./agents/formats";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "./agents/prompts";
 import { describeLogMessage, describeMarker, describeProblem, inboxTitle, plainSnippet, plainText, withoutIds } from "./plain-words";
 
@@ -70,6 +70,16 @@ describe("plain words", () => {
     expect(describeMarker(stepLimitMarker(25)).summary).toBe("Stopped after 25 tool rounds, the most one session may take.");
     expect(enginePhrasesIn(JSON.stringify(describeMarker(stepLimitMarker(25))))).toEqual([]);
     expect(describeMarker(errorMarker("The model server failed (HTTP 503).")).summary).toBe("The model server failed (HTTP 503).");
+    // A session whose last task was cancelled: not a Stop the person pressed.
+    expect(describeMarker(taskCancelledMarker("Chart the tides", CANCELLED_BY_PERSON))).toEqual({ kind: "stopped", summary: "Stopped: you cancelled its task “Chart the tides”.", detail: null });
+    expect(describeMarker(taskCancelledMarker("Dig", STOPPED_BY_PERSON)).summary).toBe("Stopped: its task “Dig” was cancelled — stopped by you.");
+    expect(describeMarker(taskCancelledMarker("Dig", "Its parent task failed: The model did not answer in time.")).summary).toBe(
+      "Stopped: its task “Dig” was cancelled — its parent task failed: The model did not answer in time.",
+    );
+    for (const marker of [taskCancelledMarker("Dig", CANCELLED_BY_PERSON), taskCancelledMarker("Dig", STOPPED_BY_PERSON)]) {
+      expect(enginePhrasesIn(JSON.stringify(describeMarker(marker)))).toEqual([]);
+      expect(describeProblem(marker).summary).toBe(describeMarker(marker).summary);
+    }
   });
 
   it("turns ids into names, links where they have a page, and drops id marks", () => {

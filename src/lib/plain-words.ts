@@ -8,6 +8,7 @@ import {
   isStoppedMarker,
   parseLogInput,
   parseOpenTasks,
+  parseTaskCancelledMarker,
   STOPPED_BY_PERSON,
   type LogInput,
 } from "@/lib/agents/formats";
@@ -75,6 +76,8 @@ export function describeProblem(text: string, context: { retried?: boolean } = {
   const retried = context.retried ?? true;
   if (raw === STOPPED_BY_PERSON || isStoppedMarker(raw)) return { summary: STOPPED_BY_YOU, detail: null };
   if (raw === CANCELLED_BY_PERSON) return { summary: CANCELLED_BY_YOU, detail: null };
+  const cancelled = parseTaskCancelledMarker(raw);
+  if (cancelled) return taskCancelledProblem(cancelled);
   if (/^The worker shut down/.test(raw)) return { summary: "Interrupted when its worker stopped — it will be retried automatically.", detail: null };
   if (/^The worker running this session stopped responding/.test(raw)) return { summary: "Its worker stopped responding — the work will be retried automatically.", detail: null };
   const handedOver = /^Handed over to a new session after (\d+) tool rounds/.exec(raw);
@@ -95,9 +98,18 @@ export function describeProblem(text: string, context: { retried?: boolean } = {
   return { summary: firstLine.length > 240 ? `${firstLine.slice(0, 239)}…` : firstLine, detail: null };
 }
 
-/** A marker at the end of a message ("(stopped by the person)", "(error: …)", "(stopped: …)"), in words. */
+/** A session that ended because its last open task was cancelled: who cancelled it, or why. */
+function taskCancelledProblem({ title, reason }: { title: string; reason: string }): Problem {
+  if (reason === CANCELLED_BY_PERSON) return { summary: `Stopped: you cancelled its task “${title}”.`, detail: null };
+  const why = describeProblem(reason, { retried: false }).summary;
+  return { summary: `Stopped: its task “${title}” was cancelled — ${why.charAt(0).toLowerCase()}${why.slice(1)}`, detail: null };
+}
+
+/** A marker at the end of a message ("(stopped by the person)", "(error: …)", "(stopped: …)", "(task cancelled: …)"), in words. */
 export function describeMarker(marker: string): Problem & { kind: "stopped" | "error" } {
   if (isStoppedMarker(marker)) return { kind: "stopped", summary: STOPPED_BY_YOU, detail: null };
+  const cancelled = parseTaskCancelledMarker(marker);
+  if (cancelled) return { kind: "stopped", ...taskCancelledProblem(cancelled) };
   const message = errorMarkerMessage(marker);
   if (message !== null) return { kind: "error", ...describeProblem(message, { retried: false }) };
   const stopped = /^\(stopped: ([\s\S]*)\)$/.exec(marker)?.[1] ?? marker;

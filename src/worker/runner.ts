@@ -57,7 +57,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
-    if (outcome.status !== "busy") log(`[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`);
+    // A deletion is the person's doing, not a failure: one line that says so.
+    if (outcome.status === "deleted") log(`[worker] session of ${outcome.agentName ? `${JSON.stringify(outcome.agentName)} (agent ${agentId})` : `agent ${agentId}`} ended: ${outcome.error}`);
+    else if (outcome.status !== "busy") log(`[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`);
   });
   await jobs.workChatResumes(async (job) => {
     const { agentId } = chatResumePayload.parse(job.data);

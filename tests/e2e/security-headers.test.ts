@@ -133,8 +133,8 @@ describe("security headers on every answer", () => {
       ["a path the proxy refuses", 400, "GET", "/api/agents/%ZZ"],
       ["a page path the proxy sends to not-found", 404, "GET", "/teams/%ZZ"],
       ["a page that does not exist", 404, "GET", "/no-such-page"],
-      // Streamed (the page shows its loading state first): a 200 that renders the not-found page.
-      ["a team that does not exist", 200, "GET", "/teams/00000000-0000-4000-8000-000000000000"],
+      // Decided before the page streams (app/found.ts): a real 404 with the not-found page.
+      ["a team that does not exist", 404, "GET", "/teams/00000000-0000-4000-8000-000000000000"],
       ["a foreign Host", 403, "GET", "/", { headers: { host: "evil.example" } }],
       ["a foreign Host on the API", 403, "GET", "/api/teams", { headers: { host: "evil.example" } }],
       ["the live-events stream", 200, "GET", "/api/events", { headersOnly: true }],

@@ -124,7 +124,7 @@ describe("the team page in sections", () => {
 
   it("answers an unknown or malformed team with the not-found page on every section", async () => {
     for (const path of ["/teams/not-a-team/settings", "/teams/00000000-0000-4000-8000-000000000000/agents", "/teams/00000000-0000-4000-8000-000000000000"]) {
-      // The status is sent before the page streams (200); what the person sees is the not-found page, without the team's header.
+      // A 404 (tests/e2e/not-found-status.test.ts); what the person sees is the not-found page, without the team's header.
       await open(path);
       await page.getByRole("heading", { level: 1, name: "Not found" }).waitFor();
       expect(await tabs().count(), path).toBe(0);

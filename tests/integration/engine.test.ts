@@ -2,7 +2,8 @@ import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/agents/formats";
+import { describeMarker, describeProblem } from "@/lib/plain-words";
 import { stopAgent } from "@/lib/agents/stop";
 import { estimateTokens } from "@/lib/agents/compaction";
 import { streamChatReply } from "@/lib/agents/chat";
@@ -109,7 +110,7 @@ describe("work sessions", () => {
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Keep searching" });
     const outcome = await runWorkSession(engine.deps, lead.id);
-    expect(outcome).toMatchObject({ status: "deleted", error: "Its agent was deleted meanwhile." });
+    expect(outcome).toMatchObject({ status: "deleted", error: "its team was deleted", agentName: lead.name });
     expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
     // Both calls cost something: the one answered after the deletion counts for the team too.
     expect(calls).toBe(2);
@@ -416,6 +417,33 @@ describe("limits, failures and stops", () => {
     expect((await listTasksByAgent(database.db, subordinates[0]!.id))[0]).toMatchObject({ status: "cancelled" });
     const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     expect(session).toMatchObject({ status: "stopped" });
+  });
+
+  it("cancelling an agent's only task mid-session ends it saying the task was cancelled, not that the person pressed Stop", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const model = sessionModel(async (options, call) => {
+      if (call === 0) return toolCallReply("searchKnowledge", { query: "tides" });
+      // Then hang until aborted, as a slow model would.
+      await new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)));
+      throw new Error("unreachable");
+    });
+    const engine = await engineWith({ model });
+    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Chart the tides" });
+    const running = runWorkSession(engine.deps, lead.id);
+    await expect.poll(async () => (await getTask(database.db, task.id))?.status, { timeout: 5_000 }).toBe("in_progress");
+    await cancelTask(database.db, engine.jobs, task.id);
+    expect((await running).status).toBe("stopped");
+
+    const marker = taskCancelledMarker("Chart the tides", CANCELLED_BY_PERSON);
+    expect(marker).toBe("(task cancelled: “Chart the tides”. Cancelled by the person.)");
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)).toMatchObject({ role: "assistant", content: marker });
+    expect(log.map((message) => message.content)).not.toContain(STOPPED_MARKER);
+    const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
+    expect(session).toMatchObject({ status: "stopped", error: marker, cancelledTaskId: task.id });
+    // The pages read it back in the person's words.
+    expect(describeMarker(splitMarker(log.at(-1)!.content)!.marker).summary).toBe("Stopped: you cancelled its task “Chart the tides”.");
+    expect(describeProblem(session!.error!).summary).toBe("Stopped: you cancelled its task “Chart the tides”.");
   });
 
   it("Stop ends a session at once even while a web search hangs", async () => {

@@ -1,7 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";
-import { getAgent } from "@/lib/db/queries/agents";
+import { agentAfterDeletions } from "@/lib/db/queries/agents";
 import { SessionTakenOver } from "@/lib/db/queries/messages";
 import { isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
@@ -24,7 +24,15 @@ export type SessionOutcome = {
   sessionId?: string;
   steps: number;
   error?: string;
+  /** deleted: the agent's name, when the session had read it (the worker's line names it). */
+  agentName?: string;
 };
+
+/** What a "deleted" session's error says was deleted under it: expected, so no error at all. */
+export const DELETED_UNDER_SESSION = {
+  "team-deleted": "its team was deleted",
+  "agent-deleted": "the agent was deleted",
+} as const;
 
 type StopReason = "user" | "lost";
 
@@ -96,6 +104,13 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     // Several beats fit in the stale window, so one slow beat never looks like a death.
   }, Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5));
 
+  // Whatever failed while the agent or its team was being deleted (see deletedUnderSession).
+  const deletedMeanwhile = async (): Promise<SessionOutcome | null> => {
+    const deleted = await deletedUnderSession(db, session.agentId, state?.team.id ?? null);
+    if (!deleted) return null;
+    return { status: "deleted", sessionId: session.id, steps: state?.steps ?? 0, error: DELETED_UNDER_SESSION[deleted], ...(state ? { agentName: state.agent.name } : {}) };
+  };
+
   const end = async (ending: SessionEnding, status: SessionOutcome["status"]): Promise<SessionOutcome> => {
     const steps = state?.steps ?? 0;
     if (state) {
@@ -106,6 +121,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
           ending,
         );
       } catch (error) {
+        // An ending that lost to a deletion (an alert's write against the team's) has nothing left to end.
+        const deleted = await deletedMeanwhile();
+        if (deleted) return deleted;
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
         await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch(() => {});
         throw error;
@@ -153,11 +171,13 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     return { status: "completed", sessionId: session.id, steps: state.steps };
   } catch (error) {
     const steps = state?.steps ?? 0;
+    // The agent (or its team) was deleted while it worked: its log, its tasks and this session
+    // went with it, so whatever failed on that is no error, and there is nothing to end, retry or
+    // report. Asked first: a deletion also takes the session's row, which reads as a takeover.
+    const deleted = await deletedMeanwhile();
+    if (deleted) return deleted;
     // Taken over: by the heartbeat's own reading, or found by a write (a worker paused past the stale window).
     if (stopReason === "lost" || error instanceof SessionTakenOver) return { status: "lost", sessionId: session.id, steps };
-    // The agent (or its team) was deleted while it worked: its log, its tasks and this session
-    // went with it, so whatever failed on that is no error, and there is nothing to end, retry or report.
-    if (await agentWasDeleted(db, session.agentId)) return { status: "deleted", sessionId: session.id, steps, error: "Its agent was deleted meanwhile." };
     if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
     if (state && error instanceof StepLimitReached) {
       return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
@@ -192,13 +212,20 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   }
 }
 
-/** True only when the agent is certainly gone: a read that fails (the database is away) says nothing. */
-function agentWasDeleted(db: Db, agentId: string): Promise<boolean> {
-  return getAgent(db, agentId).then(
-    (agent) => agent === null,
-    () => false,
+/**
+ * What was deleted under a session that failed, once a deletion under way has ended (its write
+ * may have lost a deadlock to the deletion's cascade, which commits a moment later); null when
+ * the agent is still there or that cannot be known (the database is away, or the wait ran out).
+ */
+function deletedUnderSession(db: Db, agentId: string, teamId: string | null): Promise<keyof typeof DELETED_UNDER_SESSION | null> {
+  return agentAfterDeletions(db, agentId, teamId, DELETION_WAIT_MS).then(
+    (found) => (found === "present" ? null : found),
+    () => null,
   );
 }
+
+/** How long a failed session waits for a deletion under way to commit: a team's is one statement. */
+const DELETION_WAIT_MS = 10_000;
 
 /**
  * The calls a dead worker left without a result get one. A Cadre tool's effect was rolled

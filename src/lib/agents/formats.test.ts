@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { formatLogInput, logInputLikePatterns, parseLogInput, type LogInput } from "./formats";
+import {
+  CANCELLED_BY_PERSON,
+  formatLogInput,
+  isFailedToolResult,
+  isStoppedMarker,
+  logInputLikePatterns,
+  parseLogInput,
+  parseTaskCancelledMarker,
+  splitMarker,
+  taskCancelledMarker,
+  type LogInput,
+} from "./formats";
 
 const id = "0b6a3c52-6f0e-4d7b-9a55-2f1c1d9e8a10";
 const samples: LogInput[] = [
@@ -32,5 +43,21 @@ describe("logInputLikePatterns", () => {
     for (const text of ["Delegated the task to Scout.", "No briefing needed.", "(error: the model did not answer)"]) {
       expect(logInputLikePatterns.some(({ pattern }) => like(pattern).test(text))).toBe(false);
     }
+  });
+});
+
+describe("taskCancelledMarker", () => {
+  it("reads back as a marker of its own, with its title and reason, never as the person's Stop", () => {
+    for (const title of ["Chart the tides", "Compare “A”. Then “B”. (draft)", "a\nmulti-line title"]) {
+      for (const reason of [CANCELLED_BY_PERSON, "Its parent task failed: The model did not answer in time."]) {
+        const marker = taskCancelledMarker(title, reason);
+        expect(splitMarker(`Half an answer\n\n${marker}`)).toEqual({ text: "Half an answer", marker });
+        expect(parseTaskCancelledMarker(marker)).toEqual({ title, reason });
+        expect(isStoppedMarker(marker)).toBe(false);
+        // Given to a call it cut off, it reads as a call that did not do its work.
+        expect(isFailedToolResult(marker)).toBe(true);
+      }
+    }
+    expect(parseTaskCancelledMarker("(stopped by the person)")).toBeNull();
   });
 });

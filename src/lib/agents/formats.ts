@@ -16,9 +16,21 @@ export const errorMarker = (message: string) => `(error: ${message})`;
 export const stepLimitMarker = (limit: number) =>
   `(stopped: this session reached its limit of ${limit} tool rounds; raise MAX_STEPS_PER_SESSION to allow longer sessions)`;
 export const budgetMarker = (message: string) => `(stopped: ${message})`;
+/**
+ * Ends a session stopped because its task was cancelled and the agent had nothing else open
+ * (cancelTrees): not the person's Stop. `reason`: the cancelled task's, e.g. CANCELLED_BY_PERSON.
+ */
+export const taskCancelledMarker = (title: string, reason: string) => `(task cancelled: “${title}”. ${reason})`;
+
+/** The task and reason of a taskCancelledMarker; null for any other marker. */
+export function parseTaskCancelledMarker(marker: string): { title: string; reason: string } | null {
+  // Greedy: a title may hold anything; the reason is Cadre's own words.
+  const match = /^\(task cancelled: “([\s\S]*)”\. ([\s\S]*)\)$/.exec(marker);
+  return match ? { title: match[1]!, reason: match[2]! } : null;
+}
 
 /** A marker alone, or a marker after text cut short ("…partial text\n\n(stopped by the person)"). */
-const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by the person|stopped by user|stopped: [\s\S]*|error: [\s\S]*)\))$/;
+const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by the person|stopped by user|stopped: [\s\S]*|error: [\s\S]*|task cancelled: “[\s\S]*)\))$/;
 
 /** A marker the person's Stop left (either wording). */
 export function isStoppedMarker(marker: string): boolean {
@@ -262,5 +274,5 @@ export const logInputLikePatterns: readonly { kind: LogInput["kind"]; pattern: s
  * cut off or never run, a session that ended under it, an outcome nobody knows.
  */
 export function isFailedToolResult(content: string): boolean {
-  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown))/.test(content) || isStoppedMarker(content);
+  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown|task cancelled: ))/.test(content) || isStoppedMarker(content);
 }

@@ -1,19 +1,22 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
-import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
-import { agents, type Agent, type WorkSession } from "@/lib/db/schema";
+import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { STOPPED_BY_PERSON, STOPPED_MARKER } from "./formats";
+import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "./formats";
 import { cancelTrees, endTask } from "./tasks";
 import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 
 /** How a session ends when it did not simply run out of work (that is finishSessionIfIdle). */
 export type SessionEnding =
-  /** The person pressed Stop: what the session was working on is cancelled. */
+  /**
+   * Asked to stop (see stopOf): by the person's Stop — what the session was working on is
+   * cancelled — or because its last open task was cancelled, which left nothing to cancel.
+   */
   | { status: "stopped" }
   /** A model error, the step limit or a budget: what it was working on failed, and the person gets an alert. */
   | { status: "failed"; reason: string; marker: string }
@@ -45,13 +48,15 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
     // The agent was removed under the session: its log, tasks and session row went with it.
     if (!locked) return;
     if (ending.status === "over-budget") return waitForBudget(deps, tx, session, ending, locked.wakeRequestedAt !== null);
+    const stop = ending.status === "stopped" ? await stopOf(tx, session.sessionId) : null;
     if (ending.status !== "interrupted") {
-      const marker = ending.status === "stopped" ? STOPPED_MARKER : ending.marker;
+      const marker = ending.status === "stopped" ? stop!.marker : ending.marker;
       await closeOpenToolCalls(tx, conversationId, marker);
       await appendMessage(tx, conversationId, { role: "assistant", content: marker });
-      await endOpenWork(deps, tx, session, ending);
+      // A cancel already ended its task; anything open now was given after it, and goes on.
+      if (!stop || stop.byPerson) await endOpenWork(deps, tx, session, ending);
     }
-    const error = ending.status === "stopped" ? STOPPED_BY_PERSON : ending.reason;
+    const error = ending.status === "stopped" ? stop!.error : ending.reason;
     await endSession(tx, session.sessionId, ending.status, { steps: session.steps, error });
     // Every end looks for work that is waiting, as a normal end does (finishSessionIfIdle).
     if (ending.status === "interrupted" || locked.wakeRequestedAt || (await hasWaitingWork(tx, agent.id))) {
@@ -148,14 +153,31 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
 }
 
 /**
+ * What a requested stop says (requestSessionStop): the person's Stop, or the cancelling of
+ * the agent's last open task, named with its title and reason so the log does not read as a
+ * Stop the person never pressed.
+ */
+async function stopOf(db: Db, sessionId: string): Promise<{ marker: string; error: string; byPerson: boolean }> {
+  const [row] = await db.select({ cancelledTaskId: workSessions.cancelledTaskId }).from(workSessions).where(eq(workSessions.id, sessionId));
+  return stopOfTask(db, row?.cancelledTaskId ?? null);
+}
+
+async function stopOfTask(db: Db, cancelledTaskId: string | null): Promise<{ marker: string; error: string; byPerson: boolean }> {
+  const task = cancelledTaskId ? await getTask(db, cancelledTaskId) : null;
+  if (!task) return { marker: STOPPED_MARKER, error: STOPPED_BY_PERSON, byPerson: true };
+  const marker = taskCancelledMarker(task.title, task.result ?? CANCELLED_BY_PERSON);
+  return { marker, error: marker, byPerson: false };
+}
+
+/**
  * A Stop that no session ended: the agent had no session running, or its worker died
  * before the stop reached it. A log left waiting for a reply gets the "(stopped by the person)"
  * marker (and its open tool calls a result), so nothing takes that turn up again.
  */
-export async function markStopped(tx: Db, conversationId: string): Promise<void> {
+export async function markStopped(tx: Db, conversationId: string, marker = STOPPED_MARKER): Promise<void> {
   if (!(await logAwaitsReply(tx, conversationId))) return;
-  await closeOpenToolCalls(tx, conversationId, STOPPED_MARKER);
-  await appendMessage(tx, conversationId, { role: "assistant", content: STOPPED_MARKER });
+  await closeOpenToolCalls(tx, conversationId, marker);
+  await appendMessage(tx, conversationId, { role: "assistant", content: marker });
 }
 
 /**
@@ -164,5 +186,5 @@ export async function markStopped(tx: Db, conversationId: string): Promise<void>
  * writing it (its worker died first), the Stop is honoured now, before any work is taken.
  */
 export async function honourUnfinishedStop(db: Db, conversationId: string, previous: WorkSession | null): Promise<void> {
-  if (previous?.stopRequestedAt && previous.status !== "stopped") await markStopped(db, conversationId);
+  if (previous?.stopRequestedAt && previous.status !== "stopped") await markStopped(db, conversationId, (await stopOfTask(db, previous.cancelledTaskId)).marker);
 }

@@ -147,7 +147,10 @@ export async function cancelTrees(
   for (const agentId of new Set(cancelled.map(({ task }) => task.agentId))) {
     if (agentId === options.quietFor) continue;
     if ((await listTasksByAgent(db, agentId, openTaskStatuses)).length === 0) {
-      await requestSessionStop(db, agentId);
+      // Its session ends saying which task was cancelled (the one it was on, when it was on one), not as a Stop.
+      const ofAgent = cancelled.filter(({ task }) => task.agentId === agentId);
+      const named = ofAgent.find(({ statusBefore }) => statusBefore !== "pending") ?? ofAgent[0]!;
+      await requestSessionStop(db, agentId, named.task.id);
       continue;
     }
     // Only work under way needs telling: a pending task never reached the agent's log.

@@ -435,6 +435,12 @@ export const workSessions = pgTable(
     endedAt: timestamp("ended_at", { withTimezone: true, mode: "date" }),
     /** The task the session works on now (its task in focus), or last worked on; null before it took one. No FK: see messages.task_id. */
     taskId: uuid("task_id"),
+    /**
+     * Set with stop_requested_at when the stop came from cancelling this task (cancelTrees: its
+     * agent was left with nothing open), so the log says the task was cancelled rather than that
+     * the person pressed Stop; null for the person's Stop. No FK: see messages.task_id.
+     */
+    cancelledTaskId: uuid("cancelled_task_id"),
   },
   (t) => [
     check("work_sessions_status_check", oneOf("status", workSessionStatuses)),

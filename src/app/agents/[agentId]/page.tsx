@@ -11,10 +11,10 @@ import { ErrorText, PlainMarkdown } from "@/components/plain-words";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
 import { toWire } from "@/lib/api-client";
+import { findAgent } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { getTeamActivity } from "@/lib/team-activity";
 import { db } from "@/lib/db/client";
-import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { openTaskStatuses, listTasksForAgentPage, listTasksWithSubtasks } from "@/lib/db/queries/tasks";
@@ -37,7 +37,7 @@ const ENDED_TASKS_LIMIT = 50;
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { agentId } = await params;
-  const agent = isUuid(agentId) ? await getAgent(db(), agentId) : null;
+  const agent = await findAgent(agentId);
   return { title: agent?.name ?? "Agent" };
 }
 
@@ -58,11 +58,10 @@ async function workLogAround(agentId: string, around: string | undefined) {
 export default async function AgentPage({ params, searchParams }: Props) {
   await requirePageSession();
   const { agentId } = await params;
-  if (!isUuid(agentId)) notFound();
   // ?message=<id>: a link to one message of the work log (a knowledge source) opens the log there.
   const linked = (await searchParams).message;
   const around = typeof linked === "string" && isUuid(linked) ? linked : undefined;
-  const agent = await getAgent(db(), agentId);
+  const agent = await findAgent(agentId);
   if (!agent) notFound();
   const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] = await Promise.all([
     getTeam(db(), agent.teamId),

@@ -8,12 +8,11 @@ import { Markdown } from "@/components/markdown";
 import { QuestionCard } from "@/components/question-card";
 import { LocalTime } from "@/components/ui";
 import { toWire } from "@/lib/api-client";
+import { findInboxItem } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTask } from "@/lib/db/queries/tasks";
-import { getInboxListing } from "@/lib/db/queries/views";
 import { citedSources } from "@/lib/tool-labels";
-import { isUuid } from "@/lib/ids";
 import { inboxTitle, plainText } from "@/lib/plain-words";
 
 export const dynamic = "force-dynamic";
@@ -22,15 +21,14 @@ type Props = { params: Promise<{ itemId: string }> };
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { itemId } = await params;
-  const item = isUuid(itemId) ? await getInboxListing(db(), itemId) : null;
+  const item = await findInboxItem(itemId);
   return { title: item ? inboxTitle(item.title, item.approval) : "Briefing" };
 }
 
 export default async function BriefingPage({ params }: Props) {
   await requirePageSession();
   const { itemId } = await params;
-  if (!isUuid(itemId)) notFound();
-  const item = await getInboxListing(db(), itemId);
+  const item = await findInboxItem(itemId);
   if (!item) notFound();
   const task = item.taskId ? await getTask(db(), item.taskId) : null;
   const sources = item.question || item.approval ? [] : citedSources(item.content);

@@ -9,6 +9,23 @@ export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
   return agent ?? null;
 }
 
+/**
+ * What is left of an agent and its team once every deletion under way has ended: FOR KEY SHARE
+ * waits for a transaction deleting either row (a DELETE holds it FOR UPDATE until it commits),
+ * then reads what that left. A session whose write failed against a deletion's cascade (a
+ * deadlock between the two) gets its error before the deletion commits, and a plain read would
+ * still see the agent. Waits at most `waitMs`, then fails like any lock timeout.
+ */
+export async function agentAfterDeletions(db: Db, agentId: string, teamId: string | null, waitMs: number): Promise<"present" | "agent-deleted" | "team-deleted"> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('lock_timeout', ${`${waitMs}ms`}, true)`);
+    const agent = await tx.execute(sql`select 1 from agents a join teams t on t.id = a.team_id where a.id = ${agentId} for key share`);
+    if (agent.length > 0) return "present";
+    const team = teamId === null ? [] : await tx.execute(sql`select 1 from teams where id = ${teamId} for key share`);
+    return teamId !== null && team.length === 0 ? "team-deleted" : "agent-deleted";
+  });
+}
+
 export async function requireAgent(db: Db, agentId: string): Promise<Agent> {
   const agent = await getAgent(db, agentId);
   if (!agent) throw notFound("agent", agentId);

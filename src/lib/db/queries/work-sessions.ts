@@ -44,6 +44,7 @@ type WorkSessionRow = {
   stop_requested_at: Date | null;
   ended_at: Date | null;
   task_id: string | null;
+  cancelled_task_id: string | null;
 };
 
 const claimStatement = statement<WorkSessionRow, { agentId: string; worker: string; staleAfterSeconds: number }>(
@@ -63,6 +64,7 @@ function toWorkSession(row: WorkSessionRow): WorkSession {
     stopRequestedAt: row.stop_requested_at,
     endedAt: row.ended_at,
     taskId: row.task_id,
+    cancelledTaskId: row.cancelled_task_id,
   };
 }
 
@@ -118,6 +120,11 @@ export async function endSession(
     .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
 }
 
+export async function getWorkSession(db: Db, sessionId: string): Promise<WorkSession | null> {
+  const [session] = await db.select().from(workSessions).where(eq(workSessions.id, sessionId));
+  return session ?? null;
+}
+
 export async function isSessionStopRequested(db: Db, sessionId: string): Promise<boolean> {
   const [row] = await db.select({ stopRequestedAt: workSessions.stopRequestedAt }).from(workSessions).where(eq(workSessions.id, sessionId));
   return row?.stopRequestedAt != null;
@@ -148,13 +155,19 @@ export function listSessions(db: Db, agentId: string, limit = 20): Promise<WorkS
 
 /**
  * Asks the worker running the agent's session to stop it: a flag its heartbeat
- * reads within seconds, and a NOTIFY that gets there at once.
+ * reads within seconds, and a NOTIFY that gets there at once. `cancelledTaskId`: the stop
+ * comes from cancelling that task (the agent has nothing else open), not from the person's
+ * Stop; the session's end says so. The person's Stop always wins: it clears the task, and a
+ * cancel after a Stop does not replace it.
  */
-export async function requestSessionStop(db: Db, agentId: string): Promise<WorkSession | null> {
+export async function requestSessionStop(db: Db, agentId: string, cancelledTaskId: string | null = null): Promise<WorkSession | null> {
   return db.transaction(async (tx) => {
     const [session] = await tx
       .update(workSessions)
-      .set({ stopRequestedAt: sql`coalesce(${workSessions.stopRequestedAt}, now())` })
+      .set({
+        stopRequestedAt: sql`coalesce(${workSessions.stopRequestedAt}, now())`,
+        cancelledTaskId: cancelledTaskId === null ? null : sql`case when ${workSessions.stopRequestedAt} is null then ${cancelledTaskId}::uuid else ${workSessions.cancelledTaskId} end`,
+      })
       .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")))
       .returning();
     if (session) await tx.execute(sql`select pg_notify(${SESSION_STOP_CHANNEL}, ${session.id})`);

@@ -5,11 +5,11 @@ import { AgentActivityLine } from "@/components/agent-activity";
 import { Chat } from "@/components/chat";
 import { LiveRefresh } from "@/components/live-events";
 import { StatusBadge } from "@/components/ui";
+import { findAgent } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { toWire } from "@/lib/api-client";
 import { CHAT_PAGE_SIZE, toApiMessage } from "@/lib/chat-messages";
 import { db } from "@/lib/db/client";
-import { getAgent } from "@/lib/db/queries/agents";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
@@ -25,7 +25,7 @@ type Props = { params: Promise<{ agentId: string }>; searchParams: Promise<{ mes
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { agentId } = await params;
-  const agent = isUuid(agentId) ? await getAgent(db(), agentId) : null;
+  const agent = await findAgent(agentId);
   return { title: agent ? `Chat · ${agent.name}` : "Chat" };
 }
 
@@ -33,8 +33,7 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 export default async function AgentChatPage({ params, searchParams }: Props) {
   await requirePageSession();
   const { agentId } = await params;
-  if (!isUuid(agentId)) notFound();
-  const agent = await getAgent(db(), agentId);
+  const agent = await findAgent(agentId);
   if (!agent) notFound();
   const [team, members, conversation, teamActivity, approvals] = await Promise.all([
     getTeam(db(), agent.teamId),

@@ -3,11 +3,10 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { ConversationSearchForm, SearchResults } from "@/components/conversation-search";
 import { ErrorNote } from "@/components/ui";
+import { findTeam } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
-import { getTeam } from "@/lib/db/queries/teams";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
 import { searchTeamConversations, type SearchPage } from "@/lib/message-search";
 
 export const dynamic = "force-dynamic";
@@ -16,7 +15,7 @@ type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ q?: 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { teamId } = await params;
-  const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
+  const team = await findTeam(teamId);
   return { title: team ? `${team.name} — search` : "Search" };
 }
 
@@ -24,8 +23,7 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 export default async function SearchPageView({ params, searchParams }: Props) {
   await requirePageSession();
   const { teamId } = await params;
-  if (!isUuid(teamId)) notFound();
-  const team = await getTeam(db(), teamId);
+  const team = await findTeam(teamId);
   if (!team) notFound();
   const raw = (await searchParams).q;
   const q = (Array.isArray(raw) ? raw[0] : raw)?.trim().slice(0, 200) ?? "";

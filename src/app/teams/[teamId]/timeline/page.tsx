@@ -4,10 +4,10 @@ import { notFound } from "next/navigation";
 import { ConversationSearchForm } from "@/components/conversation-search";
 import { TeamStories } from "@/components/team-stories";
 import { TeamTimeline } from "@/components/team-timeline";
+import { findTeam } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
-import { getTeam, listTeamAgents } from "@/lib/db/queries/teams";
-import { isUuid } from "@/lib/ids";
+import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getStory, getTeamStories } from "@/lib/stories";
 import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
 
@@ -18,7 +18,7 @@ type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ agen
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
   await requirePageSession();
   const { teamId } = await params;
-  const team = isUuid(teamId) ? await getTeam(db(), teamId) : null;
+  const team = await findTeam(teamId);
   return { title: team ? `${team.name} — timeline` : "Timeline" };
 }
 
@@ -35,8 +35,7 @@ const KIND_NAMES: Record<TimelineKind, string> = {
 export default async function TimelinePage({ params, searchParams }: Props) {
   await requirePageSession();
   const { teamId } = await params;
-  if (!isUuid(teamId)) notFound();
-  const team = await getTeam(db(), teamId);
+  const team = await findTeam(teamId);
   if (!team) notFound();
   const agents = await listTeamAgents(db(), team.id);
   const query = await searchParams;
