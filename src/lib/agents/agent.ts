@@ -125,7 +125,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
         const deleted = await deletedMeanwhile();
         if (deleted) return deleted;
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
-        await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch(() => {});
+        await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch((cause: unknown) =>
+          deps.log(`[session ${session.id}] could not mark the session interrupted either; its lease expires and the reaper takes it over`, cause),
+        );
         throw error;
       }
     }
@@ -204,7 +206,9 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     // Anything else (the database went away, a bug): leave the lease to expire and let
     // the job be retried with backoff; the next session continues from the stored log.
     deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
-    await endSession(db, session.id, "interrupted", { steps, error: error instanceof Error ? error.message : String(error) }).catch(() => {});
+    await endSession(db, session.id, "interrupted", { steps, error: error instanceof Error ? error.message : String(error) }).catch((cause: unknown) =>
+      deps.log(`[session ${session.id}] could not mark the session interrupted; its lease expires and the reaper takes it over`, cause),
+    );
     throw error;
   } finally {
     clearInterval(heartbeat);

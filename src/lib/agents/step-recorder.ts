@@ -11,6 +11,7 @@ import { toolOutputToText } from "./model-messages";
 import { toolEffects } from "./tool-policies";
 import type { EffectCall } from "./tools/context";
 import { describeToolError } from "./tools/tool-errors";
+import { logError } from "@/lib/log";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
 
@@ -123,7 +124,8 @@ export class StepRecorder {
         // Its calls were never stored: nothing may be recorded as their results.
         this.openCalls.clear();
         // The call was made all the same: its usage row goes alone when the answer's statement never ran.
-        if (usage && !sent) void recordUsage(this.db, usage).catch(() => {});
+        // Lost, it would leave the team's budget short of a call the provider bills: say so once.
+        if (usage && !sent) void recordUsage(this.db, usage).catch((cause: unknown) => logError("[usage] could not record a model call's usage after its answer could not be stored:", cause));
         return null;
       },
     );
