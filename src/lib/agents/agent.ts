@@ -17,6 +17,7 @@ import { reportUnknownOutcome } from "./alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
+import { describeForLog } from "@/lib/log";
 
 export type SessionOutcome = {
   /** over-budget: the team's daily budget ran out; its work waits (endWorkSession). */
@@ -126,7 +127,7 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
         if (deleted) return deleted;
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
         await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch((cause: unknown) =>
-          deps.log(`[session ${session.id}] could not mark the session interrupted either; its lease expires and the reaper takes it over`, cause),
+          deps.log(`[session ${session.id}] could not mark the session interrupted either (${describeForLog(cause)}); its lease expires and the reaper takes it over`),
         );
         throw error;
       }
@@ -207,7 +208,7 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     // the job be retried with backoff; the next session continues from the stored log.
     deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
     await endSession(db, session.id, "interrupted", { steps, error: error instanceof Error ? error.message : String(error) }).catch((cause: unknown) =>
-      deps.log(`[session ${session.id}] could not mark the session interrupted; its lease expires and the reaper takes it over`, cause),
+      deps.log(`[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`),
     );
     throw error;
   } finally {
