@@ -6,7 +6,9 @@ import { FIXED_SECURITY_HEADERS, NON_PAGE_POLICY } from "./src/lib/security-head
  * Requests with a body skip it too (see its `config`): they get the policy without a page's nonce,
  * which Cadre's pages never need, since none of them is ever sent a body.
  */
-const assetHeaders = Object.entries({ ...FIXED_SECURITY_HEADERS, "Content-Security-Policy": NON_PAGE_POLICY }).map(([key, value]) => ({ key, value }));
+const assetHeaders = Object.entries({ ...FIXED_SECURITY_HEADERS, "Content-Security-Policy": NON_PAGE_POLICY }).map(
+  ([key, value]) => ({ key, value }),
+);
 
 /** The two ways a request says it has a body (the same conditions src/proxy.ts's matcher skips). */
 const withBody = [

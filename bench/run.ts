@@ -29,26 +29,55 @@ import { createBenchDatabase, describeServer, startBenchServer } from "./lib/pos
 import { renderTable, type FigureResult } from "./lib/table";
 import { Workers } from "./lib/workers";
 
-const allFigures = ["context", "step", "wake", "inject", "throughput", "ttfb", "compaction", "recovery", "timeline", "scale", "idle", "memory", "fan-out", "pages", "peers", "cost", "cache"] as const;
+const allFigures = [
+  "context",
+  "step",
+  "wake",
+  "inject",
+  "throughput",
+  "ttfb",
+  "compaction",
+  "recovery",
+  "timeline",
+  "scale",
+  "idle",
+  "memory",
+  "fan-out",
+  "pages",
+  "peers",
+  "cost",
+  "cache",
+] as const;
 type Figure = (typeof allFigures)[number];
 
 const onlyArg = process.argv.find((arg) => arg.startsWith("--only="));
 const selected = new Set<Figure>(
-  onlyArg ? (onlyArg.slice("--only=".length).split(",").filter((name) => (allFigures as readonly string[]).includes(name)) as Figure[]) : allFigures,
+  onlyArg
+    ? (onlyArg
+        .slice("--only=".length)
+        .split(",")
+        .filter((name) => (allFigures as readonly string[]).includes(name)) as Figure[])
+    : allFigures,
 );
-const needsWorkers = ["wake", "inject", "throughput", "recovery", "scale", "idle", "memory", "peers"].some((figure) => selected.has(figure as Figure));
+const needsWorkers = ["wake", "inject", "throughput", "recovery", "scale", "idle", "memory", "peers"].some((figure) =>
+  selected.has(figure as Figure),
+);
 const quick = process.argv.includes("--quick");
 // --divergences: the cache figure logs every request that breaks its conversation's prefix, not only the first.
 const listDivergences = process.argv.includes("--divergences");
 // The sizes of the scale figures: the issue's in a full run, small ones with --quick.
 const sizes = {
-  scale: quick ? { teams: 20, perTeam: 10, workerCounts: [1, 2, 4] } : { teams: 100, perTeam: 10, workerCounts: [1, 2, 4] },
+  scale: quick
+    ? { teams: 20, perTeam: 10, workerCounts: [1, 2, 4] }
+    : { teams: 100, perTeam: 10, workerCounts: [1, 2, 4] },
   idle: quick ? { seconds: 20, teams: 100, perTeam: 10 } : { seconds: 60, teams: 100, perTeam: 10 },
   memory: quick ? { sessions: 1_000, agents: 200 } : { sessions: 10_000, agents: 500 },
   fanOut: quick ? { streams: 200, events: 10 } : { streams: 200, events: 30 },
   peers: quick ? { rounds: [50], sessions: 2, crashAt: 25 } : { rounds: [50, 200], sessions: 3, crashAt: 25 },
   cache: quick ? { rounds: 20, leadTasks: 4, chatMessages: 6 } : { rounds: 50, leadTasks: 10, chatMessages: 10 },
-  pages: quick ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 } : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
+  pages: quick
+    ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 }
+    : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
 };
 // --memory-sessions=N: a longer (or shorter) memory figure than the default.
 const memorySessions = Number(process.argv.find((arg) => arg.startsWith("--memory-sessions="))?.split("=")[1]);
@@ -65,9 +94,20 @@ const histories: HistorySpec[] = [
   { key: "ctx-100k", length: 100_000, summaries: true, ownTeam: true },
   { key: "full-100k", length: 100_000, summaries: false, ownTeam: true },
   // One team whose timeline is read: 100k messages over five work logs.
-  ...Array.from({ length: TIMELINE_AGENTS }, (_, i): HistorySpec => ({ key: `team-${i}`, length: TIMELINE_MESSAGES_PER_AGENT, summaries: true, teamKey: "timeline" })),
+  ...Array.from(
+    { length: TIMELINE_AGENTS },
+    (_, i): HistorySpec => ({
+      key: `team-${i}`,
+      length: TIMELINE_MESSAGES_PER_AGENT,
+      summaries: true,
+      teamKey: "timeline",
+    }),
+  ),
   // Other agents' logs, so the tables and indexes hold over a million messages.
-  ...Array.from({ length: quick ? 0 : 80 }, (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true })),
+  ...Array.from(
+    { length: quick ? 0 : 80 },
+    (_, i): HistorySpec => ({ key: `filler-${i}`, length: 10_000, summaries: true }),
+  ),
 ];
 
 const server = await startBenchServer(log);
@@ -118,7 +158,8 @@ try {
   // The figures that count tokens run on teams of their own and need no histories (minutes to load);
   // every other figure is measured with them in the tables, as before.
   const needsHistories = [...selected].some((figure) => figure !== "cost" && figure !== "cache");
-  if (needsHistories) log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
+  if (needsHistories)
+    log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
   const loaded = needsHistories ? await loadHistories(database, histories, log) : new Map<string, never>();
   const build = await building;
   if (build.error) log(`ttfb: the production build failed; ttfb is reported as not measured.\n${build.error}`);
@@ -126,12 +167,17 @@ try {
   await run("context", "getConversationContext at 1k, 10k and 100k messages", () => contextFigure(database, loaded));
   await run("step", "app overhead per tool round of a 50-step session", async () => {
     const result = await stepFigure(database, loaded.get("ctx-100k")!);
-    result.notes.push(`step, where the time goes (a round's own work replayed without the AI SDK, p50 per phase): ${describeBreakdown(await stepBreakdown(database, loaded.get("ctx-100k")!))}.`);
+    result.notes.push(
+      `step, where the time goes (a round's own work replayed without the AI SDK, p50 per phase): ${describeBreakdown(await stepBreakdown(database, loaded.get("ctx-100k")!))}.`,
+    );
     return result;
   });
   await run("compaction", "a 500-step session with and without compaction", () => compactionFigure(database));
   await run("timeline", "a team's timeline page at 100k messages", () =>
-    timelineFigure(database, Array.from({ length: TIMELINE_AGENTS }, (_, i) => loaded.get(`team-${i}`)!)),
+    timelineFigure(
+      database,
+      Array.from({ length: TIMELINE_AGENTS }, (_, i) => loaded.get(`team-${i}`)!),
+    ),
   );
 
   if (needsWorkers) {
@@ -145,23 +191,41 @@ try {
     await run("inject", "messages posted mid-session", () => injectFigure(database, j, m, w));
     await run("throughput", "2 workers, 100 agents × 3 tasks", () => throughputFigure(database, j, m, w));
     await run("recovery", "kill -9 a worker mid-session, 3 times", () => recoveryFigure(database, j, m, w));
-    await run("scale", `1, 2 and 4 workers over ${sizes.scale.teams * sizes.scale.perTeam} agents`, () => scaleFigure(database, j, m, w, sizes.scale));
-    await run("idle", `statements while ${sizes.idle.teams * sizes.idle.perTeam} agents idle, ${sizes.idle.seconds} s`, () => idleFigure(database, w, sizes.idle));
-    await run("peers", "the same tool loop in Cadre, LangGraph.js and Mastra; kill -9 mid-session", () => peersFigure(database, j, m, w, sizes.peers, log));
-    await run("memory", `worker RSS over ${sizes.memory.sessions} sessions`, () => memoryFigure(database, j, m, w, sizes.memory));
+    await run("scale", `1, 2 and 4 workers over ${sizes.scale.teams * sizes.scale.perTeam} agents`, () =>
+      scaleFigure(database, j, m, w, sizes.scale),
+    );
+    await run(
+      "idle",
+      `statements while ${sizes.idle.teams * sizes.idle.perTeam} agents idle, ${sizes.idle.seconds} s`,
+      () => idleFigure(database, w, sizes.idle),
+    );
+    await run("peers", "the same tool loop in Cadre, LangGraph.js and Mastra; kill -9 mid-session", () =>
+      peersFigure(database, j, m, w, sizes.peers, log),
+    );
+    await run("memory", `worker RSS over ${sizes.memory.sessions} sessions`, () =>
+      memoryFigure(database, j, m, w, sizes.memory),
+    );
     await workers.stopAll();
   }
   // Each starts a worker of its own, on a model server that applies OpenAI's prompt cache rule
   // and a web whose answers are the size real ones are: after the workers above have stopped.
   if (selected.has("cost") || selected.has("cache")) {
     const j = (jobs ??= await JobQueue.start(database.url, "web", { quiet: true }));
-    await run("cost", "tokens and dollars per outcome: a research briefing, a check-in, a chat reply", () => costFigure(database, j, log));
-    await run("cache", "share of input tokens served by the prompt cache", () => cacheFigure(database, j, sizes.cache, log, listDivergences));
+    await run("cost", "tokens and dollars per outcome: a research briefing, a check-in, a chat reply", () =>
+      costFigure(database, j, log),
+    );
+    await run("cache", "share of input tokens served by the prompt cache", () =>
+      cacheFigure(database, j, sizes.cache, log, listDivergences),
+    );
   }
   await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
-  await run("fan-out", `${sizes.fanOut.streams} live-update streams on one web process`, () => fanOutFigure(database, sizes.fanOut));
+  await run("fan-out", `${sizes.fanOut.streams} live-update streams on one web process`, () =>
+    fanOutFigure(database, sizes.fanOut),
+  );
   // Last: it fills the big team's tables, which would change what other figures read.
-  await run("pages", "server render of the team, agent, inbox and knowledge pages of a big team", () => pagesFigure(database, loaded.get("ctx-100k")!, sizes.pages));
+  await run("pages", "server render of the team, agent, inbox and knowledge pages of a big team", () =>
+    pagesFigure(database, loaded.get("ctx-100k")!, sizes.pages),
+  );
 
   const ordered = allFigures.flatMap((figure) => (results.has(figure) ? [results.get(figure)!] : []));
   console.log("");

@@ -27,16 +27,23 @@ function draw(size: number, rounded: boolean): Buffer {
   const n = 4;
   for (let py = 0; py < size; py++) {
     for (let px = 0; px < size; px++) {
-      let r = 0, g = 0, b = 0, a = 0;
+      let r = 0,
+        g = 0,
+        b = 0,
+        a = 0;
       for (let sy = 0; sy < n; sy++) {
         for (let sx = 0; sx < n; sx++) {
           const colour = sample(((px + (sx + 0.5) / n) / size) * 64, ((py + (sy + 0.5) / n) / size) * 64, rounded);
           if (!colour) continue;
-          r += colour[0]!; g += colour[1]!; b += colour[2]!; a += 1;
+          r += colour[0]!;
+          g += colour[1]!;
+          b += colour[2]!;
+          a += 1;
         }
       }
       const at = (py * size + px) * 4;
-      if (a > 0) pixels.set([Math.round(r / a), Math.round(g / a), Math.round(b / a), Math.round((a / (n * n)) * 255)], at);
+      if (a > 0)
+        pixels.set([Math.round(r / a), Math.round(g / a), Math.round(b / a), Math.round((a / (n * n)) * 255)], at);
     }
   }
   return pixels;
@@ -68,7 +75,12 @@ function png(size: number, rounded: boolean): Buffer {
   header.writeUInt32BE(size, 0);
   header.writeUInt32BE(size, 4);
   header.set([8, 6, 0, 0, 0], 8); // 8-bit RGBA
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 /** An ICO holding PNG images (every browser since IE 11 reads them). */
 function ico(sizes: number[]): Buffer {

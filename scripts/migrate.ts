@@ -3,7 +3,9 @@ import { migrateDatabase, redactUrl } from "../src/lib/db/migrate";
 
 const url = process.env.DATABASE_URL?.trim();
 if (!url) {
-  console.error("DATABASE_URL is not set. Set it to the database to migrate, e.g. postgres://postgres@127.0.0.1:5432/cadre");
+  console.error(
+    "DATABASE_URL is not set. Set it to the database to migrate, e.g. postgres://postgres@127.0.0.1:5432/cadre",
+  );
   process.exit(1);
 }
 try {

@@ -17,7 +17,17 @@ log(`Web on http://${host}:${port}${webOnly ? " (no worker)" : ""}`);
 await supervise(
   [
     { name: "web", command: "next", args: ["start", "--hostname", host, "--port", port], env: webEnv(env) },
-    ...(webOnly ? [] : [{ name: "worker", command: process.execPath, args: ["--import", "tsx", "src/worker/index.ts"], env: withWorkerMallocDefaults(env), restart: true }]),
+    ...(webOnly
+      ? []
+      : [
+          {
+            name: "worker",
+            command: process.execPath,
+            args: ["--import", "tsx", "src/worker/index.ts"],
+            env: withWorkerMallocDefaults(env),
+            restart: true,
+          },
+        ]),
   ],
   env,
   local,

@@ -25,6 +25,8 @@ try {
   process.exit(0);
 } catch (error) {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-  console.log(`[cadre] Could not raise the alert that the worker keeps stopping: ${(cause instanceof Error ? cause.message : String(cause)).split("\n")[0]}`);
+  console.log(
+    `[cadre] Could not raise the alert that the worker keeps stopping: ${(cause instanceof Error ? cause.message : String(cause)).split("\n")[0]}`,
+  );
   process.exit(1);
 }

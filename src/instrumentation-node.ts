@@ -11,10 +11,15 @@ export async function registerNode(): Promise<void> {
   const telemetry = startTelemetry({ serviceName: "cadre-web" });
   if (telemetry) flushBeforeExit(telemetry);
   // How many connections this server may open, and a warning when the database is short of them.
-  const [{ database }, { reportConnectionRoom }] = await Promise.all([import("@/lib/db/client"), import("@/lib/db/connection-budget")]);
+  const [{ database }, { reportConnectionRoom }] = await Promise.all([
+    import("@/lib/db/client"),
+    import("@/lib/db/connection-budget"),
+  ]);
   void Promise.resolve()
     .then(() => reportConnectionRoom(database().sql, "web", (line) => console.log(line)))
-    .catch((error: unknown) => console.log(`[web] database: ${error instanceof Error ? error.message : String(error)}`));
+    .catch((error: unknown) =>
+      console.log(`[web] database: ${error instanceof Error ? error.message : String(error)}`),
+    );
   // Workers cannot report their own absence: the web process looks for work waiting with no worker.
   const { watchForStalledWork } = await import("@/lib/health");
   watchForStalledWork();
@@ -35,7 +40,9 @@ function flushBeforeExit(telemetry: { shutdown: () => Promise<void> }): void {
   process.exit = ((code?: number | string | null) => {
     if (exiting) return exit(code);
     exiting = true;
-    const flushed = telemetry.shutdown().catch((error: unknown) => console.error("[web] could not send the last spans", error));
+    const flushed = telemetry
+      .shutdown()
+      .catch((error: unknown) => console.error("[web] could not send the last spans", error));
     void Promise.race([flushed, new Promise((resolve) => setTimeout(resolve, 3_000))]).finally(() => exit(code));
   }) as typeof process.exit;
 }
@@ -49,7 +56,10 @@ function flushBeforeExit(telemetry: { shutdown: () => Promise<void> }): void {
 function oneLineForClientAborts(isClientAbort: (error: unknown) => boolean): void {
   const error = console.error.bind(console);
   console.error = (...args: unknown[]) => {
-    if (args.length === 1 && isClientAbort(args[0])) return error("[web] A client closed its connection before its request body had all arrived; the request was dropped.");
+    if (args.length === 1 && isClientAbort(args[0]))
+      return error(
+        "[web] A client closed its connection before its request body had all arrived; the request was dropped.",
+      );
     error(...args);
   };
 }

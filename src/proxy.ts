@@ -15,7 +15,9 @@ import { logError } from "@/lib/log";
 export async function proxy(request: NextRequest): Promise<Response> {
   // Every answer gets the security headers, whoever writes it: this gate, a handler, a page, an
   // error or a 404. A page's policy carries a fresh nonce, which Next reads from the request.
-  const policy = request.nextUrl.pathname.startsWith("/api/") ? NON_PAGE_POLICY : pagePolicy(newNonce(), process.env.NODE_ENV === "development");
+  const policy = request.nextUrl.pathname.startsWith("/api/")
+    ? NON_PAGE_POLICY
+    : pagePolicy(newNonce(), process.env.NODE_ENV === "development");
   const headers = new Headers(request.headers);
   headers.set("Content-Security-Policy", policy);
   const response = await gate(request, { request: { headers } });
@@ -42,13 +44,20 @@ async function gate(request: NextRequest, onward: { request: { headers: Headers 
   if (!password) {
     // Without a password Cadre serves this computer only; see isLoopbackHost for why the Host matters.
     if (isPublicPath(pathname) || isLoopbackHost(request.headers.get("host"))) return NextResponse.next(onward);
-    const message = "Without APP_PASSWORD, Cadre serves this computer only (localhost). Set APP_PASSWORD to serve other machines.";
-    return api ? Response.json({ error: { code: "forbidden:host", message } }, { status: 403 }) : new Response(message, { status: 403 });
+    const message =
+      "Without APP_PASSWORD, Cadre serves this computer only (localhost). Set APP_PASSWORD to serve other machines.";
+    return api
+      ? Response.json({ error: { code: "forbidden:host", message } }, { status: 403 })
+      : new Response(message, { status: 403 });
   }
 
-  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value))) return NextResponse.next(onward);
+  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value)))
+    return NextResponse.next(onward);
   if (api) {
-    return Response.json({ error: { code: "unauthorized:session", message: "Sign in first: this Cadre is protected by a password." } }, { status: 401 });
+    return Response.json(
+      { error: { code: "unauthorized:session", message: "Sign in first: this Cadre is protected by a password." } },
+      { status: 401 },
+    );
   }
   const signIn = new URL(SIGN_IN_PATH, request.url);
   if (pathname !== "/") signIn.searchParams.set("next", `${pathname}${search}`);

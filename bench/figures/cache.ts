@@ -100,18 +100,24 @@ function measure(c: Case, log: (line: string) => void, listDivergences: boolean)
   const conversationRows = c.rows.filter((row) => !side.includes(row));
   const conversationInput = conversationRows.reduce((sum, row) => sum + row.inputTokens, 0);
   if (conversationInput !== prefix.promptTokens) {
-    log(`cache: ${c.measure}: the usage rows count ${conversationInput} input tokens of its conversations, the model server ${prefix.promptTokens}: the limit is off by the difference`);
+    log(
+      `cache: ${c.measure}: the usage rows count ${conversationInput} input tokens of its conversations, the model server ${prefix.promptTokens}: the limit is off by the difference`,
+    );
   }
   const sideInput = side.reduce((sum, row) => sum + row.inputTokens, 0);
   const sideCached = side.reduce((sum, row) => sum + row.cachedTokens, 0);
   const split =
     `its ${c.conversation} ${percent(prefix.cachedTokens, prefix.promptTokens)} of ${formatTokens(prefix.promptTokens)} (limit ${percent(prefix.limitTokens, prefix.promptTokens)})` +
-    (side.length ? `, its compaction and extraction calls ${percent(sideCached, sideInput)} of ${formatTokens(sideInput)}` : "");
+    (side.length
+      ? `, its compaction and extraction calls ${percent(sideCached, sideInput)} of ${formatTokens(sideInput)}`
+      : "");
   log(
     `cache: ${c.measure}: ${c.rows.length} calls (${byPurpose(c.rows)}), ${formatTokens(input)} in, ${percent(cached, input)} cached, limit ${percent(limit, input)}; ` +
       `${split}; ${c.detail ? `${c.detail}; ` : ""}${describeDivergences(prefix.divergences)}`,
   );
-  if (listDivergences) for (const d of prefix.divergences) log(`  ${d.conversation}, request ${d.request}${d.afterCompaction ? " (after compaction)" : ""}: ${d.where}`);
+  if (listDivergences)
+    for (const d of prefix.divergences)
+      log(`  ${d.conversation}, request ${d.request}${d.afterCompaction ? " (after compaction)" : ""}: ${d.where}`);
   return { ...c, prefix, input, cached, limit, split: `${c.measure}: ${split}` };
 }
 
@@ -157,7 +163,10 @@ export async function cacheFigure(
       cached: cases.reduce((sum, c) => sum + c.cached, 0),
       limit: cases.reduce((sum, c) => sum + c.limit, 0),
       calls: cases.reduce((sum, c) => sum + c.rows.length, 0),
-      divergences: cases.reduce((sum, c) => sum + c.prefix.divergences.filter((divergence) => !divergence.afterCompaction).length, 0),
+      divergences: cases.reduce(
+        (sum, c) => sum + c.prefix.divergences.filter((divergence) => !divergence.afterCompaction).length,
+        0,
+      ),
     };
     const compactions = cases.reduce((sum, c) => sum + c.rows.filter((r) => r.purpose === "compaction").length, 0);
     return {
@@ -188,12 +197,20 @@ export async function cacheFigure(
 }
 
 async function longSession(database: BenchDatabase, jobs: JobQueue, rig: ResearchRig, rounds: number): Promise<Case> {
-  const { lead, subordinates } = await createResearchTeam(database.db, { team: "Cache: long session", lead: "Morgan", subordinates: ["Digger"] });
+  const { lead, subordinates } = await createResearchTeam(database.db, {
+    team: "Cache: long session",
+    lead: "Morgan",
+    subordinates: ["Digger"],
+  });
   const digger = subordinates[0]!;
   rig.model.script(lead.name, leadScript({ db: database.db, lead, subordinates }));
   rig.model.script(digger.name, longResearchScript(rounds));
   const from = rig.model.fake.requests.length;
-  const task = await assignTask(database.db, jobs, { agentId: lead.id, source: "user", ...researchRequest("solar module prices, in depth") });
+  const task = await assignTask(database.db, jobs, {
+    agentId: lead.id,
+    source: "user",
+    ...researchRequest("solar module prices, in depth"),
+  });
   await untilCompleted(database, rig, [task.id], "the long session's task");
   return {
     measure: `a researcher: 1 task, ${rounds} tool rounds`,
@@ -204,8 +221,17 @@ async function longSession(database: BenchDatabase, jobs: JobQueue, rig: Researc
   };
 }
 
-async function leadAcrossTasks(database: BenchDatabase, jobs: JobQueue, rig: ResearchRig, count: number): Promise<Case> {
-  const { team, lead, subordinates } = await createResearchTeam(database.db, { team: "Cache: lead", lead: "Quinn", subordinates: ["Quick", "Thorough"] });
+async function leadAcrossTasks(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  rig: ResearchRig,
+  count: number,
+): Promise<Case> {
+  const { team, lead, subordinates } = await createResearchTeam(database.db, {
+    team: "Cache: lead",
+    lead: "Quinn",
+    subordinates: ["Quick", "Thorough"],
+  });
   // The quicker researcher reports first, often while the lead's turn is still under way.
   rig.model.script(subordinates[0]!.name, researcherScript({ quick: true }));
   rig.model.script(subordinates[1]!.name, researcherScript());
@@ -217,7 +243,13 @@ async function leadAcrossTasks(database: BenchDatabase, jobs: JobQueue, rig: Res
       subordinates,
       ownLook: async (leadTaskId) => {
         await waitFor(
-          async () => (await database.db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.parentTaskId, leadTaskId), eq(tasks.status, "completed")))).length > 0,
+          async () =>
+            (
+              await database.db
+                .select({ id: tasks.id })
+                .from(tasks)
+                .where(and(eq(tasks.parentTaskId, leadTaskId), eq(tasks.status, "completed")))
+            ).length > 0,
           { timeoutMs: 30_000, what: "a researcher's report" },
         ).catch(() => {}); // a late report arrives after the turn instead: still a case worth measuring
       },
@@ -237,8 +269,12 @@ async function leadAcrossTasks(database: BenchDatabase, jobs: JobQueue, rig: Res
   const briefings = await briefingsOf(database, team.id);
   if (briefings !== count) throw new Error(`The lead briefed ${briefings} times on ${count} tasks.`);
   // Then its schedule checks in, with nothing left to do: a session that ends in the briefing decision.
-  if ((await runScheduledLeadCheckIn(rig.deps, lead.id)) !== "started") throw new Error("The scheduled check-in did not start: the lead was not idle.");
-  const [checkIn] = await database.db.select({ id: tasks.id }).from(tasks).where(and(eq(tasks.agentId, lead.id), eq(tasks.source, "schedule")));
+  if ((await runScheduledLeadCheckIn(rig.deps, lead.id)) !== "started")
+    throw new Error("The scheduled check-in did not start: the lead was not idle.");
+  const [checkIn] = await database.db
+    .select({ id: tasks.id })
+    .from(tasks)
+    .where(and(eq(tasks.agentId, lead.id), eq(tasks.source, "schedule")));
   await untilCompleted(database, rig, [checkIn!.id], "the lead's check-in");
   const calls = rig.model.callsSince(from).filter((call) => call.agent === lead.name);
   return {
@@ -256,12 +292,19 @@ function reportsMidTurn(calls: readonly MeasuredCall[]): number {
   return calls.filter(({ request }) => {
     const lastOther = request.messages.findLastIndex((message) => message.role !== "user");
     const arrived = request.messages.slice(lastOther + 1);
-    return request.messages[lastOther]?.role === "tool" && arrived.some((message) => parseLogInput(String(message.content ?? ""))?.kind === "report");
+    return (
+      request.messages[lastOther]?.role === "tool" &&
+      arrived.some((message) => parseLogInput(String(message.content ?? ""))?.kind === "report")
+    );
   }).length;
 }
 
 async function chat(database: BenchDatabase, rig: ResearchRig, count: number): Promise<Case> {
-  const { lead, subordinates } = await createResearchTeam(database.db, { team: "Cache: chat", lead: "Cleo", subordinates: ["Finder"] });
+  const { lead, subordinates } = await createResearchTeam(database.db, {
+    team: "Cache: chat",
+    lead: "Cleo",
+    subordinates: ["Finder"],
+  });
   rig.model.script(lead.name, chatScript(CHAT_PLAN));
   rig.model.script(subordinates[0]!.name, researcherScript());
   const from = rig.model.fake.requests.length;

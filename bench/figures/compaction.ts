@@ -17,12 +17,19 @@ const UNLIMITED = Number.MAX_SAFE_INTEGER;
 /** Tokens as the budget counts them (~4 characters each), of what the model was actually sent. */
 const promptTokens = (options: LanguageModelV4CallOptions) => Math.ceil(JSON.stringify(options.prompt).length / 4);
 
-const reply = (options: LanguageModelV4CallOptions, content: LanguageModelV4GenerateResult["content"], finish: "stop" | "tool-calls"): LanguageModelV4GenerateResult => {
+const reply = (
+  options: LanguageModelV4CallOptions,
+  content: LanguageModelV4GenerateResult["content"],
+  finish: "stop" | "tool-calls",
+): LanguageModelV4GenerateResult => {
   const input = promptTokens(options);
   return {
     content,
     finishReason: { unified: finish, raw: undefined },
-    usage: { inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 20, text: 20, reasoning: undefined } },
+    usage: {
+      inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: undefined },
+      outputTokens: { total: 20, text: 20, reasoning: undefined },
+    },
     warnings: [],
   };
 };
@@ -34,11 +41,16 @@ type Run = { workCalls: number[]; compactionCalls: number[] };
  * twice: with the default budget of 24k tokens, and with a budget so large compaction
  * never happens. Counts the prompt tokens of every call the model receives.
  */
-async function scriptedSession(database: BenchDatabase, budget: number, search: { tavilyApiKey: string; tavilyBaseUrl: string }): Promise<Run> {
+async function scriptedSession(
+  database: BenchDatabase,
+  budget: number,
+  search: { tavilyApiKey: string; tavilyBaseUrl: string },
+): Promise<Run> {
   const run: Run = { workCalls: [], compactionCalls: [] };
   const model = new MockLanguageModelV4({
     doGenerate: async (options) => {
-      if (options.responseFormat?.type === "json") return reply(options, [{ type: "text", text: '{"items":[]}' }], "stop");
+      if (options.responseFormat?.type === "json")
+        return reply(options, [{ type: "text", text: '{"items":[]}' }], "stop");
       if (!options.tools?.length) {
         run.compactionCalls.push(promptTokens(options));
         const text = `Tasks: the survey (in progress, round ${run.workCalls.length} of ${COMPACTION_STEPS}). Facts so far, with sources: ${"a finding with its URL; ".repeat(50)}`;
@@ -48,21 +60,40 @@ async function scriptedSession(database: BenchDatabase, budget: number, search: 
       run.workCalls.push(promptTokens(options));
       if (round >= COMPACTION_STEPS - 1) return reply(options, [{ type: "text", text: "Survey done." }], "stop");
       const input = JSON.stringify({ query: `survey round ${round}` });
-      return reply(options, [{ type: "tool-call", toolCallId: `survey_${round}`, toolName: "tavilySearch", input }], "tool-calls");
+      return reply(
+        options,
+        [{ type: "tool-call", toolCallId: `survey_${round}`, toolName: "tavilySearch", input }],
+        "tool-calls",
+      );
     },
   });
   const engine = await createTestEngine(database, {
     model,
     // Above the rounds: a session that reached the limit hands over to a new one after its turn.
-    config: { contextTokenBudget: budget, maxStepsPerSession: COMPACTION_STEPS + 10, sessionTokenBudget: UNLIMITED, teamDailyTokenBudget: UNLIMITED, search },
+    config: {
+      contextTokenBudget: budget,
+      maxStepsPerSession: COMPACTION_STEPS + 10,
+      sessionTokenBudget: UNLIMITED,
+      teamDailyTokenBudget: UNLIMITED,
+      search,
+    },
   });
   try {
     const { team } = await createTeamWithLead(database.db, { name: `Survey ${budget}`, mission: "Survey the field." });
-    const agent = await createSubordinate(database.db, team.id, { name: "Surveyor", instructions: "Search, round after round." });
-    await assignTask(database.db, engine.jobs, { agentId: agent.id, source: "lead", title: "Survey the field in 500 searches" });
+    const agent = await createSubordinate(database.db, team.id, {
+      name: "Surveyor",
+      instructions: "Search, round after round.",
+    });
+    await assignTask(database.db, engine.jobs, {
+      agentId: agent.id,
+      source: "lead",
+      title: "Survey the field in 500 searches",
+    });
     const outcome = await runWorkSession(engine.deps, agent.id);
     if (outcome.status !== "completed" || run.workCalls.length !== COMPACTION_STEPS) {
-      throw new Error(`The scripted session ended ${outcome.status} after ${run.workCalls.length} calls: ${outcome.error ?? ""}`);
+      throw new Error(
+        `The scripted session ended ${outcome.status} after ${run.workCalls.length} calls: ${outcome.error ?? ""}`,
+      );
     }
   } finally {
     await engine.close();

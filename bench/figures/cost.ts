@@ -19,7 +19,16 @@ import {
   workAndChat,
 } from "../lib/research";
 import type { FigureResult, Row } from "../lib/table";
-import { bill, byPurpose, formatTokens, formatUsd, LIST_PRICE, ofTeam, PRICED_AS, usageReader } from "../lib/usage-rows";
+import {
+  bill,
+  byPurpose,
+  formatTokens,
+  formatUsd,
+  LIST_PRICE,
+  ofTeam,
+  PRICED_AS,
+  usageReader,
+} from "../lib/usage-rows";
 
 const CHAT_QUESTION = "Quick one: what did module prices in Europe do last month, and is it likely to last?";
 
@@ -32,21 +41,44 @@ const CHAT_QUESTION = "Quick one: what did module prices in Europe do last month
  *  2. the scheduled check-in of that team, idle now (the scheduler's own call);
  *  3. a chat reply with one web search.
  */
-export async function costFigure(database: BenchDatabase, jobs: JobQueue, log: (line: string) => void): Promise<FigureResult> {
+export async function costFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  log: (line: string) => void,
+): Promise<FigureResult> {
   const rig = await startResearchRig(database, jobs);
   try {
-    const { team, lead, subordinates } = await createResearchTeam(database.db, { team: "Cost", lead: "Ada", subordinates: ["Scout", "Reader"] });
+    const { team, lead, subordinates } = await createResearchTeam(database.db, {
+      team: "Cost",
+      lead: "Ada",
+      subordinates: ["Scout", "Reader"],
+    });
     const lookUp = [{ name: "tavilySearch", args: () => ({ query: "Europe solar module prices last month" }) }];
-    rig.model.script(lead.name, workAndChat(leadScript({ db: database.db, lead, subordinates }), chatScript(() => lookUp)));
+    rig.model.script(
+      lead.name,
+      workAndChat(
+        leadScript({ db: database.db, lead, subordinates }),
+        chatScript(() => lookUp),
+      ),
+    );
     for (const subordinate of subordinates) rig.model.script(subordinate.name, researcherScript());
     const newRows = usageReader(database);
-    const research = await assignTask(database.db, jobs, { agentId: lead.id, source: "user", ...researchRequest("solar module prices in Europe") });
+    const research = await assignTask(database.db, jobs, {
+      agentId: lead.id,
+      source: "user",
+      ...researchRequest("solar module prices in Europe"),
+    });
     await untilCompleted(database, rig, [research.id], "the research briefing");
-    if ((await briefingsOf(database, team.id)) !== 1) throw new Error("The research did not end in one briefing in the inbox.");
+    if ((await briefingsOf(database, team.id)) !== 1)
+      throw new Error("The research did not end in one briefing in the inbox.");
     const briefingRows = await newRows(ofTeam(team.id));
 
-    if ((await runScheduledLeadCheckIn(rig.deps, lead.id)) !== "started") throw new Error("The scheduled check-in did not start: the lead was not idle.");
-    const [checkIn] = await database.db.select().from(tasks).where(and(eq(tasks.agentId, lead.id), eq(tasks.source, "schedule")));
+    if ((await runScheduledLeadCheckIn(rig.deps, lead.id)) !== "started")
+      throw new Error("The scheduled check-in did not start: the lead was not idle.");
+    const [checkIn] = await database.db
+      .select()
+      .from(tasks)
+      .where(and(eq(tasks.agentId, lead.id), eq(tasks.source, "schedule")));
     await untilCompleted(database, rig, [checkIn!.id], "the scheduled check-in");
     const checkInRows = await newRows(ofTeam(team.id));
 
@@ -70,7 +102,9 @@ export async function costFigure(database: BenchDatabase, jobs: JobQueue, log: (
     ];
     const rows: Row[] = outcomes.map(([measure, usageRows]) => {
       const total = bill(usageRows);
-      log(`cost: ${measure}: ${total.calls} calls (${byPurpose(usageRows)}), in ${total.inputTokens} (${total.cachedTokens} cached), out ${total.outputTokens}, ${formatUsd(total.usd)} (${formatUsd(total.usdWithoutCache)} without the cache)`);
+      log(
+        `cost: ${measure}: ${total.calls} calls (${byPurpose(usageRows)}), in ${total.inputTokens} (${total.cachedTokens} cached), out ${total.outputTokens}, ${formatUsd(total.usd)} (${formatUsd(total.usdWithoutCache)} without the cache)`,
+      );
       return {
         figure: "cost",
         measure,

@@ -18,21 +18,25 @@ type Stream = { received: Map<string, number>; close: () => void };
 function openStream(url: string, ready: () => void): Stream {
   const received = new Map<string, number>();
   let buffer = "";
-  const request = http.get(`${url}/api/events`, { headers: { accept: "text/event-stream" }, agent: false }, (response) => {
-    response.setEncoding("utf8");
-    response.on("data", (chunk: string) => {
-      const at = now();
-      buffer += chunk;
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (event.includes("event: ready")) ready();
-        const data = /^data: (.*)$/m.exec(event)?.[1];
-        if (data) received.set(data, at);
-      }
-    });
-  });
+  const request = http.get(
+    `${url}/api/events`,
+    { headers: { accept: "text/event-stream" }, agent: false },
+    (response) => {
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        const at = now();
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (event.includes("event: ready")) ready();
+          const data = /^data: (.*)$/m.exec(event)?.[1];
+          if (data) received.set(data, at);
+        }
+      });
+    },
+  );
   request.on("error", () => {});
   return { received, close: () => request.destroy() };
 }
@@ -45,7 +49,20 @@ function openStream(url: string, ready: () => void): Stream {
  */
 export async function fanOutFigure(database: BenchDatabase, options: FanOutOptions): Promise<FigureResult> {
   if (!existsSync(buildId)) {
-    return { rows: [{ figure: "fan-out", measure: `${options.streams} live-update streams`, p50: "–", p95: "–", ratio: "no production build", goal: "", pass: false }], notes: ["fan-out: not measured: no .next/BUILD_ID"] };
+    return {
+      rows: [
+        {
+          figure: "fan-out",
+          measure: `${options.streams} live-update streams`,
+          p50: "–",
+          p95: "–",
+          ratio: "no production build",
+          goal: "",
+          pass: false,
+        },
+      ],
+      notes: ["fan-out: not measured: no .next/BUILD_ID"],
+    };
   }
   const proxy = await PgProxy.start(database.url);
   const web = await startWeb(database, { DATABASE_URL: proxy.url(database.url) });
@@ -62,13 +79,17 @@ export async function fanOutFigure(database: BenchDatabase, options: FanOutOptio
     for (let i = 0; i < options.streams; i++) streams.push(openStream(web.url, () => (ready += 1)));
     const deadline = Date.now() + 30_000;
     while (ready < options.streams && Date.now() < deadline) await sleep(50);
-    if (ready < options.streams) throw new Error(`Only ${ready} of ${options.streams} live-event streams became ready within 30 s.`);
+    if (ready < options.streams)
+      throw new Error(`Only ${ready} of ${options.streams} live-event streams became ready within 30 s.`);
     const latencies: number[] = [];
     let missed = 0;
     for (let i = 1; i <= options.events; i++) {
       // A team's change announces {table: "teams", id}: the same payload each time, so each event waits for the last.
       for (const stream of streams) stream.received.clear();
-      await database.db.update(teams).set({ name: `Fan-out ${i}` }).where(eq(teams.id, team.id));
+      await database.db
+        .update(teams)
+        .set({ name: `Fan-out ${i}` })
+        .where(eq(teams.id, team.id));
       const committed = now();
       const waitUntil = Date.now() + 5_000;
       while (streams.some((stream) => stream.received.size === 0) && Date.now() < waitUntil) await sleep(2);

@@ -9,15 +9,27 @@ import type { Workers } from "../lib/workers";
 import { buildId, startWeb } from "./ttfb";
 
 /** Measured before this figure's changes (pg-boss fetchers polling every 2 s), same setup: statements/s of 2 workers + the web process. */
-export const IDLE_BEFORE = { perSecond: 21.2, note: "2 workers and the web process with one tab, 1 000 idle agents, 20 s, on commit 1b5367e (pg-boss fetchers polling every 2 s)" };
+export const IDLE_BEFORE = {
+  perSecond: 21.2,
+  note: "2 workers and the web process with one tab, 1 000 idle agents, 20 s, on commit 1b5367e (pg-boss fetchers polling every 2 s)",
+};
 
 export type IdleOptions = { seconds: number; teams: number; perTeam: number };
 
 /** An open browser tab: its live-events stream, held open, and the worker banner's /api/health every 15 s. */
 function openTab(url: string): { close: () => void } {
-  const events = http.get(`${url}/api/events`, { headers: { accept: "text/event-stream" } }, (response) => response.resume());
+  const events = http.get(`${url}/api/events`, { headers: { accept: "text/event-stream" } }, (response) =>
+    response.resume(),
+  );
   events.on("error", () => {});
-  const health = setInterval(() => void fetch(`${url}/api/health`).then((response) => response.text(), () => {}), 15_000);
+  const health = setInterval(
+    () =>
+      void fetch(`${url}/api/health`).then(
+        (response) => response.text(),
+        () => {},
+      ),
+    15_000,
+  );
   return {
     close: () => {
       clearInterval(health);
@@ -32,7 +44,11 @@ function openTab(url: string): { close: () => void } {
  * talks to Postgres through a counting proxy; statements are split into Cadre's own,
  * pg-boss's job fetches (polling) and pg-boss's maintenance (supervision, cron, stats).
  */
-export async function idleFigure(database: BenchDatabase, workers: Workers, options: IdleOptions): Promise<FigureResult> {
+export async function idleFigure(
+  database: BenchDatabase,
+  workers: Workers,
+  options: IdleOptions,
+): Promise<FigureResult> {
   const fleet = await createFleet(database, "Idle", options.teams, options.perTeam);
   await workers.stopAll();
   const workerProxies = await Promise.all([PgProxy.start(database.url), PgProxy.start(database.url)]);
@@ -54,7 +70,8 @@ export async function idleFigure(database: BenchDatabase, workers: Workers, opti
     await sleep(options.seconds * 1000);
     const perSecond = (proxy: PgProxy, kind?: ReturnType<typeof statementKind>) =>
       proxy.count((key) => kind === undefined || statementKind(key) === kind) / options.seconds;
-    const sum = (kind?: ReturnType<typeof statementKind>) => proxies.reduce((total, proxy) => total + perSecond(proxy, kind), 0);
+    const sum = (kind?: ReturnType<typeof statementKind>) =>
+      proxies.reduce((total, proxy) => total + perSecond(proxy, kind), 0);
     const total = sum();
     const cadre = sum("cadre");
     const fetches = sum("pg-boss fetch");

@@ -19,13 +19,23 @@ const ROUNDS = 10;
  * before the session prepares its next call; latency runs from that commit to the
  * next request's arrival.
  */
-export async function injectFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, sessions = 5): Promise<FigureResult> {
+export async function injectFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  sessions = 5,
+): Promise<FigureResult> {
   await workers.idle();
   const latencies: number[] = [];
   let posted = 0;
   let present = 0;
   for (let s = 0; s < sessions; s++) {
-    const { lead } = await createTeamWithLead(database.db, { name: `Inject ${s}`, mission: "Listen while working.", leadName: `Listener ${s}` });
+    const { lead } = await createTeamWithLead(database.db, {
+      name: `Inject ${s}`,
+      mission: "Listen while working.",
+      leadName: `Listener ${s}`,
+    });
     let pending: { text: string; postedAt: number } | undefined;
     model.script(lead.name, async ({ request, arrivedAt }) => {
       if (pending) {
@@ -68,6 +78,8 @@ export async function injectFigure(database: BenchDatabase, jobs: JobQueue, mode
         pass: posted > 0 && present === posted,
       },
     ],
-    notes: [`inject: ${posted} messages posted during ${sessions} ${ROUNDS}-round sessions on a worker process; latency = commit of the post → arrival of the next model request.`],
+    notes: [
+      `inject: ${posted} messages posted during ${sessions} ${ROUNDS}-round sessions on a worker process; latency = commit of the post → arrival of the next model request.`,
+    ],
   };
 }

@@ -23,7 +23,13 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
  * is (malloc's heap, anonymous mappings, files). The worker runs with the malloc settings
  * `npm start` gives it (src/worker/malloc.ts).
  */
-export async function memoryFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, options: MemoryOptions): Promise<FigureResult> {
+export async function memoryFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  options: MemoryOptions,
+): Promise<FigureResult> {
   const fleet = await createFleet(database, "Memory", Math.max(1, Math.round(options.agents / 10)), 10);
   scriptFleet(model, fleet, 0);
   await workers.stopAll();

@@ -42,7 +42,8 @@ async function fillTeam(database: BenchDatabase, history: LoadedHistory, options
              timestamptz '2026-01-01' + n * interval '2 minutes'
         from generate_series(1, ${options.inboxItems}) n`);
   });
-  for (const table of ["tasks", "knowledge_items", "knowledge_sources", "inbox_items"]) await database.sql.unsafe(`analyze ${table}`);
+  for (const table of ["tasks", "knowledge_items", "knowledge_sources", "inbox_items"])
+    await database.sql.unsafe(`analyze ${table}`);
 }
 
 async function timeGet(url: string): Promise<number> {
@@ -59,14 +60,34 @@ async function timeGet(url: string): Promise<number> {
  * work log of 100 000 messages, 10 000 tasks, 100 000 knowledge items, 50 000 inbox
  * items — against the same pages of a new team with nothing in it.
  */
-export async function pagesFigure(database: BenchDatabase, history: LoadedHistory, options: PagesOptions): Promise<FigureResult> {
+export async function pagesFigure(
+  database: BenchDatabase,
+  history: LoadedHistory,
+  options: PagesOptions,
+): Promise<FigureResult> {
   if (!existsSync(buildId)) {
-    return { rows: [{ figure: "pages", measure: "server render, big team", p50: "–", p95: "–", ratio: "no production build", goal: "", pass: false }], notes: ["pages: not measured: no .next/BUILD_ID"] };
+    return {
+      rows: [
+        {
+          figure: "pages",
+          measure: "server render, big team",
+          p50: "–",
+          p95: "–",
+          ratio: "no production build",
+          goal: "",
+          pass: false,
+        },
+      ],
+      notes: ["pages: not measured: no .next/BUILD_ID"],
+    };
   }
   const loadStarted = now();
   await fillTeam(database, history, options);
   const loadSeconds = (now() - loadStarted) / 1000;
-  const big = { team: await requireTeam(database.db, (await requireAgent(database.db, history.agentId)).teamId), agentId: history.agentId };
+  const big = {
+    team: await requireTeam(database.db, (await requireAgent(database.db, history.agentId)).teamId),
+    agentId: history.agentId,
+  };
   const small = await createTeamWithLead(database.db, { name: "Small", mission: "Nothing yet." });
   const smallAgent = await createSubordinate(database.db, small.team.id, { name: "Newcomer", instructions: "" });
   const web = await startWeb(database);
@@ -100,7 +121,9 @@ export async function pagesFigure(database: BenchDatabase, history: LoadedHistor
         measure: `${name} page, big team`,
         p50: formatMs(summary.p50),
         p95: formatMs(summary.p95),
-        ratio: Number.isFinite(reference.p50) ? `${(summary.p50 / reference.p50).toFixed(2)}× a new team's (${formatMs(reference.p50)})` : "all teams' rows on one page",
+        ratio: Number.isFinite(reference.p50)
+          ? `${(summary.p50 / reference.p50).toFixed(2)}× a new team's (${formatMs(reference.p50)})`
+          : "all teams' rows on one page",
         goal: "p95 ≤ 300 ms",
         pass: summary.p95 <= 300,
       });

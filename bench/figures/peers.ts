@@ -25,7 +25,12 @@ type PeerHarness = { key: string; name: string; script: string; args?: Record<st
  */
 const PEERS: PeerHarness[] = [
   { key: "langgraph", name: "LangGraph.js + PostgresSaver (default durability: async)", script: "langgraph.mjs" },
-  { key: "langgraph-sync", name: "LangGraph.js + PostgresSaver (durability: sync)", script: "langgraph.mjs", args: { durability: "sync" } },
+  {
+    key: "langgraph-sync",
+    name: "LangGraph.js + PostgresSaver (durability: sync)",
+    script: "langgraph.mjs",
+    args: { durability: "sync" },
+  },
   { key: "mastra", name: "Mastra + @mastra/pg", script: "mastra.mjs" },
 ];
 
@@ -35,7 +40,11 @@ export type PeersOptions = { rounds: number[]; sessions: number; crashAt: number
 function installPeers(log: (line: string) => void): void {
   if (existsSync(path.join(peersDir, "node_modules", "@langchain", "langgraph"))) return;
   log("peers: installing bench/peers (npm ci) …");
-  const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: peersDir, stdio: "pipe", encoding: "utf8" });
+  const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], {
+    cwd: peersDir,
+    stdio: "pipe",
+    encoding: "utf8",
+  });
   if (result.status !== 0) throw new Error(`npm ci in bench/peers failed:\n${result.stdout}\n${result.stderr}`);
 }
 
@@ -43,10 +52,14 @@ type Peer = { messages: Record<string, unknown>[]; kill: () => void; done: Promi
 
 /** A peer's harness as a process of its own (node, with the peers' node_modules), its JSON lines collected. */
 function runPeer(script: string, args: Record<string, string | number>): Peer {
-  const child = spawn(process.execPath, [path.join(peersDir, script), ...Object.entries(args).map(([key, value]) => `--${key}=${value}`)], {
-    cwd: peersDir,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(peersDir, script), ...Object.entries(args).map(([key, value]) => `--${key}=${value}`)],
+    {
+      cwd: peersDir,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const collected: Record<string, unknown>[] = [];
   let buffer = "";
   let errors = "";
@@ -71,7 +84,10 @@ async function peerGaps(url: string, harness: PeerHarness, steps: number, sessio
   const peer = runPeer(harness.script, { ...harness.args, url, steps, sessions, mode: "time" });
   await peer.done;
   const result = peer.messages.find((message) => "gaps" in message) as { gaps: number[] } | undefined;
-  if (!result) throw new Error(String(peer.messages.find((message) => "error" in message)?.error ?? `${harness.name} reported nothing`));
+  if (!result)
+    throw new Error(
+      String(peer.messages.find((message) => "error" in message)?.error ?? `${harness.name} reported nothing`),
+    );
   return result.gaps;
 }
 
@@ -83,18 +99,30 @@ type Crash = { kept: number; lost: number; repeated: number };
  * (Mastra). Kept: tool rounds its store held after the kill. Repeated: tool executions
  * (side effects, one row each in peer_effects) that ran twice.
  */
-async function peerCrash(database: BenchDatabase, harness: PeerHarness, total: number, crashAt: number): Promise<Crash> {
+async function peerCrash(
+  database: BenchDatabase,
+  harness: PeerHarness,
+  total: number,
+  crashAt: number,
+): Promise<Crash> {
   const { script } = harness;
   const thread = `crash-${harness.key}-${Date.now()}`;
   const first = runPeer(script, { ...harness.args, url: database.url, mode: "crash", steps: crashAt, total, thread });
-  await waitFor(async () => first.messages.some((message) => "holding" in message || "error" in message), { timeoutMs: 60_000, what: `${harness.name} to reach round ${crashAt}` });
+  await waitFor(async () => first.messages.some((message) => "holding" in message || "error" in message), {
+    timeoutMs: 60_000,
+    what: `${harness.name} to reach round ${crashAt}`,
+  });
   first.kill();
   await first.done;
   const second = runPeer(script, { ...harness.args, url: database.url, mode: "resume", total, thread });
   await second.done;
-  const kept = Number((second.messages.find((message) => "kept" in message) as { kept: number } | undefined)?.kept ?? Number.NaN);
+  const kept = Number(
+    (second.messages.find((message) => "kept" in message) as { kept: number } | undefined)?.kept ?? Number.NaN,
+  );
   const [row] = (await database.sql`
-    select count(*)::int as executions, count(distinct step)::int as steps from peer_effects where thread = ${thread}`) as unknown as [{ executions: number; steps: number }];
+    select count(*)::int as executions, count(distinct step)::int as steps from peer_effects where thread = ${thread}`) as unknown as [
+    { executions: number; steps: number },
+  ];
   return { kept, lost: crashAt - kept, repeated: row!.executions - row!.steps };
 }
 
@@ -103,9 +131,20 @@ async function peerCrash(database: BenchDatabase, harness: PeerHarness, total: n
  * writes (addKnowledgeItem: its row commits with its result), and is killed with kill -9 while
  * the model thinks about round `crashAt`; a second worker takes the session up.
  */
-async function cadreCrash(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, total: number, crashAt: number): Promise<Crash> {
+async function cadreCrash(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  total: number,
+  crashAt: number,
+): Promise<Crash> {
   await workers.stopAll();
-  const { lead } = await createTeamWithLead(database.db, { name: "Crash peer", mission: "Record findings.", leadName: "Recorder" });
+  const { lead } = await createTeamWithLead(database.db, {
+    name: "Crash peer",
+    mission: "Record findings.",
+    leadName: "Recorder",
+  });
   let holding = false;
   let killed = false;
   model.script(lead.name, async ({ request }) => {
@@ -115,7 +154,14 @@ async function cadreCrash(database: BenchDatabase, jobs: JobQueue, model: ModelS
       await new Promise(() => {}); // thinking until the worker dies
     }
     return round < total - 1
-      ? { toolCalls: [{ name: "addKnowledgeItem", arguments: { type: "fact", content: `Finding of round ${round}.`, confidence: 0.8 } }] }
+      ? {
+          toolCalls: [
+            {
+              name: "addKnowledgeItem",
+              arguments: { type: "fact", content: `Finding of round ${round}.`, confidence: 0.8 },
+            },
+          ],
+        }
       : { text: "All rounds done." };
   });
   // The whole loop in one turn, as the peers run it (the default MAX_STEPS_PER_SESSION is 25).
@@ -137,7 +183,10 @@ async function cadreCrash(database: BenchDatabase, jobs: JobQueue, model: ModelS
     { timeoutMs: 120_000, what: "Cadre's crashed task to complete" },
   );
   const rows = (await database.sql`
-    select content, count(*)::int as n from knowledge_items where agent_id = ${lead.id} group by content`) as unknown as { content: string; n: number }[];
+    select content, count(*)::int as n from knowledge_items where agent_id = ${lead.id} group by content`) as unknown as {
+    content: string;
+    n: number;
+  }[];
   await workers.stopAll();
   return { kept, lost: crashAt - kept, repeated: rows.reduce((sum, row) => sum + row.n - 1, 0) };
 }
@@ -163,9 +212,22 @@ export async function peersFigure(
   for (const rounds of options.rounds) {
     // A subordinate, as in the step figure: a lead's session ends with one more call (its briefing decision).
     const { team } = await createTeamWithLead(database.db, { name: `Peer ${rounds}`, mission: "Loop." });
-    const looper = await createSubordinate(database.db, team.id, { name: `Looper ${rounds}`, instructions: "Search, round after round." });
-    const cadre = summarize((await measureSteps(database, looper.id, { sessions: options.sessions, steps: rounds })).gaps);
-    rows.push({ figure: "peers", measure: `Cadre, ${rounds}-step tool loop`, p50: formatMs(cadre.p50), p95: formatMs(cadre.p95), ratio: "1.00×", goal: "", pass: null });
+    const looper = await createSubordinate(database.db, team.id, {
+      name: `Looper ${rounds}`,
+      instructions: "Search, round after round.",
+    });
+    const cadre = summarize(
+      (await measureSteps(database, looper.id, { sessions: options.sessions, steps: rounds })).gaps,
+    );
+    rows.push({
+      figure: "peers",
+      measure: `Cadre, ${rounds}-step tool loop`,
+      p50: formatMs(cadre.p50),
+      p95: formatMs(cadre.p95),
+      ratio: "1.00×",
+      goal: "",
+      pass: null,
+    });
     for (const peer of PEERS) {
       const gaps = summarize(await peerGaps(database.url, peer, rounds, options.sessions));
       rows.push({
@@ -180,7 +242,9 @@ export async function peersFigure(
     }
   }
   const total = Math.max(...options.rounds.filter((rounds) => rounds <= 50), options.crashAt * 2);
-  const crashes: [string, Crash][] = [["Cadre", await cadreCrash(database, jobs, model, workers, total, options.crashAt)]];
+  const crashes: [string, Crash][] = [
+    ["Cadre", await cadreCrash(database, jobs, model, workers, total, options.crashAt)],
+  ];
   for (const peer of PEERS) crashes.push([peer.name, await peerCrash(database, peer, total, options.crashAt)]);
   for (const [name, crash] of crashes) {
     rows.push({

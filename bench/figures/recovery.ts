@@ -19,7 +19,13 @@ const AGENTS_PER_ROUND = 10;
  * the sessions, lets the survivor's calls go on, and starts a replacement worker
  * for the next round.
  */
-export async function recoveryFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, rounds = 3): Promise<FigureResult> {
+export async function recoveryFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  rounds = 3,
+): Promise<FigureResult> {
   const latencies: number[] = [];
   for (let round = 0; round < rounds; round++) {
     while (workers.running.length < 2) await workers.start(1);
@@ -29,18 +35,27 @@ export async function recoveryFigure(database: BenchDatabase, jobs: JobQueue, mo
     const held = new Set<string>();
     const agents: string[] = [];
     for (let i = 0; i < AGENTS_PER_ROUND; i++) {
-      const { lead } = await createTeamWithLead(database.db, { name: `Phoenix ${round}.${i}`, mission: "Survive.", leadName: `Phoenix ${round}.${i}` });
+      const { lead } = await createTeamWithLead(database.db, {
+        name: `Phoenix ${round}.${i}`,
+        mission: "Survive.",
+        leadName: `Phoenix ${round}.${i}`,
+      });
       agents.push(lead.id);
       model.script(lead.name, async ({ request }) => {
         if (!held.has(lead.name)) {
           held.add(lead.name);
           await gate; // the model is "thinking" when the worker dies
         }
-        return roundsSinceTask(request) < 1 ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "again" } }] } : { text: "Done after the crash." };
+        return roundsSinceTask(request) < 1
+          ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "again" } }] }
+          : { text: "Done after the crash." };
       });
       await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Survive a crash" });
     }
-    await waitFor(async () => held.size === AGENTS_PER_ROUND, { timeoutMs: 60_000, what: "every session's first model call" });
+    await waitFor(async () => held.size === AGENTS_PER_ROUND, {
+      timeoutMs: 60_000,
+      what: "every session's first model call",
+    });
     const first = await database.db.select().from(workSessions).where(inArray(workSessions.agentId, agents));
     const perWorker = groupBy(first, (session) => session.worker);
     const [victimName, victimSessions] = [...perWorker].sort((a, b) => b[1].length - a[1].length)[0]!;
@@ -52,9 +67,15 @@ export async function recoveryFigure(database: BenchDatabase, jobs: JobQueue, mo
     const orphaned = new Map(victimSessions.map((session) => [session.agentId, session.id]));
     const retaken = await waitFor(
       async () => {
-        const rows = await database.db.select().from(workSessions).where(inArray(workSessions.agentId, [...orphaned.keys()]));
-        const next = [...orphaned].map(([agentId, oldId]) =>
-          rows.filter((row) => row.agentId === agentId && row.id !== oldId).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime())[0],
+        const rows = await database.db
+          .select()
+          .from(workSessions)
+          .where(inArray(workSessions.agentId, [...orphaned.keys()]));
+        const next = [...orphaned].map(
+          ([agentId, oldId]) =>
+            rows
+              .filter((row) => row.agentId === agentId && row.id !== oldId)
+              .sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime())[0],
         );
         return next.every(Boolean) ? next : null;
       },
@@ -63,7 +84,10 @@ export async function recoveryFigure(database: BenchDatabase, jobs: JobQueue, mo
     for (const session of retaken) latencies.push(session!.startedAt.getTime() - killedAt);
     await waitFor(
       async () => {
-        const rows = await database.db.select({ status: tasks.status }).from(tasks).where(inArray(tasks.agentId, agents));
+        const rows = await database.db
+          .select({ status: tasks.status })
+          .from(tasks)
+          .where(inArray(tasks.agentId, agents));
         return rows.every((row) => row.status === "completed");
       },
       { timeoutMs: 90_000, what: "every recovered task to complete" },
@@ -82,6 +106,8 @@ export async function recoveryFigure(database: BenchDatabase, jobs: JobQueue, mo
         pass: summary.p95 <= 10_000,
       },
     ],
-    notes: [`recovery: ${summary.n} sessions orphaned by ${rounds} kill -9s (${AGENTS_PER_ROUND} agents per round on two workers), max ${formatMs(summary.max)}. A session is presumed dead after two missed heartbeats (6 s) once its worker's liveness lock is free — Postgres frees it when the killed process's connection closes — or after 15 s without a heartbeat whatever the lock says; the survivor looks every 2 s.`],
+    notes: [
+      `recovery: ${summary.n} sessions orphaned by ${rounds} kill -9s (${AGENTS_PER_ROUND} agents per round on two workers), max ${formatMs(summary.max)}. A session is presumed dead after two missed heartbeats (6 s) once its worker's liveness lock is free — Postgres frees it when the killed process's connection closes — or after 15 s without a heartbeat whatever the lock says; the survivor looks every 2 s.`,
+    ],
   };
 }

@@ -1,5 +1,14 @@
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
-import { backendCpuBetween, backendCpuMs, createFleet, maxSessionsPerAgent, processUsage, runOneTaskEach, scriptFleet, type FleetAgent } from "../lib/fleet";
+import {
+  backendCpuBetween,
+  backendCpuMs,
+  createFleet,
+  maxSessionsPerAgent,
+  processUsage,
+  runOneTaskEach,
+  scriptFleet,
+  type FleetAgent,
+} from "../lib/fleet";
 import type { ModelServer } from "../lib/model-server";
 import { PgProxy } from "../lib/pg-proxy";
 import type { BenchDatabase } from "../lib/postgres";
@@ -30,7 +39,13 @@ type Point = {
  * statements and connections are the workers' own, pg-boss's included. CPU per session is
  * the workers' (from /proc) and, apart, the Postgres backends serving them.
  */
-export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, options: ScaleOptions): Promise<FigureResult> {
+export async function scaleFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  options: ScaleOptions,
+): Promise<FigureResult> {
   const fleet: FleetAgent[] = await createFleet(database, "Scale", options.teams, options.perTeam);
   scriptFleet(model, fleet, 1);
   const points: Point[] = [];
@@ -41,7 +56,10 @@ export async function scaleFigure(database: BenchDatabase, jobs: JobQueue, model
       const started = [];
       // A pool of 8 each (11 connections per worker): four workers stay well inside a shared
       // server's max_connections of 100, as several machines on one managed Postgres must.
-      for (const proxy of proxies) started.push(...(await workers.start(1, { DATABASE_URL: proxy.url(database.url), DATABASE_POOL_SIZE: String(POOL_SIZE) })));
+      for (const proxy of proxies)
+        started.push(
+          ...(await workers.start(1, { DATABASE_URL: proxy.url(database.url), DATABASE_POOL_SIZE: String(POOL_SIZE) })),
+        );
       await workers.idle();
       for (const proxy of proxies) proxy.reset();
       const cpuBefore = started.map((worker) => processUsage(worker.child.pid!).cpuMs);

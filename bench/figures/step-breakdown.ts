@@ -24,7 +24,13 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
   const team = await requireTeam(db, agent.teamId);
   const session = (await claimSession(db, agent.id, "bench-breakdown"))!;
   const reader = new ContextReader(db, history.conversationId);
-  const compaction = { db, model: { model: new OfflineModel(), modelId: "offline", kind: "offline" as const }, agentId: agent.id, budget: 1e9, instructions: "" };
+  const compaction = {
+    db,
+    model: { model: new OfflineModel(), modelId: "offline", kind: "offline" as const },
+    agentId: agent.id,
+    budget: 1e9,
+    instructions: "",
+  };
   await reader.read();
 
   let context: Awaited<ReturnType<ContextReader["read"]>> = [];
@@ -39,8 +45,24 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
         const answer = await appendMessage(
           db,
           history.conversationId,
-          { role: "assistant", content: "", toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }], previousMessageId: reader.lastMessageId },
-          { lazyCommit: true, heldBy: session.id, usage: { agentId: agent.id, conversationId: history.conversationId, purpose: "work", model: "probe", inputTokens: 1, outputTokens: 1 } },
+          {
+            role: "assistant",
+            content: "",
+            toolCalls: [{ toolCallId: `probe_${round}`, toolName: "tavilySearch", args: { query: "x" } }],
+            previousMessageId: reader.lastMessageId,
+          },
+          {
+            lazyCommit: true,
+            heldBy: session.id,
+            usage: {
+              agentId: agent.id,
+              conversationId: history.conversationId,
+              purpose: "work",
+              model: "probe",
+              inputTokens: 1,
+              outputTokens: 1,
+            },
+          },
         );
         answerId = answer.id;
         reader.appended(answer);
@@ -53,20 +75,46 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
         resultWrite = appendMessage(
           db,
           history.conversationId,
-          { id, role: "tool", toolCallId: `probe_${round}`, content: "Web search is not configured.", previousMessageId: answerId },
+          {
+            id,
+            role: "tool",
+            toolCallId: `probe_${round}`,
+            content: "Web search is not configured.",
+            previousMessageId: answerId,
+          },
           { lazyCommit: true, heldBy: session.id },
         );
         reader.appending(
-          { id, conversationId: history.conversationId, role: "tool", content: "Web search is not configured.", thinking: null, toolCalls: null, toolCallId: `probe_${round}`, inboxItemId: null, taskId: null, previousMessageId: answerId, createdAt: new Date() },
+          {
+            id,
+            conversationId: history.conversationId,
+            role: "tool",
+            content: "Web search is not configured.",
+            thinking: null,
+            toolCalls: null,
+            toolCallId: `probe_${round}`,
+            inboxItemId: null,
+            taskId: null,
+            previousMessageId: answerId,
+            createdAt: new Date(),
+          },
           resultWrite,
         );
-        const facts = await readNextCallFacts(db, { teamId: team.id, agentId: agent.id, conversationId: history.conversationId, focusTaskId: null });
+        const facts = await readNextCallFacts(db, {
+          teamId: team.id,
+          agentId: agent.id,
+          conversationId: history.conversationId,
+          focusTaskId: null,
+        });
         system = workInstructions({ agent, team, members: facts.members });
         // The log is read only when someone else wrote to it: here, never.
         context = await reader.readUnlessAt(facts.tail);
       },
     ],
-    ["context → model messages + compaction check", () => loadContextForCall({ ...compaction, instructions: system }, reader, context)],
+    [
+      "context → model messages + compaction check",
+      () => loadContextForCall({ ...compaction, instructions: system }, reader, context),
+    ],
   ];
   const samples = new Map<string, number[]>(phases.map(([name]) => [name, []]));
   const cpuStart = process.cpuUsage();
@@ -82,7 +130,11 @@ export async function stepBreakdown(database: BenchDatabase, history: LoadedHist
   const cpu = process.cpuUsage(cpuStart);
   await endSession(db, session.id, "completed", { steps: 0 });
   const parts = phases.map(([name]): [string, number] => [name, percentile(samples.get(name)!, 50)]);
-  return { parts, total: parts.reduce((sum, [, ms]) => sum + ms, 0), cpuPerRound: (cpu.user + cpu.system) / 1000 / (rounds + 10) };
+  return {
+    parts,
+    total: parts.reduce((sum, [, ms]) => sum + ms, 0),
+    cpuPerRound: (cpu.user + cpu.system) / 1000 / (rounds + 10),
+  };
 }
 
 export function describeBreakdown(breakdown: Breakdown): string {

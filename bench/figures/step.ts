@@ -34,7 +34,9 @@ export async function stepFigure(database: BenchDatabase, history: LoadedHistory
         pass: summary.p50 <= 2,
       },
     ],
-    notes: [`step: ${summary.n} tool rounds over ${sessions} sessions (after one warm-up session) of an agent whose log holds ${history.length.toLocaleString("en-US")} messages; zero-latency mock model, tavilySearch unconfigured (returns at once). This process spent ${formatMs(cpuPerRound)} of CPU per round (whole sessions included).`],
+    notes: [
+      `step: ${summary.n} tool rounds over ${sessions} sessions (after one warm-up session) of an agent whose log holds ${history.length.toLocaleString("en-US")} messages; zero-latency mock model, tavilySearch unconfigured (returns at once). This process spent ${formatMs(cpuPerRound)} of CPU per round (whole sessions included).`,
+    ],
   };
 }
 
@@ -43,7 +45,11 @@ export async function stepFigure(database: BenchDatabase, history: LoadedHistory
  * run in this process with a model that answers at once: the step figure's measurement,
  * shared with the peers figure.
  */
-export async function measureSteps(database: BenchDatabase, agentId: string, options: { sessions: number; steps: number }): Promise<{ gaps: number[]; cpuPerRound: number }> {
+export async function measureSteps(
+  database: BenchDatabase,
+  agentId: string,
+  options: { sessions: number; steps: number },
+): Promise<{ gaps: number[]; cpuPerRound: number }> {
   const { sessions, steps } = options;
   const gaps: number[] = [];
   let calledAt: number[] = [];
@@ -51,7 +57,8 @@ export async function measureSteps(database: BenchDatabase, agentId: string, opt
   const model = sessionModel((_options, call) => {
     const index = calledAt.length;
     calledAt.push(now());
-    const reply = index < steps - 1 ? toolCallReply("tavilySearch", { query: `round ${call}` }) : textReply("All rounds done.");
+    const reply =
+      index < steps - 1 ? toolCallReply("tavilySearch", { query: `round ${call}` }) : textReply("All rounds done.");
     answeredAt.push(now());
     return reply;
   });
@@ -65,7 +72,9 @@ export async function measureSteps(database: BenchDatabase, agentId: string, opt
       await assignTask(database.db, engine.jobs, { agentId, source: "lead", title: `${steps} rounds (${session})` });
       const outcome = await runWorkSession(engine.deps, agentId);
       if (outcome.status !== "completed" || calledAt.length !== steps) {
-        throw new Error(`The step session ended ${outcome.status} after ${calledAt.length} model calls: ${outcome.error ?? ""}`);
+        throw new Error(
+          `The step session ended ${outcome.status} after ${calledAt.length} model calls: ${outcome.error ?? ""}`,
+        );
       }
       // The first session warms the caches and the JIT.
       if (session === 0) continue;

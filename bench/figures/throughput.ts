@@ -38,15 +38,26 @@ export function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: n
  * once. Each agent gets its next task the moment the previous one completes, so the
  * workers always have work queued.
  */
-export async function throughputFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers): Promise<FigureResult> {
+export async function throughputFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+): Promise<FigureResult> {
   while (workers.running.length < 2) await workers.start(1);
   await workers.idle();
   const agents: { id: string; name: string }[] = [];
   for (let i = 0; i < AGENTS; i++) {
-    const { lead } = await createTeamWithLead(database.db, { name: `Load ${i}`, mission: "Keep busy.", leadName: `Loader ${i}` });
+    const { lead } = await createTeamWithLead(database.db, {
+      name: `Load ${i}`,
+      mission: "Keep busy.",
+      leadName: `Loader ${i}`,
+    });
     agents.push({ id: lead.id, name: lead.name });
     model.script(lead.name, ({ request }) =>
-      roundsSinceTask(request) < STEPS - 1 ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "load" } }] } : { text: "Task done." },
+      roundsSinceTask(request) < STEPS - 1
+        ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "load" } }] }
+        : { text: "Task done." },
     );
   }
   const ids = new Set(agents.map((agent) => agent.id));
@@ -62,7 +73,8 @@ export async function throughputFigure(database: BenchDatabase, jobs: JobQueue, 
   // The next task goes out when the agent's session has ended, so each task is a session of its own.
   const listener = await database.sql.listen("cadre_events", (payload) => {
     const event = JSON.parse(payload) as { table: string; agentId?: string; status?: string };
-    if (event.table !== "work_sessions" || !event.agentId || !ids.has(event.agentId) || event.status === "running") return;
+    if (event.table !== "work_sessions" || !event.agentId || !ids.has(event.agentId) || event.status === "running")
+      return;
     ended += 1;
     pending.push(assignNext(event.agentId));
   });
@@ -71,15 +83,24 @@ export async function throughputFigure(database: BenchDatabase, jobs: JobQueue, 
   const started = now();
   try {
     await Promise.all(agents.map((agent) => assignNext(agent.id)));
-    await waitFor(async () => ended >= AGENTS * TASKS_PER_AGENT, { timeoutMs: 300_000, what: "every throughput session to end" });
+    await waitFor(async () => ended >= AGENTS * TASKS_PER_AGENT, {
+      timeoutMs: 300_000,
+      what: "every throughput session to end",
+    });
     await Promise.all(pending);
   } finally {
     await listener.unlisten();
   }
   const seconds = (now() - started) / 1000;
 
-  const sessions = await database.db.select().from(workSessions).where(inArray(workSessions.agentId, [...ids]));
-  const taskRows = await database.db.select({ status: tasks.status }).from(tasks).where(inArray(tasks.agentId, [...ids]));
+  const sessions = await database.db
+    .select()
+    .from(workSessions)
+    .where(inArray(workSessions.agentId, [...ids]));
+  const taskRows = await database.db
+    .select({ status: tasks.status })
+    .from(tasks)
+    .where(inArray(tasks.agentId, [...ids]));
   const completed = taskRows.filter((row) => row.status === "completed").length;
   const peak = peakConcurrency(sessions);
   return {

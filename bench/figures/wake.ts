@@ -24,7 +24,13 @@ import type { Workers } from "../lib/workers";
  */
 export const WAKE_WARM_UPS = 20;
 
-export async function wakeFigure(database: BenchDatabase, jobs: JobQueue, model: ModelServer, workers: Workers, samples = 40): Promise<FigureResult> {
+export async function wakeFigure(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  model: ModelServer,
+  workers: Workers,
+  samples = 40,
+): Promise<FigureResult> {
   await workers.idle();
   const latencies: number[] = [];
   // The split at the session's start (its row's started_at, on the same clock): the
@@ -32,7 +38,11 @@ export async function wakeFigure(database: BenchDatabase, jobs: JobQueue, model:
   const queueParts: number[] = [];
   const sessionParts: number[] = [];
   for (let i = 0; i < samples + WAKE_WARM_UPS; i++) {
-    const { lead } = await createTeamWithLead(database.db, { name: `Wake ${i}`, mission: "Answer at once.", leadName: `Waker ${i}` });
+    const { lead } = await createTeamWithLead(database.db, {
+      name: `Wake ${i}`,
+      mission: "Answer at once.",
+      leadName: `Waker ${i}`,
+    });
     let firstCall: number | undefined;
     model.script(lead.name, ({ arrivedAt }) => {
       firstCall ??= arrivedAt;
@@ -42,7 +52,10 @@ export async function wakeFigure(database: BenchDatabase, jobs: JobQueue, model:
     await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Say done" });
     const committed = now();
     const committedAt = Date.now();
-    await waitFor(async () => firstCall !== undefined, { timeoutMs: 30_000, what: `the first model call of ${lead.name}` });
+    await waitFor(async () => firstCall !== undefined, {
+      timeoutMs: 30_000,
+      what: `the first model call of ${lead.name}`,
+    });
     // The first ones warm up the worker's modules, connections and JIT.
     if (i >= WAKE_WARM_UPS) latencies.push(firstCall! - committed);
     const session = await waitFor(

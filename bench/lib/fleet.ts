@@ -14,15 +14,32 @@ export type FleetAgent = { id: string; name: string; teamId: string };
  * statements (teams, agents, their two conversations each): a thousand agents in well
  * under a second, the same rows createTeamWithLead and createSubordinate write.
  */
-export async function createFleet(database: BenchDatabase, prefix: string, teamCount: number, perTeam: number): Promise<FleetAgent[]> {
+export async function createFleet(
+  database: BenchDatabase,
+  prefix: string,
+  teamCount: number,
+  perTeam: number,
+): Promise<FleetAgent[]> {
   const { db } = database;
   const teamRows = await db
     .insert(teams)
-    .values(Array.from({ length: teamCount }, (_, t) => ({ name: `${prefix} team ${t}`, mission: "Work through what is given." })))
+    .values(
+      Array.from({ length: teamCount }, (_, t) => ({
+        name: `${prefix} team ${t}`,
+        mission: "Work through what is given.",
+      })),
+    )
     .returning({ id: teams.id });
   const leads = await db
     .insert(agents)
-    .values(teamRows.map((team, t) => ({ teamId: team.id, name: `${prefix} ${t}.0`, role: "lead" as const, instructions: "" })))
+    .values(
+      teamRows.map((team, t) => ({
+        teamId: team.id,
+        name: `${prefix} ${t}.0`,
+        role: "lead" as const,
+        instructions: "",
+      })),
+    )
     .returning({ id: agents.id, name: agents.name, teamId: agents.teamId });
   const members =
     perTeam > 1
@@ -42,7 +59,12 @@ export async function createFleet(database: BenchDatabase, prefix: string, teamC
           .returning({ id: agents.id, name: agents.name, teamId: agents.teamId })
       : [];
   const all = [...leads, ...members];
-  await db.insert(conversations).values(all.flatMap((agent) => [{ agentId: agent.id, mode: "foreground" as const }, { agentId: agent.id, mode: "background" as const }]));
+  await db.insert(conversations).values(
+    all.flatMap((agent) => [
+      { agentId: agent.id, mode: "foreground" as const },
+      { agentId: agent.id, mode: "background" as const },
+    ]),
+  );
   return all;
 }
 
@@ -50,7 +72,9 @@ export async function createFleet(database: BenchDatabase, prefix: string, teamC
 export function scriptFleet(model: ModelServer, fleet: readonly FleetAgent[], toolRounds: number): void {
   for (const agent of fleet) {
     model.script(agent.name, ({ request }) =>
-      roundsSinceTask(request) < toolRounds ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "scale" } }] } : { text: "Task done." },
+      roundsSinceTask(request) < toolRounds
+        ? { toolCalls: [{ name: "tavilySearch", arguments: { query: "scale" } }] }
+        : { text: "Task done." },
     );
   }
 }
@@ -59,12 +83,24 @@ export function scriptFleet(model: ModelServer, fleet: readonly FleetAgent[], to
  * One task for each agent, all at once; resolves when every agent's session has ended.
  * Returns the seconds from the first assignment to the last session's end (database clock).
  */
-export async function runOneTaskEach(database: BenchDatabase, jobs: JobQueue, fleet: readonly FleetAgent[], title: string, timeoutMs = 600_000): Promise<{ seconds: number; sessions: number; kinds: string }> {
+export async function runOneTaskEach(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  fleet: readonly FleetAgent[],
+  title: string,
+  timeoutMs = 600_000,
+): Promise<{ seconds: number; sessions: number; kinds: string }> {
   const ids = fleet.map((agent) => agent.id);
-  const [{ started }] = (await database.sql`select clock_timestamp()::text as started`) as unknown as [{ started: string }];
+  const [{ started }] = (await database.sql`select clock_timestamp()::text as started`) as unknown as [
+    { started: string },
+  ];
   // A few at a time: the bench process is one more client, not the figure.
   for (let i = 0; i < fleet.length; i += 20) {
-    await Promise.all(fleet.slice(i, i + 20).map((agent) => assignTask(database.db, jobs, { agentId: agent.id, source: "user", title })));
+    await Promise.all(
+      fleet
+        .slice(i, i + 20)
+        .map((agent) => assignTask(database.db, jobs, { agentId: agent.id, source: "user", title })),
+    );
   }
   const done = await waitFor(
     async () => {
@@ -92,11 +128,19 @@ export async function maxSessionsPerAgent(database: BenchDatabase, fleet: readon
   const rows = await database.db
     .select({ agentId: workSessions.agentId, startedAt: workSessions.startedAt, endedAt: workSessions.endedAt })
     .from(workSessions)
-    .where(inArray(workSessions.agentId, fleet.map((agent) => agent.id)));
+    .where(
+      inArray(
+        workSessions.agentId,
+        fleet.map((agent) => agent.id),
+      ),
+    );
   const byAgent = new Map<string, { at: number; delta: number }[]>();
   for (const row of rows) {
     const events = byAgent.get(row.agentId) ?? [];
-    events.push({ at: row.startedAt.getTime(), delta: 1 }, { at: row.endedAt?.getTime() ?? Number.POSITIVE_INFINITY, delta: -1 });
+    events.push(
+      { at: row.startedAt.getTime(), delta: 1 },
+      { at: row.endedAt?.getTime() ?? Number.POSITIVE_INFINITY, delta: -1 },
+    );
     byAgent.set(row.agentId, events);
   }
   let max = 0;
@@ -124,7 +168,9 @@ export function processUsage(pid: number): { cpuMs: number; rssMiB: number } {
 
 /** CPU ms of the Postgres backends serving this database now (they are local processes). */
 export async function backendCpuMs(database: BenchDatabase): Promise<Map<number, number>> {
-  const rows = (await database.sql`select pid from pg_stat_activity where datname = current_database()`) as unknown as { pid: number }[];
+  const rows = (await database.sql`select pid from pg_stat_activity where datname = current_database()`) as unknown as {
+    pid: number;
+  }[];
   return new Map(rows.map((row) => [row.pid, processUsage(row.pid).cpuMs]));
 }
 
@@ -157,5 +203,8 @@ export function processTree(pid: number): number[] {
 export function treeUsage(pid: number): { cpuMs: number; rssMiB: number } {
   return processTree(pid)
     .map(processUsage)
-    .reduce((sum, usage) => ({ cpuMs: sum.cpuMs + (usage.cpuMs || 0), rssMiB: sum.rssMiB + (usage.rssMiB || 0) }), { cpuMs: 0, rssMiB: 0 });
+    .reduce((sum, usage) => ({ cpuMs: sum.cpuMs + (usage.cpuMs || 0), rssMiB: sum.rssMiB + (usage.rssMiB || 0) }), {
+      cpuMs: 0,
+      rssMiB: 0,
+    });
 }

@@ -77,10 +77,20 @@ export async function loadHistories(
   const shared = new Map<string, Awaited<ReturnType<typeof createTeamWithLead>>>();
   for (const [ord, spec] of specs.entries()) {
     if (spec.teamKey && !shared.has(spec.teamKey)) {
-      shared.set(spec.teamKey, await createTeamWithLead(db, { name: `History ${spec.teamKey}`, mission: "Keep long work logs." }));
+      shared.set(
+        spec.teamKey,
+        await createTeamWithLead(db, { name: `History ${spec.teamKey}`, mission: "Keep long work logs." }),
+      );
     }
-    const { team } = spec.teamKey ? shared.get(spec.teamKey)! : spec.ownTeam ? await createTeamWithLead(db, { name: `History ${spec.key}`, mission: "Keep a long work log." }) : archive;
-    const agent = await createSubordinate(db, team.id, { name: `Archivist ${spec.key}`, instructions: "You keep a long work log." });
+    const { team } = spec.teamKey
+      ? shared.get(spec.teamKey)!
+      : spec.ownTeam
+        ? await createTeamWithLead(db, { name: `History ${spec.key}`, mission: "Keep a long work log." })
+        : archive;
+    const agent = await createSubordinate(db, team.id, {
+      name: `Archivist ${spec.key}`,
+      instructions: "You keep a long work log.",
+    });
     const [conversation] = await db.select().from(conversations).where(eq(conversations.agentId, agent.id));
     targets.push({ ...spec, ord, agentId: agent.id, conversationId: conversation!.id });
   }
@@ -95,7 +105,9 @@ export async function loadHistories(
     let lastReport = performance.now();
     for (const target of targets) {
       await tx.unsafe(insertStatement(target.ord, target.conversationId, target));
-      await tx.unsafe(`update conversations set last_message_id = md5('${target.ord}:${target.length - 1}')::uuid where id = '${target.conversationId}'`);
+      await tx.unsafe(
+        `update conversations set last_message_id = md5('${target.ord}:${target.length - 1}')::uuid where id = '${target.conversationId}'`,
+      );
       written += target.length;
       if (performance.now() - lastReport > 10_000) {
         log(`  … ${written.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} messages`);
@@ -103,13 +115,17 @@ export async function loadHistories(
       }
     }
   });
-  log(`  ${total.toLocaleString("en-US")} messages written in ${((performance.now() - started) / 1000).toFixed(1)} s; checking the chains …`);
+  log(
+    `  ${total.toLocaleString("en-US")} messages written in ${((performance.now() - started) / 1000).toFixed(1)} s; checking the chains …`,
+  );
 
   // What the skipped FK checks would have caught: every predecessor exists in the same conversation.
   const [broken] = (await sql`
     select count(*)::int as count from messages m
      where m.previous_message_id is not null
-       and not exists (select 1 from messages p where p.id = m.previous_message_id and p.conversation_id = m.conversation_id)`) as unknown as [{ count: number }];
+       and not exists (select 1 from messages p where p.id = m.previous_message_id and p.conversation_id = m.conversation_id)`) as unknown as [
+    { count: number },
+  ];
   if (broken!.count > 0) throw new Error(`The bulk load left ${broken!.count} messages without their predecessor.`);
   // Settled as autovacuum would leave them a while later, so its vacuum of a million new rows
   // does not run on the other core while the first figures are timed.

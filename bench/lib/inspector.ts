@@ -25,7 +25,8 @@ export class Inspector {
       else waiting.resolve(reply.result);
     });
     socket.addEventListener("close", () => {
-      for (const waiting of this.pending.values()) waiting.reject(new Error("inspector: the worker closed its inspector"));
+      for (const waiting of this.pending.values())
+        waiting.reject(new Error("inspector: the worker closed its inspector"));
       this.pending.clear();
     });
   }
@@ -39,7 +40,9 @@ export class Inspector {
     const socket = new WebSocket(url);
     await new Promise<void>((resolve, reject) => {
       socket.addEventListener("open", () => resolve(), { once: true });
-      socket.addEventListener("error", () => reject(new Error(`inspector: could not connect to ${url}`)), { once: true });
+      socket.addEventListener("error", () => reject(new Error(`inspector: could not connect to ${url}`)), {
+        once: true,
+      });
     });
     return new Inspector(socket);
   }
@@ -56,12 +59,21 @@ export class Inspector {
   async memoryAfterCollection(): Promise<MemoryUsage> {
     await this.call("HeapProfiler.collectGarbage");
     await this.call("HeapProfiler.collectGarbage");
-    const reply = (await this.call("Runtime.evaluate", { expression: "JSON.stringify(process.memoryUsage())", returnByValue: true })) as {
+    const reply = (await this.call("Runtime.evaluate", {
+      expression: "JSON.stringify(process.memoryUsage())",
+      returnByValue: true,
+    })) as {
       result: { value: string };
     };
     const bytes = JSON.parse(reply.result.value) as Record<keyof MemoryUsage, number>;
     const mib = (value: number) => value / 1024 / 1024;
-    return { rss: mib(bytes.rss), heapTotal: mib(bytes.heapTotal), heapUsed: mib(bytes.heapUsed), external: mib(bytes.external), arrayBuffers: mib(bytes.arrayBuffers) };
+    return {
+      rss: mib(bytes.rss),
+      heapTotal: mib(bytes.heapTotal),
+      heapUsed: mib(bytes.heapUsed),
+      external: mib(bytes.external),
+      arrayBuffers: mib(bytes.arrayBuffers),
+    };
   }
 
   close(): void {

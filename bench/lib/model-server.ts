@@ -1,5 +1,11 @@
 import { BRIEFING_DECISION_PROMPT, COMPACTION_INSTRUCTIONS } from "../../src/lib/agents/prompts";
-import { lastUserText, startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../../tests/support/fake-openai";
+import {
+  lastUserText,
+  startFakeOpenAI,
+  type FakeChatRequest,
+  type FakeOpenAI,
+  type FakeReply,
+} from "../../tests/support/fake-openai";
 import { PromptCache, type CacheMeasure } from "../../tests/support/prompt-cache";
 import { now } from "./stats";
 
@@ -14,7 +20,8 @@ export type CallKind = "work" | "briefing" | "chat" | "compaction" | "extraction
 export type ModelCall = { agent: string; kind: CallKind; request: FakeChatRequest; arrivedAt: number };
 export type AgentScript = (call: ModelCall) => FakeReply | Promise<FakeReply>;
 
-const systemText = (request: FakeChatRequest) => String(request.messages.find((message) => message.role === "system")?.content ?? "");
+const systemText = (request: FakeChatRequest) =>
+  String(request.messages.find((message) => message.role === "system")?.content ?? "");
 const toolNames = (request: FakeChatRequest) => (request.tools ?? []).map((tool) => tool.function.name);
 /** The first line of the compaction call's instructions: there whether or not the call carries tools. */
 const COMPACTION_OPENING = COMPACTION_INSTRUCTIONS.split("\n")[0]!;
@@ -26,13 +33,18 @@ const isBriefingDecision = (request: FakeChatRequest) => {
 
 /** Tool results since the latest task entered the log: how far the current task has got. */
 export function roundsSinceTask(request: FakeChatRequest): number {
-  const start = request.messages.findLastIndex((message) => message.role === "user" && typeof message.content === "string" && message.content.startsWith("Task from"));
+  const start = request.messages.findLastIndex(
+    (message) =>
+      message.role === "user" && typeof message.content === "string" && message.content.startsWith("Task from"),
+  );
   return request.messages.slice(start + 1).filter((message) => message.role === "tool").length;
 }
 
 export function promptIncludes(request: FakeChatRequest, text: string): boolean {
   return request.messages.some((message) =>
-    typeof message.content === "string" ? message.content.includes(text) : (message.content ?? []).some((part) => part.text?.includes(text)),
+    typeof message.content === "string"
+      ? message.content.includes(text)
+      : (message.content ?? []).some((part) => part.text?.includes(text)),
   );
 }
 
@@ -47,7 +59,13 @@ export function kindOf(request: FakeChatRequest): CallKind {
   const tools = toolNames(request);
   // Its instructions may come as the system prompt or, in a call that reuses the log's prefix, as its last message.
   // A summary is asked for without tools, or as the log's next request offering its tools with none callable.
-  if (tools.length === 0 || request.tool_choice === "none" || system.includes(COMPACTION_OPENING) || lastUserText(request).includes(COMPACTION_OPENING)) return "compaction";
+  if (
+    tools.length === 0 ||
+    request.tool_choice === "none" ||
+    system.includes(COMPACTION_OPENING) ||
+    lastUserText(request).includes(COMPACTION_OPENING)
+  )
+    return "compaction";
   // By the question first: after the engine keeps the full tool set for the decision, the tools no longer tell.
   if (isBriefingDecision(request) || (tools.length === 1 && tools[0] === "createInboxItem")) return "briefing";
   return /talking with the person/.test(system.split("\n")[0] ?? "") ? "chat" : "work";

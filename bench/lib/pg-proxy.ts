@@ -29,7 +29,11 @@ export class PgProxy {
     const target = new URL(targetUrl);
     const server = net.createServer();
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const proxy = new PgProxy({ host: target.hostname, port: Number(target.port || 5432) }, (server.address() as net.AddressInfo).port, server);
+    const proxy = new PgProxy(
+      { host: target.hostname, port: Number(target.port || 5432) },
+      (server.address() as net.AddressInfo).port,
+      server,
+    );
     server.on("connection", (client) => proxy.accept(client));
     return proxy;
   }
@@ -135,7 +139,8 @@ class FrontendParser {
         const length = this.buffer.readInt32BE(0);
         if (this.buffer.length < length) return;
         const code = this.buffer.readInt32BE(4);
-        if (code !== SSL_REQUEST && code !== GSSENC_REQUEST) this.onStartup(startupParameters(this.buffer.subarray(8, length)));
+        if (code !== SSL_REQUEST && code !== GSSENC_REQUEST)
+          this.onStartup(startupParameters(this.buffer.subarray(8, length)));
         this.buffer = this.buffer.subarray(length);
         // After an SSL request the server may switch to TLS; then nothing more can be read (not used here).
         if (code !== SSL_REQUEST && code !== GSSENC_REQUEST) this.started = true;

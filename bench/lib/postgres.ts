@@ -1,6 +1,12 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
-import { LOCAL_POSTGRES_URL, localOrEmbeddedPostgres, postgresAnswers, withDatabase, type PostgresServer } from "../../scripts/lib/postgres-server";
+import {
+  LOCAL_POSTGRES_URL,
+  localOrEmbeddedPostgres,
+  postgresAnswers,
+  withDatabase,
+  type PostgresServer,
+} from "../../scripts/lib/postgres-server";
 import { createDatabase, type Database } from "../../src/lib/db/client";
 import { migrateDatabase } from "../../src/lib/db/migrate";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
@@ -14,7 +20,8 @@ export type BenchDatabase = Database & { url: string; name: string; drop: () => 
  */
 export async function startBenchServer(log: (line: string) => void): Promise<BenchServer> {
   const configured = process.env.BENCH_DATABASE_ADMIN_URL?.trim();
-  if (configured && !(await postgresAnswers(configured))) throw new Error(`BENCH_DATABASE_ADMIN_URL does not answer: ${configured}`);
+  if (configured && !(await postgresAnswers(configured)))
+    throw new Error(`BENCH_DATABASE_ADMIN_URL does not answer: ${configured}`);
   return localOrEmbeddedPostgres({ preferredUrl: configured || LOCAL_POSTGRES_URL, purpose: "bench", log });
 }
 

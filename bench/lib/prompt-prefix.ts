@@ -2,7 +2,13 @@
 // the one before it byte for byte, so all but what it adds is served from the cache.
 import { SUMMARY_PREFIX } from "../../src/lib/agents/model-messages";
 import type { FakeChatRequest } from "../../tests/support/fake-openai";
-import { CACHE_BLOCK_TOKENS, CACHE_MIN_TOKENS, CHARS_PER_TOKEN, extension, promptText } from "../../tests/support/prompt-cache";
+import {
+  CACHE_BLOCK_TOKENS,
+  CACHE_MIN_TOKENS,
+  CHARS_PER_TOKEN,
+  extension,
+  promptText,
+} from "../../tests/support/prompt-cache";
 import type { MeasuredCall } from "./model-server";
 
 /** A request that does not extend the one before it in its conversation. */
@@ -40,8 +46,16 @@ export function conversationOf(call: MeasuredCall): string | null {
 
 /** The parts promptText joins, with where each starts. */
 function parts(request: FakeChatRequest): { label: string; start: number }[] {
-  const labels = ["tools", "response format", ...request.messages.map((message, i) => `message ${i} (${message.role})`)];
-  const texts = [JSON.stringify(request.tools ?? []), JSON.stringify(request.response_format ?? null), ...request.messages.map((message) => JSON.stringify(message))];
+  const labels = [
+    "tools",
+    "response format",
+    ...request.messages.map((message, i) => `message ${i} (${message.role})`),
+  ];
+  const texts = [
+    JSON.stringify(request.tools ?? []),
+    JSON.stringify(request.response_format ?? null),
+    ...request.messages.map((message) => JSON.stringify(message)),
+  ];
   let start = 0;
   return labels.map((label, i) => {
     const part = { label, start };
@@ -52,7 +66,13 @@ function parts(request: FakeChatRequest): { label: string; start: number }[] {
 
 const around = (text: string, at: number) => JSON.stringify(text.slice(Math.max(0, at - 12), at + 44));
 
-function describeDivergence(previous: FakeChatRequest, previousText: string, next: FakeChatRequest, nextText: string, at: number): string {
+function describeDivergence(
+  previous: FakeChatRequest,
+  previousText: string,
+  next: FakeChatRequest,
+  nextText: string,
+  at: number,
+): string {
   const part = parts(next).findLast((candidate) => candidate.start <= at)!;
   const previousPart = parts(previous).findLast((candidate) => candidate.start <= at)!;
   const label = part.label === previousPart.label ? part.label : `${previousPart.label} → ${part.label}`;
@@ -61,7 +81,10 @@ function describeDivergence(previous: FakeChatRequest, previousText: string, nex
 
 /** Where the first summary sits in a request's prompt text, and what it says; null without one. */
 function summaryOf(request: FakeChatRequest): { at: number; text: string } | null {
-  const index = request.messages.findIndex((message) => message.role === "user" && typeof message.content === "string" && message.content.startsWith(SUMMARY_PREFIX));
+  const index = request.messages.findIndex(
+    (message) =>
+      message.role === "user" && typeof message.content === "string" && message.content.startsWith(SUMMARY_PREFIX),
+  );
   if (index < 0) return null;
   return { at: parts(request)[index + 2]!.start, text: String(request.messages[index]!.content) };
 }
@@ -86,7 +109,9 @@ export function measurePrefixes(calls: readonly MeasuredCall[]): PrefixReport {
       const summary = summaryOf(call.request);
       const previousSummary = summaryOf(before.request);
       const afterCompaction = summary !== null && summary.text !== previousSummary?.text;
-      ideal = afterCompaction ? cacheableTokens(summary.at) : cacheableTokens(Math.min(before.text.length, text.length));
+      ideal = afterCompaction
+        ? cacheableTokens(summary.at)
+        : cacheableTokens(Math.min(before.text.length, text.length));
       const { common, extends: extended } = extension(before.text, text);
       if (!extended) {
         report.divergences.push({

@@ -79,14 +79,25 @@ function sizeBetween(seed: string, [low, high]: readonly [number, number]): numb
   return low + Math.floor(seededRandom(`size:${seed}`)() * (high - low));
 }
 
-const slug = (text: string) => text.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 60);
+const slug = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-|-$/g, "")
+    .slice(0, 60);
 
 // ---------------------------------------------------------------------------------------------
 // The web: Tavily's search and page reads at real sizes.
 
 /** Fake Tavily whose searches return five results of a few KB in all and whose pages read as 6–10 KB of Markdown. */
 export async function startResearchWeb(): Promise<FakeTavily> {
-  const domains = ["energy-insights.example", "pv-magazine.example", "gridwatch.example", "marketdata.example", "policy-review.example"];
+  const domains = [
+    "energy-insights.example",
+    "pv-magazine.example",
+    "gridwatch.example",
+    "marketdata.example",
+    "policy-review.example",
+  ];
   return startFakeTavily(
     ({ query }) => ({
       results: Array.from({ length: SIZES.searchResults }, (_, i) => ({
@@ -99,7 +110,11 @@ export async function startResearchWeb(): Promise<FakeTavily> {
       extract: ({ urls }) => ({
         pages: urls.map((url) => {
           const body = prose(`page:${url}`, sizeBetween(url, SIZES.pageChars));
-          return { url, title: `Report: ${slug(url.split("/").at(-1) ?? "page").replace(/-/g, " ")}`, content: `# ${url}\n\n${body}` };
+          return {
+            url,
+            title: `Report: ${slug(url.split("/").at(-1) ?? "page").replace(/-/g, " ")}`,
+            content: `# ${url}\n\n${body}`,
+          };
         }),
       }),
     },
@@ -125,15 +140,20 @@ const RESEARCHER_INSTRUCTIONS = [
   "say what you could not find.",
 ].join(" ");
 
-export async function createResearchTeam(db: Db, input: { team: string; lead: string; subordinates: readonly string[] }): Promise<ResearchTeam> {
+export async function createResearchTeam(
+  db: Db,
+  input: { team: string; lead: string; subordinates: readonly string[] },
+): Promise<ResearchTeam> {
   const { team, lead } = await createTeamWithLead(db, {
     name: input.team,
-    mission: "Track the solar module market (prices, supply, policy) and brief the person on what changes and why it matters.",
+    mission:
+      "Track the solar module market (prices, supply, policy) and brief the person on what changes and why it matters.",
     leadName: input.lead,
     leadInstructions: LEAD_INSTRUCTIONS,
   });
   const subordinates: Agent[] = [];
-  for (const name of input.subordinates) subordinates.push(await createSubordinate(db, team.id, { name, instructions: RESEARCHER_INSTRUCTIONS }));
+  for (const name of input.subordinates)
+    subordinates.push(await createSubordinate(db, team.id, { name, instructions: RESEARCHER_INSTRUCTIONS }));
   return { team, lead, subordinates };
 }
 
@@ -149,11 +169,16 @@ export function researchRequest(topic: string): { title: string; description: st
 // Reading a request the way a model does: what happened last in the log.
 
 const contentText = (message: FakeChatMessage): string =>
-  typeof message.content === "string" ? message.content : (message.content ?? []).map((part) => part.text ?? "").join("");
+  typeof message.content === "string"
+    ? message.content
+    : (message.content ?? []).map((part) => part.text ?? "").join("");
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 
-type Event = { kind: "tool"; name: string; content: string; args: Record<string, unknown> } | { kind: "input"; input: LogInput } | { kind: "none" };
+type Event =
+  | { kind: "tool"; name: string; content: string; args: Record<string, unknown> }
+  | { kind: "input"; input: LogInput }
+  | { kind: "none" };
 
 function callOf(request: FakeChatRequest, callId: string | undefined) {
   for (const message of request.messages) {
@@ -172,7 +197,12 @@ function lastEvent(request: FakeChatRequest): Event {
     const message = request.messages[i]!;
     if (message.role === "tool") {
       const call = callOf(request, message.tool_call_id);
-      return { kind: "tool", name: call?.function.name ?? "", content: contentText(message), args: call ? (JSON.parse(call.function.arguments) as Record<string, unknown>) : {} };
+      return {
+        kind: "tool",
+        name: call?.function.name ?? "",
+        content: contentText(message),
+        args: call ? (JSON.parse(call.function.arguments) as Record<string, unknown>) : {},
+      };
     }
     if (message.role === "assistant") return { kind: "none" };
     if (message.role === "user") {
@@ -200,7 +230,8 @@ const call = (name: string, args: object): FakeReply => ({ toolCalls: [{ name, a
 export function researcherScript(options: { quick?: boolean } = {}): AgentScript {
   return ({ request }) => {
     const event = lastEvent(request);
-    if (event.kind === "input" && event.input.kind === "task") return call("tavilySearch", { query: event.input.title.replace(/^Research: /, "") });
+    if (event.kind === "input" && event.input.kind === "task")
+      return call("tavilySearch", { query: event.input.title.replace(/^Research: /, "") });
     const seed = `${event.kind === "tool" ? event.name : event.kind}:${request.messages.length}`;
     // A compaction's summary and nothing after it: the findings are in the summary; report them.
     if (event.kind === "none") return call("reportToLead", { result: prose(`report:${seed}`, SIZES.reportChars) });
@@ -210,7 +241,12 @@ export function researcherScript(options: { quick?: boolean } = {}): AgentScript
         if (options.quick) return call("reportToLead", { result: prose(`report:${seed}`, SIZES.reportChars) });
         return call("readWebPage", { url: firstUrl(event.content) });
       case "readWebPage":
-        return call("addKnowledgeItem", { type: "fact", content: prose(`fact:${seed}`, SIZES.factChars), confidence: 0.8, sourceUrl: String(event.args.url) });
+        return call("addKnowledgeItem", {
+          type: "fact",
+          content: prose(`fact:${seed}`, SIZES.factChars),
+          confidence: 0.8,
+          sourceUrl: String(event.args.url),
+        });
       case "addKnowledgeItem":
         return call("reportToLead", { result: prose(`report:${seed}`, SIZES.reportChars) });
       default:
@@ -239,9 +275,16 @@ export function longResearchScript(rounds: number): AgentScript {
         return call("tavilySearch", { query: `solar module prices part ${done}` });
       case 1:
       case 4:
-        return call("readWebPage", { url: lastSearch ? firstUrl(lastSearch, done) : `https://energy-insights.example/solar-${done}` });
+        return call("readWebPage", {
+          url: lastSearch ? firstUrl(lastSearch, done) : `https://energy-insights.example/solar-${done}`,
+        });
       default:
-        return call("addKnowledgeItem", { type: "fact", content: prose(`fact:${seed}`, SIZES.factChars), confidence: 0.7, sourceUrl: `https://energy-insights.example/solar-${done}` });
+        return call("addKnowledgeItem", {
+          type: "fact",
+          content: prose(`fact:${seed}`, SIZES.factChars),
+          confidence: 0.7,
+          sourceUrl: `https://energy-insights.example/solar-${done}`,
+        });
     }
   };
 }
@@ -292,8 +335,12 @@ export function leadScript(options: LeadOptions): AgentScript {
     return current;
   };
   const subtasksOf = async (leadTask: string) =>
-    (await options.db.select({ id: tasks.id }).from(tasks).where(eq(tasks.parentTaskId, leadTask))).map((task) => task.id);
-  const leadTaskOf = async (subtask: string) => (await options.db.select({ parent: tasks.parentTaskId }).from(tasks).where(eq(tasks.id, subtask)))[0]?.parent ?? undefined;
+    (await options.db.select({ id: tasks.id }).from(tasks).where(eq(tasks.parentTaskId, leadTask))).map(
+      (task) => task.id,
+    );
+  const leadTaskOf = async (subtask: string) =>
+    (await options.db.select({ parent: tasks.parentTaskId }).from(tasks).where(eq(tasks.id, subtask)))[0]?.parent ??
+    undefined;
   const allReported = async (leadTask: string | undefined) => {
     const subtasks = leadTask ? await subtasksOf(leadTask) : [];
     return subtasks.length > 0 && subtasks.every((subtask) => reported.has(subtask));
@@ -339,7 +386,9 @@ export function leadScript(options: LeadOptions): AgentScript {
         case "delegateToAgent":
           if (options.ownLook && current) {
             await options.ownLook(current);
-            return call("tavilySearch", { query: `${(titles.get(current) ?? "solar").replace(/^Research: /, "")} latest news` });
+            return call("tavilySearch", {
+              query: `${(titles.get(current) ?? "solar").replace(/^Research: /, "")} latest news`,
+            });
           }
           return { text: "Delegated to the researchers; waiting for their reports." };
         case "tavilySearch":
@@ -404,9 +453,16 @@ export function workAndChat(work: AgentScript, chat: AgentScript): AgentScript {
  */
 function summarize(n: number, request: FakeChatRequest): string {
   const log = request.messages.map(contentText).join("\n");
-  const tasksSeen = [...new Set([...log.matchAll(/Task from [^\n]*?\(task id: [0-9a-f-]{36}\): [^\n]*/g)].map((match) => match[0]))];
-  const reports = [...new Set([...log.matchAll(/Subordinate \S+ reports \(task id: [0-9a-f-]{36}\)/g)].map((match) => match[0]))];
-  const standing = [...tasksSeen.map((line) => `- ${line}`), ...reports.map((line) => `- ${line}: in (folded into the findings above)`)];
+  const tasksSeen = [
+    ...new Set([...log.matchAll(/Task from [^\n]*?\(task id: [0-9a-f-]{36}\): [^\n]*/g)].map((match) => match[0])),
+  ];
+  const reports = [
+    ...new Set([...log.matchAll(/Subordinate \S+ reports \(task id: [0-9a-f-]{36}\)/g)].map((match) => match[0])),
+  ];
+  const standing = [
+    ...tasksSeen.map((line) => `- ${line}`),
+    ...reports.map((line) => `- ${line}: in (folded into the findings above)`),
+  ];
   return `${prose(`summary:${n}`, SIZES.summaryChars)}\n\nWhere things stand:\n${standing.join("\n")}`;
 }
 
@@ -425,7 +481,11 @@ export type ResearchRig = {
 
 const TAVILY_KEY = "tvly-bench";
 
-export async function startResearchRig(database: BenchDatabase, jobs: JobQueue, workerEnv: Record<string, string> = {}): Promise<ResearchRig> {
+export async function startResearchRig(
+  database: BenchDatabase,
+  jobs: JobQueue,
+  workerEnv: Record<string, string> = {},
+): Promise<ResearchRig> {
   const model = await ModelServer.start({ promptCache: true, summary: (n, request) => summarize(n, request) });
   const web = await startResearchWeb();
   const workers = new Workers(database, model.url);
@@ -442,7 +502,8 @@ export async function startResearchRig(database: BenchDatabase, jobs: JobQueue, 
   const config = { ...engineConfigFromEnv(), search: { tavilyApiKey: TAVILY_KEY, tavilyBaseUrl: web.url } };
   const deps = engineDeps(database.db, jobs, {
     config,
-    chooseModel: (override) => chooseModel(override, { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" }),
+    chooseModel: (override) =>
+      chooseModel(override, { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" }),
     log: (message, error) => console.error(message, error ?? ""),
   });
   return { model, web, workers, deps, close };
@@ -452,10 +513,18 @@ export async function startResearchRig(database: BenchDatabase, jobs: JobQueue, 
  * The tasks ended, all completed, with the workers idle. A figure measures an outcome only
  * once it happened: a task that failed (a script the engine no longer fits) ends the figure.
  */
-export async function untilCompleted(database: BenchDatabase, rig: ResearchRig, taskIds: readonly string[], what: string): Promise<void> {
+export async function untilCompleted(
+  database: BenchDatabase,
+  rig: ResearchRig,
+  taskIds: readonly string[],
+  what: string,
+): Promise<void> {
   const ended = await waitFor(
     async () => {
-      const rows = await database.db.select({ title: tasks.title, status: tasks.status, result: tasks.result }).from(tasks).where(inArray(tasks.id, [...taskIds]));
+      const rows = await database.db
+        .select({ title: tasks.title, status: tasks.status, result: tasks.result })
+        .from(tasks)
+        .where(inArray(tasks.id, [...taskIds]));
       return rows.every((task) => !OPEN_STATUSES.includes(task.status)) ? rows : undefined;
     },
     { timeoutMs: 150_000, what },
@@ -469,7 +538,10 @@ const OPEN_STATUSES: readonly string[] = ["pending", "in_progress", "waiting_inp
 
 /** The briefings a team's lead has put in the inbox. */
 export async function briefingsOf(database: BenchDatabase, teamId: string): Promise<number> {
-  const rows = await database.db.select({ id: inboxItems.id }).from(inboxItems).where(and(eq(inboxItems.teamId, teamId), eq(inboxItems.type, "briefing")));
+  const rows = await database.db
+    .select({ id: inboxItems.id })
+    .from(inboxItems)
+    .where(and(eq(inboxItems.teamId, teamId), eq(inboxItems.type, "briefing")));
   return rows.length;
 }
 

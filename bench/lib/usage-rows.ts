@@ -8,7 +8,14 @@ export const PRICED_AS = "gpt-4.1-mini";
 export const LIST_PRICE = builtInPrice(PRICED_AS)!;
 
 /** Tokens as the person is billed for them: the usage rows the engine wrote. */
-export type Bill = { calls: number; inputTokens: number; cachedTokens: number; outputTokens: number; usd: number; usdWithoutCache: number };
+export type Bill = {
+  calls: number;
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  usd: number;
+  usdWithoutCache: number;
+};
 
 export function bill(rows: readonly Usage[]): Bill {
   const total = { calls: rows.length, inputTokens: 0, cachedTokens: 0, outputTokens: 0 };
@@ -17,7 +24,11 @@ export function bill(rows: readonly Usage[]): Bill {
     total.cachedTokens += row.cachedTokens;
     total.outputTokens += row.outputTokens;
   }
-  return { ...total, usd: costOf(LIST_PRICE, total), usdWithoutCache: costOf(LIST_PRICE, { ...total, cachedTokens: 0 }) };
+  return {
+    ...total,
+    usd: costOf(LIST_PRICE, total),
+    usdWithoutCache: costOf(LIST_PRICE, { ...total, cachedTokens: 0 }),
+  };
 }
 
 /** Usage rows matching `where` that no earlier call of this reader returned: what one outcome cost. */

@@ -17,7 +17,16 @@ export class Workers {
    */
   async start(count = 1, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<WorkerProcess[]> {
     const started = Array.from({ length: count }, () =>
-      startWorkerProcess({ DATABASE_URL: this.database.url, OPENAI_BASE_URL: this.modelUrl, LLM_MODEL: "fake-model", WORKER_CONCURRENCY: "8", ...env }, nodeArgs),
+      startWorkerProcess(
+        {
+          DATABASE_URL: this.database.url,
+          OPENAI_BASE_URL: this.modelUrl,
+          LLM_MODEL: "fake-model",
+          WORKER_CONCURRENCY: "8",
+          ...env,
+        },
+        nodeArgs,
+      ),
     );
     this.running.push(...started);
     await waitFor(async () => started.every((worker) => worker.output.join("").includes("[worker] ready")), {

@@ -11,7 +11,23 @@
 import { execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, chown, cp, lstat, mkdir, readdir, readFile, readlink, realpath, rename, rm, rmdir, symlink, unlink, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  cp,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  realpath,
+  rename,
+  rm,
+  rmdir,
+  symlink,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import postgres from "postgres";
@@ -41,7 +57,9 @@ export function freePort(): Promise<number> {
     server.on("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }
@@ -90,7 +108,8 @@ function exitCodeAs(account: Account, file: string, args: string[]): Promise<num
   });
 }
 
-const canEnter = (account: Account, dir: string) => exitCodeAs(account, "/bin/sh", ["-c", 'cd "$1"', "sh", dir]).then((code) => code === 0);
+const canEnter = (account: Account, dir: string) =>
+  exitCodeAs(account, "/bin/sh", ["-c", 'cd "$1"', "sh", dir]).then((code) => code === 0);
 
 /** The outermost directory on the way to `dir` that `account` cannot enter (for messages). */
 async function firstClosed(account: Account, dir: string): Promise<string> {
@@ -112,13 +131,16 @@ async function packagedBinaries(): Promise<Binaries> {
   try {
     paths = await import(name);
   } catch {
-    throw new PostgresSetupError(`No embedded Postgres is installed for ${platform}-${process.arch} (${name}): run \`npm ci\`, ${OR_DATABASE_URL}.`);
+    throw new PostgresSetupError(
+      `No embedded Postgres is installed for ${platform}-${process.arch} (${name}): run \`npm ci\`, ${OR_DATABASE_URL}.`,
+    );
   }
   return { root: path.dirname(path.dirname(paths.postgres)), initdb: paths.initdb, postgres: paths.postgres };
 }
 
 function binariesIn(root: string, like?: Binaries): Binaries {
-  const relative = (file: string | undefined, fallback: string) => (like && file ? path.relative(like.root, file) : fallback);
+  const relative = (file: string | undefined, fallback: string) =>
+    like && file ? path.relative(like.root, file) : fallback;
   return {
     root,
     initdb: path.join(root, relative(like?.initdb, "bin/initdb")),
@@ -151,14 +173,18 @@ async function runnableBinaries(account: Account, binaries: Binaries, notes: str
     }
   }
   if ((await exitCodeAs(account, copy.postgres, ["--version"])) !== 0) {
-    throw new PostgresSetupError(`The "postgres" user cannot run Postgres from ${binaries.root} nor from its copy in ${target}: run from a directory it can reach, ${OR_DATABASE_URL}.`);
+    throw new PostgresSetupError(
+      `The "postgres" user cannot run Postgres from ${binaries.root} nor from its copy in ${target}: run from a directory it can reach, ${OR_DATABASE_URL}.`,
+    );
   }
   notes.push(`it runs a copy of the binaries in ${target}`);
   return copy;
 }
 
 function copyFailed(target: string, error: unknown): PostgresSetupError {
-  return new PostgresSetupError(`Could not create ${target} (${(error as Error).message.split("\n")[0]}): run from a directory the "postgres" user can reach, ${OR_DATABASE_URL}.`);
+  return new PostgresSetupError(
+    `Could not create ${target} (${(error as Error).message.split("\n")[0]}): run from a directory the "postgres" user can reach, ${OR_DATABASE_URL}.`,
+  );
 }
 
 /** A root-owned directory everyone may enter (never one of the person's own). */
@@ -200,9 +226,12 @@ async function reachableDataDir(account: Account, requested: string, notes: stri
     );
   }
   const existing = await lstat(requested).catch(() => undefined);
-  if (existing?.isDirectory() && (await readdir(requested)).length === 0) await rmdir(requested); // left by a failed start
+  if (existing?.isDirectory() && (await readdir(requested)).length === 0)
+    await rmdir(requested); // left by a failed start
   else if (existing) {
-    throw new PostgresSetupError(`${requested} is in the way: the "postgres" user cannot reach it (${closed} is closed to it); remove it, ${OR_DATABASE_URL}.`);
+    throw new PostgresSetupError(
+      `${requested} is in the way: the "postgres" user cannot reach it (${closed} is closed to it); remove it, ${OR_DATABASE_URL}.`,
+    );
   }
   const owner = path.basename(path.dirname(requested)) === ".data" ? path.dirname(path.dirname(requested)) : requested;
   const name = `${path.basename(owner).replace(/[^A-Za-z0-9._-]/g, "_") || "cadre"}-${createHash("sha256").update(requested).digest("hex").slice(0, 8)}`;
@@ -212,7 +241,9 @@ async function reachableDataDir(account: Account, requested: string, notes: stri
   await writeFile(path.join(home, "origin"), `${requested}\n`);
   const target = path.join(home, "postgres");
   await symlink(target, requested);
-  notes.push(`the "postgres" user cannot enter ${closed}, so the data is in ${target} (${shown(requested)} links there)`);
+  notes.push(
+    `the "postgres" user cannot enter ${closed}, so the data is in ${target} (${shown(requested)} links there)`,
+  );
   return target;
 }
 
@@ -224,12 +255,23 @@ function shown(file: string): string {
 
 /** Starts a Postgres program as `account`, in a directory that account can enter, with English messages. */
 function spawnAs(account: Account, file: string, args: string[], cwd: string) {
-  return spawn(file, args, { ...account, cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_MESSAGES: "C" } });
+  return spawn(file, args, {
+    ...account,
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LC_MESSAGES: "C" },
+  });
 }
 
 function lastWords(output: string): string {
-  const lines = output.split("\n").map((line) => line.trim()).filter(Boolean);
-  return (lines.findLast((line) => /FATAL|ERROR|error:/i.test(line)) ?? lines.at(-1) ?? "no output").replace(/^\S+ \S+ \S+ \[\d+\] /, "");
+  const lines = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return (lines.findLast((line) => /FATAL|ERROR|error:/i.test(line)) ?? lines.at(-1) ?? "no output").replace(
+    /^\S+ \S+ \S+ \[\d+\] /,
+    "",
+  );
 }
 
 async function initdb(account: Account, binaries: Binaries, dataDir: string): Promise<void> {
@@ -245,14 +287,24 @@ async function initdb(account: Account, binaries: Binaries, dataDir: string): Pr
       const child = spawnAs(
         account,
         binaries.initdb,
-        [`--pgdata=${dataDir}`, "--auth=password", "--username=postgres", `--pwfile=${passwordFile}`, "--encoding=UTF8", "--locale=C", "--lc-messages=C"],
+        [
+          `--pgdata=${dataDir}`,
+          "--auth=password",
+          "--username=postgres",
+          `--pwfile=${passwordFile}`,
+          "--encoding=UTF8",
+          "--locale=C",
+          "--lc-messages=C",
+        ],
         path.dirname(dataDir),
       );
       let output = "";
       child.stdout.on("data", (chunk) => (output += chunk));
       child.stderr.on("data", (chunk) => (output += chunk));
       child.on("error", (error) => reject(new Error(`could not run ${binaries.initdb}: ${error.message}`)));
-      child.on("exit", (code, signal) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${signal ?? `code ${code}`}): ${lastWords(output)}`))));
+      child.on("exit", (code, signal) =>
+        code === 0 ? resolve() : reject(new Error(`initdb failed (${signal ?? `code ${code}`}): ${lastWords(output)}`)),
+      );
     });
   } finally {
     await unlink(passwordFile).catch(() => {});
@@ -278,7 +330,11 @@ export async function startEmbeddedPostgres(options: {
   const port = options.port ?? (await freePort());
   const account = await postgresAccount();
   const notes: string[] = [];
-  const binaries = await runnableBinaries(account, options.binaries ? binariesIn(path.resolve(options.binaries)) : await packagedBinaries(), notes);
+  const binaries = await runnableBinaries(
+    account,
+    options.binaries ? binariesIn(path.resolve(options.binaries)) : await packagedBinaries(),
+    notes,
+  );
   const requested = path.resolve(options.dataDir);
   const dataDir = await reachableDataDir(account, requested, notes);
   if (notes.length > 0) options.log?.(`Postgres runs as the "postgres" user: ${notes.join("; ")}.`);
@@ -288,7 +344,20 @@ export async function startEmbeddedPostgres(options: {
     await initdb(account, binaries, dataDir);
   }
 
-  const child = spawnAs(account, binaries.postgres, ["-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`])], path.dirname(dataDir));
+  const child = spawnAs(
+    account,
+    binaries.postgres,
+    [
+      "-D",
+      dataDir,
+      "-p",
+      String(port),
+      "-c",
+      "listen_addresses=127.0.0.1",
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+    ],
+    path.dirname(dataDir),
+  );
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   let output = "";
   // Keep reading for as long as it runs (a full pipe would block Postgres); only the tail is kept.
@@ -300,7 +369,9 @@ export async function startEmbeddedPostgres(options: {
       if (output.includes("database system is ready to accept connections")) resolve();
     });
     child.on("error", (error) => reject(new Error(`could not run ${binaries.postgres}: ${error.message}`)));
-    child.on("exit", (code, signal) => reject(new Error(`Postgres stopped while starting (${signal ?? `code ${code}`}): ${lastWords(output)}`)));
+    child.on("exit", (code, signal) =>
+      reject(new Error(`Postgres stopped while starting (${signal ?? `code ${code}`}): ${lastWords(output)}`)),
+    );
   });
   // If this process dies without stopping the server, don't leave Postgres running.
   const orphanGuard = () => {
@@ -320,7 +391,15 @@ export async function startEmbeddedPostgres(options: {
     if (options.persistent === false) await rm(dataDir, { recursive: true, force: true });
   };
 
-  const admin = postgres({ host: "127.0.0.1", port, user: "postgres", password: PASSWORD, database: "postgres", max: 1, onnotice: () => {} });
+  const admin = postgres({
+    host: "127.0.0.1",
+    port,
+    user: "postgres",
+    password: PASSWORD,
+    database: "postgres",
+    max: 1,
+    onnotice: () => {},
+  });
   try {
     const exists = await admin`select 1 from pg_database where datname = ${options.database}`;
     if (exists.length === 0) await admin.unsafe(`create database "${options.database.replaceAll('"', '""')}"`);

@@ -33,8 +33,13 @@ export type PostgresServer = { adminUrl: string; embedded: boolean; stop: () => 
  * The server tests and benchmarks run on: `preferredUrl` when it answers, otherwise an
  * embedded Postgres of their own in a temporary directory, removed again by `stop`.
  */
-export async function localOrEmbeddedPostgres(options: { preferredUrl: string; purpose: string; log?: (line: string) => void }): Promise<PostgresServer> {
-  if (await postgresAnswers(options.preferredUrl)) return { adminUrl: options.preferredUrl, embedded: false, stop: async () => {} };
+export async function localOrEmbeddedPostgres(options: {
+  preferredUrl: string;
+  purpose: string;
+  log?: (line: string) => void;
+}): Promise<PostgresServer> {
+  if (await postgresAnswers(options.preferredUrl))
+    return { adminUrl: options.preferredUrl, embedded: false, stop: async () => {} };
   const dataDir = path.join(os.tmpdir(), `cadre-${options.purpose}-pg-${process.pid}`);
   options.log?.(`No Postgres answers at ${options.preferredUrl}; starting an embedded one in ${dataDir}.`);
   const local = await startEmbeddedPostgres({ dataDir, database: "postgres", persistent: false, log: options.log });

@@ -49,7 +49,11 @@ export async function prepareDatabase(): Promise<{ url: string; local?: LocalPos
 /** One line for a database that could not be started or prepared, ending with what to do. */
 function startFailure(error: unknown, configured: boolean): string {
   // parseEnv names each bad variable on a line of its own: keep them all, on one line.
-  const message = (error instanceof Error ? error.message : String(error)).replace(/:\n\s+/, ": ").replace(/\n\s+/g, "; ").split("\n")[0]!.replace(/[.\s]+$/, "");
+  const message = (error instanceof Error ? error.message : String(error))
+    .replace(/:\n\s+/, ": ")
+    .replace(/\n\s+/g, "; ")
+    .split("\n")[0]!
+    .replace(/[.\s]+$/, "");
   if (error instanceof PostgresSetupError) return `${message}.`;
   if (configured) return `${message}. Check DATABASE_URL (is that Postgres running and reachable?).`;
   return `Could not start the embedded Postgres: ${message}. Set DATABASE_URL to a Postgres you run yourself.`;
@@ -58,7 +62,9 @@ function startFailure(error: unknown, configured: boolean): string {
 /** Where the web server listens: everywhere only when sign-in protects it. */
 export function webHost(): string {
   if (process.env.APP_PASSWORD?.trim()) return "0.0.0.0";
-  log("APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces.");
+  log(
+    "APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces.",
+  );
   return "127.0.0.1";
 }
 
@@ -114,7 +120,12 @@ export const DEFAULT_RESTART_POLICY: RestartPolicy = {
  * process that exits is started again with backoff (see SupervisedCommand.restart): the person's
  * browser keeps the app while a worker is down, and the banner and /api/health say so.
  */
-export async function supervise(commands: SupervisedCommand[], env: NodeJS.ProcessEnv, local?: LocalPostgres, policy: RestartPolicy = DEFAULT_RESTART_POLICY): Promise<never> {
+export async function supervise(
+  commands: SupervisedCommand[],
+  env: NodeJS.ProcessEnv,
+  local?: LocalPostgres,
+  policy: RestartPolicy = DEFAULT_RESTART_POLICY,
+): Promise<never> {
   const running = new Map<string, ChildProcess>();
   const helpers = new Set<ChildProcess>();
   const timers = new Set<NodeJS.Timeout>();
@@ -158,10 +169,14 @@ export async function supervise(commands: SupervisedCommand[], env: NodeJS.Proce
   };
 
   const raiseCrashAlert = (report: WorkerCrashReport, done: (ok: boolean) => void) => {
-    const helper = spawn(process.execPath, ["--import", "tsx", path.join("scripts", "worker-crash-alert.ts"), JSON.stringify(report)], {
-      env: { ...env },
-      stdio: ["ignore", "inherit", "inherit"],
-    });
+    const helper = spawn(
+      process.execPath,
+      ["--import", "tsx", path.join("scripts", "worker-crash-alert.ts"), JSON.stringify(report)],
+      {
+        env: { ...env },
+        stdio: ["ignore", "inherit", "inherit"],
+      },
+    );
     helpers.add(helper);
     helper.on("exit", (code) => {
       helpers.delete(helper);
@@ -202,7 +217,9 @@ export async function supervise(commands: SupervisedCommand[], env: NodeJS.Proce
         if (ranFor >= policy.alertWindowMs) alerted = false;
         exits = [...exits.filter((at) => now - at < policy.alertWindowMs), now];
         const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
-        log(`The ${command.name} ${how}; starting it again in ${formatSeconds(delayMs)}. The web server keeps running.`);
+        log(
+          `The ${command.name} ${how}; starting it again in ${formatSeconds(delayMs)}. The web server keeps running.`,
+        );
         if (exits.length >= policy.alertAfterExits && !alerted) {
           alerted = true;
           const report: WorkerCrashReport = {

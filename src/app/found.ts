@@ -21,8 +21,12 @@ import { isUuid } from "@/lib/ids";
 // an id that names nothing, a malformed one without asking the database.
 export const findTeam = cache(async (id: string): Promise<Team | null> => (isUuid(id) ? getTeam(db(), id) : null));
 export const findAgent = cache(async (id: string): Promise<Agent | null> => (isUuid(id) ? getAgent(db(), id) : null));
-export const findInboxItem = cache(async (id: string): Promise<InboxListing | null> => (isUuid(id) ? getInboxListing(db(), id) : null));
-export const findWorkSession = cache(async (id: string): Promise<WorkSession | null> => (isUuid(id) ? getWorkSession(db(), id) : null));
+export const findInboxItem = cache(
+  async (id: string): Promise<InboxListing | null> => (isUuid(id) ? getInboxListing(db(), id) : null),
+);
+export const findWorkSession = cache(
+  async (id: string): Promise<WorkSession | null> => (isUuid(id) ? getWorkSession(db(), id) : null),
+);
 
 /**
  * For the layout of a page at an id: the not-found page with the status 404 when `found`

@@ -43,7 +43,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
           <div className="shell-bare">
             <header className="bare-header">
               <span className="brand">
-                <span className="brand-mark" aria-hidden="true">◆</span> Cadre
+                <span className="brand-mark" aria-hidden="true">
+                  ◆
+                </span>{" "}
+                Cadre
               </span>
             </header>
             <main id="main" className="content">

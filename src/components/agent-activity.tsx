@@ -53,7 +53,9 @@ export function AgentActivityLine({ activity, showName = false }: { activity: Ag
             {activity.name}
           </Link>
         )}
-        <span className={state === "working" ? "pill pill-live" : state === "idle" ? "pill" : "pill pill-waiting"}>{state}</span>
+        <span className={state === "working" ? "pill pill-live" : state === "idle" ? "pill" : "pill pill-waiting"}>
+          {state}
+        </span>
         {session?.stopping && <span className="meta">stopping…</span>}
       </span>
       {session && step && (
@@ -67,9 +69,13 @@ export function AgentActivityLine({ activity, showName = false }: { activity: Ag
       {activity.subordinatesWorking > 0 && (
         <span className="activity-team meta">{plural(activity.subordinatesWorking, "subordinate")} working</span>
       )}
-      {!session && task?.status === "waiting_input" && <span className="activity-team meta">waiting for an answer</span>}
+      {!session && task?.status === "waiting_input" && (
+        <span className="activity-team meta">waiting for an answer</span>
+      )}
       {state === "queued" && <span className="activity-team meta">starts when a worker is free</span>}
-      {state === "retrying" && <span className="activity-team meta">its last session was interrupted — it will be retried automatically</span>}
+      {state === "retrying" && (
+        <span className="activity-team meta">its last session was interrupted — it will be retried automatically</span>
+      )}
       {task && (
         <span className="activity-task meta">
           {task.status === "pending" ? "next task" : "on task"}{" "}

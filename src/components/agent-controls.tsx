@@ -57,11 +57,23 @@ export function AssignTaskForm({ agentId, agentName }: { agentId: string; agentN
       <h3 id="assign-task-heading">Assign a task to {agentName}</h3>
       <label className="field">
         <span>Task title</span>
-        <input value={title} onChange={(event) => setTitle(event.target.value)} maxLength={200} required placeholder="Compare the three newest heat pump models" />
+        <input
+          value={title}
+          onChange={(event) => setTitle(event.target.value)}
+          maxLength={200}
+          required
+          placeholder="Compare the three newest heat pump models"
+        />
       </label>
       <label className="field">
         <span>Task description (optional)</span>
-        <textarea value={description} onChange={(event) => setDescription(event.target.value)} rows={3} maxLength={20000} placeholder="What a good result contains, which sources to prefer." />
+        <textarea
+          value={description}
+          onChange={(event) => setDescription(event.target.value)}
+          rows={3}
+          maxLength={20000}
+          placeholder="What a good result contains, which sources to prefer."
+        />
       </label>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">
@@ -94,7 +106,16 @@ export function RetryTaskButton({ taskId, title }: { taskId: string; title: stri
 
 const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
-type TreeNode = { id: string; parentTaskId: string | null; agentId: string; agentName: string; title: string; status: string; result: string | null; depth: number };
+type TreeNode = {
+  id: string;
+  parentTaskId: string | null;
+  agentId: string;
+  agentName: string;
+  title: string;
+  status: string;
+  result: string | null;
+  depth: number;
+};
 
 /** What a task spawned, who did each part and what came back: loaded when opened, the whole tree at once. */
 export function TaskTree({ taskId, title }: { taskId: string; title: string }) {

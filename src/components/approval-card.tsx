@@ -21,7 +21,11 @@ function canonical(value: unknown): string {
 }
 
 export function approvedWithChanges(approval: ApprovalData): boolean {
-  return approval.status === "approved" && approval.approvedInput != null && canonical(approval.approvedInput) !== canonical(approval.input);
+  return (
+    approval.status === "approved" &&
+    approval.approvedInput != null &&
+    canonical(approval.approvedInput) !== canonical(approval.input)
+  );
 }
 
 function oneLine(text: string, max: number): string {
@@ -53,7 +57,11 @@ function Outcome({ approval }: { approval: ApprovalData }) {
   ) : null;
   if (approval.status === "approved") {
     const changed = approvedWithChanges(approval);
-    const progress = approval.resolvedAt ? "it ran" : approval.executionStartedAt ? "running" : "waiting for the agent to run it";
+    const progress = approval.resolvedAt
+      ? "it ran"
+      : approval.executionStartedAt
+        ? "running"
+        : "waiting for the agent to run it";
     return (
       <p className="decision decision-approved">
         <strong>{changed ? "Approved with changes" : "Approved"}</strong>
@@ -120,7 +128,10 @@ export function ApprovalCard({
     setBusy(true);
     setError(null);
     try {
-      const { approval: decided } = await api<{ approval: ApprovalData }>(`/api/approvals/${approval.id}/decision`, { method: "POST", body });
+      const { approval: decided } = await api<{ approval: ApprovalData }>(`/api/approvals/${approval.id}/decision`, {
+        method: "POST",
+        body,
+      });
       setAnswered(decided);
       form.done();
       onDecided?.(decided);
@@ -147,7 +158,7 @@ export function ApprovalCard({
       return;
     }
     if (!input || typeof input !== "object" || Array.isArray(input)) {
-      setError("The arguments must be a JSON object, like the ones above: { \"name\": value, … }.");
+      setError('The arguments must be a JSON object, like the ones above: { "name": value, … }.');
       return;
     }
     void decide({ decision: "approve", input });
@@ -162,13 +173,16 @@ export function ApprovalCard({
     void decide({ decision: "deny", reason: reason.trim() });
   };
 
-
   const pending = approval.status === "pending";
   const changed = approvedWithChanges(approval);
   const folded = compact && !pending;
   const errorNote = error && <ErrorNote message={error} onDismiss={() => setError(null)} />;
   return (
-    <article className={`approval approval-${approval.status}${folded ? " approval-folded" : ""}`} aria-label={approvalLabel(approval, agentName)} data-approval-id={approval.id}>
+    <article
+      className={`approval approval-${approval.status}${folded ? " approval-folded" : ""}`}
+      aria-label={approvalLabel(approval, agentName)}
+      data-approval-id={approval.id}
+    >
       {folded && <Outcome approval={approval} />}
       {heading && !folded && (
         <p className="approval-head">
@@ -178,7 +192,9 @@ export function ApprovalCard({
       {folded ? (
         <details className="approval-original">
           <summary>{changed ? "Arguments as approved" : "Arguments"}</summary>
-          <pre className="json">{JSON.stringify((changed ? approval.approvedInput : approval.input) ?? {}, null, 2)}</pre>
+          <pre className="json">
+            {JSON.stringify((changed ? approval.approvedInput : approval.input) ?? {}, null, 2)}
+          </pre>
         </details>
       ) : changed ? (
         <>
@@ -206,7 +222,12 @@ export function ApprovalCard({
 
       {pending && mode === "choose" && (
         <div className="approval-actions">
-          <button type="button" className="button button-primary" disabled={busy} onClick={() => void decide({ decision: "approve" })}>
+          <button
+            type="button"
+            className="button button-primary"
+            disabled={busy}
+            onClick={() => void decide({ decision: "approve" })}
+          >
             Approve
           </button>
           <button

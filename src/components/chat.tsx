@@ -3,12 +3,29 @@
 import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, getToolName, isToolUIPart } from "ai";
 import Link from "next/link";
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import {
+  useCallback,
+  useEffect,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+  type FormEvent,
+  type KeyboardEvent,
+} from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { oneAtATime } from "@/lib/one-at-a-time";
 import { isNotRunResult } from "@/lib/agents/formats";
 import { STOPPED_BY_YOU } from "@/lib/plain-words";
-import { CHAT_PAGE_SIZE, chatMessageShowing, hasOlder, mergeNewest, toChatMessages, type ApiMessage, type ChatMessage } from "@/lib/chat-messages";
+import {
+  CHAT_PAGE_SIZE,
+  chatMessageShowing,
+  hasOlder,
+  mergeNewest,
+  toChatMessages,
+  type ApiMessage,
+  type ChatMessage,
+} from "@/lib/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { RetryNote, useAutoRetry } from "./auto-retry";
@@ -63,7 +80,15 @@ function MessagePart({ part, context }: { part: ChatMessage["parts"][number]; co
           output={part.state === "output-available" ? part.output : undefined}
           errorText={part.state === "output-error" ? part.errorText : undefined}
         />
-        {approval && <ApprovalCard key={approval.id} approval={approval} agentName={context.agentName} compact onDecided={context.onDecided} />}
+        {approval && (
+          <ApprovalCard
+            key={approval.id}
+            approval={approval}
+            agentName={context.agentName}
+            compact
+            onDecided={context.onDecided}
+          />
+        )}
       </>
     );
   }
@@ -93,7 +118,12 @@ function ChatQuestion({ itemId, agentId, agentName }: { itemId: string; agentId:
   }, [load]);
   const reload = useCoalesced(() => void load(), 200);
   useLiveEvents((event) => {
-    if (event === null || (event.table === "inbox_items" && event.id === itemId) || (event.table === "tasks" && event.agentId === agentId)) reload();
+    if (
+      event === null ||
+      (event.table === "inbox_items" && event.id === itemId) ||
+      (event.table === "tasks" && event.agentId === agentId)
+    )
+      reload();
   });
   if (failing && !question) return <RetryNote what="this question" retry={retry} />;
   if (!question) return null;
@@ -131,7 +161,9 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       new DefaultChatTransport<ChatMessage>({
         api: `/api/agents/${agentId}/chat`,
         // The stored conversation is the history: send only the new message.
-        prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({ body: { id, trigger, messageId, messages: messages.slice(-1) } }),
+        prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
+          body: { id, trigger, messageId, messages: messages.slice(-1) },
+        }),
       }),
     [agentId],
   );
@@ -223,13 +255,18 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   const syncRetry = useAutoRetry(() => Promise.all([resync(), loadApprovals()]), syncFailing || approvalsFailing);
   const approvals = useMemo(() => {
     const byCall = new Map<string, ApprovalData>();
-    for (const approval of approvalList) if (!byCall.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
+    for (const approval of approvalList)
+      if (!byCall.has(approval.toolCallId)) byCall.set(approval.toolCallId, approval);
     return byCall;
   }, [approvalList]);
-  const partContext = useMemo<PartContext>(() => ({ agentName, approvals, onDecided: loadApprovalsSoon }), [agentName, approvals, loadApprovalsSoon]);
+  const partContext = useMemo<PartContext>(
+    () => ({ agentName, approvals, onDecided: loadApprovalsSoon }),
+    [agentName, approvals, loadApprovalsSoon],
+  );
 
   useLiveEvents((event) => {
-    if (event === null || (event.table === "messages" && event.mode === "foreground" && event.agentId === agentId)) resyncSoon();
+    if (event === null || (event.table === "messages" && event.mode === "foreground" && event.agentId === agentId))
+      resyncSoon();
     // A decision (here, in the inbox, in another tab) resumes the reply in a worker; its messages follow as events.
     if (event === null || (event.table === "approvals" && event.agentId === agentId)) {
       loadApprovalsSoon();
@@ -297,7 +334,10 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
   const last = messages.at(-1);
   // A model failure is said once: by the reply it ended (stored with its marker, shown with
   // Retry), or, until that reply is loaded or when nothing was stored, by the banner.
-  const errorText = error && !(last?.role === "assistant" && last.metadata?.error) ? errorMessageFrom(error.message, "The reply failed. Try again.") : null;
+  const errorText =
+    error && !(last?.role === "assistant" && last.metadata?.error)
+      ? errorMessageFrom(error.message, "The reply failed. Try again.")
+      : null;
   const subordinate = agentRole !== "lead";
 
   return (
@@ -310,18 +350,26 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
         </p>
       )}
       {/* A log: screen readers announce a reply once it is complete (aria-busy holds it while it streams). */}
-      <ol className="messages" role="log" aria-live="polite" aria-busy={busy} aria-label={`Conversation with ${agentName}`}>
+      <ol
+        className="messages"
+        role="log"
+        aria-live="polite"
+        aria-busy={busy}
+        aria-label={`Conversation with ${agentName}`}
+      >
         {messages.length === 0 && (
           <li className="chat-empty">
             {subordinate ? (
               <p>
-                Talk with <strong>{agentName}</strong> directly: ask what it knows or has found, or give it a piece of work of its own — for example{" "}
-                <em>“please research the latest on solid-state batteries”</em>. It can search the web and the team&apos;s knowledge; it hands work to nobody else.
+                Talk with <strong>{agentName}</strong> directly: ask what it knows or has found, or give it a piece of
+                work of its own — for example <em>“please research the latest on solid-state batteries”</em>. It can
+                search the web and the team&apos;s knowledge; it hands work to nobody else.
               </p>
             ) : (
               <p>
-                Say hello to <strong>{agentName}</strong>. Ask a quick question, or hand the team some work — for example{" "}
-                <em>“please research the latest on solid-state batteries”</em>. Briefings from the team appear here and in your inbox.
+                Say hello to <strong>{agentName}</strong>. Ask a quick question, or hand the team some work — for
+                example <em>“please research the latest on solid-state batteries”</em>. Briefings from the team appear
+                here and in your inbox.
               </p>
             )}
           </li>
@@ -357,7 +405,9 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
                 {message.parts.map((part, index) => (
                   <MessagePart key={index} part={part} context={partContext} />
                 ))}
-                {isQuestion && inboxItemId && <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />}
+                {isQuestion && inboxItemId && (
+                  <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />
+                )}
                 {message.role === "assistant" && busy && isLast && !text && (
                   <span className="typing" aria-label="Thinking">
                     <span />
@@ -391,7 +441,9 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
       </ol>
       <div ref={endRef} />
       <div className="composer-wrap">
-        {errorText && <ErrorNote message={errorText} actions={[{ label: "Retry", onClick: retry }]} onDismiss={clearError} />}
+        {errorText && (
+          <ErrorNote message={errorText} actions={[{ label: "Retry", onClick: retry }]} onDismiss={clearError} />
+        )}
         {(syncFailing || approvalsFailing) && <RetryNote what="the latest messages" retry={syncRetry} />}
         {syncError && <ErrorNote message={syncError} onDismiss={() => setSyncError(null)} />}
         <form className="composer" onSubmit={submit}>

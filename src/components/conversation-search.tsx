@@ -11,10 +11,23 @@ import { ErrorNote, LocalTime } from "./ui";
 /** The search box: a plain GET form, so a search is a URL the person can keep. */
 export function ConversationSearchForm({ teamId, q = "" }: { teamId: string; q?: string }) {
   return (
-    <form method="get" action={`/teams/${teamId}/search`} role="search" aria-label="Search this team's conversations" className="conversation-search">
+    <form
+      method="get"
+      action={`/teams/${teamId}/search`}
+      role="search"
+      aria-label="Search this team's conversations"
+      className="conversation-search"
+    >
       <label className="field field-grow">
         <span className="visually-hidden">Search chats and work logs</span>
-        <input type="search" name="q" defaultValue={q} placeholder="Search chats and work logs…" maxLength={200} required />
+        <input
+          type="search"
+          name="q"
+          defaultValue={q}
+          placeholder="Search chats and work logs…"
+          maxLength={200}
+          required
+        />
       </label>
       <button type="submit" className="button">
         Search
@@ -28,14 +41,17 @@ function Snippet({ text }: { text: string }) {
   const parts = text.split(new RegExp(`(${MATCH_START}[^${MATCH_END}]*${MATCH_END})`));
   return (
     <p className="search-snippet">
-      {parts.map((part, index) => (part.startsWith(MATCH_START) ? <mark key={index}>{part.slice(1, -1)}</mark> : <span key={index}>{part}</span>))}
+      {parts.map((part, index) =>
+        part.startsWith(MATCH_START) ? <mark key={index}>{part.slice(1, -1)}</mark> : <span key={index}>{part}</span>,
+      )}
     </p>
   );
 }
 
 function Hit({ hit }: { hit: SearchHit }) {
   const where = hit.mode === "foreground" ? `Chat with ${hit.agentName}` : `${hit.agentName}'s work log`;
-  const who = hit.role === "assistant" ? hit.agentName : hit.mode === "foreground" ? "You" : `Input to ${hit.agentName}`;
+  const who =
+    hit.role === "assistant" ? hit.agentName : hit.mode === "foreground" ? "You" : `Input to ${hit.agentName}`;
   return (
     <li className="search-hit">
       <div className="search-hit-meta">

@@ -53,7 +53,13 @@ export function CreateTeamForm() {
       <h2 id="create-team-heading">New team</h2>
       <label className="field">
         <span>Name</span>
-        <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required placeholder="Battery research" />
+        <input
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          maxLength={120}
+          required
+          placeholder="Battery research"
+        />
       </label>
       <label className="field">
         <span>Mission</span>
@@ -67,11 +73,18 @@ export function CreateTeamForm() {
         />
       </label>
       {instructions === null ? (
-        <p className="hint">The lead&apos;s instructions are drafted from the mission; you can edit them before creating the team.</p>
+        <p className="hint">
+          The lead&apos;s instructions are drafted from the mission; you can edit them before creating the team.
+        </p>
       ) : (
         <label className="field">
           <span>Lead instructions</span>
-          <textarea value={instructions} onChange={(event) => setInstructions(event.target.value)} rows={9} maxLength={20000} />
+          <textarea
+            value={instructions}
+            onChange={(event) => setInstructions(event.target.value)}
+            rows={9}
+            maxLength={20000}
+          />
         </label>
       )}
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}

@@ -40,15 +40,30 @@ const FILTERS: { type: InboxItemType | null; label: string; empty: string; hint:
     empty: "Nothing in your inbox yet",
     hint: "When a team lead has something you should know, its briefing lands here and in your chat with the lead. Questions and calls that wait for your approval land here too, and so do alerts when work fails.",
   },
-  { type: "briefing", label: "Briefings", empty: "No briefings yet", hint: "When a team lead has something you should know, its briefing lands here and in your chat with the lead." },
-  { type: "question", label: "Questions", empty: "No questions waiting", hint: "When an agent needs a decision only you can make, it asks here and in the chat, and its task waits for your answer." },
+  {
+    type: "briefing",
+    label: "Briefings",
+    empty: "No briefings yet",
+    hint: "When a team lead has something you should know, its briefing lands here and in your chat with the lead.",
+  },
+  {
+    type: "question",
+    label: "Questions",
+    empty: "No questions waiting",
+    hint: "When an agent needs a decision only you can make, it asks here and in the chat, and its task waits for your answer.",
+  },
   {
     type: "approval",
     label: "Approvals",
     empty: "No approvals waiting",
     hint: "When an agent wants to use a tool you set to “Ask me first” (the team’s Tools, under Approvals), the call waits here for your decision.",
   },
-  { type: "alert", label: "Alerts", empty: "No alerts", hint: "When work fails or waits with no worker to run it, an alert lands here." },
+  {
+    type: "alert",
+    label: "Alerts",
+    empty: "No alerts",
+    hint: "When work fails or waits with no worker to run it, an alert lands here.",
+  },
 ];
 
 /** What the inbox shows: a type, a team, the archive; `before` pages back. */
@@ -99,7 +114,11 @@ function InboxFilters({ view, teams }: { view: InboxView; teams: { id: string; n
             </select>
           </label>
         )}
-        <Link href={inboxHref({ ...view, archived: !view.archived })} className="filter-tab" aria-current={view.archived ? "page" : undefined}>
+        <Link
+          href={inboxHref({ ...view, archived: !view.archived })}
+          className="filter-tab"
+          aria-current={view.archived ? "page" : undefined}
+        >
           {view.archived ? "Back to inbox" : "Archived"}
         </Link>
       </div>
@@ -126,7 +145,10 @@ export function InboxList({
   const { busy, error, clearError, run } = useAction();
   const shown = FILTERS.find((entry) => entry.type === view.type) ?? FILTERS[0]!;
   const teamName = teams.find((team) => team.id === view.teamId)?.name;
-  const status = [waitingCount > 0 ? `${plural(waitingCount, "item")} waiting for you` : null, unreadCount > 0 ? `${unreadCount} unread` : null].filter(Boolean);
+  const status = [
+    waitingCount > 0 ? `${plural(waitingCount, "item")} waiting for you` : null,
+    unreadCount > 0 ? `${unreadCount} unread` : null,
+  ].filter(Boolean);
 
   return (
     <>
@@ -136,7 +158,12 @@ export function InboxList({
           <p className="lede">{status.length === 0 ? "You're all caught up." : `${status.join(" · ")}.`}</p>
         </div>
         <div className="header-actions">
-          <button type="button" className="button" disabled={busy || unreadCount === 0} onClick={() => run(() => api("/api/inbox/read-all", { method: "POST" }))}>
+          <button
+            type="button"
+            className="button"
+            disabled={busy || unreadCount === 0}
+            onClick={() => run(() => api("/api/inbox/read-all", { method: "POST" }))}
+          >
             Mark all read
           </button>
         </div>
@@ -163,7 +190,14 @@ export function InboxList({
         <ul className="inbox-list">
           {items.map((item) => {
             const waiting = waitsForPerson(item);
-            const classes = ["inbox-item", item.read ? "" : "unread", item.type === "alert" ? "inbox-alert" : "", waiting ? "inbox-waiting" : ""].filter(Boolean).join(" ");
+            const classes = [
+              "inbox-item",
+              item.read ? "" : "unread",
+              item.type === "alert" ? "inbox-alert" : "",
+              waiting ? "inbox-waiting" : "",
+            ]
+              .filter(Boolean)
+              .join(" ");
             return (
               <li key={item.id} className={classes}>
                 <span className="unread-dot" aria-hidden="true" />
@@ -193,8 +227,12 @@ export function InboxList({
                       </>
                     )}
                   </div>
-                  {item.question && <QuestionCard question={item.question} agentName={item.agentName} showQuestion={false} />}
-                  {item.approval && <ApprovalCard approval={item.approval} agentName={item.agentName} heading={false} compact />}
+                  {item.question && (
+                    <QuestionCard question={item.question} agentName={item.agentName} showQuestion={false} />
+                  )}
+                  {item.approval && (
+                    <ApprovalCard approval={item.approval} agentName={item.agentName} heading={false} compact />
+                  )}
                 </div>
                 <div className="inbox-actions">
                   {!item.read && (
@@ -215,7 +253,9 @@ export function InboxList({
                       className="button button-quiet"
                       disabled={busy}
                       aria-label={`${view.archived ? "Move back to inbox" : "Archive"} “${inboxTitle(item.title, item.approval)}”`}
-                      onClick={() => run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { archived: !view.archived } }))}
+                      onClick={() =>
+                        run(() => api(`/api/inbox/${item.id}`, { method: "PATCH", body: { archived: !view.archived } }))
+                      }
                     >
                       {view.archived ? "Unarchive" : "Archive"}
                     </button>
@@ -254,7 +294,9 @@ export function MarkUnreadButton({ itemId }: { itemId: string }) {
     <button
       type="button"
       className="button button-quiet"
-      onClick={() => void api(`/api/inbox/${itemId}`, { method: "PATCH", body: { read: false } }).then(() => router.push("/inbox"))}
+      onClick={() =>
+        void api(`/api/inbox/${itemId}`, { method: "PATCH", body: { read: false } }).then(() => router.push("/inbox"))
+      }
     >
       Mark unread
     </button>

@@ -63,7 +63,14 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
             const form = new FormData(event.currentTarget);
             const sourceUrl = String(form.get("sourceUrl") ?? "").trim();
             const saved = await run(() =>
-              api(`/api/knowledge/${item.id}`, { method: "PATCH", body: { content: String(form.get("content") ?? ""), type: form.get("type"), sourceUrl: sourceUrl || null } }),
+              api(`/api/knowledge/${item.id}`, {
+                method: "PATCH",
+                body: {
+                  content: String(form.get("content") ?? ""),
+                  type: form.get("type"),
+                  sourceUrl: sourceUrl || null,
+                },
+              }),
             );
             if (saved) setEditing(false);
           }}
@@ -85,7 +92,13 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
             </label>
             <label className="field field-grow">
               <span>Source URL (optional)</span>
-              <input type="url" name="sourceUrl" defaultValue={item.sourceUrl ?? ""} placeholder="https://…" inputMode="url" />
+              <input
+                type="url"
+                name="sourceUrl"
+                defaultValue={item.sourceUrl ?? ""}
+                placeholder="https://…"
+                inputMode="url"
+              />
             </label>
           </div>
           {error && <ErrorNote message={error} onDismiss={clearError} />}
@@ -112,13 +125,17 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
         <Markdown text={item.content} className="knowledge-text" />
         <div className="meta">
           {several ? (
-            <span className="knowledge-reporters">Reported by {agents.size === 1 ? `${first!.agentName}, ${item.sources.length} times` : `${agents.size} agents`}</span>
+            <span className="knowledge-reporters">
+              Reported by{" "}
+              {agents.size === 1 ? `${first!.agentName}, ${item.sources.length} times` : `${agents.size} agents`}
+            </span>
           ) : first ? (
             <Link href={`/agents/${first.agentId}`}>{first.agentName}</Link>
           ) : (
             "unknown agent"
           )}
-          {item.teamName && ` · ${item.teamName}`} · {Math.round(item.confidence * 100)}% sure · <LocalTime value={item.createdAt} relative />
+          {item.teamName && ` · ${item.teamName}`} · {Math.round(item.confidence * 100)}% sure ·{" "}
+          <LocalTime value={item.createdAt} relative />
           {item.updatedAt && " · edited"}
           {item.sourceUrl && (
             <>
@@ -143,7 +160,10 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
                 {source.href && (
                   <>
                     {" · "}
-                    <Link href={source.href} aria-label={`${source.inChat ? "Source chat" : "Source message"} of ${source.agentName}`}>
+                    <Link
+                      href={source.href}
+                      aria-label={`${source.inChat ? "Source chat" : "Source message"} of ${source.agentName}`}
+                    >
                       {source.inChat ? "Source chat" : "Source message"}
                     </Link>
                   </>
@@ -165,7 +185,12 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
         {error && <ErrorNote message={error} onDismiss={clearError} />}
       </div>
       <div className="knowledge-actions">
-        <button type="button" className="button button-quiet button-small" aria-label={`Edit “${name}”`} onClick={() => setEditing(true)}>
+        <button
+          type="button"
+          className="button button-quiet button-small"
+          aria-label={`Edit “${name}”`}
+          onClick={() => setEditing(true)}
+        >
           Edit
         </button>
         <button

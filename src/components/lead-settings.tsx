@@ -69,7 +69,15 @@ export function LeadScheduleForm({
 }
 
 /** The model the lead talks to; empty follows the default (LLM_MODEL). Subordinates keep their own on the Agents tab. */
-export function LeadModelForm({ agentId, model: savedModel, defaultModel }: { agentId: string; model: string | null; defaultModel?: string }) {
+export function LeadModelForm({
+  agentId,
+  model: savedModel,
+  defaultModel,
+}: {
+  agentId: string;
+  model: string | null;
+  defaultModel?: string;
+}) {
   const [model, setModel] = useState(savedModel ?? "");
   const [saved, setSaved] = useState(false);
   const { busy, error, clearError, run } = useAction();
@@ -78,11 +86,17 @@ export function LeadModelForm({ agentId, model: savedModel, defaultModel }: { ag
   const save = async (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
-    if (await run(() => api(`/api/agents/${agentId}`, { method: "PATCH", body: { model: model.trim() || null } }))) setSaved(true);
+    if (await run(() => api(`/api/agents/${agentId}`, { method: "PATCH", body: { model: model.trim() || null } })))
+      setSaved(true);
   };
   return (
     <form className="card form" onSubmit={save} aria-label="The lead's model">
-      <ModelField idPrefix="lead-model" value={model} onChange={(next) => (setModel(next), setSaved(false))} defaultModel={defaultModel} />
+      <ModelField
+        idPrefix="lead-model"
+        value={model}
+        onChange={(next) => (setModel(next), setSaved(false))}
+        defaultModel={defaultModel}
+      />
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">
         <SavedNote shown={saved && !changed} />

@@ -76,9 +76,12 @@ export function useCoalesced(action: () => void, ms = 150): () => void {
   useEffect(() => {
     latest.current = action;
   });
-  useEffect(() => () => {
-    if (timer.current) clearTimeout(timer.current);
-  }, []);
+  useEffect(
+    () => () => {
+      if (timer.current) clearTimeout(timer.current);
+    },
+    [],
+  );
   return () => {
     if (timer.current) return;
     timer.current = setTimeout(() => {

@@ -55,7 +55,12 @@ const components: Components = {
 export function Markdown({ text, className }: { text: string; className?: string }) {
   return (
     <div className={className ? `markdown ${className}` : "markdown"}>
-      <ReactMarkdown remarkPlugins={[remarkGfm]} rehypePlugins={[rawHtmlAsText, rehypeSanitize]} urlTransform={safeUrl} components={components}>
+      <ReactMarkdown
+        remarkPlugins={[remarkGfm]}
+        rehypePlugins={[rawHtmlAsText, rehypeSanitize]}
+        urlTransform={safeUrl}
+        components={components}
+      >
         {text}
       </ReactMarkdown>
     </div>

@@ -71,8 +71,8 @@ export function McpServers({ teamId, servers }: { teamId: string; servers: McpSe
   return (
     <div className="mcp">
       <p className="mcp-intro">
-        MCP servers give this team&apos;s agents more tools. Each tool is called <code>SERVER__TOOL</code>; one that only reads runs without asking,
-        any other waits for your approval (change that under Approvals).
+        MCP servers give this team&apos;s agents more tools. Each tool is called <code>SERVER__TOOL</code>; one that
+        only reads runs without asking, any other waits for your approval (change that under Approvals).
       </p>
       {servers.length === 0 ? (
         <p className="hint">No MCP servers yet. Add one: an HTTP endpoint, or a command Cadre starts (stdio).</p>
@@ -130,7 +130,10 @@ function ServerCard({ server }: { server: McpServerWire }) {
 
   const secretNames = [...(server.transport === "http" ? server.headerNames : server.envNames)].sort();
   return (
-    <article className={server.enabled ? "card mcp-server" : "card mcp-server mcp-off"} aria-label={`MCP server ${server.name}`}>
+    <article
+      className={server.enabled ? "card mcp-server" : "card mcp-server mcp-off"}
+      aria-label={`MCP server ${server.name}`}
+    >
       <div className="card-head">
         <span className="card-title mono">{server.name}</span>
         <span className="channel-pills">
@@ -141,7 +144,8 @@ function ServerCard({ server }: { server: McpServerWire }) {
       <p className="channel-target mono">{server.transport === "http" ? server.url : commandLine(server)}</p>
       {secretNames.length > 0 && (
         <p className="hint mcp-secrets">
-          {server.transport === "http" ? "Headers" : "Environment"}: {secretNames.map((name, index) => (
+          {server.transport === "http" ? "Headers" : "Environment"}:{" "}
+          {secretNames.map((name, index) => (
             <span key={name}>
               {index > 0 && ", "}
               <code>{name}</code>
@@ -154,7 +158,13 @@ function ServerCard({ server }: { server: McpServerWire }) {
       {!server.enabled && <p className="hint">Off: no agent is offered its tools.</p>}
 
       <div role="status" className="mcp-status">
-        {testing ? <p className="hint">Connecting to {server.name}…</p> : test ? <TestOutcome result={test} /> : <ServerState server={server} onClear={busy ? undefined : clearLastError} />}
+        {testing ? (
+          <p className="hint">Connecting to {server.name}…</p>
+        ) : test ? (
+          <TestOutcome result={test} />
+        ) : (
+          <ServerState server={server} onClear={busy ? undefined : clearLastError} />
+        )}
       </div>
 
       {server.tools.length > 0 && <ToolList server={server} />}
@@ -162,16 +172,40 @@ function ServerCard({ server }: { server: McpServerWire }) {
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="card-foot">
         <span className="card-actions">
-          <button type="button" className="button" onClick={runTest} disabled={busy} aria-label={`Test connection for ${server.name}`}>
+          <button
+            type="button"
+            className="button"
+            onClick={runTest}
+            disabled={busy}
+            aria-label={`Test connection for ${server.name}`}
+          >
             {testing ? "Testing…" : "Test connection"}
           </button>
-          <button type="button" className="button button-quiet" onClick={toggle} disabled={busy} aria-label={`${server.enabled ? "Turn off" : "Turn on"} ${server.name}`}>
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={toggle}
+            disabled={busy}
+            aria-label={`${server.enabled ? "Turn off" : "Turn on"} ${server.name}`}
+          >
             {server.enabled ? "Turn off" : "Turn on"}
           </button>
-          <button type="button" className="button button-quiet" onClick={() => setEditing(true)} disabled={busy} aria-label={`Edit ${server.name}`}>
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={() => setEditing(true)}
+            disabled={busy}
+            aria-label={`Edit ${server.name}`}
+          >
             Edit
           </button>
-          <button type="button" className="button button-quiet button-danger-text" onClick={remove} disabled={busy} aria-label={`Delete ${server.name}`}>
+          <button
+            type="button"
+            className="button button-quiet button-danger-text"
+            onClick={remove}
+            disabled={busy}
+            aria-label={`Delete ${server.name}`}
+          >
             Delete
           </button>
         </span>
@@ -188,14 +222,22 @@ function ServerCard({ server }: { server: McpServerWire }) {
 function ServerState({ server, onClear }: { server: McpServerWire; onClear?: () => void }) {
   const connected = server.lastConnectedAt && (
     <p className="mcp-state mcp-state-ok">
-      <strong>Connected</strong> <LocalTime value={server.lastConnectedAt} relative />, {plural(server.tools.length, "tool")}.
+      <strong>Connected</strong> <LocalTime value={server.lastConnectedAt} relative />,{" "}
+      {plural(server.tools.length, "tool")}.
     </p>
   );
   const errorIsNewer = server.lastErrorAt && (!server.lastConnectedAt || server.lastErrorAt >= server.lastConnectedAt);
   const lastError = server.lastError && server.lastErrorAt && (
     <p className="mcp-state mcp-state-error">
-      <strong>{server.lastConnectedAt ? "Last error" : "Could not connect"}</strong> <LocalTime value={server.lastErrorAt} relative />: {server.lastError}{" "}
-      <button type="button" className="button button-quiet" onClick={onClear} disabled={!onClear} aria-label={`Clear the last error of ${server.name}`}>
+      <strong>{server.lastConnectedAt ? "Last error" : "Could not connect"}</strong>{" "}
+      <LocalTime value={server.lastErrorAt} relative />: {server.lastError}{" "}
+      <button
+        type="button"
+        className="button button-quiet"
+        onClick={onClear}
+        disabled={!onClear}
+        aria-label={`Clear the last error of ${server.name}`}
+      >
         Clear
       </button>
     </p>
@@ -223,7 +265,8 @@ function TestOutcome({ result }: { result: TestResult }) {
   return (
     <div className="mcp-state mcp-state-ok">
       <p>
-        <strong>Connected</strong> in {seconds(result.ms)}: {result.tools.length === 0 ? "it lists no tools." : `${plural(result.tools.length, "tool")}.`}
+        <strong>Connected</strong> in {seconds(result.ms)}:{" "}
+        {result.tools.length === 0 ? "it lists no tools." : `${plural(result.tools.length, "tool")}.`}
       </p>
       {result.tools.length > 0 && (
         <ul className="mcp-tool-chips" aria-label="Tools it listed">
@@ -269,7 +312,15 @@ function ToolList({ server }: { server: McpServerWire }) {
   );
 }
 
-function Field({ label, hint, children }: { label: string; hint?: ReactNode; children: (id: string, hintId: string | undefined) => ReactNode }) {
+function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  children: (id: string, hintId: string | undefined) => ReactNode;
+}) {
   const id = useId();
   const hintId = hint ? `${id}-hint` : undefined;
   return (
@@ -314,7 +365,14 @@ function AddServerForm({ teamId, onClose }: { teamId: string; onClose: () => voi
       const body =
         transport === "http"
           ? { transport, name: name.trim(), url: url.trim(), headers: parsePairs(headers, "header"), callTimeoutMs }
-          : { transport, name: name.trim(), command: command.trim(), args: parseArgs(args), env: parsePairs(env, "environment variable"), callTimeoutMs };
+          : {
+              transport,
+              name: name.trim(),
+              command: command.trim(),
+              args: parseArgs(args),
+              env: parsePairs(env, "environment variable"),
+              callTimeoutMs,
+            };
       await api(`/api/teams/${teamId}/mcp-servers`, { method: "POST", body });
     });
     if (!ok) return;
@@ -330,59 +388,159 @@ function AddServerForm({ teamId, onClose }: { teamId: string; onClose: () => voi
 
   const ready = name.trim() && (transport === "http" ? url.trim() : command.trim());
   return (
-    <form ref={form} className="card form" onSubmit={add} onKeyDown={closeOnEscape(onClose)} aria-labelledby="add-mcp-heading">
+    <form
+      ref={form}
+      className="card form"
+      onSubmit={add}
+      onKeyDown={closeOnEscape(onClose)}
+      aria-labelledby="add-mcp-heading"
+    >
       <h3 id="add-mcp-heading">Add an MCP server</h3>
       <fieldset className="choice-group">
         <legend>How Cadre reaches it</legend>
         <label className="choice">
-          <input type="radio" name="mcp-transport" value="stdio" checked={transport === "stdio"} onChange={() => setTransport("stdio")} />
+          <input
+            type="radio"
+            name="mcp-transport"
+            value="stdio"
+            checked={transport === "stdio"}
+            onChange={() => setTransport("stdio")}
+          />
           stdio: a command Cadre starts
         </label>
         <label className="choice">
-          <input type="radio" name="mcp-transport" value="http" checked={transport === "http"} onChange={() => setTransport("http")} />
+          <input
+            type="radio"
+            name="mcp-transport"
+            value="http"
+            checked={transport === "http"}
+            onChange={() => setTransport("http")}
+          />
           HTTP: a streamable HTTP endpoint
         </label>
       </fieldset>
-      <Field label="Server name" hint={<>Letters, digits, - and _ (no __), up to 40. Its tools are called NAME__TOOL.</>}>
+      <Field
+        label="Server name"
+        hint={<>Letters, digits, - and _ (no __), up to 40. Its tools are called NAME__TOOL.</>}
+      >
         {(id, hintId) => (
-          <input id={id} aria-describedby={hintId} value={name} onChange={(event) => setName(event.target.value)} maxLength={40} required spellCheck={false} autoComplete="off" placeholder="github" />
+          <input
+            id={id}
+            aria-describedby={hintId}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+            maxLength={40}
+            required
+            spellCheck={false}
+            autoComplete="off"
+            placeholder="github"
+          />
         )}
       </Field>
       {transport === "http" ? (
         <>
           <Field label="URL">
             {(id) => (
-              <input id={id} type="url" value={url} onChange={(event) => setUrl(event.target.value)} required maxLength={2000} spellCheck={false} autoComplete="off" placeholder="https://mcp.example.com/mcp" />
+              <input
+                id={id}
+                type="url"
+                value={url}
+                onChange={(event) => setUrl(event.target.value)}
+                required
+                maxLength={2000}
+                spellCheck={false}
+                autoComplete="off"
+                placeholder="https://mcp.example.com/mcp"
+              />
             )}
           </Field>
-          <Field label="Headers (optional)" hint="One NAME=value per line, such as Authorization=Bearer …. Stored for the connection; after saving only the names are shown.">
+          <Field
+            label="Headers (optional)"
+            hint="One NAME=value per line, such as Authorization=Bearer …. Stored for the connection; after saving only the names are shown."
+          >
             {(id, hintId) => (
-              <textarea id={id} aria-describedby={hintId} className="mono" rows={2} value={headers} onChange={(event) => setHeaders(event.target.value)} spellCheck={false} autoComplete="off" />
+              <textarea
+                id={id}
+                aria-describedby={hintId}
+                className="mono"
+                rows={2}
+                value={headers}
+                onChange={(event) => setHeaders(event.target.value)}
+                spellCheck={false}
+                autoComplete="off"
+              />
             )}
           </Field>
         </>
       ) : (
         <>
-          <Field label="Command" hint="The program to start, as the worker's machine finds it (an absolute path is safest).">
+          <Field
+            label="Command"
+            hint="The program to start, as the worker's machine finds it (an absolute path is safest)."
+          >
             {(id, hintId) => (
-              <input id={id} aria-describedby={hintId} className="mono" value={command} onChange={(event) => setCommand(event.target.value)} required maxLength={1000} spellCheck={false} autoComplete="off" placeholder="npx" />
+              <input
+                id={id}
+                aria-describedby={hintId}
+                className="mono"
+                value={command}
+                onChange={(event) => setCommand(event.target.value)}
+                required
+                maxLength={1000}
+                spellCheck={false}
+                autoComplete="off"
+                placeholder="npx"
+              />
             )}
           </Field>
           <Field label="Arguments (optional)" hint="One per line.">
             {(id, hintId) => (
-              <textarea id={id} aria-describedby={hintId} className="mono" rows={3} value={args} onChange={(event) => setArgs(event.target.value)} spellCheck={false} autoComplete="off" placeholder={"-y\n@modelcontextprotocol/server-github"} />
+              <textarea
+                id={id}
+                aria-describedby={hintId}
+                className="mono"
+                rows={3}
+                value={args}
+                onChange={(event) => setArgs(event.target.value)}
+                spellCheck={false}
+                autoComplete="off"
+                placeholder={"-y\n@modelcontextprotocol/server-github"}
+              />
             )}
           </Field>
-          <Field label="Environment (optional)" hint="One NAME=value per line, such as GITHUB_TOKEN=…. Stored for the command; after saving only the names are shown.">
+          <Field
+            label="Environment (optional)"
+            hint="One NAME=value per line, such as GITHUB_TOKEN=…. Stored for the command; after saving only the names are shown."
+          >
             {(id, hintId) => (
-              <textarea id={id} aria-describedby={hintId} className="mono" rows={2} value={env} onChange={(event) => setEnv(event.target.value)} spellCheck={false} autoComplete="off" />
+              <textarea
+                id={id}
+                aria-describedby={hintId}
+                className="mono"
+                rows={2}
+                value={env}
+                onChange={(event) => setEnv(event.target.value)}
+                spellCheck={false}
+                autoComplete="off"
+              />
             )}
           </Field>
         </>
       )}
       <Field label="Call timeout (seconds)" hint="How long one tool call may take before the agent is told it failed.">
         {(id, hintId) => (
-          <input id={id} aria-describedby={hintId} className="mcp-timeout" type="number" min={1} max={600} step={1} value={timeout} onChange={(event) => setTimeoutText(event.target.value)} required />
+          <input
+            id={id}
+            aria-describedby={hintId}
+            className="mcp-timeout"
+            type="number"
+            min={1}
+            max={600}
+            step={1}
+            value={timeout}
+            onChange={(event) => setTimeoutText(event.target.value)}
+            required
+          />
         )}
       </Field>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
@@ -433,7 +591,8 @@ function EditServerForm({ server, onDone }: { server: McpServerWire; onDone: () 
         if (JSON.stringify(newArgs) !== JSON.stringify(server.args)) changes.args = newArgs;
         if (replaceSecrets) changes.env = replaceSecrets;
       }
-      if (Object.keys(changes).length > 0) await api(`/api/mcp-servers/${server.id}`, { method: "PATCH", body: changes });
+      if (Object.keys(changes).length > 0)
+        await api(`/api/mcp-servers/${server.id}`, { method: "PATCH", body: changes });
     });
     if (ok) onDone();
   };
@@ -441,7 +600,8 @@ function EditServerForm({ server, onDone }: { server: McpServerWire; onDone: () 
   const keepHint =
     secretNames.length > 0 ? (
       <>
-        Leave empty to keep the current values ({secretNames.join(", ")}). New lines replace all of them. One NAME=value per line.
+        Leave empty to keep the current values ({secretNames.join(", ")}). New lines replace all of them. One NAME=value
+        per line.
       </>
     ) : (
       "One NAME=value per line. Leave empty for none."
@@ -449,20 +609,67 @@ function EditServerForm({ server, onDone }: { server: McpServerWire; onDone: () 
   return (
     <form className="card form" onSubmit={save} aria-label={`Edit ${server.name}`}>
       <h3>Edit {server.name}</h3>
-      <Field label="Server name" hint="Renaming changes its tools' names (NAME__TOOL): update scopes and policies that name them.">
-        {(id, hintId) => <input id={id} aria-describedby={hintId} value={name} onChange={(event) => setName(event.target.value)} maxLength={40} required spellCheck={false} autoComplete="off" />}
+      <Field
+        label="Server name"
+        hint="Renaming changes its tools' names (NAME__TOOL): update scopes and policies that name them."
+      >
+        {(id, hintId) => (
+          <input
+            id={id}
+            aria-describedby={hintId}
+            value={name}
+            onChange={(event) => setName(event.target.value)}
+            maxLength={40}
+            required
+            spellCheck={false}
+            autoComplete="off"
+          />
+        )}
       </Field>
       {http ? (
         <Field label="URL">
-          {(id) => <input id={id} type="url" value={url} onChange={(event) => setUrl(event.target.value)} required maxLength={2000} spellCheck={false} autoComplete="off" />}
+          {(id) => (
+            <input
+              id={id}
+              type="url"
+              value={url}
+              onChange={(event) => setUrl(event.target.value)}
+              required
+              maxLength={2000}
+              spellCheck={false}
+              autoComplete="off"
+            />
+          )}
         </Field>
       ) : (
         <>
           <Field label="Command">
-            {(id) => <input id={id} className="mono" value={command} onChange={(event) => setCommand(event.target.value)} required maxLength={1000} spellCheck={false} autoComplete="off" />}
+            {(id) => (
+              <input
+                id={id}
+                className="mono"
+                value={command}
+                onChange={(event) => setCommand(event.target.value)}
+                required
+                maxLength={1000}
+                spellCheck={false}
+                autoComplete="off"
+              />
+            )}
           </Field>
           <Field label="Arguments" hint="One per line.">
-            {(id, hintId) => <textarea id={id} aria-describedby={hintId} className="mono" rows={3} value={args} onChange={(event) => setArgs(event.target.value)} spellCheck={false} autoComplete="off" />}
+            {(id, hintId) => (
+              <textarea
+                id={id}
+                aria-describedby={hintId}
+                className="mono"
+                rows={3}
+                value={args}
+                onChange={(event) => setArgs(event.target.value)}
+                spellCheck={false}
+                autoComplete="off"
+              />
+            )}
           </Field>
         </>
       )}
@@ -489,7 +696,19 @@ function EditServerForm({ server, onDone }: { server: McpServerWire; onDone: () 
         </label>
       )}
       <Field label="Call timeout (seconds)">
-        {(id) => <input id={id} className="mcp-timeout" type="number" min={1} max={600} step={1} value={timeout} onChange={(event) => setTimeoutText(event.target.value)} required />}
+        {(id) => (
+          <input
+            id={id}
+            className="mcp-timeout"
+            type="number"
+            min={1}
+            max={600}
+            step={1}
+            value={timeout}
+            onChange={(event) => setTimeoutText(event.target.value)}
+            required
+          />
+        )}
       </Field>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">

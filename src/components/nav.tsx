@@ -33,7 +33,14 @@ function useInboxBadgeCount(): number | null {
   const reload = useCoalesced(() => void load(), 100);
   useLiveEvents((event) => {
     // A question withdrawn with its task, an approval decided elsewhere: the waiting count moves.
-    if (event === null || event.table === "inbox_items" || event.table === "teams" || event.table === "approvals" || (event.table === "tasks" && ["completed", "failed", "cancelled"].includes(event.status ?? ""))) reload();
+    if (
+      event === null ||
+      event.table === "inbox_items" ||
+      event.table === "teams" ||
+      event.table === "approvals" ||
+      (event.table === "tasks" && ["completed", "failed", "cancelled"].includes(event.status ?? ""))
+    )
+      reload();
   });
   return count;
 }
@@ -46,12 +53,18 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
   return (
     <header className="sidebar">
       <Link href="/" className="brand" aria-label="Cadre home">
-        <span className="brand-mark" aria-hidden="true">◆</span> Cadre
+        <span className="brand-mark" aria-hidden="true">
+          ◆
+        </span>{" "}
+        Cadre
       </Link>
       <nav aria-label="Main">
         <ul className="nav-links">
           {links.map(({ href, label }) => {
-            const active = pathname === href || pathname.startsWith(`${href}/`) || (href === "/teams" && pathname.startsWith("/agents/"));
+            const active =
+              pathname === href ||
+              pathname.startsWith(`${href}/`) ||
+              (href === "/teams" && pathname.startsWith("/agents/"));
             const showBadge = href === "/inbox" && count !== null && count > 0;
             return (
               <li key={href}>
@@ -80,12 +93,22 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
       </nav>
       <div className="sidebar-foot">
         {offline && (
-          <span className="pill pill-warn" title="No model is configured: set OPENAI_API_KEY or OPENAI_BASE_URL to use a real LLM.">
+          <span
+            className="pill pill-warn"
+            title="No model is configured: set OPENAI_API_KEY or OPENAI_BASE_URL to use a real LLM."
+          >
             offline<span className="wide-only">&nbsp;model</span>
           </span>
         )}
         {/* Only the browser's connection for live updates, not the app's health: the worker banner says when workers are down. */}
-        <span className={`live-status live-${live}`} title={live === "live" ? "Live updates: connected — pages update by themselves" : "Live updates: reconnecting — reload to see the latest"}>
+        <span
+          className={`live-status live-${live}`}
+          title={
+            live === "live"
+              ? "Live updates: connected — pages update by themselves"
+              : "Live updates: reconnecting — reload to see the latest"
+          }
+        >
           <span className="live-dot" aria-hidden="true" />
           {/* Visible on a phone too: a bare dot says nothing to someone who has not read this code. */}
           <span className="live-label" aria-hidden="true" data-testid="live-label">
@@ -98,7 +121,9 @@ export function Nav({ offline, canSignOut }: { offline: boolean; canSignOut: boo
               </>
             )}
           </span>
-          <span className="visually-hidden">{live === "live" ? "Live updates: connected" : "Live updates: reconnecting"}</span>
+          <span className="visually-hidden">
+            {live === "live" ? "Live updates: connected" : "Live updates: reconnecting"}
+          </span>
         </span>
         {canSignOut && (
           // A plain form post: the server ends the session and answers 303 → /sign-in, with or without JavaScript.

@@ -8,18 +8,48 @@ import { NotificationChannels, type ChannelView, type DeliveryView } from "./not
 vi.mock("next/navigation", () => ({ useRouter: () => ({ refresh: () => {} }) }));
 
 const channels: ChannelView[] = [
-  { id: "c1", type: "webhook", name: "Team Slack", url: "https://hooks.slack.com/services/T0/B0/abc", recipient: null, kinds: ["briefing", "alert"], enabled: true },
+  {
+    id: "c1",
+    type: "webhook",
+    name: "Team Slack",
+    url: "https://hooks.slack.com/services/T0/B0/abc",
+    recipient: null,
+    kinds: ["briefing", "alert"],
+    enabled: true,
+  },
   { id: "c2", type: "email", name: "Me", url: null, recipient: "me@example.com", kinds: ["question"], enabled: false },
 ];
 const deliveries: DeliveryView[] = [
-  { id: "n1", channelName: "Team Slack", kind: "alert", title: "Task failed", status: "failed", attempts: 9, lastError: "HTTP 500 from https://hooks.slack.com/services/T0/B0/abc: boom", createdAt: "2026-01-01T00:00:00Z", sentAt: null },
-  { id: "n2", channelName: "Me", kind: "test", title: "Test notification from Cadre (Solar)", status: "sent", attempts: 1, lastError: null, createdAt: "2026-01-01T00:00:00Z", sentAt: "2026-01-01T00:00:01Z" },
+  {
+    id: "n1",
+    channelName: "Team Slack",
+    kind: "alert",
+    title: "Task failed",
+    status: "failed",
+    attempts: 9,
+    lastError: "HTTP 500 from https://hooks.slack.com/services/T0/B0/abc: boom",
+    createdAt: "2026-01-01T00:00:00Z",
+    sentAt: null,
+  },
+  {
+    id: "n2",
+    channelName: "Me",
+    kind: "test",
+    title: "Test notification from Cadre (Solar)",
+    status: "sent",
+    attempts: 1,
+    lastError: null,
+    createdAt: "2026-01-01T00:00:00Z",
+    sentAt: "2026-01-01T00:00:01Z",
+  },
 ];
 const signing = { timestampHeader: "x-cadre-timestamp", signatureHeader: "x-cadre-signature" };
 
 function render(emailAvailable: boolean, listing = { channels, deliveries }): string {
   // Without the markers React puts between adjacent text nodes.
-  return renderToString(createElement(NotificationChannels, { teamId: "t1", initial: listing, emailAvailable, signing })).replaceAll("<!-- -->", "");
+  return renderToString(
+    createElement(NotificationChannels, { teamId: "t1", initial: listing, emailAvailable, signing }),
+  ).replaceAll("<!-- -->", "");
 }
 
 describe("NotificationChannels", () => {
@@ -38,7 +68,17 @@ describe("NotificationChannels", () => {
 
   it("labels the form's fields and kinds, and shows the delivery log with status, attempts and the last error", () => {
     const html = render(true);
-    for (const label of ["Channel name", "Webhook URL", "Briefings", "Questions", "Approvals", "Alerts", "Channel type", "Notify about"]) expect(html).toContain(label);
+    for (const label of [
+      "Channel name",
+      "Webhook URL",
+      "Briefings",
+      "Questions",
+      "Approvals",
+      "Alerts",
+      "Channel type",
+      "Notify about",
+    ])
+      expect(html).toContain(label);
     expect(html).toContain("Delivery log");
     expect(html).toContain("status-failed");
     expect(html).toContain("9 attempts");

@@ -70,7 +70,8 @@ export function NotificationChannels({
       setLoadError(null);
     } catch (error) {
       // The team was deleted meanwhile: the page's own refresh takes over.
-      if (!(error instanceof ApiError && error.status === 404)) setLoadError(error instanceof Error ? error.message : String(error));
+      if (!(error instanceof ApiError && error.status === 404))
+        setLoadError(error instanceof Error ? error.message : String(error));
     }
   }, [url]);
   const reloadSoon = useCoalesced(() => void reload(), 300);
@@ -81,7 +82,10 @@ export function NotificationChannels({
   return (
     <div className="notifications">
       {listing.channels.length === 0 ? (
-        <p className="hint">No channels yet: briefings, questions, approvals and alerts reach you only in the inbox. Add a webhook (Slack works as is) or an email address below.</p>
+        <p className="hint">
+          No channels yet: briefings, questions, approvals and alerts reach you only in the inbox. Add a webhook (Slack
+          works as is) or an email address below.
+        </p>
       ) : (
         <ul className="card-list">
           {listing.channels.map((channel) => (
@@ -94,7 +98,8 @@ export function NotificationChannels({
 
       {secret && (
         <SecretReveal label={`Signing secret of ${secret.channel}`} value={secret.value} onDone={() => setSecret(null)}>
-          Copy it now if the receiver checks signatures: <strong>you will not see it again.</strong> Slack does not need it.
+          Copy it now if the receiver checks signatures: <strong>you will not see it again.</strong> Slack does not need
+          it.
         </SecretReveal>
       )}
 
@@ -110,10 +115,11 @@ export function NotificationChannels({
       <details className="webhook-help">
         <summary>How to verify a webhook delivery</summary>
         <p>
-          Each delivery is a POST of JSON <code>{"{ id, type, title, summary, link, text }"}</code> with <code>{signing.timestampHeader}</code> (unix
-          seconds) and <code>{signing.signatureHeader}</code>: <code>sha256=</code> and the hex HMAC-SHA256 of <code>{"<timestamp>.<raw body>"}</code>,
-          keyed with the channel&apos;s secret. <code>idempotency-key</code> holds the notification id, the same on every retry: a receiver that has seen
-          it already can answer 200 and do nothing. <code>text</code> is what Slack shows.
+          Each delivery is a POST of JSON <code>{"{ id, type, title, summary, link, text }"}</code> with{" "}
+          <code>{signing.timestampHeader}</code> (unix seconds) and <code>{signing.signatureHeader}</code>:{" "}
+          <code>sha256=</code> and the hex HMAC-SHA256 of <code>{"<timestamp>.<raw body>"}</code>, keyed with the
+          channel&apos;s secret. <code>idempotency-key</code> holds the notification id, the same on every retry: a
+          receiver that has seen it already can answer 200 and do nothing. <code>text</code> is what Slack shows.
         </p>
       </details>
 
@@ -131,7 +137,8 @@ export function NotificationChannels({
                   <span className="delivery-title">{delivery.title}</span>
                 </div>
                 <div className="hint">
-                  {delivery.channelName} · {delivery.kind} · {delivery.attempts} {delivery.attempts === 1 ? "attempt" : "attempts"} ·{" "}
+                  {delivery.channelName} · {delivery.kind} · {delivery.attempts}{" "}
+                  {delivery.attempts === 1 ? "attempt" : "attempts"} ·{" "}
                   <LocalTime value={delivery.sentAt ?? delivery.createdAt} relative />
                 </div>
                 {delivery.lastError && <p className="delivery-error">{delivery.lastError}</p>}
@@ -149,23 +156,30 @@ function ChannelCard({ channel, onChanged }: { channel: ChannelView; onChanged: 
   const [tested, setTested] = useState(false);
   const path = `/api/notification-channels/${channel.id}`;
 
-  const toggle = () => run(async () => {
-    await api(path, { method: "PATCH", body: { enabled: !channel.enabled } });
-    await onChanged();
-  });
+  const toggle = () =>
+    run(async () => {
+      await api(path, { method: "PATCH", body: { enabled: !channel.enabled } });
+      await onChanged();
+    });
   const sendTest = async () => {
     setTested(false);
-    if (await run(async () => {
-      await api(`${path}/test`, { method: "POST" });
-      await onChanged();
-    })) setTested(true);
+    if (
+      await run(async () => {
+        await api(`${path}/test`, { method: "POST" });
+        await onChanged();
+      })
+    )
+      setTested(true);
   };
   const remove = async () => {
     if (!window.confirm(`Delete the channel ${channel.name}? Its delivery log goes with it.`)) return;
-    await run(async () => {
-      await api(path, { method: "DELETE" });
-      await onChanged();
-    }, { keepBusy: true });
+    await run(
+      async () => {
+        await api(path, { method: "DELETE" });
+        await onChanged();
+      },
+      { keepBusy: true },
+    );
   };
 
   return (
@@ -188,13 +202,31 @@ function ChannelCard({ channel, onChanged }: { channel: ChannelView; onChanged: 
       <div className="card-foot">
         <span />
         <span className="card-actions">
-          <button type="button" className="button button-quiet" onClick={sendTest} disabled={busy} aria-label={`Send test to ${channel.name}`}>
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={sendTest}
+            disabled={busy}
+            aria-label={`Send test to ${channel.name}`}
+          >
             Send test
           </button>
-          <button type="button" className="button button-quiet" onClick={toggle} disabled={busy} aria-label={`${channel.enabled ? "Turn off" : "Turn on"} ${channel.name}`}>
+          <button
+            type="button"
+            className="button button-quiet"
+            onClick={toggle}
+            disabled={busy}
+            aria-label={`${channel.enabled ? "Turn off" : "Turn on"} ${channel.name}`}
+          >
             {channel.enabled ? "Turn off" : "Turn on"}
           </button>
-          <button type="button" className="button button-quiet button-danger-text" onClick={remove} disabled={busy} aria-label={`Delete channel ${channel.name}`}>
+          <button
+            type="button"
+            className="button button-quiet button-danger-text"
+            onClick={remove}
+            disabled={busy}
+            aria-label={`Delete channel ${channel.name}`}
+          >
             Delete
           </button>
         </span>
@@ -231,7 +263,9 @@ function AddChannelForm({
     setTarget("");
   };
   const toggleKind = (kind: NotificationKind, on: boolean) =>
-    setKinds((current) => KINDS.map((option) => option.kind).filter((option) => (option === kind ? on : current.includes(option))));
+    setKinds((current) =>
+      KINDS.map((option) => option.kind).filter((option) => (option === kind ? on : current.includes(option))),
+    );
 
   return (
     <form className="card form" onSubmit={add} aria-labelledby="add-channel-heading">
@@ -239,18 +273,37 @@ function AddChannelForm({
       <fieldset className="choice-group">
         <legend>Channel type</legend>
         <label className="choice">
-          <input type="radio" name="channel-type" value="webhook" checked={type === "webhook"} onChange={() => setType("webhook")} />
+          <input
+            type="radio"
+            name="channel-type"
+            value="webhook"
+            checked={type === "webhook"}
+            onChange={() => setType("webhook")}
+          />
           Webhook (Slack or any URL)
         </label>
         <label className="choice">
-          <input type="radio" name="channel-type" value="email" checked={type === "email"} onChange={() => setType("email")} disabled={!emailAvailable} />
+          <input
+            type="radio"
+            name="channel-type"
+            value="email"
+            checked={type === "email"}
+            onChange={() => setType("email")}
+            disabled={!emailAvailable}
+          />
           Email
         </label>
       </fieldset>
       {!emailAvailable && <p className="hint">Email notifications need SMTP_URL and SMTP_FROM set on the server.</p>}
       <label className="field">
         <span>Channel name</span>
-        <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required placeholder={type === "webhook" ? "Team Slack" : "My inbox"} />
+        <input
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          maxLength={120}
+          required
+          placeholder={type === "webhook" ? "Team Slack" : "My inbox"}
+        />
       </label>
       <label className="field">
         <span>{type === "webhook" ? "Webhook URL" : "Email address"}</span>
@@ -269,14 +322,22 @@ function AddChannelForm({
         <legend>Notify about</legend>
         {KINDS.map(({ kind, label }) => (
           <label key={kind} className="choice">
-            <input type="checkbox" checked={kinds.includes(kind)} onChange={(event) => toggleKind(kind, event.target.checked)} />
+            <input
+              type="checkbox"
+              checked={kinds.includes(kind)}
+              onChange={(event) => toggleKind(kind, event.target.checked)}
+            />
             {label}
           </label>
         ))}
       </fieldset>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={busy || !name.trim() || !target.trim() || kinds.length === 0}>
+        <button
+          type="submit"
+          className="button button-primary"
+          disabled={busy || !name.trim() || !target.trim() || kinds.length === 0}
+        >
           {busy ? "Adding…" : "Add channel"}
         </button>
       </div>

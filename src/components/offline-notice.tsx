@@ -26,7 +26,13 @@ function CheckResult({ name, check }: { name: string; check: ServiceCheck }) {
  * Shown by the server only when no model is configured. `searchConfigured`: TAVILY_API_KEY is set;
  * `setupOpen`: the variables show without a click (a first run, with no team yet).
  */
-export function OfflineNotice({ searchConfigured, setupOpen = false }: { searchConfigured: boolean; setupOpen?: boolean }) {
+export function OfflineNotice({
+  searchConfigured,
+  setupOpen = false,
+}: {
+  searchConfigured: boolean;
+  setupOpen?: boolean;
+}) {
   const headingId = useId();
   const [checking, setChecking] = useState(false);
   const [result, setResult] = useState<ConnectionCheck | null>(null);
@@ -49,17 +55,25 @@ export function OfflineNotice({ searchConfigured, setupOpen = false }: { searchC
         Answers are a built-in demo
       </h2>
       <p>
-        No model is connected, so Cadre&apos;s built-in offline model plays every agent. It runs the real flow — it delegates, records, reports and briefs — but
-        its words are canned, not thought.{" "}
-        {searchConfigured ? "Web search is configured, so its findings come from real searches." : "Web search is not configured either, so nothing is looked up."}
+        No model is connected, so Cadre&apos;s built-in offline model plays every agent. It runs the real flow — it
+        delegates, records, reports and briefs — but its words are canned, not thought.{" "}
+        {searchConfigured
+          ? "Web search is configured, so its findings come from real searches."
+          : "Web search is not configured either, so nothing is looked up."}
       </p>
       <details className="offline-notice-setup" open={setupOpen}>
         <summary>How to connect a model and web search</summary>
         <p className="hint">Set these in Cadre&apos;s environment, then restart it (npm start, or npm run dev).</p>
         <div className="offline-notice-vars">
           <CopyField label="OpenAI: your API key" value="OPENAI_API_KEY=sk-…" buttonLabel="Copy" />
-          <p className="hint offline-notice-or">or any OpenAI-compatible server (LM Studio, Ollama, vLLM, OpenRouter) and its model:</p>
-          <CopyField label="The server's address" value="OPENAI_BASE_URL=http://localhost:11434/v1" buttonLabel="Copy" />
+          <p className="hint offline-notice-or">
+            or any OpenAI-compatible server (LM Studio, Ollama, vLLM, OpenRouter) and its model:
+          </p>
+          <CopyField
+            label="The server's address"
+            value="OPENAI_BASE_URL=http://localhost:11434/v1"
+            buttonLabel="Copy"
+          />
           <CopyField label="The model to use" value="LLM_MODEL=qwen3:8b" buttonLabel="Copy" />
           <p className="hint offline-notice-or">and for web search, a key from tavily.com:</p>
           <CopyField label="Tavily: your API key" value="TAVILY_API_KEY=tvly-…" buttonLabel="Copy" />

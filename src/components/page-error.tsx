@@ -40,9 +40,17 @@ export function PageError({ error, retry }: { error: unknown; retry: () => void 
         </p>
         <h1 className="empty-title">Couldn&apos;t load this page — {retryingWords(auto)}</h1>
         <div className="empty-body">
-          <p>The server could not read what this page shows, most often because its database is briefly out of reach. The page comes back by itself once it answers.</p>
+          <p>
+            The server could not read what this page shows, most often because its database is briefly out of reach. The
+            page comes back by itself once it answers.
+          </p>
           <p className="form-actions">
-            <button type="button" className="button button-primary" onClick={auto.retryNow} disabled={auto.secondsLeft === null}>
+            <button
+              type="button"
+              className="button button-primary"
+              onClick={auto.retryNow}
+              disabled={auto.secondsLeft === null}
+            >
               Retry now
             </button>
             <Link href="/teams" className="button button-quiet">
@@ -52,8 +60,8 @@ export function PageError({ error, retry }: { error: unknown; retry: () => void 
           <details className="error-details">
             <summary>Details</summary>
             <p>
-              If this lasts, check that Postgres is running and that DATABASE_URL points at it; <a href="/api/health">/api/health</a> says what the
-              server sees.
+              If this lasts, check that Postgres is running and that DATABASE_URL points at it;{" "}
+              <a href="/api/health">/api/health</a> says what the server sees.
             </p>
             {digest && (
               <p>

@@ -3,7 +3,15 @@
 // prompt, an agent's text with its closing marker). The work log, the timeline entries and
 // the trace render through these, so each says a thing the same way.
 import { splitMarker } from "@/lib/agents/formats";
-import { describeAgentText, describeLogMessage, describeMarker, describeProblem, withoutIds, type Names, type Problem } from "@/lib/plain-words";
+import {
+  describeAgentText,
+  describeLogMessage,
+  describeMarker,
+  describeProblem,
+  withoutIds,
+  type Names,
+  type Problem,
+} from "@/lib/plain-words";
 import { Markdown } from "./markdown";
 
 /** One sentence saying what happened and what happens next; the kind of failure behind "Details". */
@@ -27,7 +35,15 @@ export function ErrorText({ error, retried, className }: { error: string; retrie
 }
 
 /** Input the engine put into an agent's log: a headline, and its text when it says something. */
-export function LogInputBody({ content, names, headlineClassName = "log-headline" }: { content: string; names?: Names; headlineClassName?: string }) {
+export function LogInputBody({
+  content,
+  names,
+  headlineClassName = "log-headline",
+}: {
+  content: string;
+  names?: Names;
+  headlineClassName?: string;
+}) {
   const described = describeLogMessage(content, names);
   return (
     <>
@@ -38,14 +54,24 @@ export function LogInputBody({ content, names, headlineClassName = "log-headline
 }
 
 /** An agent's own text; a marker it ends with (a Stop, an error) becomes a sentence. */
-export function AgentTextBody({ content, names, markerClassName = "log-marker" }: { content: string; names?: Names; markerClassName?: string }) {
+export function AgentTextBody({
+  content,
+  names,
+  markerClassName = "log-marker",
+}: {
+  content: string;
+  names?: Names;
+  markerClassName?: string;
+}) {
   const split = splitMarker(content.trim());
   const text = split ? split.text : content;
   const marker = split ? describeMarker(split.marker) : null;
   return (
     <>
       {text.trim() && <Markdown text={describeAgentText(text, names)} />}
-      {marker && <ProblemText problem={marker} className={`${markerClassName} ${marker.kind === "error" ? "log-failed" : ""}`} />}
+      {marker && (
+        <ProblemText problem={marker} className={`${markerClassName} ${marker.kind === "error" ? "log-failed" : ""}`} />
+      )}
     </>
   );
 }

@@ -7,7 +7,8 @@ import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
 import { useInlineForm } from "./use-inline-form";
 
-const usd = (value: number) => `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
+const usd = (value: number) =>
+  `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`;
 
 /** The API path of a model id: each segment escaped (ids hold `:` and `@`), `/` kept between them. */
 function pricePath(model: string): string {
@@ -15,7 +16,8 @@ function pricePath(model: string): string {
 }
 
 function describePrice(price: TokenPrice): string {
-  const cached = price.cachedInputUsdPerMtok === null ? "cached at the input rate" : `cached ${usd(price.cachedInputUsdPerMtok)}`;
+  const cached =
+    price.cachedInputUsdPerMtok === null ? "cached at the input rate" : `cached ${usd(price.cachedInputUsdPerMtok)}`;
   return `in ${usd(price.inputUsdPerMtok)} · ${cached} · out ${usd(price.outputUsdPerMtok)}`;
 }
 
@@ -35,7 +37,15 @@ const bodyOf = (draft: Draft) => ({
 });
 
 /** The three price fields, shared by editing a row and adding a model. */
-function PriceFields({ draft, onChange, idPrefix }: { draft: Draft; onChange: (draft: Draft) => void; idPrefix: string }) {
+function PriceFields({
+  draft,
+  onChange,
+  idPrefix,
+}: {
+  draft: Draft;
+  onChange: (draft: Draft) => void;
+  idPrefix: string;
+}) {
   const field = (key: "input" | "cached" | "output", label: string, placeholder: string) => (
     <div className="field price-field">
       <label htmlFor={`${idPrefix}-${key}`}>{label}</label>
@@ -87,7 +97,12 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
         {used && <span className="pill pill-live">used</span>}
       </div>
       {editing ? (
-        <form className="price-edit" onSubmit={save} onKeyDown={form.onKeyDown} aria-label={`Edit the price of ${entry.model}`}>
+        <form
+          className="price-edit"
+          onSubmit={save}
+          onKeyDown={form.onKeyDown}
+          aria-label={`Edit the price of ${entry.model}`}
+        >
           <PriceFields draft={draft} onChange={setDraft} idPrefix={id} />
           <div className="form-actions">
             <button type="button" className="button button-quiet" onClick={form.cancel}>
@@ -102,7 +117,13 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
         <div className="price-line">
           <span className="price-figures">{inForce ? describePrice(inForce) : "no price"}</span>
           <span className="card-actions">
-            <button type="button" className="button button-quiet button-small" ref={form.opener("edit")} onClick={() => form.show("edit")} aria-label={`Edit the price of ${entry.model}`}>
+            <button
+              type="button"
+              className="button button-quiet button-small"
+              ref={form.opener("edit")}
+              onClick={() => form.show("edit")}
+              aria-label={`Edit the price of ${entry.model}`}
+            >
               Edit
             </button>
             {entry.custom && (
@@ -111,7 +132,9 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
                 className="button button-quiet button-small"
                 onClick={reset}
                 disabled={busy}
-                aria-label={entry.builtIn ? `Reset ${entry.model} to the built-in price` : `Remove the price of ${entry.model}`}
+                aria-label={
+                  entry.builtIn ? `Reset ${entry.model} to the built-in price` : `Remove the price of ${entry.model}`
+                }
               >
                 {entry.builtIn ? "Reset" : "Remove"}
               </button>
@@ -119,7 +142,9 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
           </span>
         </div>
       )}
-      {entry.custom && entry.builtIn && !editing && <span className="hint">Built-in: {describePrice(entry.builtIn)}</span>}
+      {entry.custom && entry.builtIn && !editing && (
+        <span className="hint">Built-in: {describePrice(entry.builtIn)}</span>
+      )}
       {error && <ErrorNote message={error} onDismiss={clearError} />}
     </li>
   );
@@ -131,7 +156,15 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
  * `usedModels`: the ids whose prices priced the period's calls; `unpriced`: models used
  * with no price, offered for pricing first.
  */
-export function PriceTableEditor({ entries, usedModels, unpriced }: { entries: PriceListEntry[]; usedModels: string[]; unpriced: string[] }) {
+export function PriceTableEditor({
+  entries,
+  usedModels,
+  unpriced,
+}: {
+  entries: PriceListEntry[];
+  usedModels: string[];
+  unpriced: string[];
+}) {
   const id = useId();
   const [draft, setDraft] = useState<Draft>(() => draftOf(unpriced[0] ?? "", null));
   const { busy, error, clearError, run } = useAction();

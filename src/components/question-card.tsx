@@ -48,7 +48,10 @@ export function QuestionCard({
     setBusy(true);
     setError(null);
     try {
-      const { question: saved } = await api<{ question: QuestionData }>(`/api/questions/${question.id}/answer`, { method: "POST", body: { answer: answer.trim() } });
+      const { question: saved } = await api<{ question: QuestionData }>(`/api/questions/${question.id}/answer`, {
+        method: "POST",
+        body: { answer: answer.trim() },
+      });
       setAnswered(saved);
       setAnswer("");
       onAnswered?.(saved);
@@ -73,7 +76,11 @@ export function QuestionCard({
   };
 
   return (
-    <article className={`question question-${question.status}`} aria-label={`${agentName} asks: ${oneLine(question.question, 100)}`} data-question-id={question.id}>
+    <article
+      className={`question question-${question.status}`}
+      aria-label={`${agentName} asks: ${oneLine(question.question, 100)}`}
+      data-question-id={question.id}
+    >
       {showQuestion && <Markdown text={question.question} className="question-text" />}
       {question.status === "open" && (
         <form className="question-form" onSubmit={send}>

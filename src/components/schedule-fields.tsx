@@ -65,7 +65,9 @@ export function ScheduleFields({
             onChange={(event) => {
               const kind = event.target.value as ScheduleKind;
               // Advanced starts from the cron in force, so a person edits what runs rather than a blank.
-              set(kind === "advanced" && !choice.cron.trim() ? { kind, cron: cronOf(choice) ?? defaultCron } : { kind });
+              set(
+                kind === "advanced" && !choice.cron.trim() ? { kind, cron: cronOf(choice) ?? defaultCron } : { kind },
+              );
             }}
           >
             {/* The default's own words are in the preview below: in the option they were cut off. */}
@@ -79,13 +81,25 @@ export function ScheduleFields({
         {choice.kind === "hourly" && (
           <label className="field">
             <span>Minutes past the hour</span>
-            <input type="number" min={0} max={59} value={choice.minute} onChange={(event) => set({ minute: Math.min(59, Math.max(0, Math.trunc(Number(event.target.value) || 0))) })} />
+            <input
+              type="number"
+              min={0}
+              max={59}
+              value={choice.minute}
+              onChange={(event) =>
+                set({ minute: Math.min(59, Math.max(0, Math.trunc(Number(event.target.value) || 0))) })
+              }
+            />
           </label>
         )}
         {choice.kind === "weekly" && (
           <div className="field">
             <label htmlFor={`${idPrefix}-day`}>Day</label>
-            <select id={`${idPrefix}-day`} value={choice.day} onChange={(event) => set({ day: Number(event.target.value) })}>
+            <select
+              id={`${idPrefix}-day`}
+              value={choice.day}
+              onChange={(event) => set({ day: Number(event.target.value) })}
+            >
               {/* Monday first, as a week reads; cron counts from Sunday. */}
               {[1, 2, 3, 4, 5, 6, 0].map((day) => (
                 <option key={day} value={day}>
@@ -104,12 +118,26 @@ export function ScheduleFields({
         {choice.kind === "advanced" && (
           <label className="field">
             <span>Cron</span>
-            <input value={choice.cron} onChange={(event) => set({ cron: event.target.value })} maxLength={120} placeholder={defaultCron} spellCheck={false} aria-describedby={`${idPrefix}-cron-hint`} />
+            <input
+              value={choice.cron}
+              onChange={(event) => set({ cron: event.target.value })}
+              maxLength={120}
+              placeholder={defaultCron}
+              spellCheck={false}
+              aria-describedby={`${idPrefix}-cron-hint`}
+            />
           </label>
         )}
         <label className="field">
           <span>Time zone</span>
-          <input value={timeZone} onChange={(event) => onTimeZone(event.target.value)} list={`${idPrefix}-zones`} maxLength={64} placeholder="Empty: UTC" spellCheck={false} />
+          <input
+            value={timeZone}
+            onChange={(event) => onTimeZone(event.target.value)}
+            list={`${idPrefix}-zones`}
+            maxLength={64}
+            placeholder="Empty: UTC"
+            spellCheck={false}
+          />
           <datalist id={`${idPrefix}-zones`}>
             {timeZoneNames().map((zone) => (
               <option key={zone} value={zone} />
@@ -148,7 +176,13 @@ export function useModelList(): ModelList | null {
     let live = true;
     api<ModelList>("/api/models").then(
       (answer) => live && setList(answer),
-      () => live && setList({ models: [], source: "none", error: "Could not list the server's models. Type a model name instead." }),
+      () =>
+        live &&
+        setList({
+          models: [],
+          source: "none",
+          error: "Could not list the server's models. Type a model name instead.",
+        }),
     );
     return () => {
       live = false;
@@ -160,7 +194,17 @@ export function useModelList(): ModelList | null {
 const plural = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
 
 /** An agent's model: free text with the server's list to pick from; empty is the default model. */
-export function ModelField({ idPrefix, value, onChange, defaultModel }: { idPrefix: string; value: string; onChange: (value: string) => void; defaultModel?: string }) {
+export function ModelField({
+  idPrefix,
+  value,
+  onChange,
+  defaultModel,
+}: {
+  idPrefix: string;
+  value: string;
+  onChange: (value: string) => void;
+  defaultModel?: string;
+}) {
   const models = useModelList();
   return (
     <>
@@ -176,14 +220,19 @@ export function ModelField({ idPrefix, value, onChange, defaultModel }: { idPref
           spellCheck={false}
         />
         <datalist id={`${idPrefix}-models`}>
-          {models?.models.map((id) => <option key={id} value={id} />)}
+          {models?.models.map((id) => (
+            <option key={id} value={id} />
+          ))}
         </datalist>
       </label>
       <p className="hint under-field" id={`${idPrefix}-models-hint`}>
         {defaultModel && `The default is ${defaultModel}. `}
         {models === null
           ? "Asking the model server what it offers…"
-          : models.error ?? (models.source === "server" ? `${plural(models.models.length, "model")} on the configured server; or type any name.` : "Offline model: there is no server to choose from.")}
+          : (models.error ??
+            (models.source === "server"
+              ? `${plural(models.models.length, "model")} on the configured server; or type any name.`
+              : "Offline model: there is no server to choose from."))}
       </p>
     </>
   );

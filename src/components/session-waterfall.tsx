@@ -21,7 +21,17 @@ function Json({ value }: { value: unknown }) {
 }
 
 type Row = { key: string; start: number; end: number | null; node: SpanRowProps };
-type SpanRowProps = { label: string; className: string; title: string; detail: string; start: number; end: number | null; duration: number; body: ReactNode; point?: boolean };
+type SpanRowProps = {
+  label: string;
+  className: string;
+  title: string;
+  detail: string;
+  start: number;
+  end: number | null;
+  duration: number;
+  body: ReactNode;
+  point?: boolean;
+};
 
 function spanRow(span: TraceSpan, duration: number): Row {
   if (span.type === "model") {
@@ -32,7 +42,14 @@ function spanRow(span: TraceSpan, duration: number): Row {
       start: span.start,
       end: span.end,
       node: {
-        label: span.purpose === "work" ? "Model call" : span.purpose === "compaction" ? "Compaction" : span.purpose === "extraction" ? "Extraction" : `Model call (${span.purpose})`,
+        label:
+          span.purpose === "work"
+            ? "Model call"
+            : span.purpose === "compaction"
+              ? "Compaction"
+              : span.purpose === "extraction"
+                ? "Extraction"
+                : `Model call (${span.purpose})`,
         className: `wf-model wf-${span.purpose}`,
         title: span.model,
         detail: `${formatDuration(span.durationMs)} · ${tokens}${span.finishReason ? ` · ${span.finishReason}` : ""}`,
@@ -67,7 +84,12 @@ function spanRow(span: TraceSpan, duration: number): Row {
       label: span.failed ? "Tool call failed" : span.end === null ? "Tool call (no result yet)" : "Tool call",
       className: span.failed ? "wf-tool wf-failed" : "wf-tool",
       // What the call did, in words; its technical name and raw input open below.
-      title: describeToolCall(span.toolName, span.args, span.result === null ? "running" : storedCallState({ content: span.result, failed: span.failed }), output),
+      title: describeToolCall(
+        span.toolName,
+        span.args,
+        span.result === null ? "running" : storedCallState({ content: span.result, failed: span.failed }),
+        output,
+      ),
       detail: span.end === null ? "no result yet" : formatDuration(span.end - span.start),
       start: span.start,
       end: span.end,
@@ -128,7 +150,12 @@ function eventRow(event: TraceEvent, duration: number): Row {
 function SpanRow({ label, className, title, detail, start, end, duration, body, point = false }: SpanRowProps) {
   const left = Math.min(100, (Math.max(0, start) / duration) * 100);
   const right = end === null ? 100 : Math.min(100, (Math.max(start, end) / duration) * 100);
-  const words = end === null ? `${label} ${title}, from ${at(start)}, still open` : point ? `${label} at ${at(start)}` : `${label} ${title}, from ${at(start)} to ${at(end)}`;
+  const words =
+    end === null
+      ? `${label} ${title}, from ${at(start)}, still open`
+      : point
+        ? `${label} at ${at(start)}`
+        : `${label} ${title}, from ${at(start)} to ${at(end)}`;
   return (
     <li className={`wf-row ${className}`}>
       <details>
@@ -143,7 +170,10 @@ function SpanRow({ label, className, title, detail, start, end, duration, body, 
             {point ? (
               <span className="wf-point" style={{ left: `${left}%` }} />
             ) : (
-              <span className={end === null ? "wf-bar wf-open" : "wf-bar"} style={{ left: `${left}%`, width: `max(2px, ${right - left}%)` }} />
+              <span
+                className={end === null ? "wf-bar wf-open" : "wf-bar"}
+                style={{ left: `${left}%`, width: `max(2px, ${right - left}%)` }}
+              />
             )}
           </span>
         </summary>
@@ -155,9 +185,10 @@ function SpanRow({ label, className, title, detail, start, end, duration, body, 
 
 /** The session's calls and moments along its time axis; each row opens to show what it carried. */
 export function SessionWaterfall({ trace }: { trace: SessionTrace }) {
-  const rows = [...trace.spans.map((span) => spanRow(span, trace.duration)), ...trace.events.map((event) => eventRow(event, trace.duration))].sort(
-    (a, b) => a.start - b.start || (a.end ?? Infinity) - (b.end ?? Infinity),
-  );
+  const rows = [
+    ...trace.spans.map((span) => spanRow(span, trace.duration)),
+    ...trace.events.map((event) => eventRow(event, trace.duration)),
+  ].sort((a, b) => a.start - b.start || (a.end ?? Infinity) - (b.end ?? Infinity));
   if (rows.length === 0) return <p className="hint">This session made no model or tool calls.</p>;
   const ticks = [0, 0.25, 0.5, 0.75, 1];
   return (

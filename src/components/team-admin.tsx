@@ -93,11 +93,23 @@ export function AgentEditor({
           </Link>
         </span>
         <span className="card-actions">
-          <button ref={edit.opener("edit")} type="button" className="button button-quiet" onClick={() => edit.show("edit")} aria-label={`Edit ${agent.name}`}>
+          <button
+            ref={edit.opener("edit")}
+            type="button"
+            className="button button-quiet"
+            onClick={() => edit.show("edit")}
+            aria-label={`Edit ${agent.name}`}
+          >
             Edit
           </button>
           {removable && (
-            <button type="button" className="button button-quiet button-danger-text" onClick={remove} disabled={busy} aria-label={`Remove ${agent.name}`}>
+            <button
+              type="button"
+              className="button button-quiet button-danger-text"
+              onClick={remove}
+              disabled={busy}
+              aria-label={`Remove ${agent.name}`}
+            >
               Remove
             </button>
           )}
@@ -112,17 +124,31 @@ function ScheduleSummary({ schedule, settingsHref }: { schedule: LeadScheduleVie
   return (
     <div className="schedule-summary" role="group" aria-label="Schedule">
       <p className="meta">
-        Scheduled runs: <strong>{teamStatus === "paused" ? `paused (${preview.text} when resumed)` : preview.text}</strong>
+        Scheduled runs:{" "}
+        <strong>{teamStatus === "paused" ? `paused (${preview.text} when resumed)` : preview.text}</strong>
       </p>
-      {teamStatus === "active" && preview.nextRuns.length > 0 && <p className="meta">Next: {preview.nextRuns.join(" · ")}</p>}
+      {teamStatus === "active" && preview.nextRuns.length > 0 && (
+        <p className="meta">Next: {preview.nextRuns.join(" · ")}</p>
+      )}
       <p className="meta">
-        Last run: {lastRunAt ? <LocalTime value={lastRunAt} /> : "none yet"} · <Link href={settingsHref}>Change the schedule</Link>
+        Last run: {lastRunAt ? <LocalTime value={lastRunAt} /> : "none yet"} ·{" "}
+        <Link href={settingsHref}>Change the schedule</Link>
       </p>
     </div>
   );
 }
 
-function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: TeamContext; schedule?: LeadScheduleView; onDone: () => void }) {
+function AgentEditForm({
+  agent,
+  team,
+  schedule,
+  onDone,
+}: {
+  agent: Agent;
+  team: TeamContext;
+  schedule?: LeadScheduleView;
+  onDone: () => void;
+}) {
   const [name, setName] = useState(agent.name);
   const [instructions, setInstructions] = useState(agent.instructions);
   const [model, setModel] = useState(agent.model ?? "");
@@ -165,19 +191,31 @@ function AgentEditForm({ agent, team, schedule, onDone }: { agent: Agent; team: 
       </label>
       <label className="field">
         <span>Instructions</span>
-        <textarea value={instructions} onChange={(event) => setInstructions(event.target.value)} rows={8} maxLength={20000} />
+        <textarea
+          value={instructions}
+          onChange={(event) => setInstructions(event.target.value)}
+          rows={8}
+          maxLength={20000}
+        />
       </label>
       <div className="improve-row">
         <label className="field improve-request">
           <span>What should change? (optional)</span>
-          <input value={request} onChange={(event) => setRequest(event.target.value)} maxLength={2000} placeholder="Brief me only when something changes" />
+          <input
+            value={request}
+            onChange={(event) => setRequest(event.target.value)}
+            maxLength={2000}
+            placeholder="Brief me only when something changes"
+          />
         </label>
         <button type="button" className="button" onClick={improve} disabled={drafting || busy}>
           {drafting ? "Drafting…" : "Improve with the model"}
         </button>
       </div>
       <p className="hint under-field" role="status">
-        {drafting ? "The model is revising the instructions above." : "The model's revision replaces the text above; read it, then save or cancel."}
+        {drafting
+          ? "The model is revising the instructions above."
+          : "The model's revision replaces the text above; read it, then save or cancel."}
       </p>
       {draftError && <ErrorNote message={draftError} onDismiss={() => setDraftError(null)} />}
       <ModelField idPrefix={prefix} value={model} onChange={setModel} />
@@ -211,7 +249,11 @@ export function AddSubordinateForm({ teamId, leadId }: { teamId: string; leadId:
   const { busy, error, clearError, run } = useAction();
   const add = async (event: FormEvent) => {
     event.preventDefault();
-    if (await run(() => api(`/api/teams/${teamId}/agents`, { method: "POST", body: { name, instructions, parentAgentId: leadId } }))) {
+    if (
+      await run(() =>
+        api(`/api/teams/${teamId}/agents`, { method: "POST", body: { name, instructions, parentAgentId: leadId } }),
+      )
+    ) {
       setName("");
       setInstructions("");
     }
@@ -221,7 +263,13 @@ export function AddSubordinateForm({ teamId, leadId }: { teamId: string; leadId:
       <h3 id="add-subordinate-heading">Add a subordinate</h3>
       <label className="field">
         <span>Subordinate name</span>
-        <input value={name} onChange={(event) => setName(event.target.value)} maxLength={120} required placeholder="Scout" />
+        <input
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          maxLength={120}
+          required
+          placeholder="Scout"
+        />
       </label>
       <label className="field">
         <span>Subordinate instructions</span>

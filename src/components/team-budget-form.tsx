@@ -57,7 +57,8 @@ export function TeamBudgetForm({
             aria-describedby={`${id}-tokens-hint`}
           />
           <span id={`${id}-tokens-hint`} className="hint">
-            Input + output tokens per UTC day. Empty: the default, {formatTokens(defaultTokenBudget)} (TEAM_DAILY_TOKEN_BUDGET).
+            Input + output tokens per UTC day. Empty: the default, {formatTokens(defaultTokenBudget)}{" "}
+            (TEAM_DAILY_TOKEN_BUDGET).
           </span>
         </div>
         <div className="field">

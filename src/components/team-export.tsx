@@ -10,7 +10,17 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * range of days. Both are plain GETs that answer with a download, so the page stays put;
  * the digest's dates are checked here first, so a mistake reads as a note, not a JSON error page.
  */
-export function TeamExport({ teamId, defaultFrom, defaultTo, maxDays }: { teamId: string; defaultFrom: string; defaultTo: string; maxDays: number }) {
+export function TeamExport({
+  teamId,
+  defaultFrom,
+  defaultTo,
+  maxDays,
+}: {
+  teamId: string;
+  defaultFrom: string;
+  defaultTo: string;
+  maxDays: number;
+}) {
   const id = useId();
   const [error, setError] = useState<string | null>(null);
   const base = `/api/teams/${encodeURIComponent(teamId)}`;
@@ -33,22 +43,47 @@ export function TeamExport({ teamId, defaultFrom, defaultTo, maxDays }: { teamId
     <div className="export">
       <div className="card export-card">
         <h3>Everything</h3>
-        <p className="hint">Agents, tasks, work logs and chats, inbox, knowledge and usage in one JSON file. Secrets are left out.</p>
+        <p className="hint">
+          Agents, tasks, work logs and chats, inbox, knowledge and usage in one JSON file. Secrets are left out.
+        </p>
         <a className="button" href={`${base}/export`} download>
           Download record (JSON)
         </a>
       </div>
-      <form className="card export-card" method="get" action={`${base}/digest`} onSubmit={check} aria-labelledby={`${id}-digest`}>
+      <form
+        className="card export-card"
+        method="get"
+        action={`${base}/digest`}
+        onSubmit={check}
+        aria-labelledby={`${id}-digest`}
+      >
         <h3 id={`${id}-digest`}>Digest</h3>
-        <p className="hint">What the team did, day by day (UTC), as Markdown: tasks and results, briefings, questions, alerts, knowledge, usage.</p>
+        <p className="hint">
+          What the team did, day by day (UTC), as Markdown: tasks and results, briefings, questions, alerts, knowledge,
+          usage.
+        </p>
         <div className="export-dates">
           <div className="field">
             <label htmlFor={`${id}-from`}>From</label>
-            <input id={`${id}-from`} type="date" name="from" defaultValue={defaultFrom} required onChange={() => setError(null)} />
+            <input
+              id={`${id}-from`}
+              type="date"
+              name="from"
+              defaultValue={defaultFrom}
+              required
+              onChange={() => setError(null)}
+            />
           </div>
           <div className="field">
             <label htmlFor={`${id}-to`}>To</label>
-            <input id={`${id}-to`} type="date" name="to" defaultValue={defaultTo} required onChange={() => setError(null)} />
+            <input
+              id={`${id}-to`}
+              type="date"
+              name="to"
+              defaultValue={defaultTo}
+              required
+              onChange={() => setError(null)}
+            />
           </div>
         </div>
         {error && <ErrorNote message={error} />}

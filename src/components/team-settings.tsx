@@ -9,7 +9,15 @@ import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
 
 /** The team's name and mission, edited in place. */
-export function TeamSettingsForm({ teamId, name: savedName, mission: savedMission }: { teamId: string; name: string; mission: string }) {
+export function TeamSettingsForm({
+  teamId,
+  name: savedName,
+  mission: savedMission,
+}: {
+  teamId: string;
+  name: string;
+  mission: string;
+}) {
   const [name, setName] = useState(savedName);
   const [mission, setMission] = useState(savedMission);
   const [saved, setSaved] = useState(false);
@@ -25,11 +33,22 @@ export function TeamSettingsForm({ teamId, name: savedName, mission: savedMissio
     <form className="card form" onSubmit={save} aria-label="Team settings">
       <label className="field">
         <span>Team name</span>
-        <input value={name} onChange={(event) => (setName(event.target.value), setSaved(false))} maxLength={120} required />
+        <input
+          value={name}
+          onChange={(event) => (setName(event.target.value), setSaved(false))}
+          maxLength={120}
+          required
+        />
       </label>
       <label className="field">
         <span>Mission</span>
-        <textarea value={mission} onChange={(event) => (setMission(event.target.value), setSaved(false))} rows={3} maxLength={4000} required />
+        <textarea
+          value={mission}
+          onChange={(event) => (setMission(event.target.value), setSaved(false))}
+          rows={3}
+          maxLength={4000}
+          required
+        />
       </label>
       {error && <ErrorNote message={error} onDismiss={clearError} />}
       <div className="form-actions">
@@ -38,7 +57,11 @@ export function TeamSettingsForm({ teamId, name: savedName, mission: savedMissio
             Saved.
           </span>
         )}
-        <button type="submit" className="button button-primary" disabled={busy || !changed || !name.trim() || !mission.trim()}>
+        <button
+          type="submit"
+          className="button button-primary"
+          disabled={busy || !changed || !name.trim() || !mission.trim()}
+        >
           {busy ? "Saving…" : "Save team settings"}
         </button>
       </div>
@@ -46,9 +69,16 @@ export function TeamSettingsForm({ teamId, name: savedName, mission: savedMissio
   );
 }
 
-
 /** What goes with the team, said before it goes: a modal dialog that names it and the counts. */
-export function DeleteTeamButton({ teamId, teamName, contents }: { teamId: string; teamName: string; contents: TeamContents }) {
+export function DeleteTeamButton({
+  teamId,
+  teamName,
+  contents,
+}: {
+  teamId: string;
+  teamName: string;
+  contents: TeamContents;
+}) {
   const router = useRouter();
   const dialog = useRef<HTMLDialogElement>(null);
   const opener = useRef<HTMLButtonElement>(null);
@@ -70,7 +100,13 @@ export function DeleteTeamButton({ teamId, teamName, contents }: { teamId: strin
       <button ref={opener} type="button" className="button button-danger" onClick={() => dialog.current?.showModal()}>
         Delete team
       </button>
-      <dialog ref={dialog} className="dialog" aria-labelledby="delete-team-title" aria-describedby="delete-team-what" onClose={() => opener.current?.focus()}>
+      <dialog
+        ref={dialog}
+        className="dialog"
+        aria-labelledby="delete-team-title"
+        aria-describedby="delete-team-what"
+        onClose={() => opener.current?.focus()}
+      >
         <h2 id="delete-team-title">Delete {teamName}?</h2>
         <div id="delete-team-what">
           <p>This cannot be undone. With the team go:</p>

@@ -14,7 +14,6 @@ import { Markdown } from "./markdown";
 import { TimelineRow } from "./team-timeline";
 import { EmptyState, ErrorNote } from "./ui";
 
-
 /** Newest first, one story per id: a story that moved on replaces the copy shown before. */
 function merge(shown: Story[], fresh: Story[]): Story[] {
   const byId = new Map(shown.map((story) => [story.id, story]));
@@ -27,7 +26,19 @@ function merge(shown: Story[], fresh: Story[]): Story[] {
  * the server; "Load older stories" pages back; live events re-read the newest page and merge it.
  * `open`: a story to show with its steps (a link from one of its entries).
  */
-export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamId: string; initial: StoryPage; filter: ListFilter; agentIds: string[]; open?: Story | null }) {
+export function TeamStories({
+  teamId,
+  initial,
+  filter,
+  agentIds,
+  open,
+}: {
+  teamId: string;
+  initial: StoryPage;
+  filter: ListFilter;
+  agentIds: string[];
+  open?: Story | null;
+}) {
   const [stories, setStories] = useState(() => (open ? merge(initial.stories, [open]) : initial.stories));
   const url = `/api/teams/${teamId}/stories`;
   const pages = useOlderPages(initial.nextCursor, async (cursor) => {
@@ -45,14 +56,17 @@ export function TeamStories({ teamId, initial, filter, agentIds, open }: { teamI
     }
   }, 500);
   useLiveEvents((event) => {
-    if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event)) refresh();
+    if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event))
+      refresh();
   });
-
 
   if (stories.length === 0) {
     return (
       <EmptyState title={filter.agentId || filter.kind ? "No story matches this filter" : "Nothing has happened yet"}>
-        <p>Give the lead a task: each request becomes a story here — the plan, what each agent did, their reports and the briefing.</p>
+        <p>
+          Give the lead a task: each request becomes a story here — the plan, what each agent did, their reports and the
+          briefing.
+        </p>
       </EmptyState>
     );
   }
@@ -124,7 +138,9 @@ function StoryCard({ teamId, story, startOpen }: { teamId: string; story: Story;
         {story.startedBy === "You" ? "You asked" : story.startedBy} · <When at={story.createdAt} />
         {costLine(story.durationMs, story.cost) && <> · {costLine(story.durationMs, story.cost)}</>}
       </p>
-      {story.request && story.request.trim() !== story.title.trim() && <p className="story-request">{firstWords(story.request)}</p>}
+      {story.request && story.request.trim() !== story.title.trim() && (
+        <p className="story-request">{firstWords(story.request)}</p>
+      )}
       <ul className="story-parts">
         {lead && <PartLine part={lead} lead />}
         {delegated.map((part) => (
@@ -149,14 +165,33 @@ function StoryCard({ teamId, story, startOpen }: { teamId: string; story: Story;
 
 function PartLine({ part, lead = false }: { part: StoryPart; lead?: boolean }) {
   const took = costLine(part.durationMs, part.cost);
-  const work = part.work || (part.status === "pending" ? "has not started yet" : part.status === "completed" ? "answered from what it knew" : "");
+  const work =
+    part.work ||
+    (part.status === "pending"
+      ? "has not started yet"
+      : part.status === "completed"
+        ? "answered from what it knew"
+        : "");
   return (
-    <li className={`story-part story-part-${part.status.replace(/_/g, "-")}`} style={lead ? undefined : { marginLeft: `${Math.min(part.depth - 1, 3) * 1.1}rem` }}>
+    <li
+      className={`story-part story-part-${part.status.replace(/_/g, "-")}`}
+      style={lead ? undefined : { marginLeft: `${Math.min(part.depth - 1, 3) * 1.1}rem` }}
+    >
       <p className="story-part-line">
         <Link href={`/agents/${part.agent.id}`} className="story-agent">
           {part.agent.name}
         </Link>{" "}
-        {lead ? (work ? `${work}.` : "") : <>worked on “{part.title}”{work ? `: ${work}` : ""}.</>}{" "}
+        {lead ? (
+          work ? (
+            `${work}.`
+          ) : (
+            ""
+          )
+        ) : (
+          <>
+            worked on “{part.title}”{work ? `: ${work}` : ""}.
+          </>
+        )}{" "}
         <span className="story-part-status">{taskStatusWords(part.status)}</span>
         {took && <span className="story-part-cost"> · {took}</span>}
       </p>
@@ -178,10 +213,16 @@ const INBOX_WORDS: Record<StoryInboxItem["type"], string> = {
 };
 
 function InboxLine({ item }: { item: StoryInboxItem }) {
-  const state = item.state && item.state !== "open" && item.state !== "pending" ? ` (${item.state})` : item.state ? " — waiting for you" : "";
+  const state =
+    item.state && item.state !== "open" && item.state !== "pending"
+      ? ` (${item.state})`
+      : item.state
+        ? " — waiting for you"
+        : "";
   return (
     <li className={`story-inbox story-inbox-${item.type}`}>
-      <span className="story-inbox-kind">{INBOX_WORDS[item.type]}:</span> <Link href={`/inbox/${item.id}`}>{item.title}</Link>
+      <span className="story-inbox-kind">{INBOX_WORDS[item.type]}:</span>{" "}
+      <Link href={`/inbox/${item.id}`}>{item.title}</Link>
       {state}
     </li>
   );

@@ -23,7 +23,11 @@ export function TeamTabs({ teamId }: { teamId: string }) {
           const current = pathname === href;
           return (
             <li key={label}>
-              <Link href={href} className={current ? "team-tab current" : "team-tab"} aria-current={current ? "page" : undefined}>
+              <Link
+                href={href}
+                className={current ? "team-tab current" : "team-tab"}
+                aria-current={current ? "page" : undefined}
+              >
                 {label}
               </Link>
             </li>

@@ -4,7 +4,14 @@ import Link from "next/link";
 import { useState, type ReactNode } from "react";
 import { api } from "@/lib/api-client";
 import { parseToolOutput } from "@/lib/chat-messages";
-import { describeAgentText, describeLogInput, describeLogMessage, inboxTitle, taskGiver, withoutIds } from "@/lib/plain-words";
+import {
+  describeAgentText,
+  describeLogInput,
+  describeLogMessage,
+  inboxTitle,
+  taskGiver,
+  withoutIds,
+} from "@/lib/plain-words";
 import { storedCallState } from "@/lib/tool-labels";
 import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
@@ -13,7 +20,6 @@ import { Markdown } from "./markdown";
 import { AgentTextBody, ErrorText, PlainMarkdown } from "./plain-words";
 import { ToolCall } from "./tool-call";
 import { EmptyState, StatusBadge } from "./ui";
-
 
 /**
  * How many of the newest entries a live refresh re-reads. An entry is placed by the time it
@@ -33,7 +39,17 @@ function merge(shown: TimelineEntry[], fresh: TimelineEntry[]): TimelineEntry[] 
  * A team's timeline: the first page comes rendered by the server; "Load older" pages back
  * with the cursor; live events re-read the newest entries and merge them in.
  */
-export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: string; initial: TimelinePage; filter: ListFilter; agentIds: string[] }) {
+export function TeamTimeline({
+  teamId,
+  initial,
+  filter,
+  agentIds,
+}: {
+  teamId: string;
+  initial: TimelinePage;
+  filter: ListFilter;
+  agentIds: string[];
+}) {
   const [entries, setEntries] = useState(initial.entries);
   const url = `/api/teams/${teamId}/timeline`;
   const pages = useOlderPages(initial.nextCursor, async (cursor) => {
@@ -58,14 +74,17 @@ export function TeamTimeline({ teamId, initial, filter, agentIds }: { teamId: st
     }
   }, 300);
   useLiveEvents((event) => {
-    if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event)) refresh();
+    if (event === null || matches({ tables: ["messages", "tasks", "inbox_items", "approvals"], agentIds }, event))
+      refresh();
   });
-
 
   if (entries.length === 0) {
     return (
       <EmptyState title={filter.agentId || filter.kind ? "Nothing matches this filter" : "Nothing has happened yet"}>
-        <p>Give the lead a task: its work, what it delegates, the reports back and its briefings show up here as they happen.</p>
+        <p>
+          Give the lead a task: its work, what it delegates, the reports back and its briefings show up here as they
+          happen.
+        </p>
       </EmptyState>
     );
   }
@@ -85,21 +104,31 @@ function Clock({ at }: { at: string }) {
   const date = new Date(at);
   return (
     <time dateTime={date.toISOString()} title={date.toLocaleString()} suppressHydrationWarning>
-      {date.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" })}
+      {date.toLocaleString(undefined, {
+        month: "short",
+        day: "numeric",
+        hour: "2-digit",
+        minute: "2-digit",
+        second: "2-digit",
+      })}
     </time>
   );
 }
 
 function SessionLink({ sessionId, children = "session trace" }: { sessionId: string | null; children?: ReactNode }) {
-  return sessionId ? <Link href={`/sessions/${sessionId}`} className="meta-link">{children}</Link> : null;
+  return sessionId ? (
+    <Link href={`/sessions/${sessionId}`} className="meta-link">
+      {children}
+    </Link>
+  ) : null;
 }
 
 function TaskRef({ task, prefix }: { task: TaskLink; prefix?: string }) {
   return (
     <span className="tl-taskref">
       {prefix}
-      <Link href={`/agents/${task.agentId}`}>{task.agentName}</Link>&apos;s task “{task.title}” <StatusBadge status={task.status} />{" "}
-      <SessionLink sessionId={task.sessionId}>its session</SessionLink>
+      <Link href={`/agents/${task.agentId}`}>{task.agentName}</Link>&apos;s task “{task.title}”{" "}
+      <StatusBadge status={task.status} /> <SessionLink sessionId={task.sessionId}>its session</SessionLink>
     </span>
   );
 }
@@ -169,7 +198,13 @@ function Call({ call }: { call: TimelineToolCall }) {
   const line = argumentsLine(call.args);
   return (
     <div className="tl-call">
-      <ToolCall toolName={call.toolName} input={call.args} state={state} output={call.result ? parseToolOutput(call.result.content) : undefined} errorText={call.result?.content} />
+      <ToolCall
+        toolName={call.toolName}
+        input={call.args}
+        state={state}
+        output={call.result ? parseToolOutput(call.result.content) : undefined}
+        errorText={call.result?.content}
+      />
       {line && <p className="tl-args">{line}</p>}
       {call.task && <TaskRef task={call.task} prefix="→ delegated: " />}
     </div>
@@ -199,7 +234,12 @@ function ItemBody({ item }: { item: TimelineItem }) {
       }
       return (
         <>
-          {item.marker ? <AgentTextBody content={item.marker} markerClassName={item.marker.startsWith("(error") ? "tl-headline tl-error" : "tl-headline tl-stopped"} /> : null}
+          {item.marker ? (
+            <AgentTextBody
+              content={item.marker}
+              markerClassName={item.marker.startsWith("(error") ? "tl-headline tl-error" : "tl-headline tl-stopped"}
+            />
+          ) : null}
           {item.content && !item.marker && <Folded text={describeAgentText(item.content)} />}
           {item.toolCalls.map((call) => (
             <Call key={call.toolCallId} call={call} />
@@ -214,7 +254,9 @@ function ItemBody({ item }: { item: TimelineItem }) {
             <SessionLink sessionId={item.task.sessionId}>taken up in this session</SessionLink>
           </p>
           {item.parent && <TaskRef task={item.parent} prefix="for " />}
-          {item.task.description && item.task.description !== item.task.title && <Folded text={describeAgentText(item.task.description)} />}
+          {item.task.description && item.task.description !== item.task.title && (
+            <Folded text={describeAgentText(item.task.description)} />
+          )}
         </>
       );
     case "task-ended":

@@ -36,7 +36,12 @@ function SpendAgainst({
         </span>
       </div>
       {share !== null && (
-        <div className={share >= 1 ? "budget-bar budget-bar-over" : share >= 0.8 ? "budget-bar budget-bar-near" : "budget-bar"} aria-hidden="true">
+        <div
+          className={
+            share >= 1 ? "budget-bar budget-bar-over" : share >= 0.8 ? "budget-bar budget-bar-near" : "budget-bar"
+          }
+          aria-hidden="true"
+        >
           <span style={{ width: `${Math.max(share * 100, spent > 0 ? 1 : 0)}%` }} />
         </div>
       )}
@@ -56,7 +61,11 @@ function SpendToday({ team, spend }: { team: Team; spend: Spend }) {
         spent={spend.tokens}
         limit={budgets.tokens.limit}
         format={formatTokens}
-        note={budgets.tokens.source === "team" ? "The team's own daily budget." : "The default daily budget (TEAM_DAILY_TOKEN_BUDGET)."}
+        note={
+          budgets.tokens.source === "team"
+            ? "The team's own daily budget."
+            : "The default daily budget (TEAM_DAILY_TOKEN_BUDGET)."
+        }
       />
       <SpendAgainst
         label="Cost today"
@@ -78,7 +87,8 @@ function overBudget(team: Team, spend: Spend): boolean {
 function Unpriced({ spend }: { spend: Spend }) {
   return spend.unpricedModels.length > 0 ? (
     <p className="hint">
-      No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost. <Link href="/usage#prices">Set a price</Link>
+      No price for {spend.unpricedModels.join(", ")}: its calls count toward tokens only, not cost.{" "}
+      <Link href="/usage#prices">Set a price</Link>
     </p>
   ) : null;
 }
@@ -89,20 +99,25 @@ function Unpriced({ spend }: { spend: Spend }) {
  */
 export async function TeamSpendingSection({ team }: { team: Team }) {
   const prices = await loadPriceTable(db());
-  const [spend, report] = await Promise.all([teamSpendToday(db(), team.id, prices), usageReport(db(), { days: 30, teamId: team.id, prices })]);
+  const [spend, report] = await Promise.all([
+    teamSpendToday(db(), team.id, prices),
+    usageReport(db(), { days: 30, teamId: team.id, prices }),
+  ]);
   return (
     <section aria-labelledby="spending-heading" className="section">
       <h2 id="spending-heading">Spending</h2>
       {overBudget(team, spend) && (
         <p className="notice">
-          This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC)
-          or until you raise the budget in Settings.
+          This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait
+          (nothing fails) until tomorrow (UTC) or until you raise the budget in Settings.
         </p>
       )}
       <SpendToday team={team} spend={spend} />
       <Unpriced spend={spend} />
       {report.totals.calls === 0 ? (
-        <p className="hint">No model calls in the last 30 days yet: the chart appears once the team&apos;s agents have worked.</p>
+        <p className="hint">
+          No model calls in the last 30 days yet: the chart appears once the team&apos;s agents have worked.
+        </p>
       ) : (
         <UsageChart
           compact
@@ -129,7 +144,12 @@ export async function TeamUsageSection({ team }: { team: Team }) {
   return (
     <section aria-labelledby="usage-budget-heading" className="section">
       <h2 id="usage-budget-heading">Usage and budget</h2>
-      {overBudget(team, spend) && <p className="notice">This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait (nothing fails) until tomorrow (UTC) or until you raise the budget below.</p>}
+      {overBudget(team, spend) && (
+        <p className="notice">
+          This team has spent today&apos;s budget: its agents stop before their next model call, and their tasks wait
+          (nothing fails) until tomorrow (UTC) or until you raise the budget below.
+        </p>
+      )}
       <SpendToday team={team} spend={spend} />
       <Unpriced spend={spend} />
       <TeamBudgetForm

@@ -6,7 +6,13 @@ function Json({ value }: { value: unknown }) {
   return <pre className="json">{typeof value === "string" ? value : JSON.stringify(value, null, 2)}</pre>;
 }
 
-const STATE_WORDS: Record<ToolCallState, string> = { running: "running…", waiting: "waits for your approval", error: "failed", done: "done", "not-run": "not run" };
+const STATE_WORDS: Record<ToolCallState, string> = {
+  running: "running…",
+  waiting: "waits for your approval",
+  error: "failed",
+  done: "done",
+  "not-run": "not run",
+};
 
 /**
  * One tool call as a person reads it: what it did ("Searched the web for …") and its state;
@@ -14,14 +20,22 @@ const STATE_WORDS: Record<ToolCallState, string> = { running: "running…", wait
  * name, its input and its output (string output as Markdown, structured output as JSON —
  * never as HTML).
  */
-export function ToolCall(props: { toolName: string; input: unknown; state: ToolCallState; output?: unknown; errorText?: string }) {
+export function ToolCall(props: {
+  toolName: string;
+  input: unknown;
+  state: ToolCallState;
+  output?: unknown;
+  errorText?: string;
+}) {
   const { toolName, input, state, output, errorText } = props;
   const sources = state === "done" ? searchSources(toolName, output) : [];
   return (
     <div className="tool-call">
       <details className={`tool tool-${state}`}>
         <summary>
-          <span className="tool-icon" aria-hidden="true">⚙</span>
+          <span className="tool-icon" aria-hidden="true">
+            ⚙
+          </span>
           <span className="tool-title">{describeToolCall(toolName, input, state, output)}</span>
           <span className="tool-state">{STATE_WORDS[state]}</span>
         </summary>
@@ -47,20 +61,31 @@ export function ToolCall(props: { toolName: string; input: unknown; state: ToolC
           {state === "done" && (
             <div className="tool-section">
               <div className="tool-label">Output</div>
-              {typeof output === "string" ? <Markdown text={output} className="tool-output" /> : <Json value={output} />}
+              {typeof output === "string" ? (
+                <Markdown text={output} className="tool-output" />
+              ) : (
+                <Json value={output} />
+              )}
             </div>
           )}
         </div>
       </details>
       {sources.length > 0 && (
-        <ol className="tool-sources" aria-label={`Sources found for ${describeToolCall(toolName, input, state, output).replace(/^Searched the web for /, "")}`}>
+        <ol
+          className="tool-sources"
+          aria-label={`Sources found for ${describeToolCall(toolName, input, state, output).replace(/^Searched the web for /, "")}`}
+        >
           {sources.map((source) => (
             <li key={source.url}>
               <a href={source.url} target="_blank" rel="noopener noreferrer">
                 {source.title}
               </a>{" "}
               <span className="tool-source-host">{source.host}</span>
-              {source.content && <p className="tool-source-snippet">{source.content.length > 220 ? `${source.content.slice(0, 219)}…` : source.content}</p>}
+              {source.content && (
+                <p className="tool-source-snippet">
+                  {source.content.length > 220 ? `${source.content.slice(0, 219)}…` : source.content}
+                </p>
+              )}
             </li>
           ))}
         </ol>

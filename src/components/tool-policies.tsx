@@ -29,7 +29,9 @@ export function firstSentence(text: string): string {
 
 /** The tools an agent of this role is offered (a lead's work and chat, or a subordinate's work). */
 export function offeredTo(tool: ToolInfo, role: AgentRole): boolean {
-  return role === "lead" ? tool.availableTo.includes("lead") || tool.availableTo.includes("chat") : tool.availableTo.includes("subordinate");
+  return role === "lead"
+    ? tool.availableTo.includes("lead") || tool.availableTo.includes("chat")
+    : tool.availableTo.includes("subordinate");
 }
 
 function PolicyRow(props: {
@@ -49,15 +51,24 @@ function PolicyRow(props: {
     <li className={value ? "policy-row policy-set" : "policy-row"}>
       <div className="policy-tool">
         <label htmlFor={id} className="policy-name">
-          {!server && <span className="policy-label">{toolLabel(tool.name)}</span>} <code className="tool-name">{tool.name}</code>
+          {!server && <span className="policy-label">{toolLabel(tool.name)}</span>}{" "}
+          <code className="tool-name">{tool.name}</code>
         </label>
-        <span className="policy-where">{server ? `MCP server ${server}` : tool.availableTo.map((where) => WHERE_WORDS[where]).join(" · ")}</span>
+        <span className="policy-where">
+          {server ? `MCP server ${server}` : tool.availableTo.map((where) => WHERE_WORDS[where]).join(" · ")}
+        </span>
         <p className="hint policy-description">
           <CodeNames text={firstSentence(description)} />
         </p>
       </div>
       {/* Named in full: the tool's name alone would repeat in the team's and the agent's list. */}
-      <select id={id} aria-label={label} value={value ?? ""} disabled={busy} onChange={(event) => onChange((event.target.value || null) as ToolPolicy | null)}>
+      <select
+        id={id}
+        aria-label={label}
+        value={value ?? ""}
+        disabled={busy}
+        onChange={(event) => onChange((event.target.value || null) as ToolPolicy | null)}
+      >
         <option value="">{unsetLabel}</option>
         {(Object.keys(POLICY_WORDS) as ToolPolicy[]).map((policy) => (
           <option key={policy} value={policy}>
@@ -71,7 +82,9 @@ function PolicyRow(props: {
 
 /** A description written for the model names other tools (camelCase): shown as code, the technical names they are. */
 function CodeNames({ text }: { text: string }) {
-  return text.split(/\b([a-z]+[A-Z][A-Za-z]*)\b/).map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
+  return text
+    .split(/\b([a-z]+[A-Z][A-Za-z]*)\b/)
+    .map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
 }
 
 /**
@@ -80,7 +93,15 @@ function CodeNames({ text }: { text: string }) {
  * or never offer it; and per agent, overrides of the team's setting. Each change is saved
  * at once and the server's answer shown.
  */
-export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string; agents: AgentChoice[]; initial: ToolPolicies }) {
+export function ToolPoliciesPanel({
+  teamId,
+  agents,
+  initial,
+}: {
+  teamId: string;
+  agents: AgentChoice[];
+  initial: ToolPolicies;
+}) {
   const [policies, setPolicies] = useState(initial);
   const [agentId, setAgentId] = useState(agents.find((agent) => agent.role === "lead")?.id ?? agents[0]?.id ?? "");
   const [saving, setSaving] = useState<string | null>(null);
@@ -103,7 +124,11 @@ export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string;
       });
       setPolicies(next);
       const now = forAgent ? (next.agents[forAgent.id]?.[tool.name] ?? null) : (next.team[tool.name] ?? null);
-      const words = now ? POLICY_WORDS[now].toLowerCase() : forAgent ? "the team's setting" : `the default (${POLICY_WORDS[tool.defaultPolicy].toLowerCase()})`;
+      const words = now
+        ? POLICY_WORDS[now].toLowerCase()
+        : forAgent
+          ? "the team's setting"
+          : `the default (${POLICY_WORDS[tool.defaultPolicy].toLowerCase()})`;
       setSaved(`Saved: ${tool.name}${forAgent ? ` for ${forAgent.name}` : ""} is now ${words}.`);
     } catch (cause) {
       setError(`Could not change ${tool.name}: ${messageOf(cause)}`);
@@ -115,8 +140,8 @@ export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string;
   return (
     <div className="card policies">
       <p className="policies-intro">
-        What happens when an agent calls a tool. <strong>Ask me first</strong> holds the call until you approve, edit or deny it in your inbox or the
-        chat; <strong>Never</strong> takes the tool away.
+        What happens when an agent calls a tool. <strong>Ask me first</strong> holds the call until you approve, edit or
+        deny it in your inbox or the chat; <strong>Never</strong> takes the tool away.
       </p>
       <ul className="policy-list" aria-label="Team settings">
         {policies.tools.map((tool) => (
@@ -134,7 +159,10 @@ export function ToolPoliciesPanel({ teamId, agents, initial }: { teamId: string;
 
       {agents.length > 0 && (
         // Folded unless an agent already has a setting of its own: most teams never need it, and open it doubled the section.
-        <details className="policy-agents" open={Object.values(initial.agents).some((own) => Object.keys(own ?? {}).length > 0) || undefined}>
+        <details
+          className="policy-agents"
+          open={Object.values(initial.agents).some((own) => Object.keys(own ?? {}).length > 0) || undefined}
+        >
           <summary>
             <h3>For one agent</h3>
           </summary>

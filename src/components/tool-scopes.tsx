@@ -40,18 +40,30 @@ function describeScope(scope: ToolScope | null): string {
  * and every MCP server of the team, also ones added later — or a chosen set: built-in tools,
  * whole servers (`SERVER__*`) or single MCP tools (`SERVER__TOOL`).
  */
-export function ToolScopes({ agents, builtIn, servers }: { agents: ScopedAgent[]; builtIn: ToolInfo[]; servers: McpServerWire[] }) {
+export function ToolScopes({
+  agents,
+  builtIn,
+  servers,
+}: {
+  agents: ScopedAgent[];
+  builtIn: ToolInfo[];
+  servers: McpServerWire[];
+}) {
   if (agents.length === 0) return <p className="hint">This team has no agents yet.</p>;
   return (
     <div className="scopes">
       <p className="mcp-intro">
-        By default an agent may use every tool of its role and every MCP server of the team. Narrow that down per agent here; Approvals still decide
-        whether a call waits for you.
+        By default an agent may use every tool of its role and every MCP server of the team. Narrow that down per agent
+        here; Approvals still decide whether a call waits for you.
       </p>
       <ul className="card-list" aria-label="Tool scopes">
         {agents.map((agent) => (
           <li key={agent.id}>
-            <AgentScope agent={agent} builtIn={builtIn.filter((tool) => offeredTo(tool, agent.role))} servers={servers} />
+            <AgentScope
+              agent={agent}
+              builtIn={builtIn.filter((tool) => offeredTo(tool, agent.role))}
+              servers={servers}
+            />
           </li>
         ))}
       </ul>
@@ -59,7 +71,15 @@ export function ToolScopes({ agents, builtIn, servers }: { agents: ScopedAgent[]
   );
 }
 
-function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: ToolInfo[]; servers: McpServerWire[] }) {
+function AgentScope({
+  agent,
+  builtIn,
+  servers,
+}: {
+  agent: ScopedAgent;
+  builtIn: ToolInfo[];
+  servers: McpServerWire[];
+}) {
   const [mode, setMode] = useState<"all" | "chosen">(agent.toolScope ? "chosen" : "all");
   const [allow, setAllow] = useState<string[]>(agent.toolScope?.allow ?? []);
   const [saved, setSaved] = useState("");
@@ -76,7 +96,9 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
   const has = (name: string) => allow.includes(name);
   const toggle = (name: string, on: boolean) => {
     setSaved("");
-    setAllow((current) => (on ? [...current.filter((other) => other !== name), name] : current.filter((other) => other !== name)));
+    setAllow((current) =>
+      on ? [...current.filter((other) => other !== name), name] : current.filter((other) => other !== name),
+    );
   };
 
   const choose = (next: "all" | "chosen") => {
@@ -85,7 +107,9 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
   };
 
   const chosen = (): string[] => {
-    const whole = servers.filter((server) => has(wholeServer(server.name))).map((server) => `${server.name}${MCP_SEPARATOR}`);
+    const whole = servers
+      .filter((server) => has(wholeServer(server.name)))
+      .map((server) => `${server.name}${MCP_SEPARATOR}`);
     // A tool of a server allowed whole is already allowed.
     const redundant = (name: string) => !name.endsWith("*") && whole.some((prefix) => name.startsWith(prefix));
     return [...listed, ...unlisted].filter((name) => has(name) && !redundant(name));
@@ -126,11 +150,23 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
         <fieldset className="choice-group scope-mode">
           <legend>What {agent.name} may use</legend>
           <label className="choice">
-            <input type="radio" name={group} checked={mode === "all"} onChange={() => choose("all")} aria-label={`All tools for ${agent.name}`} />
+            <input
+              type="radio"
+              name={group}
+              checked={mode === "all"}
+              onChange={() => choose("all")}
+              aria-label={`All tools for ${agent.name}`}
+            />
             All tools, also of MCP servers added later
           </label>
           <label className="choice">
-            <input type="radio" name={group} checked={mode === "chosen"} onChange={() => choose("chosen")} aria-label={`Only chosen tools for ${agent.name}`} />
+            <input
+              type="radio"
+              name={group}
+              checked={mode === "chosen"}
+              onChange={() => choose("chosen")}
+              aria-label={`Only chosen tools for ${agent.name}`}
+            />
             Only the tools chosen below
           </label>
         </fieldset>
@@ -143,7 +179,12 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
                 {builtIn.map((tool) => (
                   <li key={tool.name}>
                     <label className="choice" title={firstSentence(tool.description)}>
-                      <input type="checkbox" checked={has(tool.name)} onChange={(event) => toggle(tool.name, event.target.checked)} aria-label={`${tool.name} for ${agent.name}`} />
+                      <input
+                        type="checkbox"
+                        checked={has(tool.name)}
+                        onChange={(event) => toggle(tool.name, event.target.checked)}
+                        aria-label={`${tool.name} for ${agent.name}`}
+                      />
                       <code>{tool.name}</code>
                     </label>
                   </li>
@@ -199,12 +240,20 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
             {unlisted.length > 0 && (
               <fieldset className="scope-group">
                 <legend>Not available now</legend>
-                <p className="hint">In the saved scope, but no tool by this name is listed now (a server renamed, removed or not yet tested).</p>
+                <p className="hint">
+                  In the saved scope, but no tool by this name is listed now (a server renamed, removed or not yet
+                  tested).
+                </p>
                 <ul className="scope-options">
                   {unlisted.map((name) => (
                     <li key={name}>
                       <label className="choice">
-                        <input type="checkbox" checked={has(name)} onChange={(event) => toggle(name, event.target.checked)} aria-label={`${name} for ${agent.name}`} />
+                        <input
+                          type="checkbox"
+                          checked={has(name)}
+                          onChange={(event) => toggle(name, event.target.checked)}
+                          aria-label={`${name} for ${agent.name}`}
+                        />
                         <code>{name}</code>
                       </label>
                     </li>
@@ -212,7 +261,9 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
                 </ul>
               </fieldset>
             )}
-            {draft && draft.allow.length === 0 && <p className="notice">Nothing chosen: {agent.name} would have no tools at all.</p>}
+            {draft && draft.allow.length === 0 && (
+              <p className="notice">Nothing chosen: {agent.name} would have no tools at all.</p>
+            )}
           </>
         )}
 
@@ -221,7 +272,12 @@ function AgentScope({ agent, builtIn, servers }: { agent: ScopedAgent; builtIn: 
           <p className="hint form-status" role="status">
             {saved || (unsaved ? "Not saved yet." : "")}
           </p>
-          <button type="submit" className="button button-primary" disabled={busy || !unsaved} aria-label={`Save tools for ${agent.name}`}>
+          <button
+            type="submit"
+            className="button button-primary"
+            disabled={busy || !unsaved}
+            aria-label={`Save tools for ${agent.name}`}
+          >
             {busy ? "Saving…" : "Save tools"}
           </button>
         </div>

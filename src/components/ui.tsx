@@ -5,7 +5,9 @@ import type { ReactNode } from "react";
 /** A time in the reader's own zone and locale (rendered on the client, so no mismatch matters). */
 export function LocalTime({ value, relative = false }: { value: string | Date; relative?: boolean }) {
   const date = new Date(value);
-  const text = relative ? relativeTime(date) : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const text = relative
+    ? relativeTime(date)
+    : date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
   return (
     <time dateTime={date.toISOString()} title={date.toLocaleString()} suppressHydrationWarning>
       {text}
@@ -38,7 +40,15 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
 }
 
 /** An error said once, with what the person can do about it (Retry, say) and Dismiss. */
-export function ErrorNote({ message, onDismiss, actions = [] }: { message: string; onDismiss?: () => void; actions?: { label: string; onClick: () => void }[] }) {
+export function ErrorNote({
+  message,
+  onDismiss,
+  actions = [],
+}: {
+  message: string;
+  onDismiss?: () => void;
+  actions?: { label: string; onClick: () => void }[];
+}) {
   return (
     <div className="error-note" role="alert">
       <span>{message}</span>

@@ -47,18 +47,30 @@ export function UsageChart({
     [days, teams, metric],
   );
   const format = metric === "tokens" ? formatTokens : formatUsd;
-  const formatAxis = metric === "tokens" ? formatTokensShort : (value: number) => (value === 0 ? "$0" : formatUsd(value));
-  const colour = (key: string, index: number) => (key === "drafting" ? NO_TEAM_COLOUR : PALETTE[index % PALETTE.length]!);
+  const formatAxis =
+    metric === "tokens" ? formatTokensShort : (value: number) => (value === 0 ? "$0" : formatUsd(value));
+  const colour = (key: string, index: number) =>
+    key === "drafting" ? NO_TEAM_COLOUR : PALETTE[index % PALETTE.length]!;
 
   return (
     <figure className={compact ? "usage-chart usage-chart-compact" : "usage-chart"}>
       <div className="usage-chart-head">
         <figcaption className="usage-chart-caption">{label}</figcaption>
         <div className="segmented" role="group" aria-label="Show">
-          <button type="button" className="segmented-option" aria-pressed={metric === "tokens"} onClick={() => setMetric("tokens")}>
+          <button
+            type="button"
+            className="segmented-option"
+            aria-pressed={metric === "tokens"}
+            onClick={() => setMetric("tokens")}
+          >
             Tokens
           </button>
-          <button type="button" className="segmented-option" aria-pressed={metric === "costUsd"} onClick={() => setMetric("costUsd")}>
+          <button
+            type="button"
+            className="segmented-option"
+            aria-pressed={metric === "costUsd"}
+            onClick={() => setMetric("costUsd")}
+          >
             Cost
           </button>
         </div>
@@ -72,7 +84,13 @@ export function UsageChart({
           accessibilityLayer
         >
           <CartesianGrid vertical={false} stroke="var(--border)" />
-          <XAxis dataKey="label" tickLine={false} axisLine={{ stroke: "var(--border)" }} tick={{ fill: "var(--muted)", fontSize: 12 }} minTickGap={12} />
+          <XAxis
+            dataKey="label"
+            tickLine={false}
+            axisLine={{ stroke: "var(--border)" }}
+            tick={{ fill: "var(--muted)", fontSize: 12 }}
+            minTickGap={12}
+          />
           <YAxis
             tickFormatter={formatAxis}
             tickLine={false}
@@ -83,13 +101,25 @@ export function UsageChart({
           />
           <Tooltip
             cursor={{ fill: "var(--surface-2)" }}
-            contentStyle={{ background: "var(--surface)", border: "1px solid var(--border)", borderRadius: 8, fontSize: 13 }}
+            contentStyle={{
+              background: "var(--surface)",
+              border: "1px solid var(--border)",
+              borderRadius: 8,
+              fontSize: 13,
+            }}
             labelStyle={{ color: "var(--fg)", fontWeight: 600 }}
             formatter={(value, name) => [format(Number(value)), name]}
           />
           {!compact && teams.length > 1 && <Legend wrapperStyle={{ fontSize: 12 }} />}
           {teams.map((team, index) => (
-            <Bar key={team.key} dataKey={team.key} name={team.name} stackId="day" fill={colour(team.key, index)} isAnimationActive={false} />
+            <Bar
+              key={team.key}
+              dataKey={team.key}
+              name={team.name}
+              stackId="day"
+              fill={colour(team.key, index)}
+              isAnimationActive={false}
+            />
           ))}
         </BarChart>
       </div>

@@ -7,7 +7,12 @@ import { ErrorNote, LocalTime } from "./ui";
 type Status = { configured: boolean; createdAt: string | null };
 
 /** How senders sign a delivery; passed from the server (src/lib/webhooks.ts) so it is said in one place. */
-export type WebhookSigning = { timestampHeader: string; signatureHeader: string; nameHeader: string; toleranceSeconds: number };
+export type WebhookSigning = {
+  timestampHeader: string;
+  signatureHeader: string;
+  nameHeader: string;
+  toleranceSeconds: number;
+};
 
 const noSubscription = () => () => {};
 
@@ -38,7 +43,17 @@ async function copyText(text: string, field: HTMLInputElement | null): Promise<b
 }
 
 /** A read-only field with a copy button: secrets shown once, URLs to paste elsewhere. */
-export function CopyField({ label, value, buttonLabel, autoFocus = false }: { label: string; value: string; buttonLabel: string; autoFocus?: boolean }) {
+export function CopyField({
+  label,
+  value,
+  buttonLabel,
+  autoFocus = false,
+}: {
+  label: string;
+  value: string;
+  buttonLabel: string;
+  autoFocus?: boolean;
+}) {
   const id = useId();
   const field = useRef<HTMLInputElement>(null);
   const [copied, setCopied] = useState<"yes" | "no" | null>(null);
@@ -60,12 +75,20 @@ export function CopyField({ label, value, buttonLabel, autoFocus = false }: { la
           autoComplete="off"
           onFocus={(event) => event.currentTarget.select()}
         />
-        <button type="button" className="button" onClick={async () => setCopied((await copyText(value, field.current)) ? "yes" : "no")}>
+        <button
+          type="button"
+          className="button"
+          onClick={async () => setCopied((await copyText(value, field.current)) ? "yes" : "no")}
+        >
           {buttonLabel}
         </button>
       </div>
       <span className="hint" aria-live="polite">
-        {copied === "yes" ? "Copied to the clipboard." : copied === "no" ? "Could not copy: select the text and copy it yourself." : ""}
+        {copied === "yes"
+          ? "Copied to the clipboard."
+          : copied === "no"
+            ? "Could not copy: select the text and copy it yourself."
+            : ""}
       </span>
     </div>
   );
@@ -77,7 +100,17 @@ export function CopyField({ label, value, buttonLabel, autoFocus = false }: { la
  * sender signs a delivery to this team's endpoint.
  */
 /** A secret shown once: copy it, read why it matters, say it is saved. */
-export function SecretReveal({ label, value, onDone, children }: { label: string; value: string; onDone: () => void; children: ReactNode }) {
+export function SecretReveal({
+  label,
+  value,
+  onDone,
+  children,
+}: {
+  label: string;
+  value: string;
+  onDone: () => void;
+  children: ReactNode;
+}) {
   return (
     <div className="secret-reveal">
       <CopyField label={label} value={value} buttonLabel="Copy secret" autoFocus />
@@ -93,20 +126,35 @@ export function SecretReveal({ label, value, onDone, children }: { label: string
   );
 }
 
-export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: string; initial: Status; signing: WebhookSigning }) {
+export function WebhookSecretPanel({
+  teamId,
+  initial,
+  signing,
+}: {
+  teamId: string;
+  initial: Status;
+  signing: WebhookSigning;
+}) {
   const origin = useOrigin();
   const [status, setStatus] = useState<Status>(initial);
   const [secret, setSecret] = useState<string | null>(null);
   const [busy, setBusy] = useState<"create" | "remove" | null>(null);
   const [error, setError] = useState<string | null>(null);
   // A re-render of the page (live events) brings the database's word: take it.
-  useEffect(() => setStatus({ configured: initial.configured, createdAt: initial.createdAt }), [initial.configured, initial.createdAt]);
+  useEffect(
+    () => setStatus({ configured: initial.configured, createdAt: initial.createdAt }),
+    [initial.configured, initial.createdAt],
+  );
 
   const endpoint = `${origin}/api/hooks/${teamId}`;
   const url = `/api/teams/${teamId}/webhook-secret`;
 
   const create = async () => {
-    if (status.configured && !window.confirm("Rotate the webhook secret? The current secret stops working at once: senders need the new one.")) return;
+    if (
+      status.configured &&
+      !window.confirm("Rotate the webhook secret? The current secret stops working at once: senders need the new one.")
+    )
+      return;
     setBusy("create");
     setError(null);
     try {
@@ -121,7 +169,8 @@ export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: strin
   };
 
   const remove = async () => {
-    if (!window.confirm("Remove the webhook secret? Webhooks to this team are refused until you create a new one.")) return;
+    if (!window.confirm("Remove the webhook secret? Webhooks to this team are refused until you create a new one."))
+      return;
     setBusy("remove");
     setError(null);
     try {
@@ -168,8 +217,8 @@ export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: strin
           </>
         ) : (
           <>
-            <span className="pill">off</span> No secret yet: webhooks to this team are refused. Create one to let other systems (CI, monitoring, a
-            script) tell the lead about events.
+            <span className="pill">off</span> No secret yet: webhooks to this team are refused. Create one to let other
+            systems (CI, monitoring, a script) tell the lead about events.
           </>
         )}
       </p>
@@ -186,10 +235,12 @@ export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: strin
       <details className="webhook-help" key={secret ? "open" : "closed"} open={secret ? true : undefined}>
         <summary>How to sign a delivery</summary>
         <p>
-          POST the body to the endpoint with <code>{signing.timestampHeader}</code> (unix seconds) and <code>{signing.signatureHeader}</code>:{" "}
-          <code>sha256=</code> and the hex HMAC-SHA256 of <code>{"<timestamp>.<raw body>"}</code>, keyed with the whole secret (<code>whsec_</code>{" "}
-          included). A timestamp more than {minutes} minutes off is refused, and each delivery is accepted once. The body&apos;s <code>name</code>{" "}
-          (or a <code>{signing.nameHeader}</code> header) labels it in the lead&apos;s work log as <code>[webhook:NAME]</code>.
+          POST the body to the endpoint with <code>{signing.timestampHeader}</code> (unix seconds) and{" "}
+          <code>{signing.signatureHeader}</code>: <code>sha256=</code> and the hex HMAC-SHA256 of{" "}
+          <code>{"<timestamp>.<raw body>"}</code>, keyed with the whole secret (<code>whsec_</code> included). A
+          timestamp more than {minutes} minutes off is refused, and each delivery is accepted once. The body&apos;s{" "}
+          <code>name</code> (or a <code>{signing.nameHeader}</code> header) labels it in the lead&apos;s work log as{" "}
+          <code>[webhook:NAME]</code>.
         </p>
         <pre className="code-block" aria-label="Signing example (shell)">
           <code>{example}</code>
@@ -199,11 +250,21 @@ export function WebhookSecretPanel({ teamId, initial, signing }: { teamId: strin
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
       <div className="form-actions">
         {status.configured && (
-          <button type="button" className="button button-quiet button-danger-text" onClick={remove} disabled={busy !== null}>
+          <button
+            type="button"
+            className="button button-quiet button-danger-text"
+            onClick={remove}
+            disabled={busy !== null}
+          >
             {busy === "remove" ? "Removing…" : "Remove secret"}
           </button>
         )}
-        <button type="button" className={status.configured ? "button" : "button button-primary"} onClick={create} disabled={busy !== null}>
+        <button
+          type="button"
+          className={status.configured ? "button" : "button button-primary"}
+          onClick={create}
+          disabled={busy !== null}
+        >
           {busy === "create" ? "Creating…" : status.configured ? "Rotate secret" : "Create webhook secret"}
         </button>
       </div>

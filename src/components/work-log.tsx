@@ -34,7 +34,8 @@ function kindOf(message: ApiMessage): { label: string; className: string } {
   if (message.role === "user") {
     const input = parseLogInput(message.content);
     if (input?.kind === "failed") return { label: INPUT_LABELS.failed, className: "log-injected log-error" };
-    if (!input && describeLogMessage(message.content).engine) return { label: "Cadre", className: "log-injected log-engine" };
+    if (!input && describeLogMessage(message.content).engine)
+      return { label: "Cadre", className: "log-injected log-engine" };
     return { label: input ? INPUT_LABELS[input.kind] : "Message", className: "log-injected" };
   }
   const marker = splitMarker(message.content.trim())?.marker;
@@ -64,7 +65,12 @@ function groupsOf(loaded: Loaded): { key: string; session: LogSession | null; me
     const sessionId = loaded.sessionOf[message.id] ?? null;
     const last = groups.at(-1);
     if (last && (last.session?.id ?? null) === sessionId) last.messages.push(message);
-    else groups.push({ key: sessionId ?? `none-${message.id}`, session: sessionId ? (loaded.sessions[sessionId] ?? null) : null, messages: [message] });
+    else
+      groups.push({
+        key: sessionId ?? `none-${message.id}`,
+        session: sessionId ? (loaded.sessions[sessionId] ?? null) : null,
+        messages: [message],
+      });
   }
   return groups;
 }
@@ -84,9 +90,14 @@ function SessionHeading({ session }: { session: LogSession | null }) {
       </span>
       <StatusBadge status={session.status} />
       <span className="log-session-stats">
-        {session.steps} step{session.steps === 1 ? "" : "s"} · {formatTokensInOut(session)} · model {seconds(session.modelMs)}
+        {session.steps} step{session.steps === 1 ? "" : "s"} · {formatTokensInOut(session)} · model{" "}
+        {seconds(session.modelMs)}
       </span>
-      <Link href={`/sessions/${session.id}`} className="meta-link" aria-label={`Trace of the session started ${new Date(session.startedAt).toLocaleString()}`}>
+      <Link
+        href={`/sessions/${session.id}`}
+        className="meta-link"
+        aria-label={`Trace of the session started ${new Date(session.startedAt).toLocaleString()}`}
+      >
         Trace
       </Link>
     </h3>
@@ -111,7 +122,9 @@ function StepCost({ step }: { step: LogStep | undefined }) {
 function entryShowing(messages: ApiMessage[], messageId: string | undefined): string | undefined {
   const message = messageId ? messages.find((each) => each.id === messageId) : undefined;
   if (message?.role !== "tool") return message?.id;
-  return messages.find((each) => each.toolCalls?.some((call) => call.toolCallId === message.toolCallId))?.id ?? message.id;
+  return (
+    messages.find((each) => each.toolCalls?.some((call) => call.toolCallId === message.toolCallId))?.id ?? message.id
+  );
 }
 
 /** Scrolls the linked entry into view once, when it is first on the page. */
@@ -196,29 +209,46 @@ export function WorkLog({
       </EmptyState>
     );
   }
-  const results = new Map(messages.filter((message) => message.role === "tool").map((message) => [message.toolCallId, message]));
+  const results = new Map(
+    messages.filter((message) => message.role === "tool").map((message) => [message.toolCallId, message]),
+  );
   const callIds = new Set(messages.flatMap((message) => (message.toolCalls ?? []).map((call) => call.toolCallId)));
   // A call held for the person shows its approval under it (newest first: the first per call wins).
   const approvalOf = new Map<string, ApprovalData>();
-  for (const approval of approvals) if (!approvalOf.has(approval.toolCallId)) approvalOf.set(approval.toolCallId, approval);
+  for (const approval of approvals)
+    if (!approvalOf.has(approval.toolCallId)) approvalOf.set(approval.toolCallId, approval);
 
   const entry = (message: ApiMessage) => {
     const createdAt = new Date(message.createdAt).toISOString();
     if (message.role === "tool" && callIds.has(message.toolCallId ?? "")) return null; // shown with its call
     if (message.role === "tool") {
       return (
-        <li key={message.id} id={`m-${message.id}`} className={`log-entry log-tool${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
+        <li
+          key={message.id}
+          id={`m-${message.id}`}
+          className={`log-entry log-tool${message.id === linked ? " log-linked" : ""}`}
+          tabIndex={message.id === linked ? -1 : undefined}
+        >
           <div className="log-meta">
             <span className="log-kind">Result of an earlier call</span> <LocalTime value={createdAt} />
             {message.id === linked && <LinkedMark />}
           </div>
-          {isNotRunResult(message.content) ? <p>Not run: {notRunReason(message.content)}</p> : <PlainMarkdown text={message.content} names={names} />}
+          {isNotRunResult(message.content) ? (
+            <p>Not run: {notRunReason(message.content)}</p>
+          ) : (
+            <PlainMarkdown text={message.content} names={names} />
+          )}
         </li>
       );
     }
     const kind = kindOf(message);
     return (
-      <li key={message.id} id={`m-${message.id}`} className={`log-entry ${kind.className}${message.id === linked ? " log-linked" : ""}`} tabIndex={message.id === linked ? -1 : undefined}>
+      <li
+        key={message.id}
+        id={`m-${message.id}`}
+        className={`log-entry ${kind.className}${message.id === linked ? " log-linked" : ""}`}
+        tabIndex={message.id === linked ? -1 : undefined}
+      >
         <div className="log-meta">
           <span className="log-kind">{kind.label}</span> <LocalTime value={createdAt} />
           <StepCost step={loaded.steps[message.id]} />
@@ -273,7 +303,15 @@ export function WorkLog({
       </p>
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
       {groupsOf(loaded).map((group) => (
-        <section key={group.key} className="log-session" aria-label={group.session ? `Session started ${new Date(group.session.startedAt).toLocaleString()}` : "Outside a work session"}>
+        <section
+          key={group.key}
+          className="log-session"
+          aria-label={
+            group.session
+              ? `Session started ${new Date(group.session.startedAt).toLocaleString()}`
+              : "Outside a work session"
+          }
+        >
           <SessionHeading session={group.session} />
           <ol className="work-log">{group.messages.map(entry)}</ol>
         </section>

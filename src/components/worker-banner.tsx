@@ -4,7 +4,14 @@ import { useCallback, useEffect, useState } from "react";
 import { useCoalesced, useLiveEvents } from "./live-events";
 
 /** Changes that can start or end "work waits and no worker runs": a worker starting or stopping, new work, work taken up. */
-const RELEVANT_TABLES: ReadonlySet<string> = new Set(["workers", "tasks", "work_sessions", "agents", "agent_inputs", "teams"]);
+const RELEVANT_TABLES: ReadonlySet<string> = new Set([
+  "workers",
+  "tasks",
+  "work_sessions",
+  "agents",
+  "agent_inputs",
+  "teams",
+]);
 
 /** A worker killed outright says nothing; its heartbeat just stops. Look again this often. */
 const RECHECK_MS = 15_000;

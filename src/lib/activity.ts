@@ -3,7 +3,9 @@
 import type { AgentRole, TaskStatus } from "@/lib/db/schema";
 
 /** The step under way: a model call, or the tool (or tools) the last model call asked for. */
-export type CurrentStep = { kind: "model"; label: string; since: string } | { kind: "tool"; label: string; toolName: string; since: string };
+export type CurrentStep =
+  | { kind: "model"; label: string; since: string }
+  | { kind: "tool"; label: string; toolName: string; since: string };
 
 /** Times as ISO strings, so a server page hands it to a client component as is. */
 export type AgentActivity = {
@@ -36,7 +38,12 @@ export type ActivityState = "working" | "waiting" | "queued" | "retrying" | "idl
 export function activityState(activity: AgentActivity): ActivityState {
   if (activity.session) return "working";
   if (activity.task && activity.lastSessionInterrupted) return "retrying";
-  if (activity.subordinatesWorking > 0 || activity.task?.status === "waiting_input" || activity.task?.status === "in_progress") return "waiting";
+  if (
+    activity.subordinatesWorking > 0 ||
+    activity.task?.status === "waiting_input" ||
+    activity.task?.status === "in_progress"
+  )
+    return "waiting";
   if (activity.task) return "queued";
   return "idle";
 }

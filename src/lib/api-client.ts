@@ -41,7 +41,10 @@ export async function api<T = unknown>(url: string, init: { method?: string; bod
       cache: "no-store",
     });
   } catch (error) {
-    throw new ApiError(`Could not reach the Cadre server (${error instanceof Error ? error.message : error}). Is it running?`, 0);
+    throw new ApiError(
+      `Could not reach the Cadre server (${error instanceof Error ? error.message : error}). Is it running?`,
+      0,
+    );
   }
   if (response.status === 204) return undefined as T;
   const text = await response.text();

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { CLIENT_ADDRESS_HEADER, clientAddress, cookieValue, crossSiteReason, isLoopbackHost, isPublicPath, looksLikeSessionToken, safeReturnPath } from "./auth-rules";
+import {
+  CLIENT_ADDRESS_HEADER,
+  clientAddress,
+  cookieValue,
+  crossSiteReason,
+  isLoopbackHost,
+  isPublicPath,
+  looksLikeSessionToken,
+  safeReturnPath,
+} from "./auth-rules";
 
 const post = (url: string, headers: Record<string, string>) => new Request(url, { method: "POST", headers });
 
@@ -8,8 +17,16 @@ describe("crossSiteReason", () => {
     expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://localhost:3000" }))).toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/api/teams", { origin: "http://LOCALHOST:3000" }))).toBeNull();
     // A proxy that passes the Host through needs no trust; one that sets X-Forwarded-Host needs TRUST_PROXY.
-    expect(crossSiteReason(post("http://127.0.0.1:3000/x", { origin: "https://cadre.example.org", host: "cadre.example.org" }))).toBeNull();
-    const proxied = { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" };
+    expect(
+      crossSiteReason(
+        post("http://127.0.0.1:3000/x", { origin: "https://cadre.example.org", host: "cadre.example.org" }),
+      ),
+    ).toBeNull();
+    const proxied = {
+      origin: "https://cadre.example.org",
+      host: "127.0.0.1:3000",
+      "x-forwarded-host": "cadre.example.org",
+    };
     expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied), { trustProxy: true })).toBeNull();
     expect(crossSiteReason(post("http://cadre.example.org/x", { origin: "https://cadre.example.org:443" }))).toBeNull();
     expect(crossSiteReason(post("http://localhost:3000/x", {}))).toBeNull();
@@ -17,7 +34,16 @@ describe("crossSiteReason", () => {
   });
 
   it("refuses foreign, null, look-alike and non-http origins, and cross-site fetch metadata", () => {
-    for (const origin of ["https://evil.example", "null", "NULL", "http://localhost:3001", "http://localhost:3000.evil.example", "file://", "chrome-extension://abc", "not a url"]) {
+    for (const origin of [
+      "https://evil.example",
+      "null",
+      "NULL",
+      "http://localhost:3001",
+      "http://localhost:3000.evil.example",
+      "file://",
+      "chrome-extension://abc",
+      "not a url",
+    ]) {
       expect(crossSiteReason(post("http://localhost:3000/x", { origin })), origin).not.toBeNull();
     }
     expect(crossSiteReason(post("http://localhost:3000/x", { "sec-fetch-site": "cross-site" }))).not.toBeNull();
@@ -28,8 +54,14 @@ describe("crossSiteReason", () => {
     // Any client can send the header: a foreign Origin that names it must not pass.
     const forged = { origin: "http://evil.example", host: "localhost:3000", "x-forwarded-host": "evil.example" };
     expect(crossSiteReason(post("http://localhost:3000/x", forged))).toMatch(/is not this server/);
-    expect(crossSiteReason(post("http://localhost:3000/x", forged), { trustProxy: false })).toMatch(/is not this server/);
-    const proxied = { origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" };
+    expect(crossSiteReason(post("http://localhost:3000/x", forged), { trustProxy: false })).toMatch(
+      /is not this server/,
+    );
+    const proxied = {
+      origin: "https://cadre.example.org",
+      host: "127.0.0.1:3000",
+      "x-forwarded-host": "cadre.example.org",
+    };
     expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied))).toMatch(/is not this server/);
     expect(crossSiteReason(post("http://127.0.0.1:3000/x", proxied), { trustProxy: true })).toBeNull();
   });
@@ -37,10 +69,27 @@ describe("crossSiteReason", () => {
 
 describe("isLoopbackHost", () => {
   it("knows this computer's names, with or without a port", () => {
-    for (const host of ["localhost", "localhost:3000", "LOCALHOST:3000", "app.localhost:3000", "127.0.0.1", "127.1.2.3:80", "[::1]:3000"]) {
+    for (const host of [
+      "localhost",
+      "localhost:3000",
+      "LOCALHOST:3000",
+      "app.localhost:3000",
+      "127.0.0.1",
+      "127.1.2.3:80",
+      "[::1]:3000",
+    ]) {
       expect(isLoopbackHost(host), host).toBe(true);
     }
-    for (const host of ["evil.example", "localhost.evil.example", "127.0.0.1.evil.example", "10.0.0.2:3000", "0.0.0.0", "", null, undefined]) {
+    for (const host of [
+      "evil.example",
+      "localhost.evil.example",
+      "127.0.0.1.evil.example",
+      "10.0.0.2:3000",
+      "0.0.0.0",
+      "",
+      null,
+      undefined,
+    ]) {
       expect(isLoopbackHost(host), String(host)).toBe(false);
     }
   });
@@ -49,7 +98,17 @@ describe("isLoopbackHost", () => {
 describe("safeReturnPath", () => {
   it("keeps local paths and drops everything that could leave the site or loop", () => {
     expect(safeReturnPath("/teams/abc?tab=log")).toBe("/teams/abc?tab=log");
-    for (const value of ["//evil.example", "/\\evil.example", "https://evil.example", "javascript:alert(1)", "/sign-in", "/sign-in?next=/x", "/a\nb", undefined, 42]) {
+    for (const value of [
+      "//evil.example",
+      "/\\evil.example",
+      "https://evil.example",
+      "javascript:alert(1)",
+      "/sign-in",
+      "/sign-in?next=/x",
+      "/a\nb",
+      undefined,
+      42,
+    ]) {
       expect(safeReturnPath(value), String(value)).toBe("/");
     }
   });
@@ -66,24 +125,58 @@ describe("cookies, tokens and public paths", () => {
   });
 
   it("opens only health, sign-in/out and webhooks", () => {
-    for (const path of ["/sign-in", "/api/health", "/api/auth/sign-in", "/api/auth/sign-out", "/api/hooks/abc", "/favicon.ico", "/icon.svg", "/apple-icon.png", "/manifest.webmanifest"]) expect(isPublicPath(path), path).toBe(true);
-    for (const path of ["/", "/teams", "/api/teams", "/api/hooks/abc/x", "/api/healthz", "/sign-in/../teams", "/api/auth/session", "/favicon.ico/x", "/teams/icon.svg"]) expect(isPublicPath(path), path).toBe(false);
+    for (const path of [
+      "/sign-in",
+      "/api/health",
+      "/api/auth/sign-in",
+      "/api/auth/sign-out",
+      "/api/hooks/abc",
+      "/favicon.ico",
+      "/icon.svg",
+      "/apple-icon.png",
+      "/manifest.webmanifest",
+    ])
+      expect(isPublicPath(path), path).toBe(true);
+    for (const path of [
+      "/",
+      "/teams",
+      "/api/teams",
+      "/api/hooks/abc/x",
+      "/api/healthz",
+      "/sign-in/../teams",
+      "/api/auth/session",
+      "/favicon.ico/x",
+      "/teams/icon.svg",
+    ])
+      expect(isPublicPath(path), path).toBe(false);
   });
 });
 
 describe("clientAddress", () => {
-  const request = (headers: Record<string, string>) => new Request("http://localhost:3000/api/auth/sign-in", { method: "POST", headers });
+  const request = (headers: Record<string, string>) =>
+    new Request("http://localhost:3000/api/auth/sign-in", { method: "POST", headers });
 
   it("is the connection's address, whatever X-Forwarded-For a client sends, unless TRUST_PROXY", () => {
-    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "203.0.113.5", "x-forwarded-for": "10.0.0.1" }))).toBe("203.0.113.5");
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "203.0.113.5", "x-forwarded-for": "10.0.0.1" }))).toBe(
+      "203.0.113.5",
+    );
     expect(clientAddress(request({ "x-forwarded-for": "10.0.0.1" }))).toBe("unknown");
   });
 
   it("with TRUST_PROXY is the address the proxy added last to X-Forwarded-For (what came before it is the client's say)", () => {
     const trustProxy = { trustProxy: true };
-    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "10.0.0.1, 198.51.100.7" }), trustProxy)).toBe("198.51.100.7");
-    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "198.51.100.7" }), trustProxy)).toBe("198.51.100.7");
-    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": " , " }), trustProxy)).toBe("127.0.0.1");
+    expect(
+      clientAddress(
+        request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "10.0.0.1, 198.51.100.7" }),
+        trustProxy,
+      ),
+    ).toBe("198.51.100.7");
+    expect(
+      clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": "198.51.100.7" }), trustProxy),
+    ).toBe("198.51.100.7");
+    expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1", "x-forwarded-for": " , " }), trustProxy)).toBe(
+      "127.0.0.1",
+    );
     expect(clientAddress(request({ [CLIENT_ADDRESS_HEADER]: "127.0.0.1" }), trustProxy)).toBe("127.0.0.1");
   });
 });

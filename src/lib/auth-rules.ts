@@ -118,7 +118,9 @@ export function crossSiteReason(request: Request, options: { trustProxy?: boolea
   const origin = request.headers.get("origin");
   if (origin === null) {
     const site = request.headers.get("sec-fetch-site");
-    return site === "cross-site" || site === "same-site" ? `the request came from another site (Sec-Fetch-Site: ${site})` : null;
+    return site === "cross-site" || site === "same-site"
+      ? `the request came from another site (Sec-Fetch-Site: ${site})`
+      : null;
   }
   if (origin.trim().toLowerCase() === "null") return "its Origin is null (a sandboxed page, a file or a redirect)";
   let parsed: URL;
@@ -127,18 +129,23 @@ export function crossSiteReason(request: Request, options: { trustProxy?: boolea
   } catch {
     return `its Origin (${origin.slice(0, 100)}) is not a URL`;
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `its Origin (${parsed.protocol}) is not http(s)`;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    return `its Origin (${parsed.protocol}) is not http(s)`;
   const originHost = parsed.host.toLowerCase();
   const forwarded = options.trustProxy ? request.headers.get("x-forwarded-host")?.split(",")[0]?.trim() : undefined;
-  const candidates = [request.headers.get("host"), forwarded, new URL(request.url).host].filter((host): host is string => Boolean(host));
+  const candidates = [request.headers.get("host"), forwarded, new URL(request.url).host].filter(
+    (host): host is string => Boolean(host),
+  );
   if (candidates.some((host) => normaliseHost(parsed.protocol, host) === originHost)) return null;
   return `its Origin (${origin.slice(0, 100)}) is not this server`;
 }
 
 /** A path to return to after signing in: only a local path, never `//evil.example` or a full URL. */
 export function safeReturnPath(value: unknown): string {
-  if (typeof value !== "string" || !value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\")) return "/";
+  if (typeof value !== "string" || !value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\"))
+    return "/";
   if (/[\u0000-\u001f\u007f]/.test(value) || value.length > 2000) return "/";
-  if (value === SIGN_IN_PATH || value.startsWith(`${SIGN_IN_PATH}?`) || value.startsWith(`${SIGN_IN_PATH}/`)) return "/";
+  if (value === SIGN_IN_PATH || value.startsWith(`${SIGN_IN_PATH}?`) || value.startsWith(`${SIGN_IN_PATH}/`))
+    return "/";
   return value;
 }

@@ -82,11 +82,25 @@ function isHttps(request: Request): boolean {
 }
 
 export function sessionCookie(request: Request, token: string): string {
-  return [`${SESSION_COOKIE}=${token}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${SESSION_MAX_AGE_SECONDS}`, ...(isHttps(request) ? ["Secure"] : [])].join("; ");
+  return [
+    `${SESSION_COOKIE}=${token}`,
+    "Path=/",
+    "HttpOnly",
+    "SameSite=Lax",
+    `Max-Age=${SESSION_MAX_AGE_SECONDS}`,
+    ...(isHttps(request) ? ["Secure"] : []),
+  ].join("; ");
 }
 
 export function clearedSessionCookie(request: Request): string {
-  return [`${SESSION_COOKIE}=`, "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=0", ...(isHttps(request) ? ["Secure"] : [])].join("; ");
+  return [
+    `${SESSION_COOKIE}=`,
+    "Path=/",
+    "HttpOnly",
+    "SameSite=Lax",
+    "Max-Age=0",
+    ...(isHttps(request) ? ["Secure"] : []),
+  ].join("; ");
 }
 
 export type Access = {
@@ -104,7 +118,8 @@ export type Access = {
 export async function checkApiAccess(request: Request | undefined, access: Access = {}): Promise<void> {
   if (request && !access.crossOrigin && isStateChanging(request.method)) {
     const reason = crossSiteReason(request, { trustProxy: env().TRUST_PROXY });
-    if (reason) throw new CadreError("forbidden:origin", `Refused: ${reason}. Changes are only accepted from Cadre's own pages.`);
+    if (reason)
+      throw new CadreError("forbidden:origin", `Refused: ${reason}. Changes are only accepted from Cadre's own pages.`);
   }
   if (access.public) return;
   if (!signInRequired()) {
@@ -117,7 +132,11 @@ export async function checkApiAccess(request: Request | undefined, access: Acces
   } catch (error) {
     const why = databaseUnavailableReason(error);
     if (!why) throw error; // not the database's absence: the route answers 500 and logs it
-    throw new CadreError("unavailable:database", `Could not check the session: the database does not answer right now (${why}). Try again in a few seconds.`, { cause: error });
+    throw new CadreError(
+      "unavailable:database",
+      `Could not check the session: the database does not answer right now (${why}). Try again in a few seconds.`,
+      { cause: error },
+    );
   }
   if (!live) throw new CadreError("unauthorized:session", "Sign in first: this Cadre is protected by a password.");
 }
@@ -132,9 +151,14 @@ function loopbackOnly(host: string): CadreError {
 export type PageAccess = { allowed: true } | { allowed: false; reason: "sign-in" | "host" };
 
 /** The page check without Next's request context, so it can be tested directly. */
-export async function checkPageAccess(input: { host: string | null; sessionToken: string | undefined }): Promise<PageAccess> {
+export async function checkPageAccess(input: {
+  host: string | null;
+  sessionToken: string | undefined;
+}): Promise<PageAccess> {
   if (!signInRequired()) return isLoopbackHost(input.host) ? { allowed: true } : { allowed: false, reason: "host" };
-  return (await isLiveSession(database().db, input.sessionToken)) ? { allowed: true } : { allowed: false, reason: "sign-in" };
+  return (await isLiveSession(database().db, input.sessionToken))
+    ? { allowed: true }
+    : { allowed: false, reason: "sign-in" };
 }
 
 /** Once per server render: layout, metadata and page all ask, the database answers once. */
@@ -182,12 +206,16 @@ function deviceKey(): Promise<Buffer> {
 }
 
 async function deviceSignature(id: string): Promise<string> {
-  return createHmac("sha256", await deviceKey()).update(id).digest("base64url");
+  return createHmac("sha256", await deviceKey())
+    .update(id)
+    .digest("base64url");
 }
 
 /** The id of the known device this request's cookie names, when its signature holds; else null (a stranger). */
 export async function knownDeviceOf(request: Request): Promise<string | null> {
-  const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(cookieValue(request.headers.get("cookie"), DEVICE_COOKIE) ?? "");
+  const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(
+    cookieValue(request.headers.get("cookie"), DEVICE_COOKIE) ?? "",
+  );
   if (!match || !signInRequired()) return null;
   const [, id, signature] = match as unknown as [string, string, string];
   return timingSafeEqual(Buffer.from(signature), Buffer.from(await deviceSignature(id))) ? id : null;
@@ -196,7 +224,14 @@ export async function knownDeviceOf(request: Request): Promise<string | null> {
 /** `<id>.<HMAC>`, sent only to the sign-in and sign-out routes (Path=/api/auth). */
 async function deviceCookie(request: Request, id: string): Promise<string> {
   const value = `${id}.${await deviceSignature(id)}`;
-  return [`${DEVICE_COOKIE}=${value}`, "Path=/api/auth", "HttpOnly", "SameSite=Strict", `Max-Age=${DEVICE_MAX_AGE_SECONDS}`, ...(isHttps(request) ? ["Secure"] : [])].join("; ");
+  return [
+    `${DEVICE_COOKIE}=${value}`,
+    "Path=/api/auth",
+    "HttpOnly",
+    "SameSite=Strict",
+    `Max-Age=${DEVICE_MAX_AGE_SECONDS}`,
+    ...(isHttps(request) ? ["Secure"] : []),
+  ].join("; ");
 }
 
 /**
@@ -207,12 +242,16 @@ async function deviceCookie(request: Request, id: string): Promise<string> {
  * the session, and the known-device cookie (kept, or new), renewed.
  */
 export async function signIn(db: Db, request: Request, readPassword: () => Promise<string>): Promise<string[]> {
-  if (!signInRequired()) throw new CadreError("not_found:sign_in", "Sign-in is off: APP_PASSWORD is not set, so no password is needed.");
+  if (!signInRequired())
+    throw new CadreError("not_found:sign_in", "Sign-in is off: APP_PASSWORD is not set, so no password is needed.");
   const device = await knownDeviceOf(request);
   const client = clientAddress(request, { trustProxy: env().TRUST_PROXY });
   const who: Attempter = device ? { device } : { client };
   const refusal = signInThrottle.refusal(who);
-  if (refusal) throw new CadreError("rate_limited:sign_in", refusalMessage(refusal), { retryAfterSeconds: refusal.retryAfterSeconds });
+  if (refusal)
+    throw new CadreError("rate_limited:sign_in", refusalMessage(refusal), {
+      retryAfterSeconds: refusal.retryAfterSeconds,
+    });
   if (!passwordMatches(await readPassword())) {
     signInThrottle.recordFailure(who);
     console.warn(`[auth] failed sign-in from ${client}${device ? " (a browser that signed in here before)" : ""}`);

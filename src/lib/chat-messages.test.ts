@@ -45,7 +45,11 @@ describe("mergeNewest", () => {
   it("takes the page's copy of a message both hold", () => {
     const edited = all.slice(3, 6).map((message) => ({ ...message, content: `${message.content} (read again)` }));
     const merged = mergeNewest(all.slice(0, 6), edited)!;
-    expect(merged.map((message) => message.content).slice(3)).toEqual(["message 3 (read again)", "message 4 (read again)", "message 5 (read again)"]);
+    expect(merged.map((message) => message.content).slice(3)).toEqual([
+      "message 3 (read again)",
+      "message 4 (read again)",
+      "message 5 (read again)",
+    ]);
   });
 
   it("is null when the page does not reach what is loaded (more than a page was written)", () => {

@@ -23,7 +23,17 @@ export type ApiMessage = {
 /** The API's message shape (seed 004): no conversation id, tool calls as {toolCallId, toolName, args}. */
 export function toApiMessage(message: Message): ApiMessage {
   const { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt } = message;
-  return { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt: createdAt.toISOString() };
+  return {
+    id,
+    role,
+    content,
+    thinking,
+    toolCalls,
+    toolCallId,
+    inboxItemId,
+    previousMessageId,
+    createdAt: createdAt.toISOString(),
+  };
 }
 
 /**
@@ -31,9 +41,15 @@ export function toApiMessage(message: Message): ApiMessage {
  * `error`: the reply ended in a model failure (its marker, said once, with a Retry);
  * `stopped`: the person stopped it.
  */
-export type ChatMetadata = { briefing?: boolean; question?: boolean; inboxItemId?: string; createdAt?: string; error?: string; stopped?: boolean };
+export type ChatMetadata = {
+  briefing?: boolean;
+  question?: boolean;
+  inboxItemId?: string;
+  createdAt?: string;
+  error?: string;
+  stopped?: boolean;
+};
 export type ChatMessage = UIMessage<ChatMetadata>;
-
 
 /** A stored tool result: JSON when it parses, else the text itself. */
 export function parseToolOutput(content: string): unknown {
@@ -43,7 +59,6 @@ export function parseToolOutput(content: string): unknown {
     return content;
   }
 }
-
 
 /**
  * One UI message per person turn and per reply: a reply's assistant rows and tool rows
@@ -57,7 +72,12 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
     const createdAt = new Date(message.createdAt).toISOString();
     if (message.role === "user") {
       reply = undefined;
-      out.push({ id: message.id, role: "user", metadata: { createdAt }, parts: [{ type: "text", text: message.content }] });
+      out.push({
+        id: message.id,
+        role: "user",
+        metadata: { createdAt },
+        parts: [{ type: "text", text: message.content }],
+      });
     } else if (message.role === "assistant") {
       // createInboxItem writes a briefing, askPerson a question, with its inbox item's id: a message of its own.
       const inboxItemId = message.inboxItemId ?? undefined;
@@ -65,7 +85,12 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
       const briefing = inboxItemId !== undefined && !question;
       if (!reply || inboxItemId !== undefined || reply.metadata?.inboxItemId !== undefined) {
         const kind = question ? { question } : { briefing };
-        reply = { id: message.id, role: "assistant", metadata: { createdAt, ...kind, ...(inboxItemId ? { inboxItemId } : {}) }, parts: [] };
+        reply = {
+          id: message.id,
+          role: "assistant",
+          metadata: { createdAt, ...kind, ...(inboxItemId ? { inboxItemId } : {}) },
+          parts: [],
+        };
         out.push(reply);
       }
       // A marker is not the agent's words: the reply says how it ended instead (and a retry's answer supersedes an error).
@@ -75,14 +100,22 @@ export function toChatMessages(stored: ApiMessage[]): ChatMessage[] {
       delete metadata.error;
       delete metadata.stopped;
       reply.metadata = metadata;
-      if (marked && errorMarkerMessage(marked.marker) !== null) reply.metadata.error = errorMarkerMessage(marked.marker)!;
+      if (marked && errorMarkerMessage(marked.marker) !== null)
+        reply.metadata.error = errorMarkerMessage(marked.marker)!;
       if (marked && isStoppedMarker(marked.marker)) reply.metadata.stopped = true;
       if (text) reply.parts.push({ type: "text", text, state: "done" });
       for (const call of message.toolCalls ?? []) {
-        reply.parts.push({ type: "dynamic-tool", toolName: call.toolName, toolCallId: call.toolCallId, state: "input-available", input: call.args });
+        reply.parts.push({
+          type: "dynamic-tool",
+          toolName: call.toolName,
+          toolCallId: call.toolCallId,
+          state: "input-available",
+          input: call.args,
+        });
       }
     } else if (message.role === "tool") {
-      const index = reply?.parts.findIndex((part) => part.type === "dynamic-tool" && part.toolCallId === message.toolCallId) ?? -1;
+      const index =
+        reply?.parts.findIndex((part) => part.type === "dynamic-tool" && part.toolCallId === message.toolCallId) ?? -1;
       const part = index >= 0 ? reply!.parts[index] : undefined;
       if (part?.type === "dynamic-tool") {
         reply!.parts[index] = {
@@ -112,7 +145,8 @@ export function mergeNewest(loaded: readonly ApiMessage[], newest: readonly ApiM
   if (newest.length === 0) return [...loaded];
   const first = newest[0]!;
   let start: number;
-  if (first.previousMessageId === null) start = 0; // the page starts the conversation
+  if (first.previousMessageId === null)
+    start = 0; // the page starts the conversation
   else {
     const at = loaded.findIndex((message) => message.id === first.id);
     const before = at >= 0 ? -1 : loaded.findIndex((message) => message.id === first.previousMessageId);

@@ -5,7 +5,8 @@ describe("TRUST_PROXY", () => {
   it("is off unless set to a yes, and names itself when it is neither yes nor no", () => {
     expect(parseEnv({}).TRUST_PROXY).toBe(false);
     expect(parseEnv({ TRUST_PROXY: "" }).TRUST_PROXY).toBe(false);
-    for (const value of ["1", "true", "TRUE", "yes", " 1 "]) expect(parseEnv({ TRUST_PROXY: value }).TRUST_PROXY, value).toBe(true);
+    for (const value of ["1", "true", "TRUE", "yes", " 1 "])
+      expect(parseEnv({ TRUST_PROXY: value }).TRUST_PROXY, value).toBe(true);
     for (const value of ["0", "false", "no"]) expect(parseEnv({ TRUST_PROXY: value }).TRUST_PROXY, value).toBe(false);
     expect(() => parseEnv({ TRUST_PROXY: "nginx" })).toThrow(/TRUST_PROXY: must be 1 or 0/);
   });
@@ -21,13 +22,19 @@ describe("notification settings", () => {
 
   it("needs SMTP_URL (smtp:// or smtps://) and SMTP_FROM together", () => {
     expect(smtpSettings(parseEnv({}))).toBeNull();
-    expect(smtpSettings(parseEnv({ SMTP_URL: "smtps://u:p@mail.example.com:465", SMTP_FROM: "Cadre <c@example.com>" }))).toEqual({
+    expect(
+      smtpSettings(parseEnv({ SMTP_URL: "smtps://u:p@mail.example.com:465", SMTP_FROM: "Cadre <c@example.com>" })),
+    ).toEqual({
       url: "smtps://u:p@mail.example.com:465",
       from: "Cadre <c@example.com>",
     });
-    expect(() => parseEnv({ SMTP_URL: "smtp://mail.example.com" })).toThrow(/SMTP_FROM: must be set too when SMTP_URL is/);
+    expect(() => parseEnv({ SMTP_URL: "smtp://mail.example.com" })).toThrow(
+      /SMTP_FROM: must be set too when SMTP_URL is/,
+    );
     expect(() => parseEnv({ SMTP_FROM: "c@example.com" })).toThrow(/SMTP_URL: must be set too when SMTP_FROM is/);
-    expect(() => parseEnv({ SMTP_URL: "http://mail.example.com", SMTP_FROM: "c@example.com" })).toThrow(/SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/);
+    expect(() => parseEnv({ SMTP_URL: "http://mail.example.com", SMTP_FROM: "c@example.com" })).toThrow(
+      /SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/,
+    );
   });
 });
 
@@ -35,7 +42,9 @@ describe("PAGE_READ_MAX_CHARS", () => {
   it("defaults to 12000 and takes only a positive whole number", () => {
     expect(parseEnv({}).PAGE_READ_MAX_CHARS).toBe(12_000);
     expect(parseEnv({ PAGE_READ_MAX_CHARS: " 4000 " }).PAGE_READ_MAX_CHARS).toBe(4000);
-    expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "lots" })).toThrow(/PAGE_READ_MAX_CHARS: must be a positive whole number/);
+    expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "lots" })).toThrow(
+      /PAGE_READ_MAX_CHARS: must be a positive whole number/,
+    );
     expect(() => parseEnv({ PAGE_READ_MAX_CHARS: "0" })).toThrow(/PAGE_READ_MAX_CHARS/);
   });
 });
@@ -44,8 +53,14 @@ describe("OpenTelemetry", () => {
   it("is off unless OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) URL", () => {
     expect(parseEnv({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
     expect(parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: " " }).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
-    expect(parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://localhost:4318" }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe("http://localhost:4318");
-    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
-    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://localhost:4317" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    expect(parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://localhost:4318" }).OTEL_EXPORTER_OTLP_ENDPOINT).toBe(
+      "http://localhost:4318",
+    );
+    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "localhost:4318" })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
+    );
+    expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://localhost:4317" })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
+    );
   });
 });

@@ -29,7 +29,9 @@ const envSchema = z.object({
    * 3 (worker) dedicated connections beside them, for LISTEN and liveness. The default lets a
    * web server and two workers (12 + 13 + 13) fit a stock Postgres (100) with room to spare.
    */
-  DATABASE_POOL_SIZE: positiveInt(10).pipe(z.number().min(4, { message: "must be at least 4 (two connections for Cadre's queries, two for the job queue)" })),
+  DATABASE_POOL_SIZE: positiveInt(10).pipe(
+    z.number().min(4, { message: "must be at least 4 (two connections for Cadre's queries, two for the job queue)" }),
+  ),
   OPENAI_API_KEY: optional,
   OPENAI_BASE_URL: optional.pipe(z.url({ message: "OPENAI_BASE_URL must be an http(s) URL" }).optional()),
   LLM_MODEL: optional,
@@ -38,7 +40,9 @@ const envSchema = z.object({
    * them to where the conversation's prefix is cached. auto: for OpenAI itself only (some
    * OpenAI-compatible servers refuse fields they do not know); on / off: always / never.
    */
-  PROMPT_CACHE_KEY: optional.pipe(z.enum(["auto", "on", "off"], { message: "PROMPT_CACHE_KEY must be auto, on or off" }).default("auto")),
+  PROMPT_CACHE_KEY: optional.pipe(
+    z.enum(["auto", "on", "off"], { message: "PROMPT_CACHE_KEY must be auto, on or off" }).default("auto"),
+  ),
   TAVILY_API_KEY: optional,
   TAVILY_BASE_URL: optional.pipe(z.url({ message: "TAVILY_BASE_URL must be an http(s) URL" }).optional()),
   /** How much of a web page readWebPage hands the model (characters); the rest is cut, and the result says so. */
@@ -71,8 +75,17 @@ const envSchema = z.object({
       .optional(),
   ),
   /** Email notifications: the SMTP server (smtp:// or smtps://, credentials in the URL). Needs SMTP_FROM. */
-  SMTP_URL: optional.pipe(z.url({ protocol: /^smtps?$/, message: "SMTP_URL must be an smtp:// or smtps:// URL, such as smtp://user:pass@host:587" }).optional()),
-  SMTP_FROM: optional.pipe(z.string().regex(/@/, { message: "SMTP_FROM must be an address, such as Cadre <cadre@example.com>" }).optional()),
+  SMTP_URL: optional.pipe(
+    z
+      .url({
+        protocol: /^smtps?$/,
+        message: "SMTP_URL must be an smtp:// or smtps:// URL, such as smtp://user:pass@host:587",
+      })
+      .optional(),
+  ),
+  SMTP_FROM: optional.pipe(
+    z.string().regex(/@/, { message: "SMTP_FROM must be an address, such as Cadre <cadre@example.com>" }).optional(),
+  ),
   /**
    * The first delay between attempts to deliver a notification (seconds, doubled each time).
    * Not for operators: the tests shorten it so a retried delivery does not take minutes.
@@ -82,7 +95,14 @@ const envSchema = z.object({
    * OpenTelemetry: where spans go (OTLP over HTTP, the collector's base URL; /v1/traces is
    * added). Unset: no tracing at all. The exporter itself reads OTEL_EXPORTER_OTLP_HEADERS.
    */
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional.pipe(z.url({ protocol: /^https?$/, message: "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, such as http://localhost:4318" }).optional()),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.pipe(
+    z
+      .url({
+        protocol: /^https?$/,
+        message: "OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, such as http://localhost:4318",
+      })
+      .optional(),
+  ),
   /** The service name spans carry; unset: cadre-web for the web server, cadre-worker for a worker. */
   OTEL_SERVICE_NAME: optional,
 });
@@ -92,13 +112,19 @@ export type Env = z.infer<typeof envSchema>;
 /** Half an SMTP setup would make email channels look usable and then fail every delivery: refuse it at start instead. */
 function checkTogether(env: Env): string[] {
   if ((env.SMTP_URL === undefined) === (env.SMTP_FROM === undefined)) return [];
-  return [env.SMTP_URL === undefined ? "SMTP_URL: must be set too when SMTP_FROM is (email notifications need both)" : "SMTP_FROM: must be set too when SMTP_URL is (email notifications need both)"];
+  return [
+    env.SMTP_URL === undefined
+      ? "SMTP_URL: must be set too when SMTP_FROM is (email notifications need both)"
+      : "SMTP_FROM: must be set too when SMTP_URL is (email notifications need both)",
+  ];
 }
 
 /** Parses an environment; throws one message that names every bad variable. */
 export function parseEnv(source: Record<string, string | undefined>): Env {
   const result = envSchema.safeParse(source);
-  const problems = result.success ? checkTogether(result.data) : result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const problems = result.success
+    ? checkTogether(result.data)
+    : result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
   if (!result.success || problems.length > 0) throw new Error(`Invalid environment:\n  ${problems.join("\n  ")}`);
   return result.data;
 }

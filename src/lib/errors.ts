@@ -32,7 +32,11 @@ export class CadreError extends Error {
   /** When trying again makes sense (a 429, a 503): the answer's Retry-After, which the message should say in words too. */
   readonly retryAfterSeconds?: number;
 
-  constructor(code: `${ErrorKind}:${string}`, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+  constructor(
+    code: `${ErrorKind}:${string}`,
+    message: string,
+    options?: { cause?: unknown; retryAfterSeconds?: number },
+  ) {
     super(message, options);
     this.name = "CadreError";
     this.code = code;

@@ -7,7 +7,18 @@ import { logError } from "@/lib/log";
  * announce every change on the `cadre_events` channel, whichever process wrote it.
  */
 export type LiveEvent = {
-  table: "messages" | "tasks" | "inbox_items" | "knowledge_items" | "work_sessions" | "agents" | "teams" | "workers" | "approvals" | "notifications" | "mcp_servers";
+  table:
+    | "messages"
+    | "tasks"
+    | "inbox_items"
+    | "knowledge_items"
+    | "work_sessions"
+    | "agents"
+    | "teams"
+    | "workers"
+    | "approvals"
+    | "notifications"
+    | "mcp_servers";
   op: "insert" | "update" | "delete";
   id: string;
   agentId?: string;
@@ -59,7 +70,9 @@ function startListening(state: Hub): Promise<unknown> {
     },
   ).catch((error: unknown) => {
     state.listening = undefined;
-    throw new Error(`Could not listen for live events: ${error instanceof Error ? error.message : error}`, { cause: error });
+    throw new Error(`Could not listen for live events: ${error instanceof Error ? error.message : error}`, {
+      cause: error,
+    });
   });
   return state.listening;
 }
@@ -111,7 +124,10 @@ const KEEP_ALIVE_MS = 15_000;
  * stream then closes, and EventSource reconnects and refetches after reading what was
  * queued). So no subscriber outlives its consumer, and none holds more than the limit.
  */
-export function liveEventStream(request: Request, options: { maxUnreadBytes?: number } = {}): ReadableStream<Uint8Array> {
+export function liveEventStream(
+  request: Request,
+  options: { maxUnreadBytes?: number } = {},
+): ReadableStream<Uint8Array> {
   // The stream holds the request, not only its signal: a Request's signal follows the client's
   // abort through a weak reference that is gone once the Request is garbage-collected, and the
   // subscriber would then outlive its client until the next keep-alive found the socket closed.
@@ -159,7 +175,9 @@ export function liveEventStream(request: Request, options: { maxUnreadBytes?: nu
           if (ended) return void stop();
         } catch (error) {
           logError("A live event listener failed:", error);
-          send(`retry: 5000\nevent: failure\ndata: ${JSON.stringify({ message: "Live updates are unavailable: the database does not answer." })}\n\n`);
+          send(
+            `retry: 5000\nevent: failure\ndata: ${JSON.stringify({ message: "Live updates are unavailable: the database does not answer." })}\n\n`,
+          );
           return end();
         }
         keepAlive = setInterval(() => send(": keep-alive\n\n"), KEEP_ALIVE_MS);

@@ -57,19 +57,31 @@ export async function checkHealth(options: HealthOptions = {}): Promise<HealthCh
  * for each team whose work has waited more than NO_WORKER_ALERT_AFTER_SECONDS with no live
  * worker. Alerts are best effort: failing to raise one is logged, the answer still stands.
  */
-export async function checkBackgroundWork(db: Db, options: Omit<HealthOptions, "db"> = {}): Promise<Omit<Health, "database">> {
+export async function checkBackgroundWork(
+  db: Db,
+  options: Omit<HealthOptions, "db"> = {},
+): Promise<Omit<Health, "database">> {
   const staleSeconds = options.staleSeconds ?? env().SESSION_STALE_SECONDS;
-  const [liveness, waiting] = await Promise.all([readWorkerLiveness(db, staleSeconds), listTeamsAwaitingWork(db, staleSeconds)]);
+  const [liveness, waiting] = await Promise.all([
+    readWorkerLiveness(db, staleSeconds),
+    listTeamsAwaitingWork(db, staleSeconds),
+  ]);
   if (liveness.alive === 0) {
-    await raiseNoWorkerAlerts(db, async () => options.jobs ?? (await webEngine()).jobs, liveness, waiting).catch((error: unknown) =>
-      logError("Could not raise the \"no worker is running\" alert:", error),
+    await raiseNoWorkerAlerts(db, async () => options.jobs ?? (await webEngine()).jobs, liveness, waiting).catch(
+      (error: unknown) => logError('Could not raise the "no worker is running" alert:', error),
     );
   }
-  const oldest = waiting.reduce<Date | null>((min, team) => (min && min <= team.waitingSince ? min : team.waitingSince), null);
+  const oldest = waiting.reduce<Date | null>(
+    (min, team) => (min && min <= team.waitingSince ? min : team.waitingSince),
+    null,
+  );
   return {
     status: waiting.length > 0 && liveness.alive === 0 ? "degraded" : "ok",
     workers: { alive: liveness.alive, lastSeenAt: liveness.lastSeenAt?.toISOString() ?? null },
-    backlog: { agents: waiting.reduce((sum, team) => sum + team.agents, 0), oldestWaitingSince: oldest?.toISOString() ?? null },
+    backlog: {
+      agents: waiting.reduce((sum, team) => sum + team.agents, 0),
+      oldestWaitingSince: oldest?.toISOString() ?? null,
+    },
   };
 }
 
@@ -80,7 +92,12 @@ export async function checkBackgroundWork(db: Db, options: Omit<HealthOptions, "
  * checks run, from however many web processes, the same key comes back and the inbox
  * keeps one item; after a worker has run and gone again, the key is new.
  */
-async function raiseNoWorkerAlerts(db: Db, queue: () => Promise<JobQueue>, liveness: WorkerLiveness, waiting: WaitingTeam[]): Promise<void> {
+async function raiseNoWorkerAlerts(
+  db: Db,
+  queue: () => Promise<JobQueue>,
+  liveness: WorkerLiveness,
+  waiting: WaitingTeam[],
+): Promise<void> {
   const lastSeen = liveness.lastSeenAt;
   for (const team of waiting) {
     // Waiting with no worker began when both were true: work waited and the last worker had gone.

@@ -7,7 +7,8 @@ import { describeForLog, logError } from "@/lib/log";
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. A 503 says when to come back (Retry-After). */
 export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {
   const response = Response.json({ error: { code, message } }, { status, headers });
-  if (status === 503 && !response.headers.has("retry-after")) response.headers.set("retry-after", String(RETRY_AFTER_SECONDS));
+  if (status === 503 && !response.headers.has("retry-after"))
+    response.headers.set("retry-after", String(RETRY_AFTER_SECONDS));
   return response;
 }
 
@@ -17,21 +18,32 @@ const RETRY_AFTER_SECONDS = 5;
 /** Turns anything thrown in a handler into a JSON error. Only the unexpected becomes a 500, and it is logged with its cause. */
 export function toErrorResponse(error: unknown): Response {
   if (error instanceof CadreError) {
-    const retryAfter = error.retryAfterSeconds === undefined ? undefined : { "retry-after": String(error.retryAfterSeconds) };
+    const retryAfter =
+      error.retryAfterSeconds === undefined ? undefined : { "retry-after": String(error.retryAfterSeconds) };
     return errorResponse(error.status, error.code, error.message, retryAfter);
   }
   if (error instanceof z.ZodError) {
-    const message = error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
+    const message = error.issues
+      .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+      .join("; ");
     return errorResponse(400, "bad_request:validation", message);
   }
   // The database starting, full or gone is no fault of the request: a 503 to come back to, and one line in the log.
   const unavailable = databaseUnavailableReason(error);
   if (unavailable) {
     console.error(`A request could not reach the database: ${unavailable}.`);
-    return errorResponse(503, "unavailable:database", `The database does not answer right now (${unavailable}). Try again in a few seconds.`);
+    return errorResponse(
+      503,
+      "unavailable:database",
+      `The database does not answer right now (${unavailable}). Try again in a few seconds.`,
+    );
   }
   logError("Unhandled error in a route handler:", error);
-  return errorResponse(500, "internal:unexpected", "Something went wrong on the server. The error was logged; try again.");
+  return errorResponse(
+    500,
+    "internal:unexpected",
+    "Something went wrong on the server. The error was logged; try again.",
+  );
 }
 
 /**
@@ -98,7 +110,9 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
     // the server and nothing to debug, so one line without a stack. Nobody is left to read the 400.
     const where = `${request.method} ${new URL(request.url).pathname.slice(0, 200)}`;
     const why = isClientAbort(error) ? "the client closed the connection" : `reading failed: ${describeForLog(error)}`;
-    console.warn(`[http] ${where}: the request body stopped after ${total.toLocaleString("en-US")} bytes (${why}); the request was dropped.`);
+    console.warn(
+      `[http] ${where}: the request body stopped after ${total.toLocaleString("en-US")} bytes (${why}); the request was dropped.`,
+    );
     throw new CadreError("bad_request:body", "The request body could not be read.", { cause: error });
   }
   const body = new Uint8Array(total);
@@ -133,7 +147,11 @@ function isJsonContentType(value: string | null): boolean {
  * JSON one only after a CORS preflight, which Cadre never grants. A request with no body needs
  * no Content-Type (there is nothing to misread); one whose body is empty gets the JSON error.
  */
-export async function parseJsonBody<T extends z.ZodType>(request: Request, schema: T, options: { maxBytes?: number } = {}): Promise<z.infer<T>> {
+export async function parseJsonBody<T extends z.ZodType>(
+  request: Request,
+  schema: T,
+  options: { maxBytes?: number } = {},
+): Promise<z.infer<T>> {
   const contentType = request.headers.get("content-type");
   const json = isJsonContentType(contentType);
   const declared = request.headers.get("content-length");
@@ -154,7 +172,10 @@ export async function parseJsonBody<T extends z.ZodType>(request: Request, schem
 
 function unsupportedMediaType(contentType: string | null): CadreError {
   const given = contentType === null ? "no Content-Type" : `Content-Type ${contentType.slice(0, 100)}`;
-  return new CadreError("unsupported_media_type:content_type", `Send the body as JSON with Content-Type: application/json (this request had ${given}).`);
+  return new CadreError(
+    "unsupported_media_type:content_type",
+    `Send the body as JSON with Content-Type: application/json (this request had ${given}).`,
+  );
 }
 
 // Postgres text cannot hold U+0000: refused here, it would otherwise fail the query and surface as a 500.
@@ -187,6 +208,7 @@ function forbiddenContent(value: unknown): string | null {
 /** Parses a query string against a schema. An empty parameter (`?q=`, as forms send it) counts as absent. */
 export function parseSearchParams<T extends z.ZodType>(request: Request, schema: T): z.infer<T> {
   const present = [...new URL(request.url).searchParams].filter(([, value]) => value !== "");
-  if (present.some(([key, value]) => key.includes("\0") || value.includes("\0"))) throw new CadreError("bad_request:validation", NUL_MESSAGE);
+  if (present.some(([key, value]) => key.includes("\0") || value.includes("\0")))
+    throw new CadreError("bad_request:validation", NUL_MESSAGE);
   return schema.parse(Object.fromEntries(present));
 }

@@ -14,7 +14,10 @@ export type InboxPage = {
 };
 
 /** One page; a `before` this server did not give out is a 400. */
-export async function getInboxPage(db: Db, filter: Omit<InboxFilter, "before"> & { before?: string }): Promise<InboxPage> {
+export async function getInboxPage(
+  db: Db,
+  filter: Omit<InboxFilter, "before"> & { before?: string },
+): Promise<InboxPage> {
   const limit = filter.limit ?? INBOX_PAGE_SIZE;
   const before = filter.before ? decodeCursor(filter.before, "the inbox") : undefined;
   const rows = await listInboxView(db, { ...filter, before, limit: limit + 1 });

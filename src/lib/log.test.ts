@@ -3,7 +3,12 @@ import { DrizzleQueryError } from "drizzle-orm/errors";
 import { describe, expect, it } from "vitest";
 import { describeForLog, loggable } from "./log";
 
-const failedQuery = () => new DrizzleQueryError('select * from "sessions" where "token_hash" = $1', ["secret-hash"], Object.assign(new Error("sorry, too many clients already"), { code: "53300" }));
+const failedQuery = () =>
+  new DrizzleQueryError(
+    'select * from "sessions" where "token_hash" = $1',
+    ["secret-hash"],
+    Object.assign(new Error("sorry, too many clients already"), { code: "53300" }),
+  );
 
 describe("loggable", () => {
   it("keeps the query and its cause but not the parameters", () => {
@@ -26,6 +31,8 @@ describe("loggable", () => {
 
 describe("describeForLog", () => {
   it("is one line of messages without parameters", () => {
-    expect(describeForLog(failedQuery())).toBe('Failed query: select * from "sessions" where "token_hash" = $1: sorry, too many clients already');
+    expect(describeForLog(failedQuery())).toBe(
+      'Failed query: select * from "sessions" where "token_hash" = $1: sorry, too many clients already',
+    );
   });
 });

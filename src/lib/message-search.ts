@@ -21,14 +21,22 @@ export type SearchPage = { hits: SearchHit[]; nextCursor: string | null };
  * One page of matches for `q` in the team's conversations. Unknown team → 404; a search of
  * only common words ("the") → 400, since it could never find anything.
  */
-export async function searchTeamConversations(db: Db, teamId: string, input: { q: string; before?: string; limit?: number }): Promise<SearchPage> {
+export async function searchTeamConversations(
+  db: Db,
+  teamId: string,
+  input: { q: string; before?: string; limit?: number },
+): Promise<SearchPage> {
   const q = input.q.trim();
   if (!q) throw new CadreError("bad_request:query", "Type something to search for.");
-  if (q.length > MAX_SEARCH_CHARS) throw new CadreError("bad_request:query", `A search is at most ${MAX_SEARCH_CHARS} characters.`);
+  if (q.length > MAX_SEARCH_CHARS)
+    throw new CadreError("bad_request:query", `A search is at most ${MAX_SEARCH_CHARS} characters.`);
   const before = input.before ? decodeCursor(input.before, "this search") : undefined;
   await requireTeam(db, teamId);
   if ((await searchTermCount(db, q)) === 0) {
-    throw new CadreError("bad_request:query", `“${q}” holds only words too common to search for: add a word that says what you are looking for.`);
+    throw new CadreError(
+      "bad_request:query",
+      `“${q}” holds only words too common to search for: add a word that says what you are looking for.`,
+    );
   }
   const limit = input.limit ?? SEARCH_PAGE_SIZE;
   const rows = await searchTeamMessages(db, { teamId, q, before, limit: limit + 1 });

@@ -113,7 +113,8 @@ function embeddedIpv4(address: string): string | null {
   const groups = expandIpv6(address);
   if (!groups) return null;
   const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0)) return v4(groups[6]!, groups[7]!);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0))
+    return v4(groups[6]!, groups[7]!);
   if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!);
   return null;
 }
@@ -130,7 +131,9 @@ function expandIpv6(address: string): number[] | null {
   const tailGroups = tail ? tail.split(":") : [];
   const missing = 8 - headGroups.length - tailGroups.length;
   if (tail === undefined ? headGroups.length !== 8 : missing < 0) return null;
-  return [...headGroups, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...tailGroups].map((group) => parseInt(group, 16));
+  return [...headGroups, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...tailGroups].map((group) =>
+    parseInt(group, 16),
+  );
 }
 
 function kindOf(address: string): AddressKind {
@@ -208,7 +211,11 @@ export function outboundUrlProblem(raw: string, options: { allowPrivate: boolean
  * `unresolvable: "pass"` returns [] when the name does not resolve here (for a page another
  * service fetches); otherwise the lookup's error is thrown as it is (ENOTFOUND …).
  */
-export async function checkedAddresses(url: URL, policy: OutboundPolicy, options: { unresolvable?: "throw" | "pass" } = {}): Promise<LookupAddress[]> {
+export async function checkedAddresses(
+  url: URL,
+  policy: OutboundPolicy,
+  options: { unresolvable?: "throw" | "pass" } = {},
+): Promise<LookupAddress[]> {
   const refuse = (why: string) => new OutboundUrlRefused(`${maskUrl(url.href)} was not contacted: ${why}.`);
   const saved = outboundUrlProblem(url.href, policy);
   if (saved) throw refuse(`the address ${saved}`);
@@ -258,7 +265,12 @@ export const MAX_REDIRECTS = 3;
  * turn a POST into a GET without its body, 303 always) or, with "manual", only for the statuses
  * in `options.follow`; each hop is checked again, at most MAX_REDIRECTS of them.
  */
-export async function outboundRequest(raw: string | URL, init: OutboundInit, policy: OutboundPolicy, options: { follow?: number[] } = {}): Promise<OutboundResponse> {
+export async function outboundRequest(
+  raw: string | URL,
+  init: OutboundInit,
+  policy: OutboundPolicy,
+  options: { follow?: number[] } = {},
+): Promise<OutboundResponse> {
   let url = new URL(raw);
   let method = (init.method ?? "GET").toUpperCase();
   let body = await bodyBytes(init.body);
@@ -270,8 +282,10 @@ export async function outboundRequest(raw: string | URL, init: OutboundInit, pol
     const isRedirect = status >= 300 && status < 400 && location !== null;
     if (!isRedirect || (mode === "manual" && !options.follow?.includes(status))) return answer;
     await answer.response.body?.cancel().catch(() => {});
-    if (mode === "error") throw new TypeError(`${maskUrl(url.href)} answered with a redirect (HTTP ${status}), which is not followed`);
-    if (hop >= MAX_REDIRECTS) throw new OutboundUrlRefused(`${maskUrl(url.href)} redirected more than ${MAX_REDIRECTS} times`);
+    if (mode === "error")
+      throw new TypeError(`${maskUrl(url.href)} answered with a redirect (HTTP ${status}), which is not followed`);
+    if (hop >= MAX_REDIRECTS)
+      throw new OutboundUrlRefused(`${maskUrl(url.href)} redirected more than ${MAX_REDIRECTS} times`);
     const next = URL.parse(location, url);
     if (!next) throw new OutboundUrlRefused(`${maskUrl(url.href)} redirected to something that is not a URL`);
     url = next;
@@ -311,7 +325,14 @@ async function bodyBytes(body: BodyInit | null | undefined): Promise<Buffer | un
 /** Statuses whose Response may not have a body. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-async function requestOnce(url: URL, method: string, headers: HeadersInit | undefined, body: Buffer | undefined, signal: AbortSignal | undefined, policy: OutboundPolicy): Promise<OutboundResponse> {
+async function requestOnce(
+  url: URL,
+  method: string,
+  headers: HeadersInit | undefined,
+  body: Buffer | undefined,
+  signal: AbortSignal | undefined,
+  policy: OutboundPolicy,
+): Promise<OutboundResponse> {
   signal?.throwIfAborted();
   const addresses = await checkedAddresses(url, policy);
   const pinned: LookupFunction = (_hostname, options, callback) => {
@@ -325,22 +346,26 @@ async function requestOnce(url: URL, method: string, headers: HeadersInit | unde
   const client = url.protocol === "https:" ? https : http;
   return new Promise<OutboundResponse>((resolve, reject) => {
     // No agent: a pooled socket would be reused without this lookup, and each request is checked.
-    const request = client.request(url, { method, headers: outgoing, lookup: pinned, agent: false, signal }, (incoming) => {
-      const status = incoming.statusCode ?? 502;
-      const responseHeaders = new Headers();
-      for (const [name, value] of Object.entries(incoming.headers)) {
-        if (value === undefined) continue;
-        for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one);
-      }
-      const hasBody = !NULL_BODY.has(status) && method !== "HEAD";
-      if (!hasBody) incoming.resume();
-      const response = new Response(hasBody ? (Readable.toWeb(incoming) as ReadableStream<Uint8Array>) : null, {
-        status,
-        statusText: incoming.statusMessage ?? "",
-        headers: responseHeaders,
-      });
-      resolve({ response, url: url.href, address: incoming.socket?.remoteAddress ?? addresses[0]?.address ?? "" });
-    });
+    const request = client.request(
+      url,
+      { method, headers: outgoing, lookup: pinned, agent: false, signal },
+      (incoming) => {
+        const status = incoming.statusCode ?? 502;
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(incoming.headers)) {
+          if (value === undefined) continue;
+          for (const one of Array.isArray(value) ? value : [value]) responseHeaders.append(name, one);
+        }
+        const hasBody = !NULL_BODY.has(status) && method !== "HEAD";
+        if (!hasBody) incoming.resume();
+        const response = new Response(hasBody ? (Readable.toWeb(incoming) as ReadableStream<Uint8Array>) : null, {
+          status,
+          statusText: incoming.statusMessage ?? "",
+          headers: responseHeaders,
+        });
+        resolve({ response, url: url.href, address: incoming.socket?.remoteAddress ?? addresses[0]?.address ?? "" });
+      },
+    );
     request.on("error", reject);
     request.end(body);
   });

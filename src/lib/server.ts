@@ -17,7 +17,9 @@ export function webEngine(): Promise<EngineDeps> {
     .then((jobs) => engineDeps(database().db, jobs))
     .catch((error) => {
       holder.cadreEngine = undefined;
-      throw new Error(`Could not start the job queue: ${error instanceof Error ? error.message : error}`, { cause: error });
+      throw new Error(`Could not start the job queue: ${error instanceof Error ? error.message : error}`, {
+        cause: error,
+      });
     });
   return holder.cadreEngine;
 }

@@ -49,7 +49,13 @@ export type TraceSpan =
     };
 
 /** Moments without a duration: input that reached the log, a compaction's summary, knowledge recorded. */
-export type TraceEvent = { type: "input" | "summary" | "knowledge" | "marker"; id: string; at: number; label: string; text: string };
+export type TraceEvent = {
+  type: "input" | "summary" | "knowledge" | "marker";
+  id: string;
+  at: number;
+  label: string;
+  text: string;
+};
 
 export type SessionTrace = {
   session: {
@@ -139,7 +145,13 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
              input_usd_per_mtok, cached_input_usd_per_mtok, output_usd_per_mtok, ${iso("created_at")} as created_at
         from usage where work_session_id = ${sessionId} order by created_at, id`),
     session.conversation_id
-      ? db.execute<{ id: string; role: string; content: string; tool_calls: StoredToolCall[] | null; created_at: string }>(sql`
+      ? db.execute<{
+          id: string;
+          role: string;
+          content: string;
+          tool_calls: StoredToolCall[] | null;
+          created_at: string;
+        }>(sql`
           select id, role, content, tool_calls, ${iso("created_at")} as created_at from messages
            where conversation_id = ${session.conversation_id}
              and created_at >= ${session.started_at}::timestamptz and created_at < ${session.window_end}::timestamptz
@@ -175,7 +187,11 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
     cachedTokens: row.cached_tokens,
     cachedShare: cachedShare({ inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }),
     savedUsd: roundUsd(
-      prices.savedOf(row.model, { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens }, keptPrice(row.input_usd_per_mtok, row.cached_input_usd_per_mtok, row.output_usd_per_mtok)),
+      prices.savedOf(
+        row.model,
+        { inputTokens: row.input_tokens, cachedTokens: row.cached_tokens },
+        keptPrice(row.input_usd_per_mtok, row.cached_input_usd_per_mtok, row.output_usd_per_mtok),
+      ),
     ),
     finishReason: row.finish_reason,
     estimated: row.estimated,
@@ -183,7 +199,10 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
 
   const calls = messages.flatMap((message) => (message.tool_calls ?? []).map((call) => ({ call, message })));
   const results = session.conversation_id
-    ? await listToolResults(db, calls.map(({ call }) => ({ conversationId: session.conversation_id!, toolCallId: call.toolCallId })))
+    ? await listToolResults(
+        db,
+        calls.map(({ call }) => ({ conversationId: session.conversation_id!, toolCallId: call.toolCallId })),
+      )
     : new Map<string, { content: string; createdAt: string }>();
   for (const { call, message } of calls) {
     const result = results.get(`${session.conversation_id}:${call.toolCallId}`);
@@ -205,20 +224,44 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
   let marker: string | null = null;
   for (const message of messages) {
     if (message.role === "summary") {
-      events.push({ type: "summary", id: message.id, at: offset(message.created_at), label: "Compaction summary", text: message.content });
+      events.push({
+        type: "summary",
+        id: message.id,
+        at: offset(message.created_at),
+        label: "Compaction summary",
+        text: message.content,
+      });
     } else if (message.role === "user") {
       const input = parseLogInput(message.content);
-      events.push({ type: "input", id: message.id, at: offset(message.created_at), label: input ? inputLabel(input.kind) : "Input", text: message.content });
+      events.push({
+        type: "input",
+        id: message.id,
+        at: offset(message.created_at),
+        label: input ? inputLabel(input.kind) : "Input",
+        text: message.content,
+      });
     } else if (message.role === "assistant") {
       const found = splitMarker(message.content.trim())?.marker;
       if (found) {
         marker = found;
-        events.push({ type: "marker", id: message.id, at: offset(message.created_at), label: found.startsWith("(error") ? "Error" : "Stopped", text: found });
+        events.push({
+          type: "marker",
+          id: message.id,
+          at: offset(message.created_at),
+          label: found.startsWith("(error") ? "Error" : "Stopped",
+          text: found,
+        });
       }
     }
   }
   for (const item of knowledgeRows) {
-    events.push({ type: "knowledge", id: item.id, at: offset(item.created_at), label: `Knowledge (${item.type})`, text: item.content });
+    events.push({
+      type: "knowledge",
+      id: item.id,
+      at: offset(item.created_at),
+      label: `Knowledge (${item.type})`,
+      text: item.content,
+    });
   }
   events.sort((a, b) => a.at - b.at);
 
@@ -237,7 +280,13 @@ export async function getSessionTrace(db: Db, sessionId: string): Promise<Sessio
       endedAt: session.ended_at,
       stopRequestedAt: session.stop_requested_at,
     },
-    agent: { id: session.agent_id, name: session.agent_name, role: session.agent_role, teamId: session.team_id, teamName: session.team_name },
+    agent: {
+      id: session.agent_id,
+      name: session.agent_name,
+      role: session.agent_role,
+      teamId: session.team_id,
+      teamName: session.team_name,
+    },
     duration,
     marker,
     totals: {

@@ -18,7 +18,8 @@ describe("SignInThrottle", () => {
 
   it("holds all strangers back together, but never a known device", () => {
     const throttle = new SignInThrottle(limits);
-    for (let index = 0; index < limits.strangers; index++) throttle.recordFailure({ client: `192.0.2.${index}` }, index * 1_000);
+    for (let index = 0; index < limits.strangers; index++)
+      throttle.recordFailure({ client: `192.0.2.${index}` }, index * 1_000);
     expect(throttle.refusal({ client: "192.0.2.99" }, 5_000)).toEqual({ retryAfterSeconds: 55, because: "strangers" });
     expect(throttle.refusal({ device: "owner" }, 5_000)).toBeNull();
   });
@@ -35,7 +36,11 @@ describe("SignInThrottle", () => {
   });
 
   it("says when to try again and what still works", () => {
-    expect(refusalMessage({ retryAfterSeconds: 1, because: "device" })).toBe("Too many wrong passwords from this browser. Try again in 1 second.");
-    expect(refusalMessage({ retryAfterSeconds: 42, because: "strangers" })).toContain("Try again in 42 seconds. A browser that has signed in here before can still sign in.");
+    expect(refusalMessage({ retryAfterSeconds: 1, because: "device" })).toBe(
+      "Too many wrong passwords from this browser. Try again in 1 second.",
+    );
+    expect(refusalMessage({ retryAfterSeconds: 42, because: "strangers" })).toContain(
+      "Try again in 42 seconds. A browser that has signed in here before can still sign in.",
+    );
   });
 });

@@ -7,9 +7,23 @@ import type { KnowledgeItemType } from "@/lib/db/schema";
 /** How many entries of each kind a team shows; the rest are counted ("and 12 more"). */
 export const SINCE_LAST_VISIT_LIMIT = 5;
 
-export type EndedTask = { id: string; title: string; status: "completed" | "failed"; result: string | null; agentId: string; agentName: string; endedAt: string };
+export type EndedTask = {
+  id: string;
+  title: string;
+  status: "completed" | "failed";
+  result: string | null;
+  agentId: string;
+  agentName: string;
+  endedAt: string;
+};
 export type NewBriefing = { id: string; title: string; summary: string; agentName: string; createdAt: string };
-export type NewKnowledge = { id: string; type: KnowledgeItemType; content: string; agentName: string; createdAt: string };
+export type NewKnowledge = {
+  id: string;
+  type: KnowledgeItemType;
+  content: string;
+  agentName: string;
+  createdAt: string;
+};
 
 export type TeamNews = {
   teamId: string;
@@ -82,20 +96,50 @@ export async function getSinceLastVisit(db: Db, since: Date): Promise<TeamNews[]
   for (const row of rows) {
     let team = teams.get(row.team_id);
     if (!team) {
-      team = { teamId: row.team_id, teamName: row.team_name, completed: 0, failed: 0, briefings: 0, knowledge: 0, tasks: [], briefingItems: [], knowledgeItems: [] };
+      team = {
+        teamId: row.team_id,
+        teamName: row.team_name,
+        completed: 0,
+        failed: 0,
+        briefings: 0,
+        knowledge: 0,
+        tasks: [],
+        briefingItems: [],
+        knowledgeItems: [],
+      };
       teams.set(row.team_id, team);
     }
     const at = new Date(row.at).toISOString();
     if (row.kind === "task") {
       const status = row.status === "failed" ? "failed" : "completed";
       team[status] = row.total;
-      team.tasks.push({ id: row.id, title: row.title, status, result: excerpt(row.body), agentId: row.agent_id, agentName: row.agent_name, endedAt: at });
+      team.tasks.push({
+        id: row.id,
+        title: row.title,
+        status,
+        result: excerpt(row.body),
+        agentId: row.agent_id,
+        agentName: row.agent_name,
+        endedAt: at,
+      });
     } else if (row.kind === "briefing") {
       team.briefings = row.total;
-      team.briefingItems.push({ id: row.id, title: row.title, summary: excerpt(row.body) ?? "", agentName: row.agent_name, createdAt: at });
+      team.briefingItems.push({
+        id: row.id,
+        title: row.title,
+        summary: excerpt(row.body) ?? "",
+        agentName: row.agent_name,
+        createdAt: at,
+      });
     } else {
       team.knowledge = row.total;
-      team.knowledgeItems.push({ id: row.id, type: row.title as KnowledgeItemType, content: excerpt(row.body) ?? "", agentName: row.agent_name, createdAt: at });
+      team.knowledgeItems.push({
+        id: row.id,
+        type: row.title as KnowledgeItemType,
+        content: excerpt(row.body) ?? "",
+        agentName: row.agent_name,
+        createdAt: at,
+      });
     }
   }
   return [...teams.values()];

@@ -53,9 +53,21 @@ export type StoryPart = {
   result: string | null;
 };
 
-export type StoryCost = { tokens: number; cachedTokens: number; usd: number; /** Some calls were made with a model that has no price. */ unpriced: boolean };
+export type StoryCost = {
+  tokens: number;
+  cachedTokens: number;
+  usd: number /** Some calls were made with a model that has no price. */;
+  unpriced: boolean;
+};
 
-export type StoryInboxItem = { id: string; type: InboxItemType; title: string; agentName: string; state: string | null; createdAt: string };
+export type StoryInboxItem = {
+  id: string;
+  type: InboxItemType;
+  title: string;
+  agentName: string;
+  state: string | null;
+  createdAt: string;
+};
 
 export type Story = {
   /** The story's own task. */
@@ -84,7 +96,12 @@ export type StoryPage = { stories: Story[]; nextCursor: string | null };
 export type StoryFilter = { agentId?: string; kind?: TimelineKind; before?: string; limit?: number };
 
 /** A page of the team's stories, newest first. Unknown team → 404. */
-export async function getTeamStories(db: Db, teamId: string, filter: StoryFilter = {}, now = new Date()): Promise<StoryPage> {
+export async function getTeamStories(
+  db: Db,
+  teamId: string,
+  filter: StoryFilter = {},
+  now = new Date(),
+): Promise<StoryPage> {
   await requireTeam(db, teamId);
   const limit = filter.limit ?? STORY_PAGE_SIZE;
   const roots = await listStoryRoots(db, {
@@ -96,7 +113,8 @@ export async function getTeamStories(db: Db, teamId: string, filter: StoryFilter
   });
   const page = roots.slice(0, limit);
   const last = page.at(-1);
-  const nextCursor = roots.length > limit && last ? encodeCursor({ atMicros: BigInt(last.atMicros), id: last.id }) : null;
+  const nextCursor =
+    roots.length > limit && last ? encodeCursor({ atMicros: BigInt(last.atMicros), id: last.id }) : null;
   return { stories: await buildStories(db, teamId, page, now), nextCursor };
 }
 
@@ -120,11 +138,28 @@ export async function getStorySteps(db: Db, teamId: string, storyId: string): Pr
   return linkEntries(db, teamId, rows, agents);
 }
 
-async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow[], now: Date, known?: readonly StoryTaskRow[]): Promise<Story[]> {
+async function buildStories(
+  db: Db,
+  teamId: string,
+  roots: readonly StoryTaskRow[],
+  now: Date,
+  known?: readonly StoryTaskRow[],
+): Promise<Story[]> {
   if (roots.length === 0) return [];
-  const tasks = known ?? (await listStoryTasks(db, teamId, roots.map((root) => root.id)));
+  const tasks =
+    known ??
+    (await listStoryTasks(
+      db,
+      teamId,
+      roots.map((root) => root.id),
+    ));
   const taskIds = tasks.map((task) => task.id);
-  const [toolUse, usage, inbox, prices] = await Promise.all([listToolUse(db, taskIds), listTaskUsage(db, taskIds), listStoryInboxItems(db, taskIds), loadPriceTable(db)]);
+  const [toolUse, usage, inbox, prices] = await Promise.all([
+    listToolUse(db, taskIds),
+    listTaskUsage(db, taskIds),
+    listStoryInboxItems(db, taskIds),
+    loadPriceTable(db),
+  ]);
 
   const callsOf = groupBy(toolUse, (row) => row.taskId);
   const usageOf = groupBy(usage, (row) => row.taskId);
@@ -147,14 +182,28 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
         work: describeToolUse(Object.fromEntries((callsOf.get(task.id) ?? []).map((row) => [row.toolName, row.calls]))),
         startedAt: task.startedAt,
         completedAt: task.completedAt,
-        durationMs: task.startedAt ? Date.parse(task.completedAt ?? now.toISOString()) - Date.parse(task.startedAt) : null,
-        cost: { tokens: spend.tokens, cachedTokens: cached, usd: spend.costUsd, unpriced: spend.unpricedModels.length > 0 },
+        durationMs: task.startedAt
+          ? Date.parse(task.completedAt ?? now.toISOString()) - Date.parse(task.startedAt)
+          : null,
+        cost: {
+          tokens: spend.tokens,
+          cachedTokens: cached,
+          usd: spend.costUsd,
+          unpriced: spend.unpricedModels.length > 0,
+        },
         // In the person's words: a failure as what happened, never the engine's text.
         result: task.result ? taskResultText(task.status, task.result) : null,
       };
     });
-    const items = own.flatMap((task) => inboxOf.get(task.id) ?? []).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-    const endedAt = parts.every((part) => part.completedAt) ? (parts.map((part) => part.completedAt!).sort().at(-1) ?? null) : null;
+    const items = own
+      .flatMap((task) => inboxOf.get(task.id) ?? [])
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const endedAt = parts.every((part) => part.completedAt)
+      ? (parts
+          .map((part) => part.completedAt!)
+          .sort()
+          .at(-1) ?? null)
+      : null;
     const agents = new Map<string, StoryAgent>();
     for (const part of parts) agents.set(part.agent.id, part.agent);
     return {
@@ -169,9 +218,21 @@ async function buildStories(db: Db, teamId: string, roots: readonly StoryTaskRow
       durationMs: Date.parse(endedAt ?? now.toISOString()) - Date.parse(root.createdAt),
       status: storyStatus(root.status, items),
       parts,
-      inbox: items.map((item) => ({ id: item.id, type: item.type, title: inboxTitle(item.title), agentName: names.get(item.agentId) ?? "an agent", state: item.state, createdAt: item.createdAt })),
+      inbox: items.map((item) => ({
+        id: item.id,
+        type: item.type,
+        title: inboxTitle(item.title),
+        agentName: names.get(item.agentId) ?? "an agent",
+        state: item.state,
+        createdAt: item.createdAt,
+      })),
       cost: parts.reduce<StoryCost>(
-        (sum, part) => ({ tokens: sum.tokens + part.cost.tokens, cachedTokens: sum.cachedTokens + part.cost.cachedTokens, usd: roundUsd(sum.usd + part.cost.usd), unpriced: sum.unpriced || part.cost.unpriced }),
+        (sum, part) => ({
+          tokens: sum.tokens + part.cost.tokens,
+          cachedTokens: sum.cachedTokens + part.cost.cachedTokens,
+          usd: roundUsd(sum.usd + part.cost.usd),
+          unpriced: sum.unpriced || part.cost.unpriced,
+        }),
         { tokens: 0, cachedTokens: 0, usd: 0, unpriced: false },
       ),
       agents: [...agents.values()],
@@ -200,7 +261,12 @@ function storyStatus(status: TaskStatus, inbox: readonly StoryInboxRow[]): Story
       return "queued";
     case "in_progress":
     case "waiting_input":
-      return inbox.some((item) => (item.type === "question" || item.type === "approval") && (item.state === "open" || item.state === "pending")) ? "waiting-for-you" : "working";
+      return inbox.some(
+        (item) =>
+          (item.type === "question" || item.type === "approval") && (item.state === "open" || item.state === "pending"),
+      )
+        ? "waiting-for-you"
+        : "working";
     case "completed":
       return "done";
     case "failed":

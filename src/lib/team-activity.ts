@@ -86,12 +86,18 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
     let step: CurrentStep | null = null;
     if (running && pending.length > 0 && row.call_at) {
       const [first] = pending;
-      const label = describeToolCall(first!.toolName, first!.args, "running", undefined, names) + (pending.length > 1 ? ` (and ${pending.length - 1} more)` : "");
+      const label =
+        describeToolCall(first!.toolName, first!.args, "running", undefined, names) +
+        (pending.length > 1 ? ` (and ${pending.length - 1} more)` : "");
       step = { kind: "tool", label, toolName: first!.toolName, since: iso(row.call_at) };
     } else if (running) {
       const started = new Date(row.session_started_at!);
       const last = row.tail_at ? new Date(row.tail_at) : null;
-      step = { kind: "model", label: "Thinking (calling the model)", since: (last && last > started ? last : started).toISOString() };
+      step = {
+        kind: "model",
+        label: "Thinking (calling the model)",
+        since: (last && last > started ? last : started).toISOString(),
+      };
     }
     return {
       agentId: row.agent_id,

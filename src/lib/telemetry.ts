@@ -3,7 +3,14 @@ import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor, type Span as SdkSpan, type SpanExporter, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type Span as SdkSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import type { TelemetryOptions } from "ai";
 import type { Agent, Team } from "@/lib/db/schema";
@@ -34,7 +41,11 @@ export type TelemetryHandle = {
  * OTEL_EXPORTER_OTLP_ENDPOINT is set; returns null and does nothing otherwise. Tests pass
  * an `exporter` (an in-memory one) instead of the endpoint.
  */
-export function startTelemetry(options: { serviceName: string; exporter?: SpanExporter; source?: Env }): TelemetryHandle | null {
+export function startTelemetry(options: {
+  serviceName: string;
+  exporter?: SpanExporter;
+  source?: Env;
+}): TelemetryHandle | null {
   const source = options.source ?? env();
   if (!options.exporter && !source.OTEL_EXPORTER_OTLP_ENDPOINT) return null;
   // Started already (a dev server may run instrumentation again): the same tracing goes on.
@@ -44,7 +55,10 @@ export function startTelemetry(options: { serviceName: string; exporter?: SpanEx
     // The exporter reads OTEL_EXPORTER_OTLP_ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS itself.
     // Batched for the collector; a test's exporter gets each span as it ends.
     // The scrubber first: it edits each span as it ends, before the exporting processor takes it.
-    spanProcessors: [new UrlScrubber(), options.exporter ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(new OTLPTraceExporter())],
+    spanProcessors: [
+      new UrlScrubber(),
+      options.exporter ? new SimpleSpanProcessor(options.exporter) : new BatchSpanProcessor(new OTLPTraceExporter()),
+    ],
   });
   // Registered as NodeTracerProvider.register() would: spans nest across awaits
   // (AsyncLocalStorage), and Next's own request spans use this provider too.
@@ -96,7 +110,10 @@ export class UrlScrubber implements SpanProcessor {
 
 /** Every absolute URL in the text without its user name, password, query and fragment. */
 export function withoutQueriesOrCredentials(text: string): string {
-  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi, "$1$2$3");
+  return text.replace(
+    /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi,
+    "$1$2$3",
+  );
 }
 
 function tracing(): Tracing | undefined {
@@ -138,7 +155,11 @@ export function modelCallTelemetry(subject: ModelCallSubject): TelemetryOptions 
  * ends with the work, marked as an error if it throws. With tracing off, `work` runs as is
  * and gets no span.
  */
-export async function inSpan<T>(name: string, attributes: Record<string, AttributeValue>, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  attributes: Record<string, AttributeValue>,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   const active = tracing();
   if (!active) return work(undefined);
   return active.tracer.startActiveSpan(name, { attributes: defined(attributes) }, async (span) => {
@@ -179,8 +200,17 @@ export function openSpan(name: string, attributes: Record<string, AttributeValue
 }
 
 /** What a span says about the agent it is for: GenAI's names for the agent, Cadre's for its team. */
-export function agentAttributes(agent: Pick<Agent, "id" | "name" | "role">, team: Pick<Team, "id" | "name">): Attributes {
-  return { "gen_ai.agent.id": agent.id, "gen_ai.agent.name": agent.name, "cadre.agent.role": agent.role, "cadre.team.id": team.id, "cadre.team.name": team.name };
+export function agentAttributes(
+  agent: Pick<Agent, "id" | "name" | "role">,
+  team: Pick<Team, "id" | "name">,
+): Attributes {
+  return {
+    "gen_ai.agent.id": agent.id,
+    "gen_ai.agent.name": agent.name,
+    "cadre.agent.role": agent.role,
+    "cadre.team.id": team.id,
+    "cadre.team.name": team.name,
+  };
 }
 
 export function markFailed(span: Span | undefined, failure: unknown): void {

@@ -25,7 +25,14 @@ export { timelineKinds, type TimelineKind } from "@/lib/db/queries/timeline";
 export const TIMELINE_PAGE_SIZE = 50;
 
 /** A task as the timeline links it: whose it is and the session that took it up. */
-export type TaskLink = { id: string; title: string; status: TaskStatus; agentId: string; agentName: string; sessionId: string | null };
+export type TaskLink = {
+  id: string;
+  title: string;
+  status: TaskStatus;
+  agentId: string;
+  agentName: string;
+  sessionId: string | null;
+};
 
 export type TimelineToolCall = {
   toolCallId: string;
@@ -58,7 +65,15 @@ export type TimelineItem =
       /** The lead's task it was delegated from. */
       parent: TaskLink | null;
     }
-  | { type: "inbox"; id: string; inboxType: InboxItemType; title: string; summary: string; read: boolean; task: TaskLink | null };
+  | {
+      type: "inbox";
+      id: string;
+      inboxType: InboxItemType;
+      title: string;
+      summary: string;
+      read: boolean;
+      task: TaskLink | null;
+    };
 
 export type TimelineEntry = {
   /** Unique on the timeline (a message, task or inbox item id; an ended task has one of its own). */
@@ -92,7 +107,10 @@ export function decodeCursor(cursor: string, of = "this timeline"): TimelinePosi
   const text = /^[A-Za-z0-9_-]{1,100}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
   const match = /^(\d{1,18})\.([0-9a-f-]{36})$/.exec(text);
   if (!match || !isUuid(match[2]!)) {
-    throw new CadreError("bad_request:cursor", `The \`before\` cursor is not one ${of} gave out: pass the \`nextCursor\` of a page as it came.`);
+    throw new CadreError(
+      "bad_request:cursor",
+      `The \`before\` cursor is not one ${of} gave out: pass the \`nextCursor\` of a page as it came.`,
+    );
   }
   return { atMicros: BigInt(match[1]!), id: match[2]! };
 }
@@ -105,12 +123,19 @@ export async function getTeamTimeline(db: Db, teamId: string, filter: TimelineFi
   await requireTeam(db, teamId);
   const limit = filter.limit ?? TIMELINE_PAGE_SIZE;
   const [rows, agents] = await Promise.all([
-    listTimelineRows(db, { teamId, agentId: filter.agentId, kind: filter.kind, before: filter.before ? decodeCursor(filter.before) : undefined, limit: limit + 1 }),
+    listTimelineRows(db, {
+      teamId,
+      agentId: filter.agentId,
+      kind: filter.kind,
+      before: filter.before ? decodeCursor(filter.before) : undefined,
+      limit: limit + 1,
+    }),
     listTimelineAgents(db, teamId),
   ]);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
-  const nextCursor = rows.length > limit && last ? encodeCursor({ atMicros: BigInt(last.atMicros), id: last.key }) : null;
+  const nextCursor =
+    rows.length > limit && last ? encodeCursor({ atMicros: BigInt(last.atMicros), id: last.key }) : null;
   return { entries: await linkEntries(db, teamId, page, agents), nextCursor };
 }
 
@@ -127,11 +152,21 @@ function inputTaskId(input: LogInput | null): string | null {
 }
 
 /** Fills in what each entry points at: tool results, the tasks it names, the sessions it happened in. */
-export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], agents: AgentName[]): Promise<TimelineEntry[]> {
+export async function linkEntries(
+  db: Db,
+  teamId: string,
+  rows: TimelineRow[],
+  agents: AgentName[],
+): Promise<TimelineEntry[]> {
   const messages = rows.flatMap((row) => (row.source === "message" ? [row.row] : []));
   const results = await listToolResults(
     db,
-    messages.flatMap((message) => (message.tool_calls ?? []).map((call) => ({ conversationId: message.conversation_id, toolCallId: call.toolCallId }))),
+    messages.flatMap((message) =>
+      (message.tool_calls ?? []).map((call) => ({
+        conversationId: message.conversation_id,
+        toolCallId: call.toolCallId,
+      })),
+    ),
   );
   const resultOf = (conversationId: string, toolCallId: string) => results.get(`${conversationId}:${toolCallId}`);
 
@@ -155,24 +190,42 @@ export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], a
 
   // A task's session is the one that took it up; an entry's is the one its agent was in then.
   const taskMoment = (task: TaskLinkRow) => (task.startedAt ? { agentId: task.agentId, at: task.startedAt } : null);
-  const entryMoment = (row: TimelineRow) => ({ agentId: row.agentId, at: row.source === "task-ended" ? row.row.completed_at! : row.row.created_at });
+  const entryMoment = (row: TimelineRow) => ({
+    agentId: row.agentId,
+    at: row.source === "task-ended" ? row.row.completed_at! : row.row.created_at,
+  });
   const moments = [
     ...[...tasks.values()].flatMap((task) => taskMoment(task) ?? []),
     ...rows.filter((row) => row.source !== "task-given").map(entryMoment),
   ];
   const sessions = await findSessionsAt(db, moments);
-  const sessionAt = (moment: { agentId: string; at: string } | null) => (moment ? (sessions.get(`${moment.agentId}@${moment.at}`) ?? null) : null);
+  const sessionAt = (moment: { agentId: string; at: string } | null) =>
+    moment ? (sessions.get(`${moment.agentId}@${moment.at}`) ?? null) : null;
   const taskLink = (id: string | null): TaskLink | null => {
     const task = id ? tasks.get(id) : undefined;
     if (!task) return null;
-    return { id: task.id, title: task.title, status: task.status, agentId: task.agentId, agentName: task.agentName, sessionId: sessionAt(taskMoment(task)) };
+    return {
+      id: task.id,
+      title: task.title,
+      status: task.status,
+      agentId: task.agentId,
+      agentName: task.agentName,
+      sessionId: sessionAt(taskMoment(task)),
+    };
   };
 
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   return rows.map((row): TimelineEntry => {
     const agent = agentsById.get(row.agentId) ?? { id: row.agentId, name: "(removed agent)", role: "subordinate" };
-    const storyTaskId = row.source === "message" ? row.row.task_id : row.source === "inbox" ? row.row.task_id : row.row.id;
-    const base = { key: row.key, position: `${row.atMicros.padStart(20, "0")}.${row.key}`, kind: row.kind, agent, storyTaskId: storyTaskId ?? null };
+    const storyTaskId =
+      row.source === "message" ? row.row.task_id : row.source === "inbox" ? row.row.task_id : row.row.id;
+    const base = {
+      key: row.key,
+      position: `${row.atMicros.padStart(20, "0")}.${row.key}`,
+      kind: row.kind,
+      agent,
+      storyTaskId: storyTaskId ?? null,
+    };
     switch (row.source) {
       case "message": {
         const message = row.row;
@@ -196,7 +249,9 @@ export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], a
                 toolCallId: call.toolCallId,
                 toolName: call.toolName,
                 args: call.args,
-                result: result ? { content: result.content, at: result.createdAt, failed: isFailedToolResult(result.content) } : null,
+                result: result
+                  ? { content: result.content, at: result.createdAt, failed: isFailedToolResult(result.content) }
+                  : null,
                 task: taskLink(delegatedTaskId(call.toolName, result?.content)),
               };
             }),
@@ -212,7 +267,11 @@ export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], a
           at: row.source === "task-given" ? task.created_at : task.completed_at!,
           // Given: before any session took it up (its link names that one); ended: in the session that ended it.
           sessionId: row.source === "task-given" ? null : sessionAt(entryMoment(row)),
-          item: { type: row.source, task: { ...link, source: task.source, description: task.description, result: task.result }, parent: taskLink(task.parent_task_id) },
+          item: {
+            type: row.source,
+            task: { ...link, source: task.source, description: task.description, result: task.result },
+            parent: taskLink(task.parent_task_id),
+          },
         };
       }
       case "inbox": {
@@ -221,7 +280,15 @@ export async function linkEntries(db: Db, teamId: string, rows: TimelineRow[], a
           ...base,
           at: item.created_at,
           sessionId: sessionAt(entryMoment(row)),
-          item: { type: "inbox", id: item.id, inboxType: item.type, title: item.title, summary: item.summary, read: item.read_at !== null, task: taskLink(item.task_id) },
+          item: {
+            type: "inbox",
+            id: item.id,
+            inboxType: item.type,
+            title: item.title,
+            summary: item.summary,
+            read: item.read_at !== null,
+            task: taskLink(item.task_id),
+          },
         };
       }
     }

@@ -4,14 +4,25 @@ import { citedSources, describeToolCall, searchSources, storedCallState } from "
 
 describe("describeToolCall", () => {
   it("reads each tool call as a person would say it, in the tense of its state", () => {
-    expect(describeToolCall("tavilySearch", { query: "solid-state batteries" }, "running")).toBe("Searching the web for “solid-state batteries”");
-    expect(describeToolCall("tavilySearch", { query: "solid-state batteries" }, "done")).toBe("Searched the web for “solid-state batteries”");
-    expect(describeToolCall("delegateToAgent", { agentId: "x", title: "Find prices" }, "done", { delegated: true, to: "Scout" })).toBe("Delegated to Scout: “Find prices”");
+    expect(describeToolCall("tavilySearch", { query: "solid-state batteries" }, "running")).toBe(
+      "Searching the web for “solid-state batteries”",
+    );
+    expect(describeToolCall("tavilySearch", { query: "solid-state batteries" }, "done")).toBe(
+      "Searched the web for “solid-state batteries”",
+    );
+    expect(
+      describeToolCall("delegateToAgent", { agentId: "x", title: "Find prices" }, "done", {
+        delegated: true,
+        to: "Scout",
+      }),
+    ).toBe("Delegated to Scout: “Find prices”");
     expect(describeToolCall("readWebPage", { url: "https://www.example.com/a" }, "done")).toBe("Read example.com");
     expect(describeToolCall("createTask", { title: "Research" }, "waiting")).toBe("Creating a task: “Research”");
     expect(describeToolCall("tavilySearch", { query: "x" }, "error")).toBe("Failed: Searched the web for “x”");
     expect(describeToolCall("files__read", {}, "done")).toBe("Used read (files)");
-    expect(describeToolCall("addKnowledgeItem", { type: "fact", content: "a".repeat(200) }, "done")).toMatch(/^Saved fact: “a{79}…”$/);
+    expect(describeToolCall("addKnowledgeItem", { type: "fact", content: "a".repeat(200) }, "done")).toMatch(
+      /^Saved fact: “a{79}…”$/,
+    );
   });
 
   it("survives input that is not what the tool takes", () => {
@@ -42,7 +53,8 @@ describe("searchSources", () => {
 
 describe("citedSources", () => {
   it("lists a briefing's links once each, Markdown and bare, http(s) only", () => {
-    const text = "See [the IEA report](https://iea.org/r) and https://example.com/a. Again [IEA](https://iea.org/r); [bad](javascript:alert(1)) ftp://x.org";
+    const text =
+      "See [the IEA report](https://iea.org/r) and https://example.com/a. Again [IEA](https://iea.org/r); [bad](javascript:alert(1)) ftp://x.org";
     expect(citedSources(text)).toEqual([
       { url: "https://iea.org/r", label: "the IEA report" },
       { url: "https://example.com/a", label: "example.com" },
@@ -52,12 +64,21 @@ describe("citedSources", () => {
 
 describe("storedCallState", () => {
   it("reads a call that never ran as not run, not as done", () => {
-    expect(storedCallState({ content: "(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)" })).toBe("not-run");
+    expect(
+      storedCallState({
+        content:
+          "(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)",
+      }),
+    ).toBe("not-run");
     expect(storedCallState({ content: '(not run: its task "Check" was cancelled)' })).toBe("not-run");
     expect(storedCallState({ content: '{"delegated":true}' })).toBe("done");
     expect(storedCallState({ content: "Error: boom", failed: true })).toBe("error");
     expect(storedCallState(null, "waiting")).toBe("waiting");
-    expect(notRunReason("(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)")).not.toMatch(/createInboxItem|\(/);
+    expect(
+      notRunReason(
+        "(not run: only createInboxItem can be called now, at the end of this session; new work waits for the next one)",
+      ),
+    ).not.toMatch(/createInboxItem|\(/);
     expect(notRunReason('(not run: its task "Check" was cancelled)')).toBe('Its task "Check" was cancelled.');
   });
 });

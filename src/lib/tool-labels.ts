@@ -10,7 +10,10 @@ import { MCP_SEPARATOR } from "@/lib/mcp/names";
 export type ToolCallState = "running" | "waiting" | "done" | "error" | "not-run";
 
 /** A stored call's state from its stored result (none yet: `pending`, running or waiting for the person). */
-export function storedCallState(result: { content: string; failed?: boolean } | null | undefined, pending: "running" | "waiting" = "running"): ToolCallState {
+export function storedCallState(
+  result: { content: string; failed?: boolean } | null | undefined,
+  pending: "running" | "waiting" = "running",
+): ToolCallState {
   if (!result) return pending;
   if (isNotRunResult(result.content)) return "not-run";
   return result.failed ? "error" : "done";
@@ -27,8 +30,10 @@ function nameOf(names: AgentNames | undefined, id: unknown): string | undefined 
 /** A search result as tavilySearch returns it. */
 export type SearchSource = { title: string; url: string; host: string; content: string };
 
-const record = (value: unknown): Record<string, unknown> => (value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {});
-const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() ? value.replace(/\s+/g, " ").trim() : undefined);
+const record = (value: unknown): Record<string, unknown> =>
+  value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+const text = (value: unknown): string | undefined =>
+  typeof value === "string" && value.trim() ? value.replace(/\s+/g, " ").trim() : undefined;
 
 function clip(value: string | undefined, max = 80): string {
   if (!value) return "";
@@ -52,7 +57,13 @@ function host(url: string | undefined): string | undefined {
  * (when done) fills in what only the result knows, such as who a task went to; before that,
  * `names` does (the live status names the subordinate a running delegation goes to).
  */
-export function describeToolCall(toolName: string, args: unknown, state: ToolCallState, output?: unknown, names?: AgentNames): string {
+export function describeToolCall(
+  toolName: string,
+  args: unknown,
+  state: ToolCallState,
+  output?: unknown,
+  names?: AgentNames,
+): string {
   const input = record(args);
   const result = record(output);
   const past = state === "done" || state === "error";
@@ -90,7 +101,8 @@ export function describeToolCall(toolName: string, args: unknown, state: ToolCal
       default: {
         // An MCP tool (SERVER__TOOL) or one this list does not know: its name, readable.
         const at = toolName.indexOf(MCP_SEPARATOR);
-        const [server, tool] = at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
+        const [server, tool] =
+          at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
         return `${verb("Using", "Used")} ${tool}${server ? ` (${server})` : ""}`;
       }
     }
@@ -146,7 +158,9 @@ export function searchSources(toolName: string, output: unknown): SearchSource[]
     }
     if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return [];
     const site = parsed.hostname.replace(/^www\./, "");
-    return [{ title: text(title) ?? site, url: parsed.href, host: site, content: typeof content === "string" ? content : "" }];
+    return [
+      { title: text(title) ?? site, url: parsed.href, host: site, content: typeof content === "string" ? content : "" },
+    ];
   });
 }
 
@@ -204,7 +218,8 @@ export function describeToolUse(calls: Readonly<Record<string, number>>): string
   for (const [toolName, n] of Object.entries(calls).sort(([a], [b]) => a.localeCompare(b))) {
     if (known.has(toolName) || !n) continue;
     const at = toolName.indexOf(MCP_SEPARATOR);
-    const [server, tool] = at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
+    const [server, tool] =
+      at > 0 ? [toolName.slice(0, at), toolName.slice(at + MCP_SEPARATOR.length)] : [undefined, toolName];
     parts.push(`used ${tool}${server ? ` (${server})` : ""} ${times(n)}`);
   }
   return parts.join(", ");

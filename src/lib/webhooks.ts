@@ -21,7 +21,11 @@ export const WEBHOOK_TOLERANCE_SECONDS = 300;
 export const WEBHOOK_BODY_LIMIT_BYTES = 64 * 1024;
 /** Of the body as shown to the lead (pretty JSON can be longer than the raw body). */
 export const WEBHOOK_MESSAGE_MAX_CHARS = 20_000;
-export const WEBHOOK_HEADERS = { timestamp: "x-cadre-timestamp", signature: "x-cadre-signature", name: "x-cadre-webhook-name" } as const;
+export const WEBHOOK_HEADERS = {
+  timestamp: "x-cadre-timestamp",
+  signature: "x-cadre-signature",
+  name: "x-cadre-webhook-name",
+} as const;
 
 // A timestamp is good for the tolerance on either side of now, so a signature stays
 // usable for twice the tolerance; remember accepted ones a little longer than that.
@@ -37,12 +41,20 @@ export function webhookSignature(secret: string, timestamp: string, body: Uint8A
 }
 
 /** The headers a sender sends: what the team page can show, and what tests use. */
-export function signedWebhookHeaders(secret: string, body: Uint8Array | string, timestamp = Math.floor(Date.now() / 1000)): Record<string, string> {
+export function signedWebhookHeaders(
+  secret: string,
+  body: Uint8Array | string,
+  timestamp = Math.floor(Date.now() / 1000),
+): Record<string, string> {
   const stamp = String(timestamp);
-  return { [WEBHOOK_HEADERS.timestamp]: stamp, [WEBHOOK_HEADERS.signature]: `sha256=${webhookSignature(secret, stamp, body)}` };
+  return {
+    [WEBHOOK_HEADERS.timestamp]: stamp,
+    [WEBHOOK_HEADERS.signature]: `sha256=${webhookSignature(secret, stamp, body)}`,
+  };
 }
 
-const unauthorized = (what: "signature" | "timestamp" | "secret", message: string) => new CadreError(`unauthorized:webhook_${what}`, message);
+const unauthorized = (what: "signature" | "timestamp" | "secret", message: string) =>
+  new CadreError(`unauthorized:webhook_${what}`, message);
 
 /**
  * Verifies a delivery and hands it to the team's lead. Throws 404 (no such team), 401
@@ -58,20 +70,34 @@ export async function receiveWebhook(
   const { db, jobs } = engine;
   await requireTeam(db, teamId);
   const stored = await getWebhookSecret(db, teamId);
-  if (!stored) throw unauthorized("secret", "This team has no webhook secret: create one on the team page, then sign deliveries with it.");
+  if (!stored)
+    throw unauthorized(
+      "secret",
+      "This team has no webhook secret: create one on the team page, then sign deliveries with it.",
+    );
 
   const timestamp = delivery.headers.get(WEBHOOK_HEADERS.timestamp)?.trim() ?? "";
-  if (!/^\d{1,12}$/.test(timestamp)) throw unauthorized("timestamp", `Missing or malformed ${WEBHOOK_HEADERS.timestamp} (unix seconds).`);
-  const given = /^sha256=([0-9a-f]{64})$/i.exec(delivery.headers.get(WEBHOOK_HEADERS.signature)?.trim() ?? "")?.[1]?.toLowerCase();
-  if (!given) throw unauthorized("signature", `Missing or malformed ${WEBHOOK_HEADERS.signature} (sha256=<64 hex digits>).`);
+  if (!/^\d{1,12}$/.test(timestamp))
+    throw unauthorized("timestamp", `Missing or malformed ${WEBHOOK_HEADERS.timestamp} (unix seconds).`);
+  const given = /^sha256=([0-9a-f]{64})$/i
+    .exec(delivery.headers.get(WEBHOOK_HEADERS.signature)?.trim() ?? "")?.[1]
+    ?.toLowerCase();
+  if (!given)
+    throw unauthorized("signature", `Missing or malformed ${WEBHOOK_HEADERS.signature} (sha256=<64 hex digits>).`);
   const expected = webhookSignature(stored.secret, timestamp, delivery.body);
   if (!timingSafeEqual(Buffer.from(given, "hex"), Buffer.from(expected, "hex"))) {
-    throw unauthorized("signature", "The signature does not match: it must be the HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the team's current secret.");
+    throw unauthorized(
+      "signature",
+      "The signature does not match: it must be the HMAC-SHA256 of `<timestamp>.<raw body>` keyed with the team's current secret.",
+    );
   }
   const age = Math.floor((delivery.now ?? new Date()).getTime() / 1000) - Number(timestamp);
   if (Math.abs(age) > WEBHOOK_TOLERANCE_SECONDS) {
     const when = age > 0 ? `${age} s old` : `${-age} s in the future`;
-    throw unauthorized("timestamp", `The timestamp is ${when}; at most ${WEBHOOK_TOLERANCE_SECONDS} s either way is accepted. Check the sender's clock.`);
+    throw unauthorized(
+      "timestamp",
+      `The timestamp is ${when}; at most ${WEBHOOK_TOLERANCE_SECONDS} s either way is accepted. Check the sender's clock.`,
+    );
   }
 
   const message = webhookMessage(delivery.headers.get(WEBHOOK_HEADERS.name), delivery.body);
@@ -82,10 +108,19 @@ export async function receiveWebhook(
     if (!lead) throw new CadreError("conflict:team_lead", "This team has no lead to receive the webhook.");
     // Recorded in the same transaction as the message: a failure leaves no record, so the sender's retry is accepted.
     if (!(await recordWebhookDelivery(tx, teamId, expected))) {
-      throw new CadreError("conflict:webhook_replay", "This delivery was already received (same timestamp and signature).");
+      throw new CadreError(
+        "conflict:webhook_replay",
+        "This delivery was already received (same timestamp and signature).",
+      );
     }
     // A delivery starts a story of its own: a task for the lead, begun, with the delivery as its input.
-    const task = await createTask(tx, { agentId: lead.id, source: "webhook", title: `Webhook ${message.name}`, description: message.body, started: true });
+    const task = await createTask(tx, {
+      agentId: lead.id,
+      source: "webhook",
+      title: `Webhook ${message.name}`,
+      description: message.body,
+      started: true,
+    });
     await queueInput(tx, jobs, lead.id, message.text, task.id);
     return lead.id;
   });
@@ -93,7 +128,10 @@ export async function receiveWebhook(
 }
 
 /** `[webhook:NAME] <body>`: JSON pretty-printed, anything else as text, cut to a size the lead can read. */
-export function webhookMessage(nameHeader: string | null, body: Uint8Array): { name: string; body: string; text: string } {
+export function webhookMessage(
+  nameHeader: string | null,
+  body: Uint8Array,
+): { name: string; body: string; text: string } {
   const text = new TextDecoder("utf-8").decode(body);
   let parsed: unknown;
   try {
@@ -101,7 +139,10 @@ export function webhookMessage(nameHeader: string | null, body: Uint8Array): { n
   } catch {
     parsed = undefined;
   }
-  const bodyName = parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as { name?: unknown }).name : undefined;
+  const bodyName =
+    parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? (parsed as { name?: unknown }).name
+      : undefined;
   const name = [nameHeader, typeof bodyName === "string" ? bodyName : null].map(webhookName).find(Boolean) || "hook";
   // Postgres text cannot hold U+0000 (JSON.stringify escapes it inside strings; raw text may carry it).
   let shown = (parsed === undefined ? text : JSON.stringify(parsed, null, 2)).replaceAll("\0", "").trim();

@@ -39,8 +39,16 @@ const MAX_AFTER = 500;
  * re-renders and resyncs extend like the newest page.
  * A message of another conversation is not found.
  */
-export async function listMessagesAround(db: Db, conversationId: string, messageId: string, where = "this work log: it may belong to the agent's chat, or be gone"): Promise<Message[]> {
-  const [target] = await db.select({ previous: messages.previousMessageId }).from(messages).where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
+export async function listMessagesAround(
+  db: Db,
+  conversationId: string,
+  messageId: string,
+  where = "this work log: it may belong to the agent's chat, or be gone",
+): Promise<Message[]> {
+  const [target] = await db
+    .select({ previous: messages.previousMessageId })
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
   if (!target) throw new CadreError("not_found:message", `No message ${messageId} in ${where}.`);
   const [before, from] = await Promise.all([
     listMessages(db, conversationId, { before: messageId, limit: CONTEXT_BEFORE }),
@@ -53,9 +61,14 @@ export async function listMessagesAround(db: Db, conversationId: string, message
  * A page of the log: the newest, the one `before` a message (paging back), or the one `around`
  * a message (a link to it: see listMessagesAround).
  */
-export async function getWorkLogPage(db: Db, agentId: string, options: { before?: string; around?: string; limit?: number } = {}): Promise<WorkLogPage> {
+export async function getWorkLogPage(
+  db: Db,
+  agentId: string,
+  options: { before?: string; around?: string; limit?: number } = {},
+): Promise<WorkLogPage> {
   const conversation = await getConversationByMode(db, agentId, "background");
-  if (!conversation && options.around) throw new CadreError("not_found:message", `No message ${options.around} in this work log.`);
+  if (!conversation && options.around)
+    throw new CadreError("not_found:message", `No message ${options.around} in this work log.`);
   const stored = !conversation
     ? []
     : options.around
@@ -72,7 +85,8 @@ export async function getWorkLogPage(db: Db, agentId: string, options: { before?
   for (const message of stored) {
     const at = message.createdAt.getTime();
     const session = sessions.findLast((candidate) => Date.parse(candidate.startedAt) <= at);
-    if (session && (session.windowEnd === null || at < Date.parse(session.windowEnd))) page.sessionOf[message.id] = session.id;
+    if (session && (session.windowEnd === null || at < Date.parse(session.windowEnd)))
+      page.sessionOf[message.id] = session.id;
   }
   for (const { windowEnd: _end, ...session } of sessions) page.sessions[session.id] = session;
   // A step is an assistant message written by a model call (not a marker); each call is matched once, in order.
@@ -88,7 +102,12 @@ export async function getWorkLogPage(db: Db, agentId: string, options: { before?
     const call = queue[0];
     if (call && Math.abs(Date.parse(call.createdAt) - at) <= STEP_MATCH_MS) {
       queue.shift();
-      page.steps[message.id] = { inputTokens: call.inputTokens, cachedTokens: call.cachedTokens, outputTokens: call.outputTokens, durationMs: call.durationMs };
+      page.steps[message.id] = {
+        inputTokens: call.inputTokens,
+        cachedTokens: call.cachedTokens,
+        outputTokens: call.outputTokens,
+        durationMs: call.durationMs,
+      };
     }
   }
   return page;

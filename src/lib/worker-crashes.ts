@@ -30,11 +30,19 @@ export type WorkerCrashReport = z.infer<typeof workerCrashReport>;
  * longest-standing one's lead, and the person sees it once rather than once per team.
  * Says which happened: raised, raised already (the same streak), or no team yet to tell.
  */
-export async function raiseWorkerCrashAlert(db: Db, jobs: JobQueue, report: WorkerCrashReport): Promise<"raised" | "raised already" | "no team"> {
+export async function raiseWorkerCrashAlert(
+  db: Db,
+  jobs: JobQueue,
+  report: WorkerCrashReport,
+): Promise<"raised" | "raised already" | "no team"> {
   const lead = await findLongestStandingLead(db);
   if (!lead) return "no team";
   // The log's "[worker] " prefix says whose line it is in a terminal; in the inbox the title does.
-  const lastError = report.lastError.replace(/^\[[\w-]+\]\s*/, "").replace(/\s+/g, " ").trim().slice(0, 300);
+  const lastError = report.lastError
+    .replace(/^\[[\w-]+\]\s*/, "")
+    .replace(/\s+/g, " ")
+    .trim()
+    .slice(0, 300);
   const created = await raiseAlert(db, jobs, {
     teamId: lead.teamId,
     agentId: lead.leadId,

@@ -13,7 +13,10 @@ const telemetry = startTelemetry({ serviceName: "cadre-worker" });
 // The engine is loaded after the wait: a worker started again and again costs little until it can work.
 let worker: RunningWorker;
 try {
-  await waitForDatabase(databaseUrl(), { log: (line) => console.log(`[worker] ${line}`), giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS });
+  await waitForDatabase(databaseUrl(), {
+    log: (line) => console.log(`[worker] ${line}`),
+    giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS,
+  });
   const { startWorker } = await import("./runner");
   worker = await startWorker({ concurrency: Number(process.env.WORKER_CONCURRENCY) || 8 });
 } catch (error) {
@@ -33,12 +36,15 @@ async function shutdown(signal: string) {
   process.exit(0);
 }
 // A stray rejection must not end every session this worker runs: say so loudly and go on.
-process.on("unhandledRejection", (reason) => logError("[worker] unhandled rejection (a bug; the worker goes on):", reason));
+process.on("unhandledRejection", (reason) =>
+  logError("[worker] unhandled rejection (a bug; the worker goes on):", reason),
+);
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
 
 /** Drizzle's "Failed query: <sql>" names the statement; its cause says what went wrong. */
 function whyInOneLine(error: unknown): string {
-  const cause = error instanceof Error && error.cause instanceof Error && /^Failed query/.test(error.message) ? error.cause : error;
+  const cause =
+    error instanceof Error && error.cause instanceof Error && /^Failed query/.test(error.message) ? error.cause : error;
   return (cause instanceof Error ? cause.message : String(cause)).split("\n")[0]!.replace(/[.\s]+$/, "");
 }

@@ -18,7 +18,12 @@ import { markWorkerStopped, recordWorkerHeartbeat, registerWorker } from "@/lib/
  */
 export async function startWorkerHeartbeat(
   db: Db,
-  options: { workerId: string; staleSeconds: number; databaseUrl: string; log: (message: string, error?: unknown) => void },
+  options: {
+    workerId: string;
+    staleSeconds: number;
+    databaseUrl: string;
+    log: (message: string, error?: unknown) => void;
+  },
 ): Promise<{ stop: () => Promise<void> }> {
   const { workerId, log } = options;
   let locked = false;
@@ -35,25 +40,37 @@ export async function startWorkerHeartbeat(
   });
   const holdLock = async () => {
     if (locked) return;
-    const [row] = await lockConnection<{ locked: boolean }[]>`select pg_try_advisory_lock(hashtextextended(${workerId}, 0)) as locked`;
+    const [row] = await lockConnection<
+      { locked: boolean }[]
+    >`select pg_try_advisory_lock(hashtextextended(${workerId}, 0)) as locked`;
     locked = row?.locked === true;
-    if (!locked) log(`[worker] another process holds the liveness lock of ${workerId}; dead-worker detection falls back to the stale window.`);
+    if (!locked)
+      log(
+        `[worker] another process holds the liveness lock of ${workerId}; dead-worker detection falls back to the stale window.`,
+      );
   };
   await registerWorker(db, workerId);
   await holdLock().catch((error: unknown) => log("[worker] could not take its liveness lock", error));
   let beating: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    beating = Promise.all([
-      recordWorkerHeartbeat(db, workerId).catch((error: unknown) => log("[worker] could not record its heartbeat", error)),
-      holdLock().catch((error: unknown) => log("[worker] could not take its liveness lock again", error)),
-    ]).then(() => {});
-  }, Math.max(500, (options.staleSeconds * 1000) / 5));
+  const timer = setInterval(
+    () => {
+      beating = Promise.all([
+        recordWorkerHeartbeat(db, workerId).catch((error: unknown) =>
+          log("[worker] could not record its heartbeat", error),
+        ),
+        holdLock().catch((error: unknown) => log("[worker] could not take its liveness lock again", error)),
+      ]).then(() => {});
+    },
+    Math.max(500, (options.staleSeconds * 1000) / 5),
+  );
   timer.unref();
   return {
     stop: async () => {
       clearInterval(timer);
       await beating; // a beat in flight must not land after the stop
-      await markWorkerStopped(db, workerId).catch((error: unknown) => log("[worker] could not record that it stopped", error));
+      await markWorkerStopped(db, workerId).catch((error: unknown) =>
+        log("[worker] could not record that it stopped", error),
+      );
       await lockConnection.end({ timeout: 5 }).catch(() => {});
     },
   };

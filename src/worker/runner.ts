@@ -27,7 +27,6 @@ export type WorkerOptions = {
 
 export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDeps; stop: () => Promise<void> };
 
-
 /**
  * A worker process: works agents' wake-ups (one session per agent, any number of
  * agents at once), the leads' schedules and notification deliveries, and keeps an eye on
@@ -35,11 +34,16 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
-  const log = options.log ?? ((message: string, error?: unknown) => (error === undefined ? console.log(message) : logError(message, error)));
+  const log =
+    options.log ??
+    ((message: string, error?: unknown) => (error === undefined ? console.log(message) : logError(message, error)));
   const budget = connectionBudget("worker");
   const database = createDatabase(url, { max: budget.queries });
   await reportConnectionRoom(database.sql, "worker", (line) => log(line));
-  const jobs = await JobQueue.start(url, "worker", { notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS, poolSize: budget.jobs });
+  const jobs = await JobQueue.start(url, "worker", {
+    notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
+    poolSize: budget.jobs,
+  });
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 
@@ -53,13 +57,24 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   });
 
   // Alive (row and liveness lock) before the first session: its sessions are never taken for a dead worker's.
-  const liveness = await startWorkerHeartbeat(database.db, { workerId: deps.config.worker, staleSeconds: deps.config.staleSessionSeconds, databaseUrl: url, log });
+  const liveness = await startWorkerHeartbeat(database.db, {
+    workerId: deps.config.worker,
+    staleSeconds: deps.config.staleSessionSeconds,
+    databaseUrl: url,
+    log,
+  });
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
     // A deletion is the person's doing, not a failure: one line that says so.
-    if (outcome.status === "deleted") log(`[worker] session of ${outcome.agentName ? `${JSON.stringify(outcome.agentName)} (agent ${agentId})` : `agent ${agentId}`} ended: ${outcome.error}`);
-    else if (outcome.status !== "busy") log(`[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`);
+    if (outcome.status === "deleted")
+      log(
+        `[worker] session of ${outcome.agentName ? `${JSON.stringify(outcome.agentName)} (agent ${agentId})` : `agent ${agentId}`} ended: ${outcome.error}`,
+      );
+    else if (outcome.status !== "busy")
+      log(
+        `[worker] agent ${agentId}: session ${outcome.status} after ${outcome.steps} step(s)${outcome.error ? `: ${outcome.error}` : ""}`,
+      );
   });
   await jobs.workChatResumes(async (job) => {
     const { agentId } = chatResumePayload.parse(job.data);
@@ -83,27 +98,37 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   // agents keep their wake flags, so a drain takes the work up once the next UTC day starts.
   const drainBacklog = async () => {
     const waiting = await listAgentsAwaitingWork(database.db, deps.config.staleSessionSeconds);
-    const overBudget = await teamsOverBudget(deps, waiting.map((agent) => agent.teamId));
+    const overBudget = await teamsOverBudget(
+      deps,
+      waiting.map((agent) => agent.teamId),
+    );
     for (const { agentId, teamId } of waiting) if (!overBudget.has(teamId)) await jobs.nudgeAgent(agentId);
   };
   await reap();
   await drainBacklog();
-  await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error: unknown) => log("[worker] could not sync lead schedules", error));
+  await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error: unknown) =>
+    log("[worker] could not sync lead schedules", error),
+  );
   let reaps = 0;
-  const reaper = setInterval(() => {
-    reap().catch((error: unknown) => log("[worker] reaping stale sessions failed", error));
-    // Now and then the backlog again: a nudge lost with a database restart, or a wake job
-    // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
-    // one per agent (singleton key), so an agent already queued costs nothing.
-    if (++reaps % 15 === 0) {
-      drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
-      // A stdio MCP server whose settings were deleted or turned off (its team deleted, say) must not outlive them.
-      pruneMcpConnections((ids) => listEnabledMcpServerIds(database.db, ids)).catch((error: unknown) => log("[worker] closing unused MCP connections failed", error));
-    }
-    // Every stale/7.5 s (2 s by default): a killed worker's sessions are retaken once two of
-    // their beats are missing and its liveness lock is free, so the reaper's rhythm is most
-    // of what is left of recovery. One cheap statement; pg-boss polling less often pays for it.
-  }, Math.max(500, (deps.config.staleSessionSeconds * 1000) / 7.5));
+  const reaper = setInterval(
+    () => {
+      reap().catch((error: unknown) => log("[worker] reaping stale sessions failed", error));
+      // Now and then the backlog again: a nudge lost with a database restart, or a wake job
+      // pg-boss gave up on, must not leave work waiting while a worker is alive. Nudges are
+      // one per agent (singleton key), so an agent already queued costs nothing.
+      if (++reaps % 15 === 0) {
+        drainBacklog().catch((error: unknown) => log("[worker] nudging the backlog failed", error));
+        // A stdio MCP server whose settings were deleted or turned off (its team deleted, say) must not outlive them.
+        pruneMcpConnections((ids) => listEnabledMcpServerIds(database.db, ids)).catch((error: unknown) =>
+          log("[worker] closing unused MCP connections failed", error),
+        );
+      }
+      // Every stale/7.5 s (2 s by default): a killed worker's sessions are retaken once two of
+      // their beats are missing and its liveness lock is free, so the reaper's rhythm is most
+      // of what is left of recovery. One cheap statement; pg-boss polling less often pays for it.
+    },
+    Math.max(500, (deps.config.staleSessionSeconds * 1000) / 7.5),
+  );
 
   log("[worker] ready: waiting for work.");
   return {
@@ -115,7 +140,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       // Sessions end after the step in flight, then pg-boss waits for their handlers.
       shutdown.abort();
       await liveness.stop(); // no longer counted alive: it takes no new work from here
-      await jobs.stop({ graceful: true, timeoutMs: 60_000 }).catch((error: unknown) => log("[worker] stopping the queue", error));
+      await jobs
+        .stop({ graceful: true, timeoutMs: 60_000 })
+        .catch((error: unknown) => log("[worker] stopping the queue", error));
       await listener.stop();
       await closeMcpConnections(); // stdio servers exit with their connection
       await database.close();

@@ -36,7 +36,10 @@ function buildIsFresh(): boolean {
  * is taken over after 15 minutes.
  */
 function withBuildLock(action: () => void): void {
-  const lock = path.join(tmpdir(), `cadre-next-build-${createHash("sha256").update(root).digest("hex").slice(0, 12)}.lock`);
+  const lock = path.join(
+    tmpdir(),
+    `cadre-next-build-${createHash("sha256").update(root).digest("hex").slice(0, 12)}.lock`,
+  );
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     try {
@@ -81,7 +84,11 @@ function build(): void {
 export type ApiRequest = { method?: string; body?: unknown };
 
 /** A JSON request to the app's API (JSON body when given): its status and parsed answer. */
-export async function callApi<T>(baseUrl: string, pathname: string, init: ApiRequest = {}): Promise<{ status: number; body: T }> {
+export async function callApi<T>(
+  baseUrl: string,
+  pathname: string,
+  init: ApiRequest = {},
+): Promise<{ status: number; body: T }> {
   const response = await fetch(`${baseUrl}${pathname}`, {
     method: init.method ?? "GET",
     headers: init.body === undefined ? undefined : { "content-type": "application/json" },
@@ -97,10 +104,19 @@ export type AppServer = { url: string; pid: number; output: () => string; stop: 
  * `npm start` (scripts/start.ts) on a free port with the given environment; resolves when /api/health answers.
  * `onOutput` hears the output as it comes, before the app answers (a test that steers its start-up).
  */
-export async function startApp(env: Record<string, string | undefined>, args: string[] = [], options: { onOutput?: (output: string) => void } = {}): Promise<AppServer> {
+export async function startApp(
+  env: Record<string, string | undefined>,
+  args: string[] = [],
+  options: { onOutput?: (output: string) => void } = {},
+): Promise<AppServer> {
   const port = await freePort();
   const childEnv: Record<string, string> = {};
-  for (const [key, value] of Object.entries({ ...process.env, ...env, PORT: String(port), NEXT_TELEMETRY_DISABLED: "1" })) {
+  for (const [key, value] of Object.entries({
+    ...process.env,
+    ...env,
+    PORT: String(port),
+    NEXT_TELEMETRY_DISABLED: "1",
+  })) {
     if (value !== undefined && !/^OPENAI_/.test(key)) childEnv[key] = value;
   }
   for (const [key, value] of Object.entries(env)) if (/^OPENAI_/.test(key) && value) childEnv[key] = value;
@@ -171,7 +187,8 @@ export function webServerRssMb(app: AppServer): number {
     }
   }
   const isDescendant = (pid: number): boolean => {
-    for (let current = parents.get(pid); current !== undefined && current > 1; current = parents.get(current)) if (current === app.pid) return true;
+    for (let current = parents.get(pid); current !== undefined && current > 1; current = parents.get(current))
+      if (current === app.pid) return true;
     return false;
   };
   for (const pid of parents.keys()) {
@@ -205,7 +222,9 @@ export async function settle(target: Page): Promise<void> {
     .waitForFunction(
       () =>
         !document.querySelector('div[hidden][id^="S:"]') ||
-        [...document.querySelectorAll("h1.empty-title")].some((heading) => heading.textContent === "Not found" && !heading.closest("[hidden]")),
+        [...document.querySelectorAll("h1.empty-title")].some(
+          (heading) => heading.textContent === "Not found" && !heading.closest("[hidden]"),
+        ),
       undefined,
       { timeout: 15_000 },
     )
@@ -223,11 +242,16 @@ export async function shoot(target: Page, name: string): Promise<void> {
   const { overflow, culprits } = await target.evaluate(() => {
     const width = document.documentElement.clientWidth;
     // The innermost elements that reach past the right edge: what to fix when the page scrolls sideways.
-    const wide = [...document.body.querySelectorAll("*")].filter((element) => element.getBoundingClientRect().right > width + 0.5);
+    const wide = [...document.body.querySelectorAll("*")].filter(
+      (element) => element.getBoundingClientRect().right > width + 0.5,
+    );
     const culprits = wide
       .filter((element) => !wide.some((other) => other !== element && element.contains(other)))
       .slice(0, 5)
-      .map((element) => `<${element.tagName.toLowerCase()} class="${element.getAttribute("class") ?? ""}"> ${(element.textContent ?? "").slice(0, 60)}`);
+      .map(
+        (element) =>
+          `<${element.tagName.toLowerCase()} class="${element.getAttribute("class") ?? ""}"> ${(element.textContent ?? "").slice(0, 60)}`,
+      );
     return { overflow: document.documentElement.scrollWidth - width, culprits };
   });
   expect(overflow, `${name} scrolls sideways at 375 px: ${culprits.join(" | ")}`).toBeLessThanOrEqual(0);

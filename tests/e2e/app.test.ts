@@ -12,7 +12,15 @@ import { signedWebhookHeaders } from "@/lib/webhooks";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+} from "./app-server";
 
 const XSS = "<img src=x onerror=alert(1)>";
 const LIVE = 10_000; // live updates must beat this easily; the product promises ~1 s after the write
@@ -43,22 +51,37 @@ describe("Cadre in a browser", () => {
         // A search that hangs until the test lets it go: the work session is surely still running
         // when the person stops it, however loaded the machine (the engine stops a session at once,
         // even inside a web search). The cap only keeps a forgotten request from hanging forever.
-        if (/slow/i.test(query)) await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 180_000));
+        if (/slow/i.test(query))
+          await new Promise<void>((resolve) => releaseSlowSearch.push(resolve) && setTimeout(resolve, 180_000));
         return {
           results: [
-            { title: `About ${query}`, url: "https://example.com/about", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` },
+            {
+              title: `About ${query}`,
+              url: "https://example.com/about",
+              content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}`,
+            },
           ],
         };
       },
       // The offline model reads the first result's page and records what it says.
-      { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "Solid-state batteries", content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}` })) }) },
+      {
+        extract: ({ urls }) => ({
+          pages: urls.map((url) => ({
+            url,
+            title: "Solid-state batteries",
+            content: `Solid-state cells reached 500 Wh/kg in lab tests. ${XSS}`,
+          })),
+        }),
+      },
     );
     app = await startApp({ DATABASE_URL: database.url, TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(10_000);
     page = await context.newPage();
-    context.on("page", (opened) => opened.on("dialog", (dialog) => void (dialog.type() === "confirm" ? dialog.accept() : dialog.dismiss())));
+    context.on("page", (opened) =>
+      opened.on("dialog", (dialog) => void (dialog.type() === "confirm" ? dialog.accept() : dialog.dismiss())),
+    );
     page.on("dialog", (dialog) => {
       if (dialog.type() === "confirm") return void dialog.accept();
       dialogs.push(dialog.message());
@@ -68,7 +91,12 @@ describe("Cadre in a browser", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -150,7 +178,9 @@ describe("Cadre in a browser", () => {
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     expect(await field.getAttribute("readonly")).not.toBeNull();
     await hooks.getByText("you will not see it again").waitFor();
-    expect(await hooks.getByRole("textbox", { name: "Endpoint URL" }).inputValue()).toBe(`${app.url}/api/hooks/${teamId}`);
+    expect(await hooks.getByRole("textbox", { name: "Endpoint URL" }).inputValue()).toBe(
+      `${app.url}/api/hooks/${teamId}`,
+    );
     await hooks.getByRole("button", { name: "Copy secret" }).click();
     await hooks.getByText("Copied to the clipboard.").waitFor();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
@@ -160,8 +190,14 @@ describe("Cadre in a browser", () => {
 
     // The secret on the page is the one the endpoint checks: a delivery signed with it reaches the lead.
     const deliver = (key: string, body: string) =>
-      fetch(`${app.url}/api/hooks/${teamId}`, { method: "POST", headers: { "content-type": "application/json", ...signedWebhookHeaders(key, body) }, body });
-    expect((await deliver(secret, JSON.stringify({ name: "deploy", status: "failed", service: "api" }))).status).toBe(202);
+      fetch(`${app.url}/api/hooks/${teamId}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...signedWebhookHeaders(key, body) },
+        body,
+      });
+    expect((await deliver(secret, JSON.stringify({ name: "deploy", status: "failed", service: "api" }))).status).toBe(
+      202,
+    );
 
     // Shown once: after a reload only "configured" is left.
     await page.reload();
@@ -181,10 +217,15 @@ describe("Cadre in a browser", () => {
     await hooks.getByRole("button", { name: "Remove secret" }).click();
     await hooks.getByText("No secret yet").waitFor();
     expect((await deliver(rotated, JSON.stringify({ name: "gone" }))).status).toBe(401);
-    expect((await (await fetch(`${app.url}/api/teams/${teamId}/webhook-secret`)).json()) as unknown).toEqual({ configured: false, createdAt: null });
+    expect((await (await fetch(`${app.url}/api/teams/${teamId}/webhook-secret`)).json()) as unknown).toEqual({
+      configured: false,
+      createdAt: null,
+    });
 
     // The accepted delivery is in the lead's work log.
-    const { agents } = (await (await fetch(`${app.url}/api/teams/${teamId}`)).json()) as { agents: { id: string; role: string }[] };
+    const { agents } = (await (await fetch(`${app.url}/api/teams/${teamId}`)).json()) as {
+      agents: { id: string; role: string }[];
+    };
     await page.goto(`${app.url}/agents/${agents.find((agent) => agent.role === "lead")!.id}`);
     await settle(page);
     await page.getByText("Webhook “deploy”", { exact: false }).first().waitFor({ timeout: LIVE });
@@ -329,7 +370,10 @@ describe("Cadre in a browser", () => {
     await settle(page);
     const first = page.locator(".knowledge-row:visible").first();
     // The source opens the work log at the message that saved the fact, highlighted.
-    await first.getByRole("link", { name: /^Source message/ }).first().click();
+    await first
+      .getByRole("link", { name: /^Source message/ })
+      .first()
+      .click();
     await page.waitForURL(/\/agents\/[0-9a-f-]{36}\?message=[0-9a-f-]{36}#m-[0-9a-f-]{36}$/);
     await settle(page);
     await page.getByRole("heading", { name: "Work log" }).waitFor();
@@ -340,7 +384,11 @@ describe("Cadre in a browser", () => {
     // Counted only once the list is there: counted before it rendered, "one fewer" would be -1.
     await page.locator(".knowledge-row:visible").first().waitFor();
     const before = await page.locator(".knowledge-row:visible").count();
-    await page.locator(".knowledge-row:visible").first().getByRole("button", { name: /^Delete “/ }).click();
+    await page
+      .locator(".knowledge-row:visible")
+      .first()
+      .getByRole("button", { name: /^Delete “/ })
+      .click();
     await expect.poll(() => page.locator(".knowledge-row:visible").count()).toBe(before - 1);
   }, 60_000);
 
@@ -356,7 +404,9 @@ describe("Cadre in a browser", () => {
     // running, so the page below must show the button; no race with a session that ended first.
     const slowSearches = () => tavily.requests.filter((request) => /slow/i.test(request.body.query)).length;
     await expect.poll(slowSearches, { timeout: 90_000, interval: 200 }).toBeGreaterThan(0);
-    await expect.poll(async () => (await getRunningSession(database.db, scoutId))?.status, { timeout: 10_000 }).toBe("running");
+    await expect
+      .poll(async () => (await getRunningSession(database.db, scoutId))?.status, { timeout: 10_000 })
+      .toBe("running");
 
     await page.goto(`${app.url}/agents/${scoutId}`);
     await settle(page);
@@ -405,7 +455,9 @@ describe("Cadre in a browser", () => {
 
   it("asks for the password when APP_PASSWORD is set, shows no navigation until then, and signs out", async () => {
     // A second web server (no worker) on the same database, with sign-in on; a fresh browser context (no cookie).
-    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, ["--web-only"]);
+    const guarded = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: "correct horse battery" }, [
+      "--web-only",
+    ]);
     const visitor = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     visitor.setDefaultTimeout(10_000);
     const tab = await visitor.newPage();
@@ -421,7 +473,10 @@ describe("Cadre in a browser", () => {
 
       await tab.getByLabel("Password").fill("wrong");
       await tab.getByRole("button", { name: "Sign in" }).click();
-      await tab.getByRole("alert").filter({ hasText: /password/i }).waitFor();
+      await tab
+        .getByRole("alert")
+        .filter({ hasText: /password/i })
+        .waitFor();
       await tab.getByLabel("Password").fill("correct horse battery");
       await tab.getByRole("button", { name: "Sign in" }).click();
       await tab.waitForURL(`**/teams/${teamId}/settings`);
@@ -450,7 +505,10 @@ describe("Cadre in a browser", () => {
   it("says what to do when the model server fails, instead of a bare error", async () => {
     // A second web server (no worker) on the same database, whose model server refuses the key.
     const model = await startFakeOpenAI(() => ({ fault: "status", status: 401 }));
-    const failing = await startApp({ DATABASE_URL: database.url, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-wrong" }, ["--web-only"]);
+    const failing = await startApp(
+      { DATABASE_URL: database.url, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-wrong" },
+      ["--web-only"],
+    );
     try {
       await page.goto(`${failing.url}/teams/${teamId}/chat`);
       await settle(page);

@@ -11,7 +11,17 @@ import { appendMessages, getBackgroundConversation, getForegroundConversation } 
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+  callApi,
+  type ApiRequest,
+} from "./app-server";
 
 let database: TestDatabase;
 let tavily: FakeTavily;
@@ -36,7 +46,8 @@ async function waitFor(what: string, check: () => Promise<boolean>): Promise<voi
 }
 
 type ApiTask = { id: string; title: string; status: string };
-const tasksOf = async (agentId: string) => (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
+const tasksOf = async (agentId: string) =>
+  (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
 
 describe("Every agent's chat and its history, in a browser", () => {
   beforeAll(async () => {
@@ -50,11 +61,17 @@ describe("Every agent's chat and its history, in a browser", () => {
         failuresLeft -= 1;
         return { fault: "status", status: 401 };
       }
-      if (/slow/i.test(text)) return { text: "Tidal power is " + "a steady, predictable source of energy that follows the moon. ".repeat(12), chunkDelayMs: 250 };
+      if (/slow/i.test(text))
+        return {
+          text: "Tidal power is " + "a steady, predictable source of energy that follows the moon. ".repeat(12),
+          chunkDelayMs: 250,
+        };
       return { text: "Recovered: here is my answer." };
     });
     app = await startApp({ DATABASE_URL: database.url, TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
-    slow = await startApp({ DATABASE_URL: database.url, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test" }, ["--web-only"]);
+    slow = await startApp({ DATABASE_URL: database.url, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test" }, [
+      "--web-only",
+    ]);
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     context.setDefaultTimeout(15_000);
@@ -65,7 +82,10 @@ describe("Every agent's chat and its history, in a browser", () => {
       body: { name: "Tide desk", mission: "Follow tidal and wave power.", leadName: "Ada" },
     });
     expect(created.status).toBe(201);
-    const scout = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, { method: "POST", body: { name: "Scout", instructions: "You research." } });
+    const scout = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, {
+      method: "POST",
+      body: { name: "Scout", instructions: "You research." },
+    });
     expect(scout.status).toBe(201);
     team = { id: created.body.team.id, leadId: created.body.lead.id, scoutId: scout.body.agent.id };
 
@@ -74,22 +94,38 @@ describe("Every agent's chat and its history, in a browser", () => {
     await appendMessages(
       database.db,
       chat.id,
-      Array.from({ length: 260 }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: i % 2 ? `Old answer ${i}` : `Old question ${i} about geothermal` })),
+      Array.from({ length: 260 }, (_, i) => ({
+        role: i % 2 ? ("assistant" as const) : ("user" as const),
+        content: i % 2 ? `Old answer ${i}` : `Old question ${i} about geothermal`,
+      })),
     );
     const log = await getBackgroundConversation(database.db, team.scoutId);
     await appendMessages(
       database.db,
       log.id,
-      Array.from({ length: 150 }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: `Old log entry ${i}` })),
+      Array.from({ length: 150 }, (_, i) => ({
+        role: i % 2 ? ("assistant" as const) : ("user" as const),
+        content: `Old log entry ${i}`,
+      })),
     );
-    const given = await call(`/api/agents/${team.scoutId}/tasks`, { method: "POST", body: { title: "Research tidal lagoons" } });
+    const given = await call(`/api/agents/${team.scoutId}/tasks`, {
+      method: "POST",
+      body: { title: "Research tidal lagoons" },
+    });
     expect(given.status).toBe(201);
-    await waitFor("the scout's task to complete", async () => (await tasksOf(team.scoutId)).every((task) => task.status === "completed"));
+    await waitFor("the scout's task to complete", async () =>
+      (await tasksOf(team.scoutId)).every((task) => task.status === "completed"),
+    );
   }, 400_000);
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-chat-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-chat-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -122,7 +158,11 @@ describe("Every agent's chat and its history, in a browser", () => {
     await page.getByRole("button", { name: "Load older messages" }).waitFor();
     await shoot(page, "chat-load-older");
     // Older pages, until the first message; nothing twice.
-    for (let pages = 0; pages < 4 && (await page.getByRole("button", { name: "Load older messages" }).count()) > 0; pages++) {
+    for (
+      let pages = 0;
+      pages < 4 && (await page.getByRole("button", { name: "Load older messages" }).count()) > 0;
+      pages++
+    ) {
       const before = await items.count();
       const firstShown = await items.first().innerText();
       await page.getByRole("button", { name: "Load older messages" }).click();
@@ -140,7 +180,9 @@ describe("Every agent's chat and its history, in a browser", () => {
     await page.keyboard.press("Enter");
     await items.last().filter({ hasText: "createTask" }).waitFor();
     await items.last().filter({ hasText: "I've created a task" }).waitFor();
-    await waitFor("the scout's own task", async () => (await tasksOf(team.scoutId)).some((task) => /wave energy converters/.test(task.title)));
+    await waitFor("the scout's own task", async () =>
+      (await tasksOf(team.scoutId)).some((task) => /wave energy converters/.test(task.title)),
+    );
     expect((await tasksOf(team.leadId)).some((task) => /wave energy/.test(task.title))).toBe(false);
     await shoot(page, "chat-subordinate");
   }, 120_000);
@@ -193,7 +235,10 @@ describe("Every agent's chat and its history, in a browser", () => {
     expect(box!.height).toBeLessThan(30);
     await shoot(page, "chat-model-error-once");
     await retry.click();
-    await page.getByRole("log", { name: "Conversation with Scout" }).getByText("Recovered: here is my answer.").waitFor();
+    await page
+      .getByRole("log", { name: "Conversation with Scout" })
+      .getByText("Recovered: here is my answer.")
+      .waitFor();
     await expect.poll(() => page.getByRole("alert").filter({ hasText: "refused the credentials" }).count()).toBe(0);
   }, 60_000);
 
@@ -205,7 +250,9 @@ describe("Every agent's chat and its history, in a browser", () => {
     await expect.poll(() => sessions.count()).toBeGreaterThanOrEqual(1);
     const first = sessions.first();
     await first.getByRole("link", { name: /^Trace of the session/ }).waitFor();
-    expect(await first.locator(".log-session-stats").innerText()).toMatch(/\d+ steps? · [\d,]+ in · [\d,]+ out · model [\d.]+ s/);
+    expect(await first.locator(".log-session-stats").innerText()).toMatch(
+      /\d+ steps? · [\d,]+ in · [\d,]+ out · model [\d.]+ s/,
+    );
     expect(await first.locator(".log-step").count()).toBeGreaterThan(0);
     expect(await first.locator(".log-step").first().innerText()).toMatch(/[\d,]+ in · [\d,]+ out · [\d.]+ s/);
     // the seeded entries are older than the session: outside any, the oldest behind Load older

@@ -7,7 +7,17 @@ import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+  callApi,
+  type ApiRequest,
+} from "./app-server";
 
 let database: TestDatabase;
 let app: AppServer;
@@ -43,21 +53,34 @@ describe("exporting a team from its page", () => {
     expect(team.status).toBe(201);
     teamId = team.body.team.id;
     // Real work for the record and the digest: the worker runs the task with the offline model.
-    const task = await call<{ task: { id: string } }>(`/api/agents/${team.body.lead.id}/tasks`, { method: "POST", body: { title: "Find the launch date" } });
+    const task = await call<{ task: { id: string } }>(`/api/agents/${team.body.lead.id}/tasks`, {
+      method: "POST",
+      body: { title: "Find the launch date" },
+    });
     expect(task.status).toBe(201);
     taskId = task.body.task.id;
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const { body } = await call<{ tasks: { id: string; status: string }[] }>(`/api/agents/${team.body.lead.id}/tasks`);
+      const { body } = await call<{ tasks: { id: string; status: string }[] }>(
+        `/api/agents/${team.body.lead.id}/tasks`,
+      );
       if (body.tasks.find((candidate) => candidate.id === taskId)?.status === "completed") break;
-      if (Date.now() > deadline) throw new Error(`The task did not finish: ${JSON.stringify(body.tasks)}\n${app.output().split("\n").slice(-30).join("\n")}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `The task did not finish: ${JSON.stringify(body.tasks)}\n${app.output().split("\n").slice(-30).join("\n")}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }, 300_000);
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-export-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-export-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -71,7 +94,10 @@ describe("exporting a team from its page", () => {
   it("downloads the team's record as JSON from the team page", async () => {
     await page.goto(`${app.url}/teams/${teamId}/settings`);
     await settle(page);
-    const [download] = await Promise.all([page.waitForEvent("download"), section().getByRole("link", { name: "Download record (JSON)" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      section().getByRole("link", { name: "Download record (JSON)" }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe(`cadre-launch-desk-${today()}.json`);
     const record = JSON.parse(await readFile((await download.path())!, "utf8")) as {
       team: { name: string };
@@ -80,7 +106,9 @@ describe("exporting a team from its page", () => {
     };
     expect(record.team.name).toBe("Launch desk");
     expect(record.tasks.find((task) => task.id === taskId)?.status).toBe("completed");
-    expect(record.conversations.find((conversation) => conversation.mode === "background")!.messages.length).toBeGreaterThan(1);
+    expect(
+      record.conversations.find((conversation) => conversation.mode === "background")!.messages.length,
+    ).toBeGreaterThan(1);
     // Still on the team page: a download, not a navigation.
     expect(new URL(page.url()).pathname).toBe(`/teams/${teamId}/settings`);
   }, 60_000);
@@ -105,7 +133,10 @@ describe("exporting a team from its page", () => {
     await from.fill(daysAgo(6));
     await to.fill(today());
     await expect(section().getByRole("alert").count()).resolves.toBe(0);
-    const [download] = await Promise.all([page.waitForEvent("download"), section().getByRole("button", { name: "Download digest (Markdown)" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      section().getByRole("button", { name: "Download digest (Markdown)" }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe(`cadre-launch-desk-digest-${daysAgo(6)}-to-${today()}.md`);
     const markdown = await readFile((await download.path())!, "utf8");
     expect(markdown).toContain(`# Launch desk: digest for ${daysAgo(6)} to ${today()}`);

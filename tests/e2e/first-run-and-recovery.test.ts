@@ -9,7 +9,17 @@ import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, callApi, launchChromium, screenshotDir, settle, shoot, startApp, type ApiRequest, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  callApi,
+  launchChromium,
+  screenshotDir,
+  settle,
+  shoot,
+  startApp,
+  type ApiRequest,
+  type AppServer,
+} from "./app-server";
 
 let database: TestDatabase;
 let tavily: FakeTavily;
@@ -29,10 +39,16 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 60_000)
 }
 
 async function newTeam(name: string, subordinate?: string): Promise<{ teamId: string; leadId: string }> {
-  const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { method: "POST", body: { name, mission: `Follow ${name}.` } });
+  const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
+    method: "POST",
+    body: { name, mission: `Follow ${name}.` },
+  });
   expect(created.status).toBe(201);
   if (subordinate) {
-    const added = await call(`/api/teams/${created.body.team.id}/agents`, { method: "POST", body: { name: subordinate, instructions: "You research." } });
+    const added = await call(`/api/teams/${created.body.team.id}/agents`, {
+      method: "POST",
+      body: { name: subordinate, instructions: "You research." },
+    });
     expect(added.status).toBe(201);
   }
   return { teamId: created.body.team.id, leadId: created.body.lead.id };
@@ -56,7 +72,12 @@ describe("first run, recovery and polish", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(screenshotDir, `failed-first-run-${test.task.name.replace(/\W+/g, "-").slice(0, 50)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(screenshotDir, `failed-first-run-${test.task.name.replace(/\W+/g, "-").slice(0, 50)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -80,14 +101,33 @@ describe("first run, recovery and polish", () => {
     await page.waitForTimeout(500);
     expect(missing).toEqual([]);
 
-    const links = await page.evaluate(() => [...document.head.querySelectorAll("link[rel~=icon], link[rel=apple-touch-icon], link[rel=manifest]")].map((link) => `${link.getAttribute("rel")} ${new URL((link as HTMLLinkElement).href).pathname}`));
-    expect(links).toEqual(expect.arrayContaining(["icon /favicon.ico", "icon /icon.svg", "apple-touch-icon /apple-icon.png", "manifest /manifest.webmanifest"]));
-    for (const [pathname, type] of [["/favicon.ico", "image/x-icon"], ["/icon.svg", "image/svg+xml"], ["/apple-icon.png", "image/png"], ["/manifest.webmanifest", "application/manifest+json"]]) {
+    const links = await page.evaluate(() =>
+      [...document.head.querySelectorAll("link[rel~=icon], link[rel=apple-touch-icon], link[rel=manifest]")].map(
+        (link) => `${link.getAttribute("rel")} ${new URL((link as HTMLLinkElement).href).pathname}`,
+      ),
+    );
+    expect(links).toEqual(
+      expect.arrayContaining([
+        "icon /favicon.ico",
+        "icon /icon.svg",
+        "apple-touch-icon /apple-icon.png",
+        "manifest /manifest.webmanifest",
+      ]),
+    );
+    for (const [pathname, type] of [
+      ["/favicon.ico", "image/x-icon"],
+      ["/icon.svg", "image/svg+xml"],
+      ["/apple-icon.png", "image/png"],
+      ["/manifest.webmanifest", "application/manifest+json"],
+    ]) {
       const response = await fetch(`${app.url}${pathname}`);
       expect(response.status, pathname).toBe(200);
       expect(response.headers.get("content-type"), pathname).toContain(type);
     }
-    const manifest = (await (await fetch(`${app.url}/manifest.webmanifest`)).json()) as { name: string; icons: { src: string }[] };
+    const manifest = (await (await fetch(`${app.url}/manifest.webmanifest`)).json()) as {
+      name: string;
+      icons: { src: string }[];
+    };
     expect(manifest.name).toBe("Cadre");
     for (const icon of manifest.icons) expect((await fetch(`${app.url}${icon.src}`)).status, icon.src).toBe(200);
   });
@@ -123,7 +163,10 @@ describe("first run, recovery and polish", () => {
 
   it("briefs as an honest demo, named for the task, and says so on the home page too", async () => {
     const { teamId, leadId } = await newTeam("Battery desk", "Scout");
-    const given = await call(`/api/agents/${leadId}/tasks`, { method: "POST", body: { title: "Research solid-state batteries" } });
+    const given = await call(`/api/agents/${leadId}/tasks`, {
+      method: "POST",
+      body: { title: "Research solid-state batteries" },
+    });
     expect(given.status).toBe(201);
     type Item = { id: string; title: string; summary: string };
     let briefing: Item | undefined;
@@ -140,7 +183,9 @@ describe("first run, recovery and polish", () => {
     // With a team, the variables wait behind their summary.
     expect(await notice.getByRole("textbox").first().isVisible()).toBe(false);
     await page.getByRole("link", { name: "Demo briefing: Research solid-state batteries" }).waitFor();
-    expect(await page.locator("main").innerText()).not.toMatch(/Briefing: Findings|was not configured when researching/);
+    expect(await page.locator("main").innerText()).not.toMatch(
+      /Briefing: Findings|was not configured when researching/,
+    );
     await shoot(page, "first-run-home");
 
     // The team's Overview says it too; its other sections leave it to the sidebar's badge.
@@ -162,9 +207,22 @@ describe("first run, recovery and polish", () => {
 
   it("closes Edit and approve and Deny's reason with Escape, focus back on the button that opened them", async () => {
     const { teamId, leadId } = await newTeam("Tidal desk");
-    expect((await call(`/api/teams/${teamId}/tool-policies`, { method: "PUT", body: { toolName: "tavilySearch", policy: "ask" } })).status).toBe(200);
-    expect((await call(`/api/agents/${leadId}/tasks`, { method: "POST", body: { title: "Research tidal power" } })).status).toBe(201);
-    await waitFor("the search to wait for approval", async () => (await call<{ approvals: { status: string }[] }>(`/api/agents/${leadId}/approvals`)).body.approvals.some((approval) => approval.status === "pending"));
+    expect(
+      (
+        await call(`/api/teams/${teamId}/tool-policies`, {
+          method: "PUT",
+          body: { toolName: "tavilySearch", policy: "ask" },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call(`/api/agents/${leadId}/tasks`, { method: "POST", body: { title: "Research tidal power" } })).status,
+    ).toBe(201);
+    await waitFor("the search to wait for approval", async () =>
+      (await call<{ approvals: { status: string }[] }>(`/api/agents/${leadId}/approvals`)).body.approvals.some(
+        (approval) => approval.status === "pending",
+      ),
+    );
 
     await page.goto(`${app.url}/inbox`);
     await settle(page);
@@ -232,7 +290,9 @@ describe("first run, recovery and polish", () => {
       await heading.waitFor({ timeout: 15_000 });
       // A marker a reload would wipe: the page must come back without one.
       await page.evaluate(() => ((window as { stillHere?: boolean }).stillHere = true));
-      await expect.poll(() => heading.innerText(), { timeout: 10_000 }).toMatch(/^Couldn.t load this page — retrying in \d+ s…$/);
+      await expect
+        .poll(() => heading.innerText(), { timeout: 10_000 })
+        .toMatch(/^Couldn.t load this page — retrying in \d+ s…$/);
       await page.getByRole("button", { name: "Retry now" }).waitFor();
       const text = await page.locator("main").innerText();
       expect(text).not.toMatch(/select |Failed query|accepting connections|postgres|at .+\.js|digest/i);
@@ -268,7 +328,10 @@ describe("first run, recovery and polish", () => {
     const signedIn = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     try {
       const tab = await signedIn.newPage();
-      const response = await tab.request.post(`${guarded.url}/api/auth/sign-in`, { data: { password }, headers: { origin: guarded.url } });
+      const response = await tab.request.post(`${guarded.url}/api/auth/sign-in`, {
+        data: { password },
+        headers: { origin: guarded.url },
+      });
       expect(response.status()).toBe(200);
       await tab.goto(`${guarded.url}/teams`);
       await settle(tab);
@@ -280,7 +343,9 @@ describe("first run, recovery and polish", () => {
       const heading = tab.getByRole("heading", { level: 1, name: /^Couldn.t load this page — retrying/ });
       await heading.waitFor({ timeout: 15_000 });
       await tab.evaluate(() => ((window as { stillHere?: boolean }).stillHere = true));
-      expect(await tab.locator("body").innerText()).not.toMatch(/select |Failed query|accepting connections|Application error|server-side exception/i);
+      expect(await tab.locator("body").innerText()).not.toMatch(
+        /select |Failed query|accepting connections|Application error|server-side exception/i,
+      );
       await shoot(tab, "first-run-global-error");
 
       await admin.unsafe(`alter database ${database.name} allow_connections true`);

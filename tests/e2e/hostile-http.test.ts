@@ -27,14 +27,24 @@ afterAll(async () => {
 }, 60_000);
 
 /** A request sent exactly as written: fetch() would normalise a malformed escape away. */
-function raw(method: string, path: string, options: { headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; type: string; body: string }> {
+function raw(
+  method: string,
+  path: string,
+  options: { headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; type: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = http.request(`${app.url}/`, { method, path, headers: options.headers, agent: false }, (response) => {
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ status: response.statusCode ?? 0, type: String(response.headers["content-type"] ?? ""), body }));
-    });
+    const request = http.request(
+      `${app.url}/`,
+      { method, path, headers: options.headers, agent: false },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, type: String(response.headers["content-type"] ?? ""), body }),
+        );
+      },
+    );
     request.on("error", reject);
     request.end(options.body);
   });
@@ -43,9 +53,19 @@ function raw(method: string, path: string, options: { headers?: Record<string, s
 describe("requests Next itself would answer 500", () => {
   it("answers paths it cannot decode with a JSON 400 (API) or the not-found page (pages)", async () => {
     const logBefore = app.output().length;
-    for (const path of ["/api/agents/%", "/api/agents/%ZZ/messages", "/api/teams/%E0%A4%A", "/api/hooks/%", "/api/agents/%C0%80/tasks"]) {
+    for (const path of [
+      "/api/agents/%",
+      "/api/agents/%ZZ/messages",
+      "/api/teams/%E0%A4%A",
+      "/api/hooks/%",
+      "/api/agents/%C0%80/tasks",
+    ]) {
       for (const method of ["GET", "POST", "DELETE"]) {
-        const response = await raw(method, path, method === "POST" ? { headers: { "content-type": "application/json" }, body: "{}" } : {});
+        const response = await raw(
+          method,
+          path,
+          method === "POST" ? { headers: { "content-type": "application/json" }, body: "{}" } : {},
+        );
         expect({ path, method, status: response.status }).toEqual({ path, method, status: 400 });
         expect(response.type).toMatch(/^application\/json/);
         expect(JSON.parse(response.body)).toMatchObject({ error: { code: "bad_request:path" } });
@@ -61,11 +81,17 @@ describe("requests Next itself would answer 500", () => {
   });
 
   it("answers an API path no route serves with the API's JSON 404, not an HTML page", async () => {
-    for (const [method, path] of [["GET", "/api/nope"], ["GET", "/api/teams/x/nothing/here"], ["DELETE", "/api/whatever"]] as const) {
+    for (const [method, path] of [
+      ["GET", "/api/nope"],
+      ["GET", "/api/teams/x/nothing/here"],
+      ["DELETE", "/api/whatever"],
+    ] as const) {
       const response = await raw(method, path, { headers: { origin: app.url } });
       expect({ method, path, status: response.status }).toEqual({ method, path, status: 404 });
       expect(response.type).toMatch(/^application\/json/);
-      expect(JSON.parse(response.body)).toMatchObject({ error: { code: "not_found:route", message: expect.stringContaining(path) } });
+      expect(JSON.parse(response.body)).toMatchObject({
+        error: { code: "not_found:route", message: expect.stringContaining(path) },
+      });
     }
     // Real routes still answer as before.
     expect((await raw("GET", "/api/health")).status).toBe(200);
@@ -78,12 +104,19 @@ describe("requests Next itself would answer 500", () => {
       expect({ type, status: response.status }).toEqual({ type, status: 415 });
     }
     const forged = await raw("POST", "/api/teams", {
-      headers: { "content-type": "application/json", origin: "http://evil.example", "x-forwarded-host": "evil.example" },
+      headers: {
+        "content-type": "application/json",
+        origin: "http://evil.example",
+        "x-forwarded-host": "evil.example",
+      },
       body: team,
     });
     expect(forged.status).toBe(403);
     expect(await database.sql`select 1 from teams where name = 'Posted'`).toHaveLength(0);
-    expect((await raw("POST", "/api/teams", { headers: { "content-type": "application/json; charset=utf-8" }, body: team })).status).toBe(201);
+    expect(
+      (await raw("POST", "/api/teams", { headers: { "content-type": "application/json; charset=utf-8" }, body: team }))
+        .status,
+    ).toBe(201);
     expect((await raw("POST", "/api/inbox/read-all")).status).toBe(200); // no body: no Content-Type needed
   });
 });
@@ -132,9 +165,11 @@ async function drained(): Promise<void> {
 
 async function inParallel(count: number, width: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await task(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -143,7 +178,9 @@ describe("the live-events stream on the real server", () => {
   const figures: string[] = [];
   afterAll(() => console.log(`[live events leak] web process RSS: ${figures.join("; ")}`));
 
-  it("keeps no subscriber for HEAD requests, aborted GETs or readers that stop reading", { timeout: 300_000 }, async () => {
+  it("keeps no subscriber for HEAD requests, aborted GETs or readers that stop reading", {
+    timeout: 300_000,
+  }, async () => {
     // Warm up first (route modules loaded, the heap grown to its working size), so what is
     // measured after is what the requests keep, not what serving any request costs once.
     await drained();
@@ -185,17 +222,19 @@ describe("the live-events stream on the real server", () => {
     // their sockets and then the server's buffer, past which each must be dropped.
     const ended: boolean[] = [];
     const stuck = await Promise.all(
-      Array.from({ length: 20 }, (_, index) =>
-        new Promise<http.IncomingMessage>((resolve, reject) => {
-          http
-            .get(`${app.url}/api/events`, { agent: false }, (response) => {
-              response.pause();
-              response.on("end", () => (ended[index] = true));
-              response.on("error", () => (ended[index] = true));
-              resolve(response);
-            })
-            .on("error", reject);
-        }),
+      Array.from(
+        { length: 20 },
+        (_, index) =>
+          new Promise<http.IncomingMessage>((resolve, reject) => {
+            http
+              .get(`${app.url}/api/events`, { agent: false }, (response) => {
+                response.pause();
+                response.on("end", () => (ended[index] = true));
+                response.on("error", () => (ended[index] = true));
+                resolve(response);
+              })
+              .on("error", reject);
+          }),
       ),
     );
     for (let burst = 0; burst < 8; burst++) await emitEvents(1_000, 2_000);

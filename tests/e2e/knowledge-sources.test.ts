@@ -23,19 +23,33 @@ let scoutMessage = "";
 let chatMessage = "";
 
 async function call<T>(pathname: string, body: unknown): Promise<T> {
-  const response = await fetch(`${app.url}${pathname}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const response = await fetch(`${app.url}${pathname}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   if (!response.ok) throw new Error(`POST ${pathname} → ${response.status}: ${await response.text()}`);
   return (await response.json()) as T;
 }
 
 /** An agent's addKnowledgeItem call in its work log, and the report it made (as the tool records it). */
-async function report(agentId: string, content: string, options: { confidence: number; sourceUrl?: string; after?: number }) {
+async function report(
+  agentId: string,
+  content: string,
+  options: { confidence: number; sourceUrl?: string; after?: number },
+) {
   const agent = (await getAgent(database.db, agentId))!;
   const conversation = await getBackgroundConversation(database.db, agentId);
   const toolCallId = `call-${crypto.randomUUID()}`;
   const [message] = await appendMessages(database.db, conversation.id, [
     { role: "user", content: "Task from the person: Research solar panel prices" },
-    { role: "assistant", content: "", toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", content, confidence: options.confidence } }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [
+        { toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", content, confidence: options.confidence } },
+      ],
+    },
   ]).then((stored) => stored.slice(1));
   await recordKnowledge(database.db, {
     teamId: agent.teamId,
@@ -47,9 +61,14 @@ async function report(agentId: string, content: string, options: { confidence: n
     messageId: message!.id,
     sourceUrl: options.sourceUrl,
   });
-  await appendMessages(database.db, conversation.id, [{ role: "tool", toolCallId, content: JSON.stringify({ saved: true }) }]);
+  await appendMessages(database.db, conversation.id, [
+    { role: "tool", toolCallId, content: JSON.stringify({ saved: true }) },
+  ]);
   // The agent worked on: its log's newest page no longer reaches this message.
-  const later = Array.from({ length: options.after ?? 0 }, (_, index) => ({ role: index % 2 ? ("assistant" as const) : ("user" as const), content: `Later step ${index + 1}: checked another installer's price list.` }));
+  const later = Array.from({ length: options.after ?? 0 }, (_, index) => ({
+    role: index % 2 ? ("assistant" as const) : ("user" as const),
+    content: `Later step ${index + 1}: checked another installer's price list.`,
+  }));
   if (later.length > 0) await appendMessages(database.db, conversation.id, later);
   return message!.id;
 }
@@ -61,12 +80,27 @@ async function reportInChat(agentId: string, content: string, after: number) {
   const toolCallId = `call-${crypto.randomUUID()}`;
   const [, message] = await appendMessages(database.db, chat.id, [
     { role: "user", content: "How many rooftop installs were there last year?" },
-    { role: "assistant", content: "", toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", content, confidence: 0.8 } }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", content, confidence: 0.8 } }],
+    },
     { role: "tool", toolCallId, content: JSON.stringify({ saved: true }) },
     { role: "assistant", content: "Rooftop installs doubled; I saved that." },
   ]);
-  await recordKnowledge(database.db, { teamId: agent.teamId, agentId, type: "fact", content, confidence: 0.8, conversationId: chat.id, messageId: message!.id });
-  const later = Array.from({ length: after }, (_, index) => ({ role: index % 2 ? ("assistant" as const) : ("user" as const), content: `Later chat ${index + 1}: another question about prices.` }));
+  await recordKnowledge(database.db, {
+    teamId: agent.teamId,
+    agentId,
+    type: "fact",
+    content,
+    confidence: 0.8,
+    conversationId: chat.id,
+    messageId: message!.id,
+  });
+  const later = Array.from({ length: after }, (_, index) => ({
+    role: index % 2 ? ("assistant" as const) : ("user" as const),
+    content: `Later chat ${index + 1}: another question about prices.`,
+  }));
   await appendMessages(database.db, chat.id, later);
   return message!.id;
 }
@@ -76,14 +110,32 @@ describe("knowledge: one fact, many sources", () => {
     buildIfStale();
     database = await createTestDatabase();
     app = await startApp({ DATABASE_URL: database.url });
-    const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { name: "Solar desk", mission: "Track solar prices.", leadName: "Mara" });
+    const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
+      name: "Solar desk",
+      mission: "Track solar prices.",
+      leadName: "Mara",
+    });
     agents.lead = team.lead.id;
-    for (const [key, name] of [["scout", "Scout"], ["analyst", "Analyst"]] as const) {
-      agents[key] = (await call<{ agent: { id: string } }>(`/api/teams/${team.team.id}/agents`, { name, instructions: "Researches.", parentAgentId: team.lead.id })).agent.id;
+    for (const [key, name] of [
+      ["scout", "Scout"],
+      ["analyst", "Analyst"],
+    ] as const) {
+      agents[key] = (
+        await call<{ agent: { id: string } }>(`/api/teams/${team.team.id}/agents`, {
+          name,
+          instructions: "Researches.",
+          parentAgentId: team.lead.id,
+        })
+      ).agent.id;
     }
     scoutMessage = await report(agents.scout, "Solar panel prices fell 20% in 2025.", { confidence: 0.6, after: 140 });
-    await report(agents.analyst, "solar panel prices fell 20 % in 2025", { confidence: 0.9, sourceUrl: "https://example.org/prices" });
-    await report(agents.lead, "Solar panel prices fell 20% in 2025 (https://example.com/solar-report).", { confidence: 0.7 });
+    await report(agents.analyst, "solar panel prices fell 20 % in 2025", {
+      confidence: 0.9,
+      sourceUrl: "https://example.org/prices",
+    });
+    await report(agents.lead, "Solar panel prices fell 20% in 2025 (https://example.com/solar-report).", {
+      confidence: 0.7,
+    });
     await report(agents.scout, "Wind turbines keep getting larger.", { confidence: 0.7 });
     chatMessage = await reportInChat(agents.analyst, "Rooftop solar installs doubled in 2025.", 130);
     browser = await launchChromium();
@@ -113,10 +165,14 @@ describe("knowledge: one fact, many sources", () => {
       expect.stringMatching(/^Analyst · Source message · /),
       expect.stringMatching(/^Mara · Source message · example\.com · /),
     ]);
-    expect(await sources.getByRole("link", { name: "Analyst", exact: true }).getAttribute("href")).toBe(`/agents/${agents.analyst}`);
+    expect(await sources.getByRole("link", { name: "Analyst", exact: true }).getAttribute("href")).toBe(
+      `/agents/${agents.analyst}`,
+    );
     // The item's page is the first a report gave; a report's other page is shown beside it.
     expect(await row.locator(".knowledge-source").getAttribute("href")).toBe("https://example.org/prices");
-    expect(await sources.getByRole("link", { name: "example.com" }).getAttribute("href")).toBe("https://example.com/solar-report");
+    expect(await sources.getByRole("link", { name: "example.com" }).getAttribute("href")).toBe(
+      "https://example.com/solar-report",
+    );
     // The other fact, from one agent: its name and its message, as before.
     const wind = page.locator(".knowledge-row", { hasText: "Wind turbines" });
     await wind.getByRole("link", { name: "Scout", exact: true }).waitFor();
@@ -137,7 +193,10 @@ describe("knowledge: one fact, many sources", () => {
       await page.setViewportSize({ width, height: width === 1440 ? 900 : 812 });
       await page.goto(`${app.url}/knowledge`);
       await settle(page);
-      await page.locator(".knowledge-row", { hasText: "Solar panel prices fell" }).getByRole("link", { name: "Source message of Scout" }).click();
+      await page
+        .locator(".knowledge-row", { hasText: "Solar panel prices fell" })
+        .getByRole("link", { name: "Source message of Scout" })
+        .click();
       await page.waitForURL(`**/agents/${agents.scout}?message=${scoutMessage}#m-${scoutMessage}`);
       await settle(page);
       const linked = page.locator(".log-linked");
@@ -147,12 +206,22 @@ describe("knowledge: one fact, many sources", () => {
       await linked.getByText("Linked message").waitFor();
       await linked.getByText(/Saved fact/).waitFor();
       // In view, not at the top of the log nor at its end.
-      await expect.poll(async () => linked.evaluate((element) => {
-        const box = element.getBoundingClientRect();
-        return box.top >= 0 && box.top < window.innerHeight;
-      })).toBe(true);
+      await expect
+        .poll(async () =>
+          linked.evaluate((element) => {
+            const box = element.getBoundingClientRect();
+            return box.top >= 0 && box.top < window.innerHeight;
+          }),
+        )
+        .toBe(true);
       // Visibly marked: a tinted background, unlike its neighbours.
-      const [own, neighbour] = await Promise.all([linked.evaluate((element) => getComputedStyle(element).backgroundColor), page.locator(".log-entry:not(.log-linked)").first().evaluate((element) => getComputedStyle(element).backgroundColor)]);
+      const [own, neighbour] = await Promise.all([
+        linked.evaluate((element) => getComputedStyle(element).backgroundColor),
+        page
+          .locator(".log-entry:not(.log-linked)")
+          .first()
+          .evaluate((element) => getComputedStyle(element).backgroundColor),
+      ]);
       expect(own).not.toBe(neighbour);
       // The newest entries are there too, and the newest page alone would not have held the message.
       await page.getByText("Later step 140:").waitFor({ state: "attached" });
@@ -165,7 +234,10 @@ describe("knowledge: one fact, many sources", () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.goto(`${app.url}/knowledge`);
     await settle(page);
-    await page.locator(".knowledge-row", { hasText: "Rooftop solar installs doubled" }).getByRole("link", { name: "Source chat" }).click();
+    await page
+      .locator(".knowledge-row", { hasText: "Rooftop solar installs doubled" })
+      .getByRole("link", { name: "Source chat" })
+      .click();
     await page.waitForURL(`**/agents/${agents.analyst}/chat?message=${chatMessage}`);
     await settle(page);
     const linked = page.locator(".message-linked");
@@ -173,10 +245,14 @@ describe("knowledge: one fact, many sources", () => {
     expect(await linked.count()).toBe(1);
     await linked.getByText("Linked message").waitFor();
     await linked.getByText(/Saved fact/).waitFor();
-    await expect.poll(async () => linked.evaluate((element) => {
-      const box = element.getBoundingClientRect();
-      return box.top >= 0 && box.top < window.innerHeight;
-    })).toBe(true);
+    await expect
+      .poll(async () =>
+        linked.evaluate((element) => {
+          const box = element.getBoundingClientRect();
+          return box.top >= 0 && box.top < window.innerHeight;
+        }),
+      )
+      .toBe(true);
     // Everything after it is there, to the newest.
     await page.getByText("Later chat 130:").waitFor({ state: "attached" });
     await shoot(page, "knowledge-source-chat");

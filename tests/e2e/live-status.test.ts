@@ -46,11 +46,18 @@ async function expectTicking(clock: Locator): Promise<void> {
 }
 
 async function createTeam(name: string, leadName: string, subordinate?: string) {
-  const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { name, mission: `${name}: follow ocean energy and brief me.`, leadName });
+  const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
+    name,
+    mission: `${name}: follow ocean energy and brief me.`,
+    leadName,
+  });
   expect(created.status).toBe(201);
   let subordinateId = "";
   if (subordinate) {
-    const added = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, { name: subordinate, instructions: "You research the web." });
+    const added = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, {
+      name: subordinate,
+      instructions: "You research the web.",
+    });
     expect(added.status).toBe(201);
     subordinateId = added.body.agent.id;
   }
@@ -64,7 +71,15 @@ describe("What is happening now, everywhere", () => {
     tavily = await startFakeTavily(async ({ query }) => {
       // Held until the test lets it go, so the session is surely mid-tool while the pages are read.
       await new Promise<void>((resolve) => releaseSearch.push(resolve) && setTimeout(resolve, 180_000));
-      return { results: [{ title: `About ${query}`, url: "https://example.com/lagoons", content: "Swansea Bay's lagoon would make 320 MW." }] };
+      return {
+        results: [
+          {
+            title: `About ${query}`,
+            url: "https://example.com/lagoons",
+            content: "Swansea Bay's lagoon would make 320 MW.",
+          },
+        ],
+      };
     });
     app = await startApp({ DATABASE_URL: database.url, TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
     browser = await launchChromium();
@@ -79,7 +94,12 @@ describe("What is happening now, everywhere", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(screenshotDir, `failed-live-status-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(screenshotDir, `failed-live-status-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -105,7 +125,10 @@ describe("What is happening now, everywhere", () => {
     await expect.poll(() => scout.textContent()).toMatch(/Scoutworking.*for \d+ s · step 1 · session/);
     await card.getByTestId(`activity-${team.leadId}`).getByText("1 subordinate working").waitFor();
     await card.getByRole("link", { name: "Research tidal lagoon sites" }).first().waitFor();
-    await page.locator("li.team-card", { has: page.getByRole("link", { name: "Wind desk", exact: true }) }).getByText("All idle").waitFor();
+    await page
+      .locator("li.team-card", { has: page.getByRole("link", { name: "Wind desk", exact: true }) })
+      .getByText("All idle")
+      .waitFor();
     await expectTicking(scout.locator("time.elapsed").first());
     await shoot(page, "live-teams-running");
 
@@ -119,7 +142,10 @@ describe("What is happening now, everywhere", () => {
 
     await page.goto(`${app.url}/agents/${team.scoutId}`);
     await settle(page);
-    await page.locator(".page-header").getByText(/step 1/).waitFor();
+    await page
+      .locator(".page-header")
+      .getByText(/step 1/)
+      .waitFor();
     expect(await page.locator(".page-header").textContent()).not.toContain("0 steps");
 
     await page.goto(`${app.url}/agents/${team.scoutId}/chat`);
@@ -137,8 +163,15 @@ describe("What is happening now, everywhere", () => {
 
     // The search comes back: the page follows the work to its end by itself (live events).
     for (const release of releaseSearch.splice(0)) release();
-    await waitFor("the lead's briefing", async () => (await database.db.select().from(inboxItems).where(eq(inboxItems.type, "briefing"))).length > 0);
-    await waitFor("the lead's task to end", async () => (await database.db.select().from(tasks).where(eq(tasks.agentId, team.leadId)))[0]?.status === "completed");
+    await waitFor(
+      "the lead's briefing",
+      async () => (await database.db.select().from(inboxItems).where(eq(inboxItems.type, "briefing"))).length > 0,
+    );
+    await waitFor(
+      "the lead's task to end",
+      async () =>
+        (await database.db.select().from(tasks).where(eq(tasks.agentId, team.leadId)))[0]?.status === "completed",
+    );
     await page.locator("header.chat-header").getByText("idle", { exact: true }).waitFor({ timeout: 30_000 });
   }, 240_000);
 

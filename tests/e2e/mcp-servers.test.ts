@@ -9,9 +9,20 @@ import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getMcpServer } from "@/lib/db/queries/mcp-servers";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+} from "./app-server";
 
-const everythingServer = path.resolve(import.meta.dirname, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const everythingServer = path.resolve(
+  import.meta.dirname,
+  "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+);
 const ENV_SECRET = "env-secret-value-7f3a";
 const HEADER_SECRET = "Bearer header-secret-value-91c2";
 
@@ -41,7 +52,10 @@ type ApiServer = {
   lastError: string | null;
 };
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T; text: string }> {
+async function call<T>(
+  pathname: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<{ status: number; body: T; text: string }> {
   const response = await fetch(`${app.url}${pathname}`, {
     method: init.method ?? "GET",
     headers: init.body === undefined ? undefined : { "content-type": "application/json" },
@@ -130,7 +144,12 @@ describe("MCP servers and tool scopes on the team page", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-mcp-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-mcp-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -176,12 +195,23 @@ describe("MCP servers and tool scopes on the team page", () => {
 
     const { list, text } = await servers();
     expect(list).toHaveLength(1);
-    expect(list[0]).toMatchObject({ name: "everything", transport: "stdio", command: process.execPath, args: [everythingServer, "stdio"], envNames: ["EVERYTHING_NOTE"], callTimeoutMs: 20_000, lastError: null });
+    expect(list[0]).toMatchObject({
+      name: "everything",
+      transport: "stdio",
+      command: process.execPath,
+      args: [everythingServer, "stdio"],
+      envNames: ["EVERYTHING_NOTE"],
+      callTimeoutMs: 20_000,
+      lastError: null,
+    });
     expect(list[0]!.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["echo", "get-sum"]));
     expect(text).not.toContain(ENV_SECRET);
 
     // The Approvals section lists the server's tools (the page was refreshed after the test).
-    await page.getByRole("region", { name: "Approvals" }).getByLabel("Policy for everything__echo", { exact: true }).waitFor();
+    await page
+      .getByRole("region", { name: "Approvals" })
+      .getByLabel("Policy for everything__echo", { exact: true })
+      .waitFor();
 
     await card.scrollIntoViewIfNeeded();
     await shoot(page, "mcp-servers-tested");
@@ -266,7 +296,10 @@ describe("MCP servers and tool scopes on the team page", () => {
     expect(server).toMatchObject({ url: `http://127.0.0.1:${closedPort}/other`, callTimeoutMs: 5000 });
     expect(server.headerNames.slice().sort()).toEqual(["Authorization", "X-Team"]);
     // The header values were not sent back, so they were kept as they were.
-    expect((await getMcpServer(database.db, server.id))!.headers).toEqual({ Authorization: HEADER_SECRET, "X-Team": "desk" });
+    expect((await getMcpServer(database.db, server.id))!.headers).toEqual({
+      Authorization: HEADER_SECRET,
+      "X-Team": "desk",
+    });
 
     // New header lines replace them whole.
     await renamed.getByRole("button", { name: "Edit unreachable" }).click();
@@ -274,7 +307,9 @@ describe("MCP servers and tool scopes on the team page", () => {
     await again.getByLabel("New headers", { exact: true }).fill("Authorization=Bearer new");
     await again.getByRole("button", { name: "Save" }).click();
     await renamed.getByRole("button", { name: "Edit unreachable" }).waitFor();
-    await expect.poll(async () => (await getMcpServer(database.db, server.id))!.headers).toEqual({ Authorization: "Bearer new" });
+    await expect
+      .poll(async () => (await getMcpServer(database.db, server.id))!.headers)
+      .toEqual({ Authorization: "Bearer new" });
 
     await renamed.getByRole("button", { name: "Turn off unreachable" }).click();
     await renamed.getByText("Off: no agent is offered its tools.").waitFor();
@@ -317,19 +352,27 @@ describe("MCP servers and tool scopes on the team page", () => {
     await openTeamPage();
     await scout.locator("summary").click();
     expect(await scopes.getByRole("radio", { name: "Only chosen tools for Scout" }).isChecked()).toBe(true);
-    expect(await scopes.getByRole("checkbox", { name: "everything__echo for Scout", exact: true }).isChecked()).toBe(true);
-    expect(await scopes.getByRole("checkbox", { name: "everything__get-sum for Scout", exact: true }).isChecked()).toBe(false);
+    expect(await scopes.getByRole("checkbox", { name: "everything__echo for Scout", exact: true }).isChecked()).toBe(
+      true,
+    );
+    expect(await scopes.getByRole("checkbox", { name: "everything__get-sum for Scout", exact: true }).isChecked()).toBe(
+      false,
+    );
 
     // The whole server for the lead; back to all tools for Scout.
     const ada = scopes.locator("details", { hasText: "Ada" });
     await ada.locator("summary").click();
     await scopes.getByRole("radio", { name: "Only chosen tools for Ada" }).check();
     await scopes.getByRole("checkbox", { name: "All tools of everything for Ada", exact: true }).check();
-    expect(await scopes.getByRole("checkbox", { name: "everything__echo for Ada", exact: true }).isDisabled()).toBe(true);
+    expect(await scopes.getByRole("checkbox", { name: "everything__echo for Ada", exact: true }).isDisabled()).toBe(
+      true,
+    );
     await scopes.getByRole("button", { name: "Save tools for Ada" }).click();
     await scopes.getByText("Saved: Ada may use all tools of everything.").waitFor();
     await ada.getByText("Only: all tools of everything").waitFor();
-    expect((await call<{ agent: { toolScope: unknown } }>(`/api/agents/${adaId}`)).body.agent.toolScope).toEqual({ allow: ["everything__*"] });
+    expect((await call<{ agent: { toolScope: unknown } }>(`/api/agents/${adaId}`)).body.agent.toolScope).toEqual({
+      allow: ["everything__*"],
+    });
     await scopes.getByRole("radio", { name: "All tools for Scout" }).check();
     await scopes.getByRole("button", { name: "Save tools for Scout" }).click();
     await scopes.getByText("Saved: Scout may use all tools.").waitFor();

@@ -28,7 +28,9 @@ describe("no worker running", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(screenshotDir, `failed-no-worker.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({ path: path.join(screenshotDir, `failed-no-worker.png`), fullPage: true })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });

@@ -20,7 +20,14 @@ beforeAll(async () => {
   database = await createTestDatabase();
   app = await startApp({ DATABASE_URL: database.url }, ["--web-only"]);
   const { team, lead } = await createTeamFixture(database.db, { name: "Tide desk" });
-  const item = await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "briefing", title: "Tides", summary: "High at noon.", content: "High at noon." });
+  const item = await createInboxItem(database.db, {
+    teamId: team.id,
+    agentId: lead.id,
+    type: "briefing",
+    title: "Tides",
+    summary: "High at noon.",
+    content: "High at noon.",
+  });
   const session = (await claimSession(database.db, lead.id, "not-found-test"))!;
   await endSession(database.db, session.id, "completed", { steps: 0 });
   Object.assign(known, { team: team.id, agent: lead.id, item: item.id, session: session.id });
@@ -56,18 +63,27 @@ async function get(path: string): Promise<{ status: number; body: string }> {
 
 describe("pages at an id", () => {
   it("answer 200 for a known id", async () => {
-    const answers = await Promise.all(PAGES.map(async (page) => ({ page: page.name, status: (await get(page.path(known[page.id]))).status })));
+    const answers = await Promise.all(
+      PAGES.map(async (page) => ({ page: page.name, status: (await get(page.path(known[page.id]))).status })),
+    );
     expect(answers).toEqual(PAGES.map((page) => ({ page: page.name, status: 200 })));
   });
 
   it("answer 404 with the not-found page for an unknown id, well-formed or malformed", async () => {
     const answers: { page: string; id: string; status: number; notFoundPage: boolean }[] = [];
     for (const page of PAGES) {
-      for (const [id, value] of [["unknown uuid", randomUUID()], ["malformed", "not-a-uuid"]] as const) {
+      for (const [id, value] of [
+        ["unknown uuid", randomUUID()],
+        ["malformed", "not-a-uuid"],
+      ] as const) {
         const { status, body } = await get(page.path(value));
         answers.push({ page: page.name, id, status, notFoundPage: body.includes("There is nothing here") });
       }
     }
-    expect(answers).toEqual(PAGES.flatMap((page) => ["unknown uuid", "malformed"].map((id) => ({ page: page.name, id, status: 404, notFoundPage: true }))));
+    expect(answers).toEqual(
+      PAGES.flatMap((page) =>
+        ["unknown uuid", "malformed"].map((id) => ({ page: page.name, id, status: 404, notFoundPage: true })),
+      ),
+    );
   });
 });

@@ -55,8 +55,16 @@ const MARKERS = PAYLOADS.map((payload) => /P\d\d/.exec(payload)![0]);
 
 /** What the fake Tavily answers: the first result is what the offline model records, reports and briefs. */
 const SEARCH_RESULTS = [
-  { title: `P10 ![t](http://evil.example/P10.png)`, url: "javascript:window.__pwned='P05'", content: [PAYLOADS[4]!, PAYLOADS[1]!, PAYLOADS[6]!, PAYLOADS[10]!].join("\n") },
-  ...PAYLOADS.slice(11).map((payload, index) => ({ title: `Result ${index + 2}: ${payload.slice(0, 60)}`, url: `https://example.com/${index}`, content: payload })),
+  {
+    title: `P10 ![t](http://evil.example/P10.png)`,
+    url: "javascript:window.__pwned='P05'",
+    content: [PAYLOADS[4]!, PAYLOADS[1]!, PAYLOADS[6]!, PAYLOADS[10]!].join("\n"),
+  },
+  ...PAYLOADS.slice(11).map((payload, index) => ({
+    title: `Result ${index + 2}: ${payload.slice(0, 60)}`,
+    url: `https://example.com/${index}`,
+    content: payload,
+  })),
 ];
 
 let database: TestDatabase;
@@ -72,7 +80,10 @@ const places: string[] = [];
 const isLoopback = (raw: string) => {
   try {
     const url = new URL(raw);
-    return ["http:", "https:", "ws:", "wss:"].includes(url.protocol) && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+    return (
+      ["http:", "https:", "ws:", "wss:"].includes(url.protocol) &&
+      ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)
+    );
   } catch {
     return false;
   }
@@ -99,13 +110,28 @@ function inspect(target: Page): Promise<Inspection> {
     const main = document.querySelector("main")!;
     for (const details of main.querySelectorAll("details")) details.open = true; // tool calls, instructions: show everything
     const text = main.textContent ?? "";
-    const active = "script, iframe, frame, img, svg, math, object, embed, style, link, meta, base, video, audio, source, picture, canvas, portal";
+    const active =
+      "script, iframe, frame, img, svg, math, object, embed, style, link, meta, base, video, audio, source, picture, canvas, portal";
     // The usage charts are the app's own SVG (recharts draws names as text nodes in it); anything else is content's.
-    const elements = [...main.querySelectorAll(active)].filter((element) => !element.closest(".recharts-wrapper")).map((element) => element.outerHTML.slice(0, 120));
+    const elements = [...main.querySelectorAll(active)]
+      .filter((element) => !element.closest(".recharts-wrapper"))
+      .map((element) => element.outerHTML.slice(0, 120));
     // Only the app's own forms, inputs and buttons; none from content (which is always inside .markdown).
-    elements.push(...[...main.querySelectorAll(".markdown form, .markdown button, .markdown textarea, .markdown select, .markdown input:not([type=checkbox][disabled])")].map((element) => element.outerHTML.slice(0, 120)));
+    elements.push(
+      ...[
+        ...main.querySelectorAll(
+          ".markdown form, .markdown button, .markdown textarea, .markdown select, .markdown input:not([type=checkbox][disabled])",
+        ),
+      ].map((element) => element.outerHTML.slice(0, 120)),
+    );
     const handlers = [...main.querySelectorAll("*")].flatMap((element) =>
-      element.getAttributeNames().filter((name) => /^on/i.test(name) || ["srcdoc", "formaction", "xlink:href", "background"].includes(name.toLowerCase())).map((name) => `${element.tagName} ${name}`),
+      element
+        .getAttributeNames()
+        .filter(
+          (name) =>
+            /^on/i.test(name) || ["srcdoc", "formaction", "xlink:href", "background"].includes(name.toLowerCase()),
+        )
+        .map((name) => `${element.tagName} ${name}`),
     );
     const unsafe: string[] = [];
     for (const element of main.querySelectorAll("[href], [src], [action], [data], [poster], [ping]")) {
@@ -143,10 +169,18 @@ describe("hostile output in Chromium", () => {
     context.setDefaultTimeout(10_000);
 
     // Anything that runs reports here, from any frame, before the page could hide it.
-    await context.exposeBinding("__cadreExecuted", ({ frame }, what: string) => void executed.push(`${what} on ${frame.url()}`));
+    await context.exposeBinding(
+      "__cadreExecuted",
+      ({ frame }, what: string) => void executed.push(`${what} on ${frame.url()}`),
+    );
     await context.addInitScript(() => {
-      const report = (what: string) => (window as unknown as { __cadreExecuted?: (what: string) => void }).__cadreExecuted?.(what);
-      Object.defineProperty(window, "__pwned", { configurable: false, get: () => undefined, set: (value) => report(`__pwned=${String(value)}`) });
+      const report = (what: string) =>
+        (window as unknown as { __cadreExecuted?: (what: string) => void }).__cadreExecuted?.(what);
+      Object.defineProperty(window, "__pwned", {
+        configurable: false,
+        get: () => undefined,
+        set: (value) => report(`__pwned=${String(value)}`),
+      });
     });
     const watched = new WeakSet<Page>();
     const watchDialogs = (opened: Page) => {
@@ -162,7 +196,10 @@ describe("hostile output in Chromium", () => {
     context.on("request", (request) => {
       if (!isLoopback(request.url())) foreignRequests.push(`${request.resourceType()} ${request.url().slice(0, 120)}`);
     });
-    await context.route((url) => !isLoopback(url.toString()), (route) => route.abort());
+    await context.route(
+      (url) => !isLoopback(url.toString()),
+      (route) => route.abort(),
+    );
     page = await context.newPage();
     watchDialogs(page);
   }, 300_000);
@@ -181,7 +218,9 @@ describe("hostile output in Chromium", () => {
   it("sees it when something does run, load or link where it should not (a control for the checks below)", async () => {
     // A page on Cadre's origin that Cadre never serves, so without its Content-Security-Policy
     // (which would block both): the control is for these detectors, not for the policy.
-    await page.route(`${app.url}/detector-control`, (route) => route.fulfill({ contentType: "text/html", body: "<!doctype html><title>control</title>" }));
+    await page.route(`${app.url}/detector-control`, (route) =>
+      route.fulfill({ contentType: "text/html", body: "<!doctype html><title>control</title>" }),
+    );
     await page.goto(`${app.url}/detector-control`);
     await page.setContent(
       `<main><div class="markdown"><img src="/x" onerror="window.__pwned='control'"><a href="javascript:void 0">x</a><img src="http://evil.example/control.png"></div></main>`,
@@ -213,7 +252,14 @@ describe("hostile output in Chromium", () => {
       instructions: ALL,
       parentAgentId: lead.id,
     });
-    places.push("team name", "team mission", "lead name", "lead instructions", "subordinate name", "subordinate instructions");
+    places.push(
+      "team name",
+      "team mission",
+      "lead name",
+      "lead instructions",
+      "subordinate name",
+      "subordinate instructions",
+    );
 
     // A chat message through the page. It asks for research, so it also becomes a task, the
     // lead's delegation and the subordinate's search, whose results (the fake Tavily's) are
@@ -230,22 +276,41 @@ describe("hostile output in Chromium", () => {
     await send.click();
     await page.getByText("I've created a task for the team").waitFor({ timeout: 30_000 });
     await page.locator(".message-briefing").first().waitFor({ timeout: 90_000 });
-    places.push("chat message", "task title and description", "search tool results", "knowledge item (recorded by the model)", "report", "briefing (by the model)");
+    places.push(
+      "chat message",
+      "task title and description",
+      "search tool results",
+      "knowledge item (recorded by the model)",
+      "report",
+      "briefing (by the model)",
+    );
     expect(tavily.requests.length).toBeGreaterThan(0);
 
     // A webhook delivery: the lead reads it in its work log and, since it asks for work,
     // delegates it too (a second search, knowledge item, report and briefing).
     const { secret } = await api<{ secret: string }>("POST", `/api/teams/${team.id}/webhook-secret`);
     const hook = JSON.stringify({ name: "alerts", text: `Please look into these alerts:\n\n${ALL}` });
-    const delivered = await fetch(`${app.url}/api/hooks/${team.id}`, { method: "POST", headers: { "content-type": "application/json", ...signedWebhookHeaders(secret, hook) }, body: hook });
+    const delivered = await fetch(`${app.url}/api/hooks/${team.id}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...signedWebhookHeaders(secret, hook) },
+      body: hook,
+    });
     expect(delivered.status).toBe(202);
     const briefings = async () => (await api<{ items: unknown[] }>("GET", "/api/inbox")).items.length;
     await expect.poll(briefings, { timeout: 60_000, interval: 250 }).toBe(2);
     places.push("webhook message", "task delegated from a webhook");
 
     // Knowledge items and a briefing holding every payload, as a model could write them.
-    for (const payload of PAYLOADS) await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: payload, confidence: 0.5 });
-    const briefing = await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "alert", title: PAYLOADS[11]!, summary: PAYLOADS.slice(0, 12).join(" "), content: ALL });
+    for (const payload of PAYLOADS)
+      await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: payload, confidence: 0.5 });
+    const briefing = await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: lead.id,
+      type: "alert",
+      title: PAYLOADS[11]!,
+      summary: PAYLOADS.slice(0, 12).join(" "),
+      content: ALL,
+    });
     places.push("knowledge items", "briefing title, summary and content");
 
     const { items } = await api<{ items: { id: string; title: string }[] }>("GET", "/api/inbox");
@@ -278,11 +343,16 @@ describe("hostile output in Chromium", () => {
     for (const [name, path] of pages) {
       await page.goto(`${app.url}${path}`);
       await settle(page);
-      if (name === "lead") await page.getByText("[webhook:alerts]", { exact: false }).first().waitFor({ timeout: 20_000 });
+      if (name === "lead")
+        await page.getByText("[webhook:alerts]", { exact: false }).first().waitFor({ timeout: 20_000 });
       // settle gives a streamed page 3 s; under a full suite's load a page can take longer to
       // show its content (a CI run once inspected the chat before it had): wait for a payload.
       await page
-        .waitForFunction((markers) => markers.some((marker) => document.querySelector("main")?.textContent?.includes(marker)), MARKERS, { timeout: 20_000 })
+        .waitForFunction(
+          (markers) => markers.some((marker) => document.querySelector("main")?.textContent?.includes(marker)),
+          MARKERS,
+          { timeout: 20_000 },
+        )
         .catch(() => {}); // none at all is what the assertion below reports
       await page.waitForTimeout(300); // an onerror or onload would have fired by now
       const found = await inspect(page);
@@ -290,7 +360,8 @@ describe("hostile output in Chromium", () => {
       for (const marker of found.markers) seen.add(marker);
       unsafeLinks.push(...found.unsafe.map((link) => `${name}: ${link}`));
       injected.push(...[...found.elements, ...found.handlers].map((element) => `${name}: ${element}`));
-      if (["chat", "subordinate", "knowledge", "briefing", "conversation search"].includes(name)) await shoot(page, `hostile-${name.replace(/\W+/g, "-")}`);
+      if (["chat", "subordinate", "knowledge", "briefing", "conversation search"].includes(name))
+        await shoot(page, `hostile-${name.replace(/\W+/g, "-")}`);
     }
     // Still nothing after every page had its chance, and the worker's live updates re-rendered some.
     await page.waitForTimeout(500);

@@ -8,7 +8,17 @@ import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+  callApi,
+  type ApiRequest,
+} from "./app-server";
 
 const LIVE = 20_000; // the product promises about a second; the worker's turn comes first on a loaded machine
 
@@ -23,9 +33,22 @@ type Team = { id: string; leadId: string; leadName: string };
 let offers: Team; // asks the person a question (default policies)
 let batteries: Team; // its searches wait for approval
 
-type ApiApproval = { id: string; toolCallId: string; toolName: string; input: Record<string, unknown>; status: string; approvedInput: unknown; decisionNote: string | null };
+type ApiApproval = {
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  input: Record<string, unknown>;
+  status: string;
+  approvedInput: unknown;
+  decisionNote: string | null;
+};
 type ApiTask = { id: string; title: string; status: string; result: string | null };
-type ApiMessage = { role: string; content: string; toolCallId: string | null; toolCalls: { toolCallId: string; toolName: string; args: unknown }[] | null };
+type ApiMessage = {
+  role: string;
+  content: string;
+  toolCallId: string | null;
+  toolCalls: { toolCallId: string; toolName: string; args: unknown }[] | null;
+};
 
 const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
 
@@ -39,7 +62,10 @@ async function createTeam(name: string, leadName: string): Promise<Team> {
 }
 
 async function giveTask(agentId: string, title: string, description = ""): Promise<ApiTask> {
-  const { status, body } = await call<{ task: ApiTask }>(`/api/agents/${agentId}/tasks`, { method: "POST", body: { title, description } });
+  const { status, body } = await call<{ task: ApiTask }>(`/api/agents/${agentId}/tasks`, {
+    method: "POST",
+    body: { title, description },
+  });
   expect(status).toBe(201);
   return body.task;
 }
@@ -54,7 +80,8 @@ async function approvalsOf(agentId: string): Promise<ApiApproval[]> {
 }
 
 async function workLog(agentId: string): Promise<ApiMessage[]> {
-  return (await call<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?mode=background&limit=500`)).body.messages;
+  return (await call<{ messages: ApiMessage[] }>(`/api/agents/${agentId}/messages?mode=background&limit=500`)).body
+    .messages;
 }
 
 /** The card of the held call whose arguments mention `text` (cards are articles named for who wants what). */
@@ -88,7 +115,12 @@ describe("The person in the loop, in a browser", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-pitl-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-pitl-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -118,7 +150,9 @@ describe("The person in the loop, in a browser", () => {
     await createTask.selectOption("ask");
     await section.getByText(`Saved: createTask for ${batteries.leadName} is now ask me first.`).waitFor();
 
-    const { body } = await call<{ team: Record<string, string>; agents: Record<string, Record<string, string>> }>(`/api/teams/${batteries.id}/tool-policies`);
+    const { body } = await call<{ team: Record<string, string>; agents: Record<string, Record<string, string>> }>(
+      `/api/teams/${batteries.id}/tool-policies`,
+    );
     expect(body.team).toEqual({ tavilySearch: "ask" });
     expect(body.agents).toEqual({ [batteries.leadId]: { createTask: "ask" } });
 
@@ -126,7 +160,9 @@ describe("The person in the loop, in a browser", () => {
     await settle(page);
     expect(await section.getByLabel("Policy for tavilySearch", { exact: true }).inputValue()).toBe("ask");
     // Open by itself now that the lead has a setting of its own.
-    expect(await section.getByLabel(`${batteries.leadName}'s policy for createTask`, { exact: true }).inputValue()).toBe("ask");
+    expect(
+      await section.getByLabel(`${batteries.leadName}'s policy for createTask`, { exact: true }).inputValue(),
+    ).toBe("ask");
     await section.scrollIntoViewIfNeeded();
     await shoot(page, "pitl-team-approvals");
   }, 60_000);
@@ -137,7 +173,10 @@ describe("The person in the loop, in a browser", () => {
     await page.getByText("Nothing in your inbox yet").waitFor();
 
     const compare = await giveTask(offers.leadId, "Compare the two offers", "ask me first");
-    const question = page.getByRole("article", { name: `${offers.leadName} asks: Before I start on "Compare the two offers"`, exact: false });
+    const question = page.getByRole("article", {
+      name: `${offers.leadName} asks: Before I start on "Compare the two offers"`,
+      exact: false,
+    });
     await question.waitFor({ timeout: LIVE });
     await question.getByRole("textbox", { name: "Answer", exact: true }).waitFor();
     expect(await taskStatus(offers.leadId, compare.id)).toBe("waiting_input");
@@ -145,8 +184,12 @@ describe("The person in the loop, in a browser", () => {
     await giveTask(batteries.leadId, "Research solid-state batteries");
     const held = approvalCard(page, "Research solid-state batteries");
     await held.waitFor({ timeout: LIVE });
-    await page.locator(".inbox-waiting").getByRole("link", { name: `${batteries.leadName} wants to search the web` }).waitFor();
-    for (const name of ["Approve", "Edit and approve", "Deny"]) await held.getByRole("button", { name, exact: true }).waitFor();
+    await page
+      .locator(".inbox-waiting")
+      .getByRole("link", { name: `${batteries.leadName} wants to search the web` })
+      .waitFor();
+    for (const name of ["Approve", "Edit and approve", "Deny"])
+      await held.getByRole("button", { name, exact: true }).waitFor();
     expect(await page.locator(".inbox-item.inbox-waiting").count()).toBe(2);
     await page.getByTestId("inbox-badge").filter({ hasText: "2" }).waitFor({ timeout: LIVE });
     await shoot(page, "pitl-inbox");
@@ -169,7 +212,10 @@ describe("The person in the loop, in a browser", () => {
     await page.getByRole("link", { name: `${offers.leadName} asks:`, exact: false }).click();
     await page.waitForURL(/\/inbox\/[0-9a-f-]{36}$/);
     await settle(page);
-    await page.getByRole("article", { name: `${offers.leadName} asks:`, exact: false }).getByRole("button", { name: "Send answer", exact: true }).waitFor();
+    await page
+      .getByRole("article", { name: `${offers.leadName} asks:`, exact: false })
+      .getByRole("button", { name: "Send answer", exact: true })
+      .waitFor();
     await shoot(page, "pitl-item-question");
     await page.goto(`${app.url}/inbox`);
     await settle(page);
@@ -177,7 +223,9 @@ describe("The person in the loop, in a browser", () => {
 
   it("answers the question in the inbox; the lead's task goes on, and a second answer is refused", async () => {
     const question = page.getByRole("article", { name: `${offers.leadName} asks:`, exact: false });
-    await question.getByRole("textbox", { name: "Answer", exact: true }).fill("Price matters most, then the notice period.");
+    await question
+      .getByRole("textbox", { name: "Answer", exact: true })
+      .fill("Price matters most, then the notice period.");
     await question.getByRole("button", { name: "Send answer", exact: true }).click();
     await question.getByText("Answered").waitFor();
     await question.getByText("Price matters most, then the notice period.").waitFor();
@@ -187,13 +235,22 @@ describe("The person in the loop, in a browser", () => {
     const [compare] = (await call<{ tasks: ApiTask[] }>(`/api/agents/${offers.leadId}/tasks`)).body.tasks;
     await expect.poll(() => taskStatus(offers.leadId, compare!.id), { timeout: 30_000 }).toBe("completed");
     const log = await workLog(offers.leadId);
-    expect(log.some((message) => message.role === "user" && message.content.includes("Price matters most, then the notice period."))).toBe(true);
+    expect(
+      log.some(
+        (message) => message.role === "user" && message.content.includes("Price matters most, then the notice period."),
+      ),
+    ).toBe(true);
     expect(searched("Price matters most, then the notice period.")).toBe(1);
 
-    const { body: item } = await call<{ items: { question: { id: string; status: string } | null }[] }>(`/api/inbox?type=question`);
+    const { body: item } = await call<{ items: { question: { id: string; status: string } | null }[] }>(
+      `/api/inbox?type=question`,
+    );
     const questionId = item.items[0]!.question!.id;
     expect(item.items[0]!.question!.status).toBe("answered");
-    const again = await call<{ error: { code: string; message: string } }>(`/api/questions/${questionId}/answer`, { method: "POST", body: { answer: "Again" } });
+    const again = await call<{ error: { code: string; message: string } }>(`/api/questions/${questionId}/answer`, {
+      method: "POST",
+      body: { answer: "Again" },
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("conflict:question_answered");
   }, 60_000);
@@ -203,7 +260,9 @@ describe("The person in the loop, in a browser", () => {
     await held.getByRole("button", { name: "Approve", exact: true }).click();
     await held.getByText("Approved", { exact: true }).waitFor();
     await expect.poll(() => searched("Research solid-state batteries"), { timeout: 30_000 }).toBe(1);
-    const [task] = (await call<{ tasks: ApiTask[] }>(`/api/agents/${batteries.leadId}/tasks`)).body.tasks.filter((t) => t.title === "Research solid-state batteries");
+    const [task] = (await call<{ tasks: ApiTask[] }>(`/api/agents/${batteries.leadId}/tasks`)).body.tasks.filter(
+      (t) => t.title === "Research solid-state batteries",
+    );
     await expect.poll(() => taskStatus(batteries.leadId, task!.id), { timeout: 30_000 }).toBe("completed");
     await held.getByText("it ran").waitFor({ timeout: LIVE });
   }, 60_000);
@@ -221,7 +280,11 @@ describe("The person in the loop, in a browser", () => {
     await args.fill('{ "query": 42 }');
     await held.getByRole("button", { name: "Approve with changes", exact: true }).click();
     // The server's own words: the field that does not fit the tool.
-    await held.getByRole("alert").filter({ hasText: "does not fit tavilySearch" }).filter({ hasText: "query" }).waitFor();
+    await held
+      .getByRole("alert")
+      .filter({ hasText: "does not fit tavilySearch" })
+      .filter({ hasText: "query" })
+      .waitFor();
     await args.fill(JSON.stringify({ query: "sodium-ion cell costs 2025" }, null, 2));
     await shoot(page, "pitl-approval-edit");
 
@@ -229,18 +292,30 @@ describe("The person in the loop, in a browser", () => {
     await held.getByText("Approved with changes").waitFor();
     await expect.poll(() => searched("sodium-ion cell costs 2025"), { timeout: 30_000 }).toBe(1);
     expect(searched("Research sodium-ion cells")).toBe(0);
-    const approval = (await approvalsOf(batteries.leadId)).find((candidate) => candidate.input.query === "Research sodium-ion cells")!;
+    const approval = (await approvalsOf(batteries.leadId)).find(
+      (candidate) => candidate.input.query === "Research sodium-ion cells",
+    )!;
     expect(approval).toMatchObject({ status: "approved", approvedInput: { query: "sodium-ion cell costs 2025" } });
     await expect.poll(() => taskStatus(batteries.leadId, task.id), { timeout: 30_000 }).toBe("completed");
     // The search's result in the work log is the edited search's.
-    const result = (await workLog(batteries.leadId)).find((message) => message.role === "tool" && message.toolCallId === approval.toolCallId);
+    const result = (await workLog(batteries.leadId)).find(
+      (message) => message.role === "tool" && message.toolCallId === approval.toolCallId,
+    );
     expect(result?.content).toContain("sodium-ion cell costs 2025");
   }, 90_000);
 
   it("denies a held search on the item page with a reason the agent is told", async () => {
     const task = await giveTask(batteries.leadId, "Research flow batteries");
-    await expect.poll(async () => (await approvalsOf(batteries.leadId)).some((approval) => approval.input.query === "Research flow batteries"), { timeout: LIVE }).toBe(true);
-    const { body } = await call<{ items: { id: string; approval: { input: { query?: string } } | null }[] }>(`/api/inbox?type=approval`);
+    await expect
+      .poll(
+        async () =>
+          (await approvalsOf(batteries.leadId)).some((approval) => approval.input.query === "Research flow batteries"),
+        { timeout: LIVE },
+      )
+      .toBe(true);
+    const { body } = await call<{ items: { id: string; approval: { input: { query?: string } } | null }[] }>(
+      `/api/inbox?type=approval`,
+    );
     const item = body.items.find((candidate) => candidate.approval?.input.query === "Research flow batteries")!;
 
     await page.goto(`${app.url}/inbox/${item.id}`);
@@ -264,7 +339,9 @@ describe("The person in the loop, in a browser", () => {
     // The model is told, in the work log, and does not run it.
     await expect.poll(() => taskStatus(batteries.leadId, task.id), { timeout: 30_000 }).toBe("completed");
     expect(searched("Research flow batteries")).toBe(0);
-    const approval = (await approvalsOf(batteries.leadId)).find((candidate) => candidate.input.query === "Research flow batteries")!;
+    const approval = (await approvalsOf(batteries.leadId)).find(
+      (candidate) => candidate.input.query === "Research flow batteries",
+    )!;
     const log = await workLog(batteries.leadId);
     expect(log.find((message) => message.role === "tool" && message.toolCallId === approval.toolCallId)?.content).toBe(
       "Denied by the person: Flow batteries are out of scope this quarter.",
@@ -272,14 +349,22 @@ describe("The person in the loop, in a browser", () => {
     await page.getByRole("link", { name: "Open work log" }).click();
     await page.waitForURL(`**/agents/${batteries.leadId}`);
     await settle(page);
-    await page.locator(`article.approval[data-approval-id="${approval.id}"]`).getByText("Flow batteries are out of scope this quarter.").waitFor();
-    const denied = page.locator("details.tool", { hasText: "Denied by the person: Flow batteries are out of scope this quarter." });
+    await page
+      .locator(`article.approval[data-approval-id="${approval.id}"]`)
+      .getByText("Flow batteries are out of scope this quarter.")
+      .waitFor();
+    const denied = page.locator("details.tool", {
+      hasText: "Denied by the person: Flow batteries are out of scope this quarter.",
+    });
     await denied.locator("summary").click();
     await denied.getByText("Denied by the person: Flow batteries are out of scope this quarter.").waitFor();
     await shoot(page, "pitl-work-log");
 
     // Decided once: a second decision is refused with a reason.
-    const again = await call<{ error: { code: string } }>(`/api/approvals/${approval.id}/decision`, { method: "POST", body: { decision: "approve" } });
+    const again = await call<{ error: { code: string } }>(`/api/approvals/${approval.id}/decision`, {
+      method: "POST",
+      body: { decision: "approve" },
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("conflict:approval_decided");
   }, 90_000);
@@ -289,7 +374,10 @@ describe("The person in the loop, in a browser", () => {
     await settle(page);
     await page.getByRole("textbox", { name: "Message" }).waitFor();
     await giveTask(batteries.leadId, "Choose a cell supplier", "ask me first");
-    const question = page.getByRole("article", { name: `${batteries.leadName} asks: Before I start on "Choose a cell supplier"`, exact: false });
+    const question = page.getByRole("article", {
+      name: `${batteries.leadName} asks: Before I start on "Choose a cell supplier"`,
+      exact: false,
+    });
     await question.waitFor({ timeout: LIVE });
     await page.locator(".message-question").filter({ hasText: "Question for you" }).waitFor();
     await question.getByRole("textbox", { name: "Answer", exact: true }).fill("Whoever ships within a month.");
@@ -302,7 +390,11 @@ describe("The person in the loop, in a browser", () => {
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("please research tidal power");
     await page.getByRole("button", { name: "Send", exact: true }).click();
-    const held = await pinned(page.locator(".messages").getByRole("article", { name: `${batteries.leadName} wants to create a task`, exact: false }));
+    const held = await pinned(
+      page
+        .locator(".messages")
+        .getByRole("article", { name: `${batteries.leadName} wants to create a task`, exact: false }),
+    );
     await page.locator("details.tool", { hasText: "createTask" }).getByText("waits for your approval").waitFor();
     await page.getByRole("button", { name: "Send", exact: true }).waitFor(); // the reply's stream has ended
     await shoot(page, "pitl-chat-approval");

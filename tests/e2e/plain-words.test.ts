@@ -11,7 +11,17 @@ import { workSessions } from "@/lib/db/schema";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { enginePhrases, scanPage, type Finding } from "../support/internal-text";
-import { buildIfStale, callApi, launchChromium, screenshotDir as shots, settle, shoot, startApp, type ApiRequest, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  callApi,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type ApiRequest,
+  type AppServer,
+} from "./app-server";
 
 const LIVE = 60_000; // the worker's sessions come first on a loaded machine
 
@@ -28,7 +38,7 @@ const held = new Map<string, () => void>();
 const released = new Set<string>();
 function release(word: string): void {
   released.add(word);
-  for (const [query, go] of held) if (query.includes(word)) (go(), held.delete(query));
+  for (const [query, go] of held) if (query.includes(word)) go(), held.delete(query);
 }
 
 const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);
@@ -42,12 +52,18 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
 }
 
 type ApiTask = { id: string; title: string; status: string };
-const tasksOf = async (agentId: string) => (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
+const tasksOf = async (agentId: string) =>
+  (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
 const pendingApprovals = async (agentId: string) =>
-  (await call<{ approvals: { id: string; status: string }[] }>(`/api/agents/${agentId}/approvals`)).body.approvals.filter((approval) => approval.status === "pending");
+  (
+    await call<{ approvals: { id: string; status: string }[] }>(`/api/agents/${agentId}/approvals`)
+  ).body.approvals.filter((approval) => approval.status === "pending");
 
 async function giveTask(agentId: string, title: string, description = ""): Promise<ApiTask> {
-  const { status, body } = await call<{ task: ApiTask }>(`/api/agents/${agentId}/tasks`, { method: "POST", body: { title, description } });
+  const { status, body } = await call<{ task: ApiTask }>(`/api/agents/${agentId}/tasks`, {
+    method: "POST",
+    body: { title, description },
+  });
   expect(status).toBe(201);
   return body.task;
 }
@@ -63,7 +79,10 @@ async function allQuiet(): Promise<boolean> {
 function report(findings: Map<string, Finding[]>): string {
   return [...findings]
     .filter(([, found]) => found.length > 0)
-    .map(([where, found]) => `${where}\n${found.map((finding) => `  [${finding.detector}] ${JSON.stringify(finding.match)} in …${finding.context}…`).join("\n")}`)
+    .map(
+      ([where, found]) =>
+        `${where}\n${found.map((finding) => `  [${finding.detector}] ${JSON.stringify(finding.match)} in …${finding.context}…`).join("\n")}`,
+    )
     .join("\n");
 }
 
@@ -72,7 +91,8 @@ describe("Nothing internal reaches the person", () => {
     buildIfStale();
     database = await createTestDatabase();
     tavily = await startFakeTavily(async ({ query }) => {
-      if (/hold/.test(query) && ![...released].some((word) => query.includes(word))) await new Promise<void>((resolve) => held.set(query, resolve));
+      if (/hold/.test(query) && ![...released].some((word) => query.includes(word)))
+        await new Promise<void>((resolve) => held.set(query, resolve));
       return {
         results: [
           { title: `About ${query}`, url: "https://example.com/about", content: `What the web says about ${query}.` },
@@ -89,7 +109,12 @@ describe("Nothing internal reaches the person", () => {
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-plain-words-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-plain-words-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-60).join("\n"));
     }
   });
@@ -119,10 +144,13 @@ describe("Nothing internal reaches the person", () => {
       <details><summary>Details</summary>insert into "tasks" values (1)</details>
     </main>`);
     const found = await scanPage(page, phrases);
-    const by = (detector: Finding["detector"]) => found.filter((finding) => finding.detector === detector).map((finding) => finding.match);
+    const by = (detector: Finding["detector"]) =>
+      found.filter((finding) => finding.detector === detector).map((finding) => finding.match);
     expect(by("uuid")).toEqual(["693bf141-0c1e-4a52-9d7f-2f0a3c1b9e11"]);
     expect(by("engine phrase").some((match) => match.startsWith("(Session ending)"))).toBe(true);
-    expect(by("sql")).toEqual(expect.arrayContaining([expect.stringMatching(/^select/), "Failed query", "params:", "insert into"]));
+    expect(by("sql")).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^select/), "Failed query", "params:", "insert into"]),
+    );
     expect(by("stack").length).toBeGreaterThan(0);
     // A tool's technical name as code in a settings list is allowed; anywhere else, not.
     expect(by("tool name")).toEqual(["createInboxItem", "tavilySearch"]);
@@ -135,18 +163,46 @@ describe("Nothing internal reaches the person", () => {
     });
     expect(created.status).toBe(201);
     const teamId = created.body.team.id;
-    const scout = await call<{ agent: { id: string } }>(`/api/teams/${teamId}/agents`, { method: "POST", body: { name: "Scout", instructions: "You research." } });
-    const sage = await call<{ agent: { id: string } }>(`/api/teams/${teamId}/agents`, { method: "POST", body: { name: "Sage", instructions: "You research too." } });
+    const scout = await call<{ agent: { id: string } }>(`/api/teams/${teamId}/agents`, {
+      method: "POST",
+      body: { name: "Scout", instructions: "You research." },
+    });
+    const sage = await call<{ agent: { id: string } }>(`/api/teams/${teamId}/agents`, {
+      method: "POST",
+      body: { name: "Sage", instructions: "You research too." },
+    });
     team = { id: teamId, leadId: created.body.lead.id, scoutId: scout.body.agent.id, sageId: sage.body.agent.id };
 
     // 1. Research, with reading a page held for the person's approval.
-    expect((await call(`/api/teams/${teamId}/tool-policies`, { method: "PUT", body: { toolName: "readWebPage", policy: "ask" } })).status).toBe(200);
+    expect(
+      (
+        await call(`/api/teams/${teamId}/tool-policies`, {
+          method: "PUT",
+          body: { toolName: "readWebPage", policy: "ask" },
+        })
+      ).status,
+    ).toBe(200);
     const research = await giveTask(team.leadId, "Research solid-state batteries");
-    await waitFor("Scout's page read to wait for approval", async () => (await pendingApprovals(team.scoutId)).length > 0);
+    await waitFor(
+      "Scout's page read to wait for approval",
+      async () => (await pendingApprovals(team.scoutId)).length > 0,
+    );
     const [approval] = await pendingApprovals(team.scoutId);
-    expect((await call(`/api/approvals/${approval!.id}/decision`, { method: "POST", body: { decision: "approve" } })).status).toBe(200);
-    await waitFor("the research to complete", async () => (await tasksOf(team.leadId)).find((task) => task.id === research.id)?.status === "completed");
-    expect((await call(`/api/teams/${teamId}/tool-policies`, { method: "PUT", body: { toolName: "readWebPage", policy: null } })).status).toBe(200);
+    expect(
+      (await call(`/api/approvals/${approval!.id}/decision`, { method: "POST", body: { decision: "approve" } })).status,
+    ).toBe(200);
+    await waitFor(
+      "the research to complete",
+      async () => (await tasksOf(team.leadId)).find((task) => task.id === research.id)?.status === "completed",
+    );
+    expect(
+      (
+        await call(`/api/teams/${teamId}/tool-policies`, {
+          method: "PUT",
+          body: { toolName: "readWebPage", policy: null },
+        })
+      ).status,
+    ).toBe(200);
 
     // 2. A question for the person, answered.
     const compare = await giveTask(team.leadId, "Compare the two battery offers", "ask me first");
@@ -157,8 +213,14 @@ describe("Nothing internal reaches the person", () => {
       questionId = body.items.find((item) => item.question?.status === "open")?.question?.id ?? "";
       return questionId !== "";
     });
-    expect((await call(`/api/questions/${questionId}/answer`, { method: "POST", body: { answer: "Price matters most." } })).status).toBe(200);
-    await waitFor("the comparison to complete", async () => (await tasksOf(team.leadId)).find((task) => task.id === compare.id)?.status === "completed");
+    expect(
+      (await call(`/api/questions/${questionId}/answer`, { method: "POST", body: { answer: "Price matters most." } }))
+        .status,
+    ).toBe(200);
+    await waitFor(
+      "the comparison to complete",
+      async () => (await tasksOf(team.leadId)).find((task) => task.id === compare.id)?.status === "completed",
+    );
 
     // 3. A subordinate stopped mid-search: its task ends unfinished.
     await giveTask(team.sageId, "Research hold sodium-ion batteries");
@@ -172,18 +234,26 @@ describe("Nothing internal reaches the person", () => {
     const admin = postgres(inject("databaseAdminUrl"), { max: 1, onnotice: () => {} });
     try {
       await admin.unsafe(`alter database ${database.name} allow_connections false`);
-      await admin.unsafe(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${database.name}' and pid <> pg_backend_pid()`);
+      await admin.unsafe(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = '${database.name}' and pid <> pg_backend_pid()`,
+      );
       release("grid");
       await new Promise((resolve) => setTimeout(resolve, 5_000));
     } finally {
       await admin.unsafe(`alter database ${database.name} allow_connections true`);
       await admin.end({ timeout: 5 });
     }
-    await waitFor("the grid research to end after the hiccup", async () => (await tasksOf(team.leadId)).find((task) => task.id === grid.id)?.status === "completed", 180_000);
+    await waitFor(
+      "the grid research to end after the hiccup",
+      async () => (await tasksOf(team.leadId)).find((task) => task.id === grid.id)?.status === "completed",
+      180_000,
+    );
     await waitFor("the team to fall quiet", allQuiet, 120_000);
 
     // The hiccup reached the engine as the raw driver error the pages must not show.
-    const ended = await database.db.select({ status: workSessions.status, error: workSessions.error }).from(workSessions);
+    const ended = await database.db
+      .select({ status: workSessions.status, error: workSessions.error })
+      .from(workSessions);
     expect(ended.filter((session) => session.status === "interrupted" && session.error).length).toBeGreaterThan(0);
     expect(ended.some((session) => session.status === "stopped")).toBe(true);
   }, 420_000);
@@ -197,7 +267,10 @@ describe("Nothing internal reaches the person", () => {
       ["home", "/"],
       ["teams", "/teams"],
       ["team", `/teams/${team.id}`],
-      ...["agents", "tools", "notifications", "settings"].map((section): [string, string] => [`team-${section}`, `/teams/${team.id}/${section}`]),
+      ...["agents", "tools", "notifications", "settings"].map((section): [string, string] => [
+        `team-${section}`,
+        `/teams/${team.id}/${section}`,
+      ]),
       // Stories, each opened to its steps (see below), and every step of the flat view.
       ["timeline", `/teams/${team.id}/timeline`],
       ["timeline-steps", `/teams/${team.id}/timeline?view=steps`],
@@ -225,11 +298,26 @@ describe("Nothing internal reaches the person", () => {
         const stories = await open.count();
         expect(stories).toBeGreaterThanOrEqual(2);
         for (let i = 0; i < stories; i++) await open.first().click();
-        await expect.poll(() => page.getByRole("list", { name: /^Steps of/ }).locator(":scope > li").count()).toBeGreaterThan(10);
-        await page.getByText("Loading the steps…").first().waitFor({ state: "detached" }).catch(() => {});
+        await expect
+          .poll(() =>
+            page
+              .getByRole("list", { name: /^Steps of/ })
+              .locator(":scope > li")
+              .count(),
+          )
+          .toBeGreaterThan(10);
+        await page
+          .getByText("Loading the steps…")
+          .first()
+          .waitFor({ state: "detached" })
+          .catch(() => {});
       }
       said += await page.evaluate(() => document.body.innerText);
-      const title = await page.locator("h1").first().textContent().catch(() => "");
+      const title = await page
+        .locator("h1")
+        .first()
+        .textContent()
+        .catch(() => "");
       findings.set(`${name} (${pathname.replace(/[0-9a-f-]{36}/g, ":id")}, "${title}")`, await scanPage(page, phrases));
       await shoot(page, `plain-words-${name}`);
     }
@@ -238,7 +326,10 @@ describe("Nothing internal reaches the person", () => {
     console.log(`pages scanned: ${pages.length}, findings: ${total}\n${text}`);
     expect(text).toBe("");
     // What happened is still told, in words: the hiccup (a lost connection, or a worker that stopped responding), the Stop, the wrap-up, the approval.
-    expect(said).toMatch(/(?:The database was unavailable|Its worker stopped responding) — the work will be retried automatically\./);
-    for (const words of ["Stopped by you.", "Wrapped up the session", "Scout wants to read a web page"]) expect(said).toContain(words);
+    expect(said).toMatch(
+      /(?:The database was unavailable|Its worker stopped responding) — the work will be retried automatically\./,
+    );
+    for (const words of ["Stopped by you.", "Wrapped up the session", "Scout wants to read a web page"])
+      expect(said).toContain(words);
   }, 600_000);
 });

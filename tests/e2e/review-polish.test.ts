@@ -9,7 +9,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem } from "@/lib/db/queries";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+  callApi,
+  type ApiRequest,
+} from "./app-server";
 
 let database: TestDatabase;
 let tavily: FakeTavily;
@@ -42,25 +52,50 @@ describe("Review polish, in a browser", () => {
     page.on("dialog", (dialog) => void dialog.accept());
 
     for (const name of ["Grid desk", "Wind desk"]) {
-      const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { method: "POST", body: { name, mission: `Follow ${name}.`, leadName: "Ada" } });
+      const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
+        method: "POST",
+        body: { name, mission: `Follow ${name}.`, leadName: "Ada" },
+      });
       expect(created.status).toBe(201);
       teams.push({ id: created.body.team.id, leadId: created.body.lead.id });
     }
-    const scout = await call<{ agent: { id: string } }>(`/api/teams/${teams[0]!.id}/agents`, { method: "POST", body: { name: "Scout", instructions: "You research." } });
+    const scout = await call<{ agent: { id: string } }>(`/api/teams/${teams[0]!.id}/agents`, {
+      method: "POST",
+      body: { name: "Scout", instructions: "You research." },
+    });
     teams[0]!.scoutId = scout.body.agent.id;
     // Enough of the wind desk's alerts to page: 55 at one instant (ties the cursor must survive).
     for (let index = 0; index < 55; index++) {
-      const item = await createInboxItem(database.db, { teamId: teams[1]!.id, agentId: teams[1]!.leadId, type: "alert", title: `Wind alert ${index}`, summary: "From before.", content: "From before." });
+      const item = await createInboxItem(database.db, {
+        teamId: teams[1]!.id,
+        agentId: teams[1]!.leadId,
+        type: "alert",
+        title: `Wind alert ${index}`,
+        summary: "From before.",
+        content: "From before.",
+      });
       await database.sql`update inbox_items set created_at = '2026-01-01T00:00:00Z', read_at = now() where id = ${item.id}`;
     }
-    const given = await call(`/api/agents/${teams[0]!.leadId}/tasks`, { method: "POST", body: { title: "Research battery storage" } });
+    const given = await call(`/api/agents/${teams[0]!.leadId}/tasks`, {
+      method: "POST",
+      body: { title: "Research battery storage" },
+    });
     expect(given.status).toBe(201);
-    await waitFor("a briefing from the grid desk", async () => (await call<{ items: unknown[] }>(`/api/inbox?teamId=${teams[0]!.id}&type=briefing`)).body.items.length > 0);
+    await waitFor(
+      "a briefing from the grid desk",
+      async () =>
+        (await call<{ items: unknown[] }>(`/api/inbox?teamId=${teams[0]!.id}&type=briefing`)).body.items.length > 0,
+    );
   }, 400_000);
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-polish-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-polish-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -130,13 +165,18 @@ describe("Review polish, in a browser", () => {
     await form.getByRole("button", { name: "Save" }).click();
     const edited = page.locator(".knowledge-row", { hasText: "Solid-state cells reach 500 Wh/kg" });
     await edited.getByText("edited").waitFor();
-    expect(await edited.getByRole("link", { name: "example.org" }).getAttribute("href")).toBe("https://example.org/cells");
+    expect(await edited.getByRole("link", { name: "example.org" }).getAttribute("href")).toBe(
+      "https://example.org/cells",
+    );
   }, 60_000);
 
   it("labels tool calls as what they did, with a search's sources linked; the raw JSON only when opened", async () => {
     await page.goto(`${app.url}/agents/${teams[0]!.scoutId}`);
     await settle(page);
-    await page.getByText(/^Searched the web for “/).first().waitFor();
+    await page
+      .getByText(/^Searched the web for “/)
+      .first()
+      .waitFor();
     const sources = page.getByRole("list", { name: /^Sources found for/ }).first();
     expect(await sources.getByRole("link").first().getAttribute("href")).toBe("https://example.com/about");
     const search = page.locator("details.tool", { hasText: "Searched the web for" }).first();
@@ -148,13 +188,18 @@ describe("Review polish, in a browser", () => {
     // The lead's work log: its delegation names who it went to.
     await page.goto(`${app.url}/agents/${teams[0]!.leadId}`);
     await settle(page);
-    await page.getByText(/^Delegated to Scout: “/).first().waitFor();
+    await page
+      .getByText(/^Delegated to Scout: “/)
+      .first()
+      .waitFor();
     await shoot(page, "polish-lead-work-log");
     // The chat: the briefing links to its inbox item by id.
     await page.goto(`${app.url}/agents/${teams[0]!.leadId}/chat`);
     await settle(page);
     const { items } = (await call<{ items: { id: string }[] }>(`/api/inbox?teamId=${teams[0]!.id}&type=briefing`)).body;
-    expect(await page.locator(".message-briefing").getByRole("link", { name: "Open in inbox" }).first().getAttribute("href")).toBe(`/inbox/${items[0]!.id}`);
+    expect(
+      await page.locator(".message-briefing").getByRole("link", { name: "Open in inbox" }).first().getAttribute("href"),
+    ).toBe(`/inbox/${items[0]!.id}`);
   }, 60_000);
 
   it("gives the not-found page an h1, and reads in the dark scheme", async () => {
@@ -168,7 +213,10 @@ describe("Review polish, in a browser", () => {
     await shoot(page, "polish-inbox-dark");
     await page.goto(`${app.url}/agents/${teams[0]!.scoutId}`);
     await settle(page);
-    await page.getByText(/^Searched the web for “/).first().waitFor();
+    await page
+      .getByText(/^Searched the web for “/)
+      .first()
+      .waitFor();
     await shoot(page, "polish-work-log-dark");
     await page.goto(`${app.url}/knowledge`);
     await settle(page);

@@ -43,7 +43,14 @@ beforeAll(async () => {
   expect(scout.status).toBe(201);
   team.scout = ((await scout.json()) as { agent: { id: string } }).agent.id;
   // Usage, so the usage page draws its chart (inline style attributes).
-  await recordUsage(database.db, { agentId: team.lead, purpose: "work", model: "gpt-4.1-mini", inputTokens: 40_000, outputTokens: 4_000, cachedTokens: 0 });
+  await recordUsage(database.db, {
+    agentId: team.lead,
+    purpose: "work",
+    model: "gpt-4.1-mini",
+    inputTokens: 40_000,
+    outputTokens: 4_000,
+    cachedTokens: 0,
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -54,20 +61,28 @@ afterAll(async () => {
 type Answer = { status: number; headers: http.IncomingHttpHeaders; body: string };
 
 /** A request sent exactly as written (fetch() would normalise a malformed escape and refuses a Host header). */
-function raw(method: string, pathname: string, options: { headers?: Record<string, string>; body?: string; headersOnly?: boolean } = {}): Promise<Answer> {
+function raw(
+  method: string,
+  pathname: string,
+  options: { headers?: Record<string, string>; body?: string; headersOnly?: boolean } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const request = http.request(`${app.url}/`, { method, path: pathname, headers: options.headers, agent: false }, (response) => {
-      const answer = { status: response.statusCode ?? 0, headers: response.headers };
-      if (options.headersOnly) {
-        resolve({ ...answer, body: "" });
-        response.destroy(); // a stream that never ends
-        return;
-      }
-      let body = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (body += chunk));
-      response.on("end", () => resolve({ ...answer, body }));
-    });
+    const request = http.request(
+      `${app.url}/`,
+      { method, path: pathname, headers: options.headers, agent: false },
+      (response) => {
+        const answer = { status: response.statusCode ?? 0, headers: response.headers };
+        if (options.headersOnly) {
+          resolve({ ...answer, body: "" });
+          response.destroy(); // a stream that never ends
+          return;
+        }
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () => resolve({ ...answer, body }));
+      },
+    );
     request.on("error", reject);
     request.end(options.body);
   });
@@ -100,12 +115,23 @@ function expectSecurityHeaders(what: string, answer: Answer): string {
 describe("security headers on every answer", () => {
   it("puts them on pages, with a fresh nonce on each that Next gives its scripts", async () => {
     const nonces: string[] = [];
-    const pages: Array<[string, number]> = [["/", 200], [`/teams/${team.id}`, 200], [`/agents/${team.lead}`, 200], ["/no-such-page", 404]];
+    const pages: Array<[string, number]> = [
+      ["/", 200],
+      [`/teams/${team.id}`, 200],
+      [`/agents/${team.lead}`, 200],
+      ["/no-such-page", 404],
+    ];
     for (const [pathname, status] of pages) {
       const page = await raw("GET", pathname);
       expect({ pathname, status: page.status }).toEqual({ pathname, status });
       const csp = expectSecurityHeaders(pathname, page);
-      for (const directive of ["object-src 'none'", "base-uri 'self'", "form-action 'self'", "connect-src 'self'", "img-src 'self' data: blob:"]) {
+      for (const directive of [
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "connect-src 'self'",
+        "img-src 'self' data: blob:",
+      ]) {
         expect(csp).toContain(directive);
       }
       expect(csp).not.toContain("unsafe-eval"); // only `npm run dev` needs it
@@ -151,7 +177,8 @@ describe("security headers on every answer", () => {
       expect({ what, status: answer.status }).toEqual({ what, status });
       const csp = expectSecurityHeaders(what, answer);
       // The API and Next's files load nothing; page paths keep a page's policy (a 404 is a page).
-      if (/^\/(api|_next|favicon)/.test(pathname)) expect({ what, csp }).toEqual({ what, csp: expect.stringContaining("default-src 'none'") });
+      if (/^\/(api|_next|favicon)/.test(pathname))
+        expect({ what, csp }).toEqual({ what, csp: expect.stringContaining("default-src 'none'") });
     }
   });
 });
@@ -191,10 +218,17 @@ describe("in Chromium", () => {
     context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     // Reported to this process as they happen, so a page that moves on cannot lose them; the
     // listener is in place before the page's own scripts, which a policy might block.
-    await context.exposeBinding("__cadreCspViolation", ({ frame }, what: string) => void problems.push(`${frame.url()}: violation: ${what}`));
+    await context.exposeBinding(
+      "__cadreCspViolation",
+      ({ frame }, what: string) => void problems.push(`${frame.url()}: violation: ${what}`),
+    );
     await context.addInitScript(() => {
       const report = (window as unknown as { __cadreCspViolation: (what: string) => void }).__cadreCspViolation;
-      document.addEventListener("securitypolicyviolation", (event) => report(`${event.effectiveDirective} blocked ${event.blockedURI || "inline"} (${event.sourceFile}:${event.lineNumber})`));
+      document.addEventListener("securitypolicyviolation", (event) =>
+        report(
+          `${event.effectiveDirective} blocked ${event.blockedURI || "inline"} (${event.sourceFile}:${event.lineNumber})`,
+        ),
+      );
     });
     page = await context.newPage();
     page.on("console", (message) => {
@@ -222,7 +256,12 @@ describe("in Chromium", () => {
   it("blocks and reports an injected inline handler (the control for what follows)", async () => {
     await page.goto(`${app.url}/`);
     await settle(page);
-    await page.evaluate(() => document.body.insertAdjacentHTML("beforeend", `<img src="data:," onload="window.__pwned = 1" onerror="window.__pwned = 1">`));
+    await page.evaluate(() =>
+      document.body.insertAdjacentHTML(
+        "beforeend",
+        `<img src="data:," onload="window.__pwned = 1" onerror="window.__pwned = 1">`,
+      ),
+    );
     await expect.poll(() => problems.join("\n")).toContain("violation: script-src-attr blocked inline");
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(problems.join("\n")).toMatch(/console: .*Content Security Policy/);
@@ -231,12 +270,29 @@ describe("in Chromium", () => {
 
   it("runs the main pages under the policy with no violation and no console error", async () => {
     // Home, teams, a team (overview, chat, timeline, settings, tools), a work log, a chat, usage, inbox, knowledge.
-    const pages = ["/", "/teams", `/teams/${team.id}`, `/teams/${team.id}/chat`, `/agents/${team.scout}`, `/agents/${team.scout}/chat`, `/teams/${team.id}/timeline`, `/teams/${team.id}/settings`, `/teams/${team.id}/tools`, "/usage", "/inbox", "/knowledge"];
+    const pages = [
+      "/",
+      "/teams",
+      `/teams/${team.id}`,
+      `/teams/${team.id}/chat`,
+      `/agents/${team.scout}`,
+      `/agents/${team.scout}/chat`,
+      `/teams/${team.id}/timeline`,
+      `/teams/${team.id}/settings`,
+      `/teams/${team.id}/tools`,
+      "/usage",
+      "/inbox",
+      "/knowledge",
+    ];
     for (const pathname of pages) {
       await page.goto(`${app.url}${pathname}`);
       await settle(page);
       // Next's client runtime ran (it sets window.next): the page's scripts were allowed, not just its HTML shown.
-      await page.waitForFunction(() => Boolean((window as unknown as { next?: { version?: string } }).next?.version), undefined, { timeout: 15_000 });
+      await page.waitForFunction(
+        () => Boolean((window as unknown as { next?: { version?: string } }).next?.version),
+        undefined,
+        { timeout: 15_000 },
+      );
       await page.waitForTimeout(300); // late chunks, the live-events connection
     }
     // A client-side navigation loads further chunks under the policy too.
@@ -260,7 +316,9 @@ describe("in Chromium", () => {
     framing.on("console", (message) => void refusals.push(message.text()));
     await framing.goto(foreignUrl);
     const own = await (await framing.$("#own"))!.contentFrame();
-    await expect.poll(async () => own!.evaluate(() => document.body?.innerText ?? ""), { timeout: 10_000 }).toContain("own frame content");
+    await expect
+      .poll(async () => own!.evaluate(() => document.body?.innerText ?? ""), { timeout: 10_000 })
+      .toContain("own frame content");
     const cadre = await (await framing.$("#cadre"))!.contentFrame();
     await framing.waitForTimeout(1_500); // time enough to load the team page had it been allowed
     const text = await cadre!.evaluate(() => document.body?.innerText ?? "").catch(() => "");

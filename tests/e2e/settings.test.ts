@@ -22,7 +22,10 @@ let context: BrowserContext;
 let page: Page;
 const world = { team: "", lead: "", scout: "" };
 
-async function call<T>(pathname: string, init: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> {
+async function call<T>(
+  pathname: string,
+  init: { method?: string; body?: unknown } = {},
+): Promise<{ status: number; body: T }> {
   const response = await fetch(`${app.url}${pathname}`, {
     method: init.method ?? "GET",
     headers: init.body === undefined ? undefined : { "content-type": "application/json" },
@@ -55,7 +58,11 @@ describe("team and agent settings in the browser", () => {
       (request) =>
         // Structured output (the instructions draft) answers JSON; everything else a plain report.
         request.response_format
-          ? { text: JSON.stringify({ instructions: "- Brief the person only when prices move by more than 5 %.\n- Cite every source." }) }
+          ? {
+              text: JSON.stringify({
+                instructions: "- Brief the person only when prices move by more than 5 %.\n- Cite every source.",
+              }),
+            }
           : { text: "Prices checked: nothing new." },
       { models: ["llama-3.2-3b", "qwen3-8b"] },
     );
@@ -66,7 +73,12 @@ describe("team and agent settings in the browser", () => {
     page = await context.newPage();
     const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
       method: "POST",
-      body: { name: "Heat desk", mission: "Track heat pump prices.", leadName: "Heat Lead", instructions: "You lead the team." },
+      body: {
+        name: "Heat desk",
+        mission: "Track heat pump prices.",
+        leadName: "Heat Lead",
+        instructions: "You lead the team.",
+      },
     });
     expect(team.status).toBe(201);
     const scout = await call<{ agent: { id: string } }>(`/api/teams/${team.body.team.id}/agents`, {
@@ -94,7 +106,9 @@ describe("team and agent settings in the browser", () => {
     expect(body.team).toMatchObject({ name: "Heat pump desk", mission: "Track heat pump prices in Germany." });
   });
 
-  it("sets the lead's schedule in a time zone with a readable preview, a listed model and revised instructions", { timeout: 60_000 }, async () => {
+  it("sets the lead's schedule in a time zone with a readable preview, a listed model and revised instructions", {
+    timeout: 60_000,
+  }, async () => {
     await open(`/teams/${world.team}/agents`);
     const edit = page.getByRole("button", { name: "Edit Heat Lead" });
     // Escape closes the inline form and gives the focus back to Edit.
@@ -103,14 +117,17 @@ describe("team and agent settings in the browser", () => {
     await form.getByLabel("Name").focus();
     await page.keyboard.press("Escape");
     await form.waitFor({ state: "detached" });
-    await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit Heat Lead");
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label")))
+      .toBe("Edit Heat Lead");
     await edit.click();
     // The model list comes from the server's GET /v1/models.
     await form.getByText("2 models on the configured server; or type any name.").waitFor();
-    expect(await form.locator("datalist option").evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value).slice(0, 2))).toEqual([
-      "llama-3.2-3b",
-      "qwen3-8b",
-    ]);
+    expect(
+      await form
+        .locator("datalist option")
+        .evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value).slice(0, 2)),
+    ).toEqual(["llama-3.2-3b", "qwen3-8b"]);
     await form.getByLabel("Model").fill("llama-3.2-3b");
 
     await form.getByLabel("Runs").selectOption({ label: "Weekdays (Monday to Friday)" });
@@ -121,7 +138,11 @@ describe("team and agent settings in the browser", () => {
     expect(await form.getByRole("button", { name: "Save" }).isDisabled()).toBe(true);
     await form.getByLabel("Time zone").fill("Europe/Berlin");
     await preview.getByText("weekdays at 07:00 Europe/Berlin").waitFor();
-    expect(await preview.getByText(/Next three: .*07:00 Europe\/Berlin · .*07:00 Europe\/Berlin · .*07:00 Europe\/Berlin/).isVisible()).toBe(true);
+    expect(
+      await preview
+        .getByText(/Next three: .*07:00 Europe\/Berlin · .*07:00 Europe\/Berlin · .*07:00 Europe\/Berlin/)
+        .isVisible(),
+    ).toBe(true);
     expect(await preview.getByText("Last run: none yet").isVisible()).toBe(true);
 
     await form.getByLabel("What should change? (optional)").fill("Brief me only on big price moves");
@@ -130,7 +151,9 @@ describe("team and agent settings in the browser", () => {
       .poll(() => form.getByRole("textbox", { name: /^Instructions/ }).inputValue(), { timeout: 20_000 })
       .toContain("more than 5 %")
       .catch(async (error: unknown) => {
-        throw new Error(`No revision; the form says: ${await form.innerText()}\n${app.output().slice(-3000)}`, { cause: error });
+        throw new Error(`No revision; the form says: ${await form.innerText()}\n${app.output().slice(-3000)}`, {
+          cause: error,
+        });
       });
     const draftRequest = fake.requests.find((request) => request.response_format);
     expect(JSON.stringify(draftRequest?.messages)).toContain("Brief me only on big price moves");
@@ -139,8 +162,14 @@ describe("team and agent settings in the browser", () => {
 
     await form.getByRole("button", { name: "Save" }).click();
     await page.getByRole("button", { name: "Edit Heat Lead" }).waitFor();
-    const { body } = await call<{ agent: { model: string; schedule: string; scheduleTimeZone: string; instructions: string } }>(`/api/agents/${world.lead}`);
-    expect(body.agent).toMatchObject({ model: "llama-3.2-3b", schedule: "0 7 * * 1-5", scheduleTimeZone: "Europe/Berlin" });
+    const { body } = await call<{
+      agent: { model: string; schedule: string; scheduleTimeZone: string; instructions: string };
+    }>(`/api/agents/${world.lead}`);
+    expect(body.agent).toMatchObject({
+      model: "llama-3.2-3b",
+      schedule: "0 7 * * 1-5",
+      scheduleTimeZone: "Europe/Berlin",
+    });
     expect(body.agent.instructions).toContain("Cite every source.");
     const schedule = page.getByLabel("Schedule", { exact: true });
     // The card shows the saved schedule once the page's data is refreshed.
@@ -156,7 +185,12 @@ describe("team and agent settings in the browser", () => {
     await open(`/teams/${world.team}/agents`);
     await page.getByRole("button", { name: "Pause team" }).click();
     await page.getByText("This team is paused", { exact: false }).waitFor();
-    expect(await page.getByLabel("Schedule", { exact: true }).getByText("paused (weekdays at 07:00 Europe/Berlin when resumed)").isVisible()).toBe(true);
+    expect(
+      await page
+        .getByLabel("Schedule", { exact: true })
+        .getByText("paused (weekdays at 07:00 Europe/Berlin when resumed)")
+        .isVisible(),
+    ).toBe(true);
     await shoot(page, "settings-team-paused");
     await shootRegion(page.getByRole("article", { name: "Heat Lead" }), "settings-lead-card-paused");
     await page.getByRole("button", { name: "Resume team" }).click();
@@ -171,19 +205,43 @@ describe("team and agent settings in the browser", () => {
     await assign.getByRole("button", { name: "Assign task" }).click();
     await page.locator(".task-title", { hasText: "Compare three heat pump models" }).first().waitFor();
     // The worker takes it up with the fake model and completes it.
-    await expect.poll(async () => (await database.db.select().from(tasks).where(eq(tasks.title, "Compare three heat pump models")))[0]?.status, { timeout: 30_000 }).toBe("completed");
+    await expect
+      .poll(
+        async () =>
+          (await database.db.select().from(tasks).where(eq(tasks.title, "Compare three heat pump models")))[0]?.status,
+        { timeout: 30_000 },
+      )
+      .toBe("completed");
 
-    const failed = await createTask(database.db, { agentId: world.scout, source: "lead", title: "Check the dealer list" });
-    await database.db.update(tasks).set({ status: "failed", result: "The model server failed (HTTP 500)." }).where(eq(tasks.id, failed.id));
+    const failed = await createTask(database.db, {
+      agentId: world.scout,
+      source: "lead",
+      title: "Check the dealer list",
+    });
+    await database.db
+      .update(tasks)
+      .set({ status: "failed", result: "The model server failed (HTTP 500)." })
+      .where(eq(tasks.id, failed.id));
     const root = await createTask(database.db, { agentId: world.lead, source: "user", title: "Heat pump report" });
-    const child = await createTask(database.db, { agentId: world.scout, source: "lead", title: "Find installers", parentTaskId: root.id });
-    await database.db.update(tasks).set({ status: "completed", result: "Twelve installers in Berlin." }).where(eq(tasks.id, child.id));
+    const child = await createTask(database.db, {
+      agentId: world.scout,
+      source: "lead",
+      title: "Find installers",
+      parentTaskId: root.id,
+    });
+    await database.db
+      .update(tasks)
+      .set({ status: "completed", result: "Twelve installers in Berlin." })
+      .where(eq(tasks.id, child.id));
     await database.db.update(tasks).set({ status: "completed", result: "Report sent." }).where(eq(tasks.id, root.id));
 
     await open(`/agents/${world.scout}`);
     await page.getByRole("button", { name: "Retry task “Check the dealer list”" }).click();
     await expect
-      .poll(async () => (await database.db.select().from(tasks).where(eq(tasks.title, "Check the dealer list"))).length, { timeout: 10_000 })
+      .poll(
+        async () => (await database.db.select().from(tasks).where(eq(tasks.title, "Check the dealer list"))).length,
+        { timeout: 10_000 },
+      )
       .toBe(2);
     expect(await getTask(database.db, failed.id)).toMatchObject({ status: "failed" });
     await shoot(page, "settings-agent-tasks");

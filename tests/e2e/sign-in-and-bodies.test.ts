@@ -28,7 +28,10 @@ beforeAll(async () => {
   app = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: PASSWORD, TRUST_PROXY: "1" }, ["--web-only"]);
   const signedIn = await signIn(app, PASSWORD, { "x-forwarded-for": "198.51.100.20" });
   expect(signedIn.status).toBe(200);
-  Object.assign(owner, { session: cookieOf(signedIn.cookies, "cadre_session"), device: cookieOf(signedIn.cookies, "cadre_device") });
+  Object.assign(owner, {
+    session: cookieOf(signedIn.cookies, "cadre_session"),
+    device: cookieOf(signedIn.cookies, "cadre_device"),
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -38,14 +41,23 @@ afterAll(async () => {
 
 type SignInAnswer = { status: number; retryAfter: string | null; message: string; cookies: string[] };
 
-async function signIn(server: AppServer, password: string, headers: Record<string, string> = {}): Promise<SignInAnswer> {
+async function signIn(
+  server: AppServer,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<SignInAnswer> {
   const response = await fetch(`${server.url}/api/auth/sign-in`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ password }),
   });
   const body = (await response.json()) as { error?: { message: string } };
-  return { status: response.status, retryAfter: response.headers.get("retry-after"), message: body.error?.message ?? "", cookies: response.headers.getSetCookie() };
+  return {
+    status: response.status,
+    retryAfter: response.headers.get("retry-after"),
+    message: body.error?.message ?? "",
+    cookies: response.headers.getSetCookie(),
+  };
 }
 
 /** `name=value` of the cookie called `name` among Set-Cookie values. */
@@ -73,12 +85,24 @@ type HalfSent = { answer: Promise<Answer>; request: http.ClientRequest };
  * A request whose body is half-sent and never finished: 50 000 bytes of a declared 100 000
  * (or of a chunked body). The path is sent exactly as written. The caller ends it (destroy).
  */
-function sendHalf(server: AppServer, method: string, pathname: string, options: { headers?: Record<string, string>; chunked?: boolean } = {}): HalfSent {
+function sendHalf(
+  server: AppServer,
+  method: string,
+  pathname: string,
+  options: { headers?: Record<string, string>; chunked?: boolean } = {},
+): HalfSent {
   const started = Date.now();
-  const headers = { "content-type": "application/json", ...(options.chunked ? { "transfer-encoding": "chunked" } : { "content-length": "100000" }), ...options.headers };
+  const headers = {
+    "content-type": "application/json",
+    ...(options.chunked ? { "transfer-encoding": "chunked" } : { "content-length": "100000" }),
+    ...options.headers,
+  };
   const request = http.request(`${server.url}/`, { method, path: pathname, headers, agent: false });
   const answer = new Promise<Answer>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within 10 s to ${method} ${pathname} while its body was half-sent`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`no answer within 10 s to ${method} ${pathname} while its body was half-sent`)),
+      10_000,
+    );
     request.on("response", (response) => {
       let body = "";
       response.setEncoding("utf8");
@@ -104,7 +128,10 @@ describe("signing in while someone guesses", () => {
   it("holds one address back after 5 wrong passwords, even when the 6th is right", async () => {
     const address = { "x-forwarded-for": "203.0.113.7" };
     for (let guess = 1; guess <= 5; guess++) expect((await signIn(app, `guess ${guess}`, address)).status).toBe(401);
-    expectHeldBack(await signIn(app, PASSWORD, address), /^Too many wrong passwords from this address\. Try again in \d+ seconds?; until then no password from it is checked\.$/);
+    expectHeldBack(
+      await signIn(app, PASSWORD, address),
+      /^Too many wrong passwords from this address\. Try again in \d+ seconds?; until then no password from it is checked\.$/,
+    );
   });
 
   it("does not stop the person who signed in before while an attacker rotates addresses at 20+ wrong passwords a minute", async () => {
@@ -113,7 +140,11 @@ describe("signing in while someone guesses", () => {
     for (let guess = 0; guess < 30; guess++) {
       const answer = await signIn(app, `guess ${guess}`, { "x-forwarded-for": `192.0.2.${guess}` });
       statuses.push(answer.status);
-      if (answer.status === 429) expectHeldBack(answer, /browsers that have not signed in here before.*A browser that has signed in here before can still sign in\./);
+      if (answer.status === 429)
+        expectHeldBack(
+          answer,
+          /browsers that have not signed in here before.*A browser that has signed in here before can still sign in\./,
+        );
     }
     const attackSeconds = (Date.now() - started) / 1000;
     expect(attackSeconds).toBeLessThan(60); // 30 wrong passwords within a minute
@@ -123,7 +154,10 @@ describe("signing in while someone guesses", () => {
     expect(wrong).toBeLessThanOrEqual(20);
     expect(statuses.slice(wrong).every((status) => status === 429)).toBe(true);
     // A stranger is held back now, right password or not ...
-    expectHeldBack(await signIn(app, PASSWORD, { "x-forwarded-for": "198.51.100.21" }), /A browser that has signed in here before can still sign in\./);
+    expectHeldBack(
+      await signIn(app, PASSWORD, { "x-forwarded-for": "198.51.100.21" }),
+      /A browser that has signed in here before can still sign in\./,
+    );
     // ... but the person's browser signs in, from its own address or a new one.
     for (const address of ["198.51.100.20", "198.51.100.99"]) {
       const again = await signIn(app, PASSWORD, { "x-forwarded-for": address, cookie: owner.device });
@@ -131,7 +165,9 @@ describe("signing in while someone guesses", () => {
       const session = cookieOf(again.cookies, "cadre_session");
       expect((await fetch(`${app.url}/api/teams`, { headers: { cookie: session } })).status).toBe(200);
     }
-    console.log(`[sign-in] ${statuses.length} wrong passwords from as many addresses in ${attackSeconds.toFixed(1)} s: ${wrong} answered 401, ${statuses.length - wrong} held back (429); the known browser signed in twice meanwhile`);
+    console.log(
+      `[sign-in] ${statuses.length} wrong passwords from as many addresses in ${attackSeconds.toFixed(1)} s: ${wrong} answered 401, ${statuses.length - wrong} held back (429); the known browser signed in twice meanwhile`,
+    );
   });
 
   describe("without TRUST_PROXY", () => {
@@ -146,7 +182,10 @@ describe("signing in while someone guesses", () => {
         const forged = { "x-forwarded-for": `10.0.0.${guess}`, "x-cadre-client-address": `10.1.0.${guess}` };
         expect((await signIn(direct, `guess ${guess}`, forged)).status).toBe(401);
       }
-      expectHeldBack(await signIn(direct, PASSWORD, { "x-forwarded-for": "10.0.0.99", "x-cadre-client-address": "10.1.0.99" }), /from this address/);
+      expectHeldBack(
+        await signIn(direct, PASSWORD, { "x-forwarded-for": "10.0.0.99", "x-cadre-client-address": "10.1.0.99" }),
+        /from this address/,
+      );
       expect(direct.output()).toContain("[auth] failed sign-in from 127.0.0.1");
     });
   });
@@ -170,7 +209,11 @@ describe("bodies from strangers", () => {
         expect({ what, ms: ms < 3_000 }).toEqual({ what, ms: true });
         expect(request.writableEnded).toBe(false); // the rest of the body was never sent
         // The answer still carries the security headers, though the proxy did not write it.
-        expect({ what, frame: headers["x-frame-options"], csp: headers["content-security-policy"] }).toEqual({ what, frame: "DENY", csp: expect.stringContaining("default-src 'none'") });
+        expect({ what, frame: headers["x-frame-options"], csp: headers["content-security-policy"] }).toEqual({
+          what,
+          frame: "DENY",
+          csp: expect.stringContaining("default-src 'none'"),
+        });
         times.push(`${what} ${ms} ms`);
       } finally {
         request.destroy();
@@ -186,7 +229,11 @@ describe("bodies from strangers", () => {
     const sendWhole = () =>
       new Promise<number>((resolve, reject) => {
         let status = 0;
-        const request = http.request(`${app.url}/api/teams`, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": String(tenMegabytes) } });
+        const request = http.request(`${app.url}/api/teams`, {
+          method: "POST",
+          agent: false,
+          headers: { "content-type": "application/json", "content-length": String(tenMegabytes) },
+        });
         request.on("response", (response) => {
           status = response.statusCode ?? 0;
           response.resume();
@@ -228,10 +275,16 @@ describe("a client that gives up half-way through its body", () => {
       await pause(300);
       request.destroy();
     }
-    await expect.poll(() => app.output().slice(logBefore), { timeout: 10_000 }).toContain("[web] A client closed its connection before its request body had all arrived; the request was dropped.");
-    await expect.poll(() => app.output().slice(logBefore), { timeout: 10_000 }).toContain(
-      "[http] POST /api/teams: the request body stopped after 50,000 bytes (the client closed the connection); the request was dropped.",
-    );
+    await expect
+      .poll(() => app.output().slice(logBefore), { timeout: 10_000 })
+      .toContain(
+        "[web] A client closed its connection before its request body had all arrived; the request was dropped.",
+      );
+    await expect
+      .poll(() => app.output().slice(logBefore), { timeout: 10_000 })
+      .toContain(
+        "[http] POST /api/teams: the request body stopped after 50,000 bytes (the client closed the connection); the request was dropped.",
+      );
     await pause(500);
     const log = app.output().slice(logBefore);
     expect(log).not.toMatch(/ECONNRESET|Error: aborted|^\s+at /m);

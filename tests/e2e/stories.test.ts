@@ -9,9 +9,24 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parseLogInput } from "@/lib/agents/formats";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { lastUserText, startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
+import {
+  lastUserText,
+  startFakeOpenAI,
+  type FakeChatRequest,
+  type FakeOpenAI,
+  type FakeReply,
+} from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, callApi, launchChromium, screenshotDir, settle, shoot, startApp, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  callApi,
+  launchChromium,
+  screenshotDir,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+} from "./app-server";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 const usage = { prompt_tokens: 2400, completion_tokens: 120, cached_tokens: 1800 };
@@ -19,7 +34,12 @@ const usage = { prompt_tokens: 2400, completion_tokens: 120, cached_tokens: 1800
 const callsSoFar = (request: FakeChatRequest, name: string) =>
   request.messages.flatMap((message) => message.tool_calls ?? []).filter((call) => call.function.name === name).length;
 const reportsSoFar = (request: FakeChatRequest) =>
-  request.messages.filter((message) => message.role === "user" && typeof message.content === "string" && parseLogInput(message.content)?.kind === "report").length;
+  request.messages.filter(
+    (message) =>
+      message.role === "user" &&
+      typeof message.content === "string" &&
+      parseLogInput(message.content)?.kind === "report",
+  ).length;
 
 /** A research team, decided from each request alone. */
 function researchTeam(request: FakeChatRequest): FakeReply {
@@ -29,20 +49,43 @@ function researchTeam(request: FakeChatRequest): FakeReply {
   const last = request.messages.at(-1)!;
   const text = lastUserText(request);
   if (tools.includes("reportToLead")) {
-    const topic = /Angle: (.+)/.exec(request.messages.map((message) => (typeof message.content === "string" ? message.content : "")).join("\n"))?.[1] ?? "the topic";
-    if (callsSoFar(request, "tavilySearch") === 0) return { toolCalls: [{ name: "tavilySearch", arguments: { query: `${topic} 2026` } }], usage };
-    if (callsSoFar(request, "tavilySearch") === 1) return { toolCalls: [{ name: "tavilySearch", arguments: { query: `${topic} pilot lines` } }], usage };
-    if (callsSoFar(request, "readWebPage") === 0) return { toolCalls: [{ name: "readWebPage", arguments: { url: "https://example.com/solid-state" } }], usage };
+    const topic =
+      /Angle: (.+)/.exec(
+        request.messages.map((message) => (typeof message.content === "string" ? message.content : "")).join("\n"),
+      )?.[1] ?? "the topic";
+    if (callsSoFar(request, "tavilySearch") === 0)
+      return { toolCalls: [{ name: "tavilySearch", arguments: { query: `${topic} 2026` } }], usage };
+    if (callsSoFar(request, "tavilySearch") === 1)
+      return { toolCalls: [{ name: "tavilySearch", arguments: { query: `${topic} pilot lines` } }], usage };
+    if (callsSoFar(request, "readWebPage") === 0)
+      return { toolCalls: [{ name: "readWebPage", arguments: { url: "https://example.com/solid-state" } }], usage };
     if (callsSoFar(request, "addKnowledgeItem") === 0) {
-      return { toolCalls: [{ name: "addKnowledgeItem", arguments: { type: "fact", content: `On ${topic}: pilot cells reached 500 Wh/kg.`, confidence: 0.8 } }], usage };
+      return {
+        toolCalls: [
+          {
+            name: "addKnowledgeItem",
+            arguments: { type: "fact", content: `On ${topic}: pilot cells reached 500 Wh/kg.`, confidence: 0.8 },
+          },
+        ],
+        usage,
+      };
     }
     if (callsSoFar(request, "reportToLead") === 0) {
-      return { toolCalls: [{ name: "reportToLead", arguments: { result: `On ${topic}: pilot cells reached 500 Wh/kg; two pilot lines open in 2026.` } }], usage };
+      return {
+        toolCalls: [
+          {
+            name: "reportToLead",
+            arguments: { result: `On ${topic}: pilot cells reached 500 Wh/kg; two pilot lines open in 2026.` },
+          },
+        ],
+        usage,
+      };
     }
     return { text: "Reported.", usage };
   }
   if (last.role === "tool") {
-    if (callsSoFar(request, "createInboxItem") > 0) return { text: "Briefed the person on solid-state batteries.", usage };
+    if (callsSoFar(request, "createInboxItem") > 0)
+      return { text: "Briefed the person on solid-state batteries.", usage };
     return { text: "Asked Scout and Analyst; I will brief you when both have reported.", usage };
   }
   const input = parseLogInput(text);
@@ -70,8 +113,20 @@ function researchTeam(request: FakeChatRequest): FakeReply {
       .map((line) => UUID.exec(line)![0]);
     return {
       toolCalls: [
-        { id: "call_scout", name: "delegateToAgent", arguments: { agentId: scout, title: "Find the latest results", description: "Angle: solid-state results" } },
-        { id: "call_analyst", name: "delegateToAgent", arguments: { agentId: analyst, title: "Map the manufacturers", description: "Angle: solid-state manufacturers" } },
+        {
+          id: "call_scout",
+          name: "delegateToAgent",
+          arguments: { agentId: scout, title: "Find the latest results", description: "Angle: solid-state results" },
+        },
+        {
+          id: "call_analyst",
+          name: "delegateToAgent",
+          arguments: {
+            agentId: analyst,
+            title: "Map the manufacturers",
+            description: "Angle: solid-state manufacturers",
+          },
+        },
       ],
       usage,
     };
@@ -79,7 +134,8 @@ function researchTeam(request: FakeChatRequest): FakeReply {
   return { text: "Nothing to do.", usage };
 }
 
-const systemText = (request: FakeChatRequest) => String(request.messages.find((message) => message.role === "system")?.content ?? "");
+const systemText = (request: FakeChatRequest) =>
+  String(request.messages.find((message) => message.role === "system")?.content ?? "");
 
 let database: TestDatabase;
 let model: FakeOpenAI;
@@ -95,30 +151,53 @@ describe("A research request told as one story, in a browser", () => {
     database = await createTestDatabase();
     model = await startFakeOpenAI(researchTeam);
     tavily = await startFakeTavily();
-    app = await startApp({ DATABASE_URL: database.url, OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "sk-test", LLM_MODEL: "gpt-4o-mini", TAVILY_API_KEY: "tvly-test", TAVILY_BASE_URL: tavily.url });
+    app = await startApp({
+      DATABASE_URL: database.url,
+      OPENAI_BASE_URL: model.url,
+      OPENAI_API_KEY: "sk-test",
+      LLM_MODEL: "gpt-4o-mini",
+      TAVILY_API_KEY: "tvly-test",
+      TAVILY_BASE_URL: tavily.url,
+    });
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
     page.setDefaultTimeout(15_000);
 
-    const call = <T>(pathname: string, body?: unknown) => callApi<T>(app.url, pathname, body === undefined ? {} : { method: "POST", body });
-    const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", { name: "Battery desk", mission: "Follow battery research.", leadName: "Ada" });
+    const call = <T>(pathname: string, body?: unknown) =>
+      callApi<T>(app.url, pathname, body === undefined ? {} : { method: "POST", body });
+    const created = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
+      name: "Battery desk",
+      mission: "Follow battery research.",
+      leadName: "Ada",
+    });
     expect(created.status).toBe(201);
     teamId = created.body.team.id;
-    for (const name of ["Scout", "Analyst"]) expect((await call(`/api/teams/${teamId}/agents`, { name, instructions: "You research." })).status).toBe(201);
-    const given = await call(`/api/agents/${created.body.lead.id}/tasks`, { title: "Research solid-state batteries", description: "What changed this year, and who makes them?" });
+    for (const name of ["Scout", "Analyst"])
+      expect((await call(`/api/teams/${teamId}/agents`, { name, instructions: "You research." })).status).toBe(201);
+    const given = await call(`/api/agents/${created.body.lead.id}/tasks`, {
+      title: "Research solid-state batteries",
+      description: "What changed this year, and who makes them?",
+    });
     expect(given.status).toBe(201);
     const deadline = Date.now() + 90_000;
     for (;;) {
-      const tasks = (await call<{ tasks: { status: string }[] }>(`/api/agents/${created.body.lead.id}/tasks`)).body.tasks;
+      const tasks = (await call<{ tasks: { status: string }[] }>(`/api/agents/${created.body.lead.id}/tasks`)).body
+        .tasks;
       if (tasks.every((task) => task.status === "completed")) break;
-      if (Date.now() > deadline) throw new Error(`The lead's task did not complete:\n${app.output().split("\n").slice(-30).join("\n")}`);
+      if (Date.now() > deadline)
+        throw new Error(`The lead's task did not complete:\n${app.output().split("\n").slice(-30).join("\n")}`);
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
   }, 400_000);
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(screenshotDir, `failed-stories-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(screenshotDir, `failed-stories-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
     }
   });
 
@@ -140,8 +219,12 @@ describe("A research request told as one story, in a browser", () => {
     expect(text).toMatch(/You asked/);
     expect(text).toMatch(/\bDone\b/);
     expect(text).toMatch(/Ada delegated 2 tasks, sent a briefing\./);
-    expect(text).toMatch(/Scout worked on “Find the latest results”: searched the web twice, read 1 page, saved 1 fact\./);
-    expect(text).toMatch(/Analyst worked on “Map the manufacturers”: searched the web twice, read 1 page, saved 1 fact\./);
+    expect(text).toMatch(
+      /Scout worked on “Find the latest results”: searched the web twice, read 1 page, saved 1 fact\./,
+    );
+    expect(text).toMatch(
+      /Analyst worked on “Map the manufacturers”: searched the web twice, read 1 page, saved 1 fact\./,
+    );
     expect(text.match(/Reported: On solid-state/g)).toHaveLength(2);
     expect(text).toMatch(/Briefing: Solid-state batteries: pilot lines open/);
     // Priced at gpt-4o-mini's list price: the story and each part say what they cost.

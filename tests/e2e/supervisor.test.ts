@@ -12,7 +12,12 @@ import { buildIfStale, startApp, type AppServer } from "./app-server";
 /** What Postgres answers a client when max_connections is reached (an ErrorResponse before authentication). */
 function tooManyClients(): Buffer {
   const fields = Buffer.concat(
-    [["S", "FATAL"], ["V", "FATAL"], ["C", "53300"], ["M", "sorry, too many clients already"]].map(([kind, text]) => Buffer.from(`${kind}${text}\0`)),
+    [
+      ["S", "FATAL"],
+      ["V", "FATAL"],
+      ["C", "53300"],
+      ["M", "sorry, too many clients already"],
+    ].map(([kind, text]) => Buffer.from(`${kind}${text}\0`)),
   );
   const body = Buffer.concat([fields, Buffer.from([0])]);
   const header = Buffer.alloc(5);
@@ -75,7 +80,9 @@ async function health(baseUrl: string): Promise<{ status: number; workersAlive: 
 
 /** The live workers' process ids, from their `workers` rows (id `host:pid`). */
 async function liveWorkerPids(sql: postgres.Sql): Promise<number[]> {
-  const rows = await sql<{ id: string }[]>`select id from workers where stopped_at is null and heartbeat_at > now() - interval '5 seconds'`;
+  const rows = await sql<
+    { id: string }[]
+  >`select id from workers where stopped_at is null and heartbeat_at > now() - interval '5 seconds'`;
   return rows.map((row) => Number(row.id.split(":").at(-1)));
 }
 
@@ -105,7 +112,9 @@ describe("npm start when the worker dies or the database is not ready", () => {
     await database?.drop();
   }, 60_000);
 
-  it("waits for a database that refuses, then is full, with one line per attempt, then comes up", { timeout: 60_000 }, async () => {
+  it("waits for a database that refuses, then is full, with one line per attempt, then comes up", {
+    timeout: 60_000,
+  }, async () => {
     // Nothing listens at first; once start-up has said so, the door answers "too many clients";
     // once it has said that too, the door opens.
     const steps: Promise<void>[] = [];
@@ -124,43 +133,69 @@ describe("npm start when the worker dies or the database is not ready", () => {
     await Promise.all(steps);
     const output = app.output();
     expect(step).toBe(2);
-    expect(count(output, /^\[cadre\] Waiting for the database at .*: nothing answers there yet \(connection refused\); trying again in \d+ s \(attempt \d+\)\.$/)).toBeGreaterThanOrEqual(1);
-    expect(count(output, /^\[cadre\] Waiting for the database at .*: it has no connections to spare \(too many clients\); trying again in \d+ s \(attempt \d+\)\.$/)).toBeGreaterThanOrEqual(1);
+    expect(
+      count(
+        output,
+        /^\[cadre\] Waiting for the database at .*: nothing answers there yet \(connection refused\); trying again in \d+ s \(attempt \d+\)\.$/,
+      ),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      count(
+        output,
+        /^\[cadre\] Waiting for the database at .*: it has no connections to spare \(too many clients\); trying again in \d+ s \(attempt \d+\)\.$/,
+      ),
+    ).toBeGreaterThanOrEqual(1);
     expect(output).not.toMatch(/^\s+at /m); // no stack
     expect(output).toContain("[cadre] Migrations applied.");
     expect((await health(app.url)).status).toBe(200);
   });
 
-  it("starts a killed worker again while the web server keeps answering; the new one waits for a full database", { timeout: 60_000 }, async () => {
-    const [first] = await waitFor(async () => {
-      const pids = await liveWorkerPids(sql);
-      return pids.length === 1 && pids;
-    }, { timeoutMs: 20_000, what: "the first worker" });
+  it("starts a killed worker again while the web server keeps answering; the new one waits for a full database", {
+    timeout: 60_000,
+  }, async () => {
+    const [first] = await waitFor(
+      async () => {
+        const pids = await liveWorkerPids(sql);
+        return pids.length === 1 && pids;
+      },
+      { timeoutMs: 20_000, what: "the first worker" },
+    );
     process.kill(first!, "SIGKILL");
 
     // The web server answers all along, and a new worker comes up within the first wait (1 s) and its start.
     const started = Date.now();
-    const second = await waitFor(async () => {
-      expect((await health(app!.url)).status).toBe(200);
-      return (await liveWorkerPids(sql)).find((pid) => pid !== first);
-    }, { timeoutMs: 15_000, what: "a new worker after the kill" });
+    const second = await waitFor(
+      async () => {
+        expect((await health(app!.url)).status).toBe(200);
+        return (await liveWorkerPids(sql)).find((pid) => pid !== first);
+      },
+      { timeoutMs: 15_000, what: "a new worker after the kill" },
+    );
     expect(Date.now() - started).toBeLessThan(15_000);
     expect((await health(app!.url)).workersAlive).toBeGreaterThanOrEqual(1);
-    expect(app!.output()).toMatch(/^\[cadre\] The worker was killed \(SIGKILL\); starting it again in 1 s\. The web server keeps running\.$/m);
+    expect(app!.output()).toMatch(
+      /^\[cadre\] The worker was killed \(SIGKILL\); starting it again in 1 s\. The web server keeps running\.$/m,
+    );
 
     // Killed again while the database is full: the next worker says so in one line per attempt and waits.
     await door.listen("full");
     process.kill(second, "SIGKILL");
-    await waitFor(async () => /^\[worker\] Waiting for the database at .*too many clients.*\(attempt 1\)\.$/m.test(app!.output()), {
-      timeoutMs: 15_000,
-      what: "the restarted worker to wait for the full database",
-    });
+    await waitFor(
+      async () => /^\[worker\] Waiting for the database at .*too many clients.*\(attempt 1\)\.$/m.test(app!.output()),
+      {
+        timeoutMs: 15_000,
+        what: "the restarted worker to wait for the full database",
+      },
+    );
     expect([200, 503]).toContain((await health(app!.url)).status); // it answers (503 if it needed a new connection)
     await door.listen("open");
-    const third = await waitFor(async () => (await liveWorkerPids(sql)).find((pid) => pid !== first && pid !== second), {
-      timeoutMs: 20_000,
-      what: "a worker once the database has room",
-    });
+    const third = await waitFor(
+      async () => (await liveWorkerPids(sql)).find((pid) => pid !== first && pid !== second),
+      {
+        timeoutMs: 20_000,
+        what: "a worker once the database has room",
+      },
+    );
     expect(third).toBeGreaterThan(0);
     expect((await health(app!.url)).status).toBe(200);
     expect(app!.output()).not.toMatch(/^\s+at /m);

@@ -10,7 +10,16 @@ import { createInboxItem, getOrCreateConversation } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion, getQuestion } from "@/lib/db/queries/questions";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import { buildIfStale, callApi, launchChromium, settle, shoot, startApp, type ApiRequest, type AppServer } from "./app-server";
+import {
+  buildIfStale,
+  callApi,
+  launchChromium,
+  settle,
+  shoot,
+  startApp,
+  type ApiRequest,
+  type AppServer,
+} from "./app-server";
 
 let database: TestDatabase;
 let app: AppServer;
@@ -37,8 +46,16 @@ async function open(pathname: string): Promise<void> {
 const tabs = () => page.getByRole("navigation", { name: "Team sections" });
 const current = () => tabs().locator('a[aria-current="page"]');
 
-async function leadSettings(): Promise<{ schedule: string | null; scheduleTimeZone: string | null; model: string | null }> {
-  return (await call<{ agent: { schedule: string | null; scheduleTimeZone: string | null; model: string | null } }>(`/api/agents/${world.lead}`)).body.agent;
+async function leadSettings(): Promise<{
+  schedule: string | null;
+  scheduleTimeZone: string | null;
+  model: string | null;
+}> {
+  return (
+    await call<{ agent: { schedule: string | null; scheduleTimeZone: string | null; model: string | null } }>(
+      `/api/agents/${world.lead}`,
+    )
+  ).body.agent;
 }
 
 describe("the team page in sections", () => {
@@ -53,18 +70,39 @@ describe("the team page in sections", () => {
 
     const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
       method: "POST",
-      body: { name: "Sodium desk", mission: "Follow **sodium-ion** batteries: prices, plants and the people who build them.", leadName: "Ada" },
+      body: {
+        name: "Sodium desk",
+        mission: "Follow **sodium-ion** batteries: prices, plants and the people who build them.",
+        leadName: "Ada",
+      },
     });
     expect(team.status).toBe(201);
     const scout = await call<{ agent: { id: string } }>(`/api/teams/${team.body.team.id}/agents`, {
       method: "POST",
-      body: { name: "Scout", instructions: "You search the web and report with sources.", parentAgentId: team.body.lead.id },
+      body: {
+        name: "Scout",
+        instructions: "You search the web and report with sources.",
+        parentAgentId: team.body.lead.id,
+      },
     });
     Object.assign(world, { team: team.body.team.id, lead: team.body.lead.id, scout: scout.body.agent.id });
 
     // What the Overview gathers: the lead's question, Scout's held search, and a briefing.
-    const question = await createQuestion(database.db, { agentId: world.lead, taskId: null, recipientAgentId: null, question: "Should I include plants in China?" });
-    await createInboxItem(database.db, { teamId: world.team, agentId: world.lead, type: "question", title: "Ada asks", summary: question.question, content: question.question, questionId: question.id });
+    const question = await createQuestion(database.db, {
+      agentId: world.lead,
+      taskId: null,
+      recipientAgentId: null,
+      question: "Should I include plants in China?",
+    });
+    await createInboxItem(database.db, {
+      teamId: world.team,
+      agentId: world.lead,
+      type: "question",
+      title: "Ada asks",
+      summary: question.question,
+      content: question.question,
+      questionId: question.id,
+    });
     const log = await getOrCreateConversation(database.db, world.scout, "background");
     const approval = await createApproval(database.db, {
       teamId: world.team,
@@ -76,8 +114,23 @@ describe("the team page in sections", () => {
       input: { query: "sodium-ion cell prices 2026" },
       reason: "",
     });
-    await createInboxItem(database.db, { teamId: world.team, agentId: world.scout, type: "approval", title: "Scout wants to search the web", summary: "", content: "", approvalId: approval!.id });
-    await createInboxItem(database.db, { teamId: world.team, agentId: world.lead, type: "briefing", title: "An older briefing", summary: "Old news.", content: "Old news." });
+    await createInboxItem(database.db, {
+      teamId: world.team,
+      agentId: world.scout,
+      type: "approval",
+      title: "Scout wants to search the web",
+      summary: "",
+      content: "",
+      approvalId: approval!.id,
+    });
+    await createInboxItem(database.db, {
+      teamId: world.team,
+      agentId: world.lead,
+      type: "briefing",
+      title: "An older briefing",
+      summary: "Old news.",
+      content: "Old news.",
+    });
     const briefing = await createInboxItem(database.db, {
       teamId: world.team,
       agentId: world.lead,
@@ -102,9 +155,12 @@ describe("the team page in sections", () => {
       await page.getByRole("heading", { level: 2, name: section.heading, exact: true }).waitFor();
       expect(await current().count(), section.label).toBe(1);
       expect(await current().textContent()).toBe(section.label);
-      expect(await page.title()).toBe(section.label === "Overview" ? "Sodium desk · Cadre" : `${section.label} · Sodium desk · Cadre`);
+      expect(await page.title()).toBe(
+        section.label === "Overview" ? "Sodium desk · Cadre" : `${section.label} · Sodium desk · Cadre`,
+      );
       // The shared header on every section: pause, the lead's chat, the timeline.
-      for (const name of ["Chat with the lead", "Timeline"]) expect(await page.getByRole("link", { name, exact: true }).isVisible(), `${section.label}: ${name}`).toBe(true);
+      for (const name of ["Chat with the lead", "Timeline"])
+        expect(await page.getByRole("link", { name, exact: true }).isVisible(), `${section.label}: ${name}`).toBe(true);
       expect(await page.getByRole("button", { name: "Pause team" }).isVisible()).toBe(true);
     }
   });
@@ -123,7 +179,11 @@ describe("the team page in sections", () => {
   });
 
   it("answers an unknown or malformed team with the not-found page on every section", async () => {
-    for (const path of ["/teams/not-a-team/settings", "/teams/00000000-0000-4000-8000-000000000000/agents", "/teams/00000000-0000-4000-8000-000000000000"]) {
+    for (const path of [
+      "/teams/not-a-team/settings",
+      "/teams/00000000-0000-4000-8000-000000000000/agents",
+      "/teams/00000000-0000-4000-8000-000000000000",
+    ]) {
       // A 404 (tests/e2e/not-found-status.test.ts); what the person sees is the not-found page, without the team's header.
       await open(path);
       await page.getByRole("heading", { level: 1, name: "Not found" }).waitFor();
@@ -138,13 +198,18 @@ describe("the team page in sections", () => {
     expect(await waiting.getByRole("textbox", { name: "Answer" }).isVisible()).toBe(true);
     const held = waiting.locator("article.approval");
     expect(await held.getByText("sodium-ion cell prices 2026").first().isVisible()).toBe(true);
-    for (const name of ["Approve", "Edit and approve", "Deny"]) expect(await held.getByRole("button", { name, exact: true }).isVisible()).toBe(true);
+    for (const name of ["Approve", "Edit and approve", "Deny"])
+      expect(await held.getByRole("button", { name, exact: true }).isVisible()).toBe(true);
 
     const latest = page.getByRole("region", { name: "Latest briefing" });
     expect(await latest.getByText("An older briefing").count()).toBe(0);
-    expect(await latest.getByRole("link", { name: "Sodium-ion cell prices fell 8 %" }).getAttribute("href")).toBe(`/inbox/${world.briefing}`);
+    expect(await latest.getByRole("link", { name: "Sodium-ion cell prices fell 8 %" }).getAttribute("href")).toBe(
+      `/inbox/${world.briefing}`,
+    );
     expect(await latest.getByText("two new plants were announced", { exact: false }).isVisible()).toBe(true);
-    expect(await page.getByRole("region", { name: "Now" }).getByTestId(`activity-${world.scout}`).textContent()).toContain("idle");
+    expect(
+      await page.getByRole("region", { name: "Now" }).getByTestId(`activity-${world.scout}`).textContent(),
+    ).toContain("idle");
     expect(await page.getByRole("region", { name: "Spending" }).getByText("Tokens today").isVisible()).toBe(true);
     await shoot(page, "team-section-overview-waiting");
 
@@ -163,12 +228,27 @@ describe("the team page in sections", () => {
     expect(await held.getByRole("button", { name: "Approve", exact: true }).isVisible()).toBe(true);
 
     // A question that arrives while the Overview is open shows without a reload (live events).
-    const next = await createQuestion(database.db, { agentId: world.scout, taskId: null, recipientAgentId: null, question: "Euros or dollars?" });
-    await createInboxItem(database.db, { teamId: world.team, agentId: world.scout, type: "question", title: "Scout asks", summary: next.question, content: next.question, questionId: next.id });
+    const next = await createQuestion(database.db, {
+      agentId: world.scout,
+      taskId: null,
+      recipientAgentId: null,
+      question: "Euros or dollars?",
+    });
+    await createInboxItem(database.db, {
+      teamId: world.team,
+      agentId: world.scout,
+      type: "question",
+      title: "Scout asks",
+      summary: next.question,
+      content: next.question,
+      questionId: next.id,
+    });
     await waiting.getByText("Euros or dollars?").waitFor({ timeout: 20_000 });
   });
 
-  it("saves the lead's schedule from presets as the cron they stand for, read back through the API", { timeout: 60_000 }, async () => {
+  it("saves the lead's schedule from presets as the cron they stand for, read back through the API", {
+    timeout: 60_000,
+  }, async () => {
     await open(`/teams/${world.team}/settings`);
     const form = page.getByRole("form", { name: "The lead's schedule" });
     const runs = form.getByLabel("Runs");
@@ -177,8 +257,18 @@ describe("the team page in sections", () => {
     expect(await runs.inputValue()).toBe("default");
 
     const cases: { pick: string; set: () => Promise<void>; reads: string; cron: string }[] = [
-      { pick: "Every day", set: () => form.getByLabel("Time", { exact: true }).fill("06:30"), reads: "every day at 06:30 Europe/Berlin", cron: "30 6 * * *" },
-      { pick: "Weekdays (Monday to Friday)", set: () => form.getByLabel("Time", { exact: true }).fill("18:00"), reads: "weekdays at 18:00 Europe/Berlin", cron: "0 18 * * 1-5" },
+      {
+        pick: "Every day",
+        set: () => form.getByLabel("Time", { exact: true }).fill("06:30"),
+        reads: "every day at 06:30 Europe/Berlin",
+        cron: "30 6 * * *",
+      },
+      {
+        pick: "Weekdays (Monday to Friday)",
+        set: () => form.getByLabel("Time", { exact: true }).fill("18:00"),
+        reads: "weekdays at 18:00 Europe/Berlin",
+        cron: "0 18 * * 1-5",
+      },
       {
         pick: "Once a week",
         set: async () => {
@@ -188,8 +278,18 @@ describe("the team page in sections", () => {
         reads: "every Wednesday at 09:15 Europe/Berlin",
         cron: "15 9 * * 3",
       },
-      { pick: "Every hour", set: () => form.getByLabel("Minutes past the hour").fill("0"), reads: "every hour on the hour", cron: "0 * * * *" },
-      { pick: "Advanced (cron)", set: () => form.getByLabel("Cron").fill("*/30 * * * *"), reads: "every 30 minutes", cron: "*/30 * * * *" },
+      {
+        pick: "Every hour",
+        set: () => form.getByLabel("Minutes past the hour").fill("0"),
+        reads: "every hour on the hour",
+        cron: "0 * * * *",
+      },
+      {
+        pick: "Advanced (cron)",
+        set: () => form.getByLabel("Cron").fill("*/30 * * * *"),
+        reads: "every 30 minutes",
+        cron: "*/30 * * * *",
+      },
     ];
     await form.getByLabel("Time zone").fill("Europe/Berlin");
     for (const each of cases) {
@@ -210,11 +310,15 @@ describe("the team page in sections", () => {
     expect(await save.isDisabled()).toBe(true);
 
     // A stored cron a preset writes opens as that preset; anything else as advanced.
-    expect((await call(`/api/agents/${world.lead}`, { method: "PATCH", body: { schedule: "0 8 * * 1-5" } })).status).toBe(200);
+    expect(
+      (await call(`/api/agents/${world.lead}`, { method: "PATCH", body: { schedule: "0 8 * * 1-5" } })).status,
+    ).toBe(200);
     await open(`/teams/${world.team}/settings`);
     expect(await runs.inputValue()).toBe("weekdays");
     expect(await form.getByLabel("Time", { exact: true }).inputValue()).toBe("08:00");
-    expect((await call(`/api/agents/${world.lead}`, { method: "PATCH", body: { schedule: "0 8 1 * *" } })).status).toBe(200);
+    expect((await call(`/api/agents/${world.lead}`, { method: "PATCH", body: { schedule: "0 8 1 * *" } })).status).toBe(
+      200,
+    );
     await open(`/teams/${world.team}/settings`);
     expect(await runs.inputValue()).toBe("advanced");
     expect(await form.getByLabel("Cron").inputValue()).toBe("0 8 1 * *");
@@ -245,7 +349,9 @@ describe("the team page in sections", () => {
       await form.getByLabel("Name").fill("Scout with a change never saved");
       await page.keyboard.press("Escape");
       await form.waitFor({ state: "detached" });
-      await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Edit Scout");
+      await expect
+        .poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label")))
+        .toBe("Edit Scout");
       expect(await page.getByRole("link", { name: "Scout", exact: true }).isVisible()).toBe(true);
     }
     await page.setViewportSize({ width: 1440, height: 900 });

@@ -9,7 +9,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem } from "@/lib/db/queries";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
-import { buildIfStale, launchChromium, screenshotDir as shots, settle, shoot, startApp, type AppServer, callApi, type ApiRequest } from "./app-server";
+import {
+  buildIfStale,
+  launchChromium,
+  screenshotDir as shots,
+  settle,
+  shoot,
+  startApp,
+  type AppServer,
+  callApi,
+  type ApiRequest,
+} from "./app-server";
 
 const LIVE = 30_000; // the worker's sessions come first on a loaded machine
 
@@ -32,7 +42,8 @@ async function waitFor(what: string, check: () => Promise<boolean>): Promise<voi
 }
 
 type ApiTask = { id: string; title: string; status: string };
-const tasksOf = async (agentId: string) => (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
+const tasksOf = async (agentId: string) =>
+  (await call<{ tasks: ApiTask[] }>(`/api/agents/${agentId}/tasks`)).body.tasks;
 
 describe("The team timeline and the session trace, in a browser", () => {
   beforeAll(async () => {
@@ -50,22 +61,44 @@ describe("The team timeline and the session trace, in a browser", () => {
       body: { name: "Grid desk", mission: "Follow grid-scale storage.", leadName: "Ada" },
     });
     expect(created.status).toBe(201);
-    const scout = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, { method: "POST", body: { name: "Scout", instructions: "You research." } });
+    const scout = await call<{ agent: { id: string } }>(`/api/teams/${created.body.team.id}/agents`, {
+      method: "POST",
+      body: { name: "Scout", instructions: "You research." },
+    });
     expect(scout.status).toBe(201);
     team = { id: created.body.team.id, leadId: created.body.lead.id, scoutId: scout.body.agent.id };
     // Older history than the work below: what "Load older" has to reach.
     for (let i = 0; i < 60; i++) {
-      await createInboxItem(database.db, { teamId: team.id, agentId: team.leadId, type: "alert", title: `Old alert ${i}`, summary: "From before.", content: "From before." });
+      await createInboxItem(database.db, {
+        teamId: team.id,
+        agentId: team.leadId,
+        type: "alert",
+        title: `Old alert ${i}`,
+        summary: "From before.",
+        content: "From before.",
+      });
     }
-    const given = await call(`/api/agents/${team.leadId}/tasks`, { method: "POST", body: { title: "Research battery storage" } });
+    const given = await call(`/api/agents/${team.leadId}/tasks`, {
+      method: "POST",
+      body: { title: "Research battery storage" },
+    });
     expect(given.status).toBe(201);
-    await waitFor("the lead's task to complete", async () => (await tasksOf(team.leadId)).every((task) => task.status === "completed"));
-    await waitFor("the scout's task to complete", async () => (await tasksOf(team.scoutId)).some((task) => task.status === "completed"));
+    await waitFor("the lead's task to complete", async () =>
+      (await tasksOf(team.leadId)).every((task) => task.status === "completed"),
+    );
+    await waitFor("the scout's task to complete", async () =>
+      (await tasksOf(team.scoutId)).some((task) => task.status === "completed"),
+    );
   }, 400_000);
 
   afterEach(async (test) => {
     if (test.task.result?.state === "fail") {
-      await page?.screenshot({ path: path.join(shots, `failed-timeline-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`), fullPage: true }).catch(() => {});
+      await page
+        ?.screenshot({
+          path: path.join(shots, `failed-timeline-${test.task.name.replace(/\W+/g, "-").slice(0, 60)}.png`),
+          fullPage: true,
+        })
+        .catch(() => {});
       console.error(app?.output().split("\n").slice(-40).join("\n"));
     }
   });
@@ -102,8 +135,12 @@ describe("The team timeline and the session trace, in a browser", () => {
     const sessionOfDelegation = await delegation.getByRole("link", { name: "its session" }).getAttribute("href");
     expect(sessionOfDelegation).toMatch(/^\/sessions\/[0-9a-f-]{36}$/);
     expect(await report.getByRole("link", { name: "its session" }).getAttribute("href")).toBe(sessionOfDelegation);
-    const scoutEntry = entries.filter({ has: page.locator(".tl-agent", { hasText: "Scout" }) }).filter({ hasText: "tavilySearch" });
-    expect(await scoutEntry.getByRole("link", { name: "session trace" }).getAttribute("href")).toBe(sessionOfDelegation);
+    const scoutEntry = entries
+      .filter({ has: page.locator(".tl-agent", { hasText: "Scout" }) })
+      .filter({ hasText: "tavilySearch" });
+    expect(await scoutEntry.getByRole("link", { name: "session trace" }).getAttribute("href")).toBe(
+      sessionOfDelegation,
+    );
 
     // raw JSON only when a call is opened
     const search = scoutEntry.locator("details.tool").first();
@@ -144,7 +181,9 @@ describe("The team timeline and the session trace, in a browser", () => {
 
     await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps&agent=${team.scoutId}`);
     await settle(page);
-    expect(await page.getByRole("form", { name: "Filter the timeline" }).getByLabel("Agent").inputValue()).toBe(team.scoutId);
+    expect(await page.getByRole("form", { name: "Filter the timeline" }).getByLabel("Agent").inputValue()).toBe(
+      team.scoutId,
+    );
     const agents = await entries.locator(".tl-agent").allInnerTexts();
     expect(agents.length).toBeGreaterThan(3);
     expect(new Set(agents)).toEqual(new Set(["Scout"]));
@@ -184,7 +223,10 @@ describe("The team timeline and the session trace, in a browser", () => {
     const scoutTask = (await tasksOf(team.scoutId))[0]!;
     await page.goto(`${app.url}/teams/${team.id}/timeline?story=${scoutTask.id}`);
     await settle(page);
-    await page.getByRole("article", { name: "Research battery storage" }).getByRole("list", { name: /^Steps of/ }).waitFor();
+    await page
+      .getByRole("article", { name: "Research battery storage" })
+      .getByRole("list", { name: /^Steps of/ })
+      .waitFor();
     // A story that is not the team's says so, and the stories still show.
     await page.goto(`${app.url}/teams/${team.id}/timeline?story=00000000-0000-4000-8000-000000000000`);
     await settle(page);
@@ -196,9 +238,16 @@ describe("The team timeline and the session trace, in a browser", () => {
     await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps`);
     await settle(page);
     await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
-    const given = await call(`/api/agents/${team.leadId}/tasks`, { method: "POST", body: { title: "Research pumped hydro" } });
+    const given = await call(`/api/agents/${team.leadId}/tasks`, {
+      method: "POST",
+      body: { title: "Research pumped hydro" },
+    });
     expect(given.status).toBe(201);
-    const first = page.getByRole("list", { name: "Timeline, newest first" }).locator(":scope > li").filter({ hasText: "Research pumped hydro" }).first();
+    const first = page
+      .getByRole("list", { name: "Timeline, newest first" })
+      .locator(":scope > li")
+      .filter({ hasText: "Research pumped hydro" })
+      .first();
     await first.waitFor({ timeout: LIVE });
     // the work goes on and keeps arriving: the scout's report on the new task
     await page.locator(".tl-entry", { hasText: "Report from Scout" }).nth(1).waitFor({ timeout: LIVE });
@@ -208,14 +257,20 @@ describe("The team timeline and the session trace, in a browser", () => {
   it("opens a session's trace from the timeline: its model and tool calls as a waterfall, its outcome", async () => {
     await page.goto(`${app.url}/teams/${team.id}/timeline?view=steps&agent=${team.scoutId}&kind=work`);
     await settle(page);
-    await page.locator(".tl-entry", { hasText: "tavilySearch" }).last().getByRole("link", { name: "session trace" }).click();
+    await page
+      .locator(".tl-entry", { hasText: "tavilySearch" })
+      .last()
+      .getByRole("link", { name: "session trace" })
+      .click();
     await page.waitForURL(/\/sessions\/[0-9a-f-]{36}$/);
     await settle(page);
     await page.getByRole("heading", { name: /Work session of Scout/ }).waitFor();
     expect(await page.getByRole("heading", { level: 1 }).innerText()).toContain("completed");
     const outcome = page.getByRole("region", { name: "Outcome" });
     expect(await outcome.getByText("Tool calls").locator("xpath=..").innerText()).toMatch(/Tool calls\s*4/);
-    const rows = page.getByRole("list", { name: "Model calls, tool calls and events in time order" }).locator(":scope > li");
+    const rows = page
+      .getByRole("list", { name: "Model calls, tool calls and events in time order" })
+      .locator(":scope > li");
     const names = await rows.locator(".wf-title").allInnerTexts();
     // Tool calls read as what they did; the technical name opens with the call.
     const calls = names.filter((name) => !name.includes("offline"));
@@ -228,7 +283,9 @@ describe("The team timeline and the session trace, in a browser", () => {
     expect(await rows.filter({ hasText: "Extraction" }).count()).toBe(1);
     expect(await rows.filter({ hasText: "Task taken up" }).count()).toBe(1);
     // every bar says where it sits for a screen reader
-    const labels = await rows.locator(".wf-track").evaluateAll((tracks) => tracks.map((track) => track.getAttribute("aria-label") ?? ""));
+    const labels = await rows
+      .locator(".wf-track")
+      .evaluateAll((tracks) => tracks.map((track) => track.getAttribute("aria-label") ?? ""));
     expect(labels.every((label) => /\+\d/.test(label))).toBe(true);
     // a model call opens to its tokens and finish reason; a tool call to its arguments and result
     const model = rows.filter({ hasText: "Model call" }).first();

@@ -37,7 +37,9 @@ describe("a worker that keeps crashing", () => {
     await database?.drop();
   }, 60_000);
 
-  it("raises one alert with its last error, keeps trying, and the web server stays up", { timeout: 60_000 }, async () => {
+  it("raises one alert with its last error, keeps trying, and the web server stays up", {
+    timeout: 60_000,
+  }, async () => {
     const { team } = await createTeamFixture(database.db, { name: "Battery Lab" });
     const port = await freePort();
     // The supervisor `npm start` runs (scripts/start.ts), with a worker whose database does not
@@ -58,7 +60,14 @@ describe("a worker that keeps crashing", () => {
       );`;
     supervisor = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
       cwd: root,
-      env: { ...process.env, DATABASE_URL: database.url, BAD_WORKER_DATABASE_URL: badUrl.toString(), PORT: String(port), NEXT_TELEMETRY_DISABLED: "1", LEAD_SCHEDULE: "off" },
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        BAD_WORKER_DATABASE_URL: badUrl.toString(),
+        PORT: String(port),
+        NEXT_TELEMETRY_DISABLED: "1",
+        LEAD_SCHEDULE: "off",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     supervisor.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -67,23 +76,33 @@ describe("a worker that keeps crashing", () => {
 
     const alerts = () => database.sql<{ title: string; summary: string; teamId: string }[]>`
       select title, summary, team_id as "teamId" from inbox_items where type = 'alert' and dedupe_key like 'worker-crashing:%'`;
-    const [alert] = await waitFor(async () => {
-      const found = await alerts();
-      return found.length > 0 && found;
-    }, { timeoutMs: 45_000, what: "the alert that the worker keeps stopping" });
+    const [alert] = await waitFor(
+      async () => {
+        const found = await alerts();
+        return found.length > 0 && found;
+      },
+      { timeoutMs: 45_000, what: "the alert that the worker keeps stopping" },
+    );
     expect(alert!.teamId).toBe(team.id);
     expect(alert!.title).toBe("The background worker keeps stopping");
-    expect(alert!.summary).toMatch(/^It stopped 5 times in 10 minutes and is started again every 1 s\. Last: could not start: database "no_such_database" does not exist$/);
+    expect(alert!.summary).toMatch(
+      /^It stopped 5 times in 10 minutes and is started again every 1 s\. Last: could not start: database "no_such_database" does not exist$/,
+    );
 
     // It keeps trying; another exit raises nothing more, and the web server answers all along.
     const exitsSoFar = count(output, /^\[cadre\] The worker exited with code 1;/);
-    await waitFor(async () => count(output, /^\[cadre\] The worker exited with code 1;/) >= exitsSoFar + 1, { timeoutMs: 20_000, what: "another exit" });
+    await waitFor(async () => count(output, /^\[cadre\] The worker exited with code 1;/) >= exitsSoFar + 1, {
+      timeoutMs: 20_000,
+      what: "another exit",
+    });
     expect(await alerts()).toHaveLength(1);
     expect((await fetch(`${baseUrl}/api/health`)).status).toBe(200);
     expect(count(output, /^\[cadre\] The worker keeps stopping: the inbox has an alert about it\.$/)).toBe(1);
     expect(output).not.toMatch(/stopping the rest/);
     expect(output).not.toMatch(/^\s+at /m);
     // Each failed start is one line of the worker's.
-    expect(count(output, /^\[worker\] could not start: database "no_such_database" does not exist$/)).toBeGreaterThanOrEqual(6);
+    expect(
+      count(output, /^\[worker\] could not start: database "no_such_database" does not exist$/),
+    ).toBeGreaterThanOrEqual(6);
   });
 });

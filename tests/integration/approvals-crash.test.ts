@@ -19,7 +19,6 @@ import { waitFor } from "../support/worker-process";
 
 const KILLS = 16;
 
-
 /**
  * The lead plays as in teamPlay (delegates, briefs); Scout searches, then records two findings in ONE step
  * (two calls, each waiting for its own approval), then reports. Each finding's text is
@@ -39,8 +38,10 @@ function approvalPlay(request: FakeChatRequest): FakeReply {
       text: "Recording two findings.",
     };
   }
-  if (last.role === "tool" || /^The person decided/.test(text)) return { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings recorded." } }] };
-  if (/^(Task from|\(Resuming task)/.test(text)) return { toolCalls: [{ name: "tavilySearch", arguments: { query: "tidal power" } }] };
+  if (last.role === "tool" || /^The person decided/.test(text))
+    return { toolCalls: [{ name: "reportToLead", arguments: { result: "Findings recorded." } }] };
+  if (/^(Task from|\(Resuming task)/.test(text))
+    return { toolCalls: [{ name: "tavilySearch", arguments: { query: "tidal power" } }] };
   return { text: "Nothing to do." };
 }
 
@@ -50,14 +51,23 @@ const count = (query: ReturnType<typeof sql>) => fleet.count(query);
 type Decided = { approval: Approval; as: "approved" | "edited" | "denied" };
 
 describe("approvals under kill -9", () => {
-  it(`survive ${KILLS} killed workers: each decision reaches its call, approved calls run once, denied ones never`, { timeout: 300_000 }, async () => {
-    const teams = await Promise.all([0, 1, 2].map(() => createTeamFixture(fleet.database.db, { subordinates: ["Scout"] })));
-    for (const { team } of teams) await setToolPolicy(fleet.database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
+  it(`survive ${KILLS} killed workers: each decision reaches its call, approved calls run once, denied ones never`, {
+    timeout: 300_000,
+  }, async () => {
+    const teams = await Promise.all(
+      [0, 1, 2].map(() => createTeamFixture(fleet.database.db, { subordinates: ["Scout"] })),
+    );
+    for (const { team } of teams)
+      await setToolPolicy(fleet.database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
     let assigned = 0;
     const assign = async () => {
       const { lead } = teams[assigned % teams.length]!;
       assigned += 1;
-      await assignTask(fleet.database.db, fleet.jobs, { agentId: lead.id, source: "user", title: `Tidal power #${assigned}` });
+      await assignTask(fleet.database.db, fleet.jobs, {
+        agentId: lead.id,
+        source: "user",
+        title: `Tidal power #${assigned}`,
+      });
     };
     for (let i = 0; i < 6; i++) await assign();
 
@@ -82,7 +92,8 @@ describe("approvals under kill -9", () => {
           try {
             await decideApproval(fleet.database.db, fleet.jobs, approval.id, decision);
             decided.set(approval.id, { approval, as });
-            if (Math.random() < 0.2) await decideApproval(fleet.database.db, fleet.jobs, approval.id, { decision: "approve" });
+            if (Math.random() < 0.2)
+              await decideApproval(fleet.database.db, fleet.jobs, approval.id, { decision: "approve" });
           } catch (error) {
             if (!(error instanceof CadreError && error.code.startsWith("conflict:approval"))) throw error;
             secondDecisions += 1;
@@ -109,9 +120,13 @@ describe("approvals under kill -9", () => {
           (await count(sql`select count(*) as n from work_sessions where status = 'running'`)) === 0,
         { timeoutMs: 120_000, what: "every task final and every approval carried out" },
       ).catch(async (error) => {
-        const left = await fleet.database.db.execute(sql`select title, status from tasks where status not in ('completed','failed','cancelled')`);
+        const left = await fleet.database.db.execute(
+          sql`select title, status from tasks where status not in ('completed','failed','cancelled')`,
+        );
         const unresolved = await fleet.database.db.select().from(approvals).where(isNull(approvals.resolvedAt));
-        throw new Error(`${error.message}: tasks ${JSON.stringify(left)} approvals ${JSON.stringify(unresolved)}\n${fleet.live.map((w) => w.output.join("").slice(-1500)).join("\n---\n")}`);
+        throw new Error(
+          `${error.message}: tasks ${JSON.stringify(left)} approvals ${JSON.stringify(unresolved)}\n${fleet.live.map((w) => w.output.join("").slice(-1500)).join("\n---\n")}`,
+        );
       });
     } finally {
       deciding = false;
@@ -122,7 +137,8 @@ describe("approvals under kill -9", () => {
     let ranTwice = 0;
     let wrongCall = 0;
     let lost = 0;
-    const itemsWith = async (content: string) => (await fleet.database.db.select().from(knowledgeItems).where(eq(knowledgeItems.content, content))).length;
+    const itemsWith = async (content: string) =>
+      (await fleet.database.db.select().from(knowledgeItems).where(eq(knowledgeItems.content, content))).length;
     for (const approval of all) {
       const [result] = await fleet.database.db
         .select()

@@ -33,7 +33,12 @@ const PUBLIC: Record<string, number> = {
 };
 
 type Handler = (request: Request, context: { params: Promise<Record<string, string | string[]>> }) => Promise<Response>;
-type ApiRoute = { pattern: string; url: string; params: Record<string, string | string[]>; handlers: Partial<Record<(typeof METHODS)[number], Handler>> };
+type ApiRoute = {
+  pattern: string;
+  url: string;
+  params: Record<string, string | string[]>;
+  handlers: Partial<Record<(typeof METHODS)[number], Handler>>;
+};
 
 /** Every route.ts under src/app/api, so a new route cannot be forgotten. */
 function routeFiles(dir: string): string[] {
@@ -59,8 +64,14 @@ async function loadApiRoutes(): Promise<ApiRoute[]> {
     });
     const module = (await import(file)) as Record<string, unknown>;
     const handlers: ApiRoute["handlers"] = {};
-    for (const method of METHODS) if (typeof module[method] === "function") handlers[method] = module[method] as Handler;
-    routes.push({ pattern: `/api/${segments.join("/")}`, url: `${ORIGIN}/api/${urlSegments.join("/")}`, params, handlers });
+    for (const method of METHODS)
+      if (typeof module[method] === "function") handlers[method] = module[method] as Handler;
+    routes.push({
+      pattern: `/api/${segments.join("/")}`,
+      url: `${ORIGIN}/api/${urlSegments.join("/")}`,
+      params,
+      handlers,
+    });
   }
   return routes;
 }
@@ -89,9 +100,24 @@ afterAll(async () => {
   );
 });
 
-const figures = { routes: 0, handlers: 0, unauthorized: 0, forged: 0, open: 0, working: 0, foreignOrigin: 0, wrongBefore429: 0, proxy: 0 };
+const figures = {
+  routes: 0,
+  handlers: 0,
+  unauthorized: 0,
+  forged: 0,
+  open: 0,
+  working: 0,
+  foreignOrigin: 0,
+  wrongBefore429: 0,
+  proxy: 0,
+};
 
-function call(route: ApiRoute, method: (typeof METHODS)[number], headers: Record<string, string> = {}, init: RequestInit = {}): Promise<Response> {
+function call(
+  route: ApiRoute,
+  method: (typeof METHODS)[number],
+  headers: Record<string, string> = {},
+  init: RequestInit = {},
+): Promise<Response> {
   const request = new Request(route.url, { method, headers, ...init });
   return route.handlers[method]!(request, { params: Promise.resolve(route.params) });
 }
@@ -192,7 +218,8 @@ describe("signing in", () => {
     expect(warnings).toContain("[auth] failed sign-in from 203.0.113.7");
   });
 
-  const attempt = (password: string, headers: Record<string, string>) => signIn(signInRequest(password, headers), { params: Promise.resolve({}) });
+  const attempt = (password: string, headers: Record<string, string>) =>
+    signIn(signInRequest(password, headers), { params: Promise.resolve({}) });
 
   /** The message of a 429, after checking it carries Retry-After (1–60 s) and no cookie. */
   async function refused(response: Response): Promise<string> {
@@ -225,7 +252,9 @@ describe("signing in", () => {
       figures.wrongBefore429 += 1;
     }
     for (const password of ["guess 6", PASSWORD]) {
-      expect(await refused(await attempt(password, client))).toMatch(/^Too many wrong passwords from this address\. Try again in \d+ seconds?; until then no password from it is checked\.$/);
+      expect(await refused(await attempt(password, client))).toMatch(
+        /^Too many wrong passwords from this address\. Try again in \d+ seconds?; until then no password from it is checked\.$/,
+      );
     }
     // Another address is not locked out by this one.
     expect((await attempt(PASSWORD, from("203.0.113.8"))).status).toBe(200);
@@ -234,7 +263,9 @@ describe("signing in", () => {
   it("counts by the connection's address: an X-Forwarded-For of the client's own choosing changes nothing without TRUST_PROXY", async () => {
     signInThrottle.clear();
     for (let guess = 1; guess <= 5; guess++) {
-      expect((await attempt("wrong", { ...from("203.0.113.9"), "x-forwarded-for": `10.0.0.${guess}` })).status).toBe(401);
+      expect((await attempt("wrong", { ...from("203.0.113.9"), "x-forwarded-for": `10.0.0.${guess}` })).status).toBe(
+        401,
+      );
     }
     await refused(await attempt(PASSWORD, { ...from("203.0.113.9"), "x-forwarded-for": "10.0.0.99" }));
     signInThrottle.clear();
@@ -246,7 +277,8 @@ describe("signing in", () => {
     const device = deviceCookieOf(await attempt(PASSWORD, from("198.51.100.20")));
     // An attacker with a new address for every guess: after 20 in a minute, strangers wait.
     const { strangers } = signInThrottle.limits;
-    for (let guess = 0; guess < strangers; guess++) expect((await attempt("wrong", from(`192.0.2.${guess}`))).status).toBe(401);
+    for (let guess = 0; guess < strangers; guess++)
+      expect((await attempt("wrong", from(`192.0.2.${guess}`))).status).toBe(401);
     for (const password of ["wrong", PASSWORD]) {
       const message = await refused(await attempt(password, from("192.0.2.250")));
       expect(message).toContain("Too many wrong passwords from browsers that have not signed in here before");
@@ -272,7 +304,9 @@ describe("signing in", () => {
     for (let guess = 1; guess <= signInThrottle.limits.perDevice; guess++) {
       expect((await attempt("wrong", { ...from(`192.0.2.${guess}`), cookie: device })).status).toBe(401);
     }
-    expect(await refused(await attempt(PASSWORD, { ...from("198.51.100.30"), cookie: device }))).toMatch(/^Too many wrong passwords from this browser\. Try again in \d+ seconds?\.$/);
+    expect(await refused(await attempt(PASSWORD, { ...from("198.51.100.30"), cookie: device }))).toMatch(
+      /^Too many wrong passwords from this browser\. Try again in \d+ seconds?\.$/,
+    );
     // Its failures were not a stranger's: another browser at the same address still signs in.
     expect((await attempt(PASSWORD, from("198.51.100.30"))).status).toBe(200);
     signInThrottle.clear();
@@ -294,29 +328,53 @@ describe("signing in", () => {
     ]);
     const [pair, ...attributes] = cookie.split(";").map((part) => part.trim());
     expect(pair).toMatch(/^cadre_session=[A-Za-z0-9_-]{43}$/);
-    expect(attributes).toEqual(expect.arrayContaining(["Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${30 * 24 * 60 * 60}`]));
+    expect(attributes).toEqual(
+      expect.arrayContaining(["Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${30 * 24 * 60 * 60}`]),
+    );
     expect(attributes).not.toContain("Secure");
     const token = pair!.split("=")[1]!;
     const stored = await database.sql<{ token_hash: string }[]>`select token_hash from sessions`;
     expect(stored.some((row) => row.token_hash.includes(token))).toBe(false);
 
-    const overHttps = await signIn(signInRequest(PASSWORD, { "x-forwarded-proto": "https" }), { params: Promise.resolve({}) });
-    expect(overHttps.headers.getSetCookie()).toEqual([expect.stringMatching(/; Secure$/), expect.stringMatching(/; Secure$/)]);
+    const overHttps = await signIn(signInRequest(PASSWORD, { "x-forwarded-proto": "https" }), {
+      params: Promise.resolve({}),
+    });
+    expect(overHttps.headers.getSetCookie()).toEqual([
+      expect.stringMatching(/; Secure$/),
+      expect.stringMatching(/; Secure$/),
+    ]);
   });
 
   it("refuses bad sign-in bodies with 400, and a sign-in posted from another site with 403", async () => {
-    for (const body of ["{", JSON.stringify({}), JSON.stringify({ password: 42 }), JSON.stringify({ password: "x", user: "admin" })]) {
-      const response = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", headers: { "content-type": "application/json" }, body }), {
-        params: Promise.resolve({}),
-      });
+    for (const body of [
+      "{",
+      JSON.stringify({}),
+      JSON.stringify({ password: 42 }),
+      JSON.stringify({ password: "x", user: "admin" }),
+    ]) {
+      const response = await signIn(
+        new Request(`${ORIGIN}/api/auth/sign-in`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        }),
+        {
+          params: Promise.resolve({}),
+        },
+      );
       expect(response.status).toBe(400);
     }
     // The right password, but not sent as JSON (a form on another page could send this without a preflight): 415.
-    const asText = await signIn(new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", body: JSON.stringify({ password: PASSWORD }) }), { params: Promise.resolve({}) });
+    const asText = await signIn(
+      new Request(`${ORIGIN}/api/auth/sign-in`, { method: "POST", body: JSON.stringify({ password: PASSWORD }) }),
+      { params: Promise.resolve({}) },
+    );
     expect(asText.status).toBe(415);
     expect(await errorCode(asText)).toBe("unsupported_media_type:content_type");
     expect(asText.headers.get("set-cookie")).toBeNull();
-    const crossSite = await signIn(signInRequest(PASSWORD, { origin: "https://evil.example" }), { params: Promise.resolve({}) });
+    const crossSite = await signIn(signInRequest(PASSWORD, { origin: "https://evil.example" }), {
+      params: Promise.resolve({}),
+    });
     expect(crossSite.status).toBe(403);
     expect(crossSite.headers.get("set-cookie")).toBeNull();
   });
@@ -342,18 +400,29 @@ describe("signed in", () => {
 
   it("creates and reads a team", async () => {
     const cookie = await signedInCookie();
-    const created = await call(api("/api/teams"), "POST", { cookie, origin: ORIGIN, "content-type": "application/json" }, {
-      body: JSON.stringify({ name: "Signed in", mission: "Prove the cookie works." }),
-    });
+    const created = await call(
+      api("/api/teams"),
+      "POST",
+      { cookie, origin: ORIGIN, "content-type": "application/json" },
+      {
+        body: JSON.stringify({ name: "Signed in", mission: "Prove the cookie works." }),
+      },
+    );
     expect(created.status).toBe(201);
-    const { teams } = (await (await call(api("/api/teams"), "GET", { cookie })).json()) as { teams: { name: string }[] };
+    const { teams } = (await (await call(api("/api/teams"), "GET", { cookie })).json()) as {
+      teams: { name: string }[];
+    };
     expect(teams.map((team) => team.name)).toContain("Signed in");
   });
 
   it("refuses state-changing requests from a foreign or null Origin with 403, even with the cookie, and changes nothing", async () => {
     const cookie = await signedInCookie();
     const { team } = await createTeamFixture(database.db, { name: "Target" });
-    const teamRoute = { ...api("/api/teams/[teamId]"), url: `${ORIGIN}/api/teams/${team.id}`, params: { teamId: team.id } };
+    const teamRoute = {
+      ...api("/api/teams/[teamId]"),
+      url: `${ORIGIN}/api/teams/${team.id}`,
+      params: { teamId: team.id },
+    };
     const hostile: Record<string, string>[] = [
       { origin: "https://evil.example" },
       { origin: "null" },
@@ -363,7 +432,12 @@ describe("signed in", () => {
     const [before] = await database.sql`select count(*)::int as n from teams`;
     for (const headers of hostile) {
       const attempts = [
-        call(api("/api/teams"), "POST", { cookie, ...headers, "content-type": "text/plain" }, { body: JSON.stringify({ name: "CSRF", mission: "m" }) }),
+        call(
+          api("/api/teams"),
+          "POST",
+          { cookie, ...headers, "content-type": "text/plain" },
+          { body: JSON.stringify({ name: "CSRF", mission: "m" }) },
+        ),
         call(teamRoute, "PATCH", { cookie, ...headers }, { body: JSON.stringify({ name: "Renamed by evil" }) }),
         call(teamRoute, "DELETE", { cookie, ...headers }),
         call(api("/api/inbox/read-all"), "POST", { cookie, ...headers }),
@@ -389,10 +463,22 @@ describe("signed in", () => {
         }),
         { params: Promise.resolve({ teamId: team.id }) },
       );
-    const forged = await patch({ origin: "http://evil.example", host: "127.0.0.1:3000", "x-forwarded-host": "evil.example" });
+    const forged = await patch({
+      origin: "http://evil.example",
+      host: "127.0.0.1:3000",
+      "x-forwarded-host": "evil.example",
+    });
     expect(forged.status).toBe(403);
     expect(await errorCode(forged)).toBe("forbidden:origin");
-    expect((await patch({ origin: "https://cadre.example.org", host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org" })).status).toBe(403);
+    expect(
+      (
+        await patch({
+          origin: "https://cadre.example.org",
+          host: "127.0.0.1:3000",
+          "x-forwarded-host": "cadre.example.org",
+        })
+      ).status,
+    ).toBe(403);
     const [unchanged] = await database.sql`select name from teams where id = ${team.id}`;
     expect(unchanged!.name).toBe("Target");
     // Same origin, or behind a reverse proxy that passes the Host through, is fine.
@@ -401,16 +487,23 @@ describe("signed in", () => {
 
   it("sign-out ends the session (the old cookie stops working) and clears the cookie; a form post is sent to /sign-in", async () => {
     const cookie = await signedInCookie();
-    const response = await signOut(new Request(`${ORIGIN}/api/auth/sign-out`, { method: "POST", headers: { cookie, origin: ORIGIN } }), {
-      params: Promise.resolve({}),
-    });
+    const response = await signOut(
+      new Request(`${ORIGIN}/api/auth/sign-out`, { method: "POST", headers: { cookie, origin: ORIGIN } }),
+      {
+        params: Promise.resolve({}),
+      },
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("set-cookie")).toMatch(/^cadre_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0/);
     expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(401);
 
     const other = await signedInCookie();
     const form = await signOut(
-      new Request(`${ORIGIN}/api/auth/sign-out`, { method: "POST", headers: { cookie: other, "content-type": "application/x-www-form-urlencoded" }, body: "" }),
+      new Request(`${ORIGIN}/api/auth/sign-out`, {
+        method: "POST",
+        headers: { cookie: other, "content-type": "application/x-www-form-urlencoded" },
+        body: "",
+      }),
       { params: Promise.resolve({}) },
     );
     expect(form.status).toBe(303);
@@ -423,8 +516,13 @@ describe("pages", () => {
   it("the page check wants a live session", async () => {
     const cookie = await signedInCookie();
     const token = cookie.split("=")[1];
-    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: undefined })).toEqual({ allowed: false, reason: "sign-in" });
-    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: randomBytes(32).toString("base64url") })).toEqual({ allowed: false, reason: "sign-in" });
+    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: undefined })).toEqual({
+      allowed: false,
+      reason: "sign-in",
+    });
+    expect(
+      await auth.checkPageAccess({ host: "localhost:3000", sessionToken: randomBytes(32).toString("base64url") }),
+    ).toEqual({ allowed: false, reason: "sign-in" });
     expect(await auth.checkPageAccess({ host: "cadre.example.org", sessionToken: token })).toEqual({ allowed: true });
   });
 });
@@ -452,7 +550,13 @@ describe("proxy.ts", () => {
   });
 
   it("lets the public paths through: health, sign-in, sign-out, webhooks", async () => {
-    for (const [pathname, method] of [["/api/health", "GET"], ["/sign-in", "GET"], ["/api/auth/sign-in", "POST"], ["/api/auth/sign-out", "POST"], [`/api/hooks/${randomUUID()}`, "POST"]] as const) {
+    for (const [pathname, method] of [
+      ["/api/health", "GET"],
+      ["/sign-in", "GET"],
+      ["/api/auth/sign-in", "POST"],
+      ["/api/auth/sign-out", "POST"],
+      [`/api/hooks/${randomUUID()}`, "POST"],
+    ] as const) {
       expect(passedOn(await runProxy(pathname, {}, method)), pathname).toBe(true);
     }
   });
@@ -515,7 +619,9 @@ describe("listening address", () => {
       process.env.APP_PASSWORD = PASSWORD;
       log.mockRestore();
     }
-    expect(lines).toEqual(["[cadre] APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces."]);
+    expect(lines).toEqual([
+      "[cadre] APP_PASSWORD is not set: listening on 127.0.0.1 only. Set APP_PASSWORD to require sign-in and listen on all interfaces.",
+    ]);
     expect(readFileSync("scripts/start.ts", "utf8")).toMatch(/args: \["start", "--hostname", host,/);
     expect(readFileSync("scripts/dev.ts", "utf8")).toMatch(/args: \["dev", "--hostname", host,/);
   });

@@ -10,7 +10,13 @@ import { streamChatReply } from "@/lib/agents/chat";
 import { assignTask } from "@/lib/agents/tasks";
 import { getWorkLogPage } from "@/lib/work-log-page";
 import type { EngineDeps } from "@/lib/agents/engine-config";
-import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, listTasksByAgent } from "@/lib/db/queries";
+import {
+  appendMessages,
+  getAllMessages,
+  getBackgroundConversation,
+  getForegroundConversation,
+  listTasksByAgent,
+} from "@/lib/db/queries";
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
@@ -28,7 +34,8 @@ let api: Awaited<ReturnType<typeof loadRoutes>>;
 let engine: EngineDeps;
 
 beforeAll(async () => {
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
+    delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
@@ -43,7 +50,11 @@ const ORIGIN = "http://localhost:3000";
 const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 
 // any: each route names its own params
-async function get<T>(handler: (request: Request, context: any) => Promise<Response>, path: string, values: Record<string, string>) {
+async function get<T>(
+  handler: (request: Request, context: any) => Promise<Response>,
+  path: string,
+  values: Record<string, string>,
+) {
   const response = await handler(new Request(ORIGIN + path), params(values));
   return { status: response.status, body: (await response.json()) as T };
 }
@@ -67,11 +78,20 @@ function recordingModel(replies: ReturnType<typeof toolCallReply>[]) {
       const reply = answer(options);
       const parts: unknown[] = [{ type: "stream-start", warnings: [] }];
       for (const content of reply.content) {
-        if (content.type === "text") parts.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: content.text }, { type: "text-end", id: "t" });
+        if (content.type === "text")
+          parts.push(
+            { type: "text-start", id: "t" },
+            { type: "text-delta", id: "t", delta: content.text },
+            { type: "text-end", id: "t" },
+          );
         else parts.push(content);
       }
       parts.push({ type: "finish", finishReason: reply.finishReason, usage: reply.usage });
-      return { stream: new ReadableStream({ start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()) }) } as never;
+      return {
+        stream: new ReadableStream({
+          start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()),
+        }),
+      } as never;
     },
   });
   return { model, requests };
@@ -86,29 +106,64 @@ describe("a subordinate's chat", () => {
       toolCallReply("createTask", { title: "Dig into perovskite supply", agentId: lead.id }),
       toolCallReply("delegateToAgent", { agentId: subordinates[1]!.id, title: "Sneaky", description: "" }),
     ]);
-    await (await streamChatReply({ ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" }) }, scout.id, "please look into perovskite supply", new AbortController().signal)).text();
+    await (
+      await streamChatReply(
+        { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" }) },
+        scout.id,
+        "please look into perovskite supply",
+        new AbortController().signal,
+      )
+    ).text();
 
     expect(requests.length).toBe(3);
-    expect(offeredTools(requests[0]!).sort()).toEqual(["addKnowledgeItem", "createTask", "readWebPage", "searchKnowledge", "tavilySearch"]);
+    expect(offeredTools(requests[0]!).sort()).toEqual([
+      "addKnowledgeItem",
+      "createTask",
+      "readWebPage",
+      "searchKnowledge",
+      "tavilySearch",
+    ]);
     const createTask = requests[0]!.tools!.find((tool) => tool.name === "createTask")!;
-    expect(Object.keys((createTask as { inputSchema: { properties: object } }).inputSchema.properties).sort()).toEqual(["description", "title"]);
+    expect(Object.keys((createTask as { inputSchema: { properties: object } }).inputSchema.properties).sort()).toEqual([
+      "description",
+      "title",
+    ]);
     const system = promptText(requests[0]!.prompt);
     expect(system).toContain(`You are Scout, a member of the team`);
     expect(system).toContain(`Your lead is ${lead.name}`);
     expect(system).toContain("talking with the person you all work for, directly");
 
     // The task is its own, whatever id the model sent; the delegation found no tool.
-    expect((await listTasksByAgent(database.db, scout.id)).map((task) => task.title)).toEqual(["Dig into perovskite supply"]);
+    expect((await listTasksByAgent(database.db, scout.id)).map((task) => task.title)).toEqual([
+      "Dig into perovskite supply",
+    ]);
     expect(await listTasksByAgent(database.db, lead.id)).toEqual([]);
     expect(await listTasksByAgent(database.db, subordinates[1]!.id)).toEqual([]);
-    expect(promptText(requests[2]!.prompt)).toMatch(/no tool named delegateToAgent|delegateToAgent.*(not|unavailable)/i);
+    expect(promptText(requests[2]!.prompt)).toMatch(
+      /no tool named delegateToAgent|delegateToAgent.*(not|unavailable)/i,
+    );
   });
 
   it("leaves a lead's chat tools as they were: it sees its team and hands work to a subordinate", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const { model, requests } = recordingModel([toolCallReply("createTask", { title: "For Scout", agentId: subordinates[0]!.id })]);
-    await (await streamChatReply({ ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" }) }, lead.id, "please hand this on", new AbortController().signal)).text();
-    expect(offeredTools(requests[0]!).sort()).toEqual(["createTask", "getTeamStatus", "readWebPage", "searchKnowledge", "tavilySearch"]);
+    const { model, requests } = recordingModel([
+      toolCallReply("createTask", { title: "For Scout", agentId: subordinates[0]!.id }),
+    ]);
+    await (
+      await streamChatReply(
+        { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" }) },
+        lead.id,
+        "please hand this on",
+        new AbortController().signal,
+      )
+    ).text();
+    expect(offeredTools(requests[0]!).sort()).toEqual([
+      "createTask",
+      "getTeamStatus",
+      "readWebPage",
+      "searchKnowledge",
+      "tavilySearch",
+    ]);
     expect((await listTasksByAgent(database.db, subordinates[0]!.id)).map((task) => task.title)).toEqual(["For Scout"]);
   });
 });
@@ -119,13 +174,23 @@ describe("Retry", () => {
     const conversation = await getForegroundConversation(database.db, lead.id);
     const { model } = recordingModel([]);
     const deps = { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" as const }) };
-    const contents = async () => (await getAllMessages(database.db, conversation.id)).map((message) => `${message.role}: ${message.content}`);
+    const contents = async () =>
+      (await getAllMessages(database.db, conversation.id)).map((message) => `${message.role}: ${message.content}`);
     // the message is stored and the model fails: Retry stores nothing new but the answer
-    await appendMessages(database.db, conversation.id, [{ role: "user", content: "hello?" }, { role: "assistant", content: "(error: the model server did not answer)" }]);
+    await appendMessages(database.db, conversation.id, [
+      { role: "user", content: "hello?" },
+      { role: "assistant", content: "(error: the model server did not answer)" },
+    ]);
     await (await streamChatReply(deps, lead.id, "hello?", new AbortController().signal, { regenerate: true })).text();
-    expect(await contents()).toEqual(["user: hello?", "assistant: (error: the model server did not answer)", "assistant: Done."]);
+    expect(await contents()).toEqual([
+      "user: hello?",
+      "assistant: (error: the model server did not answer)",
+      "assistant: Done.",
+    ]);
     // the request failed on the way (nothing stored): Retry stores the message once, then answers
-    await (await streamChatReply(deps, lead.id, "are you there?", new AbortController().signal, { regenerate: true })).text();
+    await (
+      await streamChatReply(deps, lead.id, "are you there?", new AbortController().signal, { regenerate: true })
+    ).text();
     expect((await contents()).slice(3)).toEqual(["user: are you there?", "assistant: Done."]);
   });
 });
@@ -137,7 +202,10 @@ describe("GET /api/agents/:agentId/messages, paged at depth", () => {
     const written = await appendMessages(
       database.db,
       conversation.id,
-      Array.from({ length: 1000 }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: `message ${i}` })),
+      Array.from({ length: 1000 }, (_, i) => ({
+        role: i % 2 ? ("assistant" as const) : ("user" as const),
+        content: `message ${i}`,
+      })),
     );
     const seen: ApiMessage[] = [];
     let before: string | undefined;
@@ -151,7 +219,8 @@ describe("GET /api/agents/:agentId/messages, paged at depth", () => {
       if (body.messages.length === 0) break;
       expect(body.messages.length).toBe(50);
       // each page is a run of the chain, and it ends right before the previous page began
-      for (let i = 1; i < body.messages.length; i++) expect(body.messages[i]!.previousMessageId).toBe(body.messages[i - 1]!.id);
+      for (let i = 1; i < body.messages.length; i++)
+        expect(body.messages[i]!.previousMessageId).toBe(body.messages[i - 1]!.id);
       if (seen.length > 0) expect(seen[0]!.previousMessageId).toBe(body.messages.at(-1)!.id);
       seen.unshift(...body.messages);
       before = body.messages[0]!.id;
@@ -163,17 +232,36 @@ describe("GET /api/agents/:agentId/messages, paged at depth", () => {
 
   it("refuses a cursor that is no message of this conversation (404) and one that is no id (400)", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const [own] = await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [{ role: "user", content: "hi" }]);
-    const [other] = await appendMessages(database.db, (await getForegroundConversation(database.db, subordinates[0]!.id)).id, [{ role: "user", content: "hi" }]);
-    const path = (before: string, mode = "foreground") => `/api/agents/${lead.id}/messages?mode=${mode}&before=${before}`;
+    const [own] = await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [
+      { role: "user", content: "hi" },
+    ]);
+    const [other] = await appendMessages(
+      database.db,
+      (await getForegroundConversation(database.db, subordinates[0]!.id)).id,
+      [{ role: "user", content: "hi" }],
+    );
+    const path = (before: string, mode = "foreground") =>
+      `/api/agents/${lead.id}/messages?mode=${mode}&before=${before}`;
     // another agent's message, the lead's own chat message asked of its work log, and no message at all
-    for (const [before, mode] of [[other!.id, "foreground"], [own!.id, "background"], ["00000000-0000-4000-8000-000000000000", "foreground"]] as const) {
+    for (const [before, mode] of [
+      [other!.id, "foreground"],
+      [own!.id, "background"],
+      ["00000000-0000-4000-8000-000000000000", "foreground"],
+    ] as const) {
       const { status, body } = await get<ApiError>(api.messages.GET, path(before, mode), { agentId: lead.id });
-      expect({ before, mode, status, code: body.error?.code }).toEqual({ before, mode, status: 404, code: "not_found:message" });
+      expect({ before, mode, status, code: body.error?.code }).toEqual({
+        before,
+        mode,
+        status: 404,
+        code: "not_found:message",
+      });
     }
     expect((await get<ApiError>(api.messages.GET, path("not-an-id"), { agentId: lead.id })).status).toBe(400);
     // The first message as cursor: an empty page, the beginning.
-    expect(await get(api.messages.GET, path(own!.id), { agentId: lead.id })).toEqual({ status: 200, body: { messages: [] } });
+    expect(await get(api.messages.GET, path(own!.id), { agentId: lead.id })).toEqual({
+      status: 200,
+      body: { messages: [] },
+    });
   });
 });
 
@@ -181,7 +269,12 @@ describe("the work log's pages", () => {
   it("groups messages by the session that wrote them and gives each step its model call's tokens and time", async () => {
     const { subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const scout = subordinates[0]!;
-    const replies = [toolCallReply("searchKnowledge", { query: "tides" }), textReply("Nothing yet."), toolCallReply("searchKnowledge", { query: "waves" }), textReply("Still nothing.")];
+    const replies = [
+      toolCallReply("searchKnowledge", { query: "tides" }),
+      textReply("Nothing yet."),
+      toolCallReply("searchKnowledge", { query: "waves" }),
+      textReply("Still nothing."),
+    ];
     const model = sessionModel((_options, call) => replies[call] ?? textReply("Done."));
     const deps = { ...engine, chooseModel: () => ({ model, modelId: "mock", kind: "offline" as const }) };
     for (const title of ["Tides", "Waves"]) {
@@ -202,17 +295,29 @@ describe("the work log's pages", () => {
     expect(assistantRows.length).toBe(4);
     for (const row of assistantRows) expect(page.steps[row.id]).toMatchObject({ inputTokens: 10, outputTokens: 5 });
     // a session counts all its calls: two steps and the knowledge extraction at its end
-    for (const session of sessions) expect(session).toMatchObject({ status: "completed", inputTokens: 30, outputTokens: 15 });
+    for (const session of sessions)
+      expect(session).toMatchObject({ status: "completed", inputTokens: 30, outputTokens: 15 });
 
     // A page back from the second session's first message holds only the first session.
     const second = page.messages[firstSecond]!;
     const older = await getWorkLogPage(database.db, scout.id, { before: second.id });
-    expect(older.messages.map((message) => message.id)).toEqual(page.messages.slice(0, firstSecond).map((message) => message.id));
+    expect(older.messages.map((message) => message.id)).toEqual(
+      page.messages.slice(0, firstSecond).map((message) => message.id),
+    );
     expect(Object.keys(older.sessions)).toEqual([owners[0]]);
   });
 });
 
-type Hit = { id: string; role: string; mode: string; agentId: string; agentName: string; snippet: string; href: string; createdAt: string };
+type Hit = {
+  id: string;
+  role: string;
+  mode: string;
+  agentId: string;
+  agentName: string;
+  snippet: string;
+  href: string;
+  createdAt: string;
+};
 
 describe("GET /api/teams/:teamId/search", () => {
   let team: Awaited<ReturnType<typeof createTeamFixture>>;
@@ -224,17 +329,31 @@ describe("GET /api/teams/:teamId/search", () => {
     const scout = team.subordinates[0]!;
     await appendMessages(database.db, (await getForegroundConversation(database.db, team.lead.id)).id, [
       { role: "user", content: "What do we know about perovskite solar cells?" },
-      { role: "assistant", content: "Perovskite cells reached 26% efficiency in the lab.", toolCalls: [{ toolCallId: "c1", toolName: "searchKnowledge", args: { query: "perovskites" } }] },
+      {
+        role: "assistant",
+        content: "Perovskite cells reached 26% efficiency in the lab.",
+        toolCalls: [{ toolCallId: "c1", toolName: "searchKnowledge", args: { query: "perovskites" } }],
+      },
       { role: "tool", toolCallId: "c1", content: "perovskite tool output is not searched" },
     ]);
     await appendMessages(database.db, (await getBackgroundConversation(database.db, scout.id)).id, [
-      { role: "user", content: "Task from your lead (task id: 9d3b1f52-0f4e-4c4e-9a55-4a0b8c5a1e11): Dig into perovskite durability" },
+      {
+        role: "user",
+        content: "Task from your lead (task id: 9d3b1f52-0f4e-4c4e-9a55-4a0b8c5a1e11): Dig into perovskite durability",
+      },
       { role: "assistant", content: "Durability of perovskites remains the open problem." },
     ]);
-    await appendMessages(database.db, (await getForegroundConversation(database.db, otherTeam.lead.id)).id, [{ role: "user", content: "perovskite in another team" }]);
+    await appendMessages(database.db, (await getForegroundConversation(database.db, otherTeam.lead.id)).id, [
+      { role: "user", content: "perovskite in another team" },
+    ]);
   });
 
-  const search = (teamId: string, query: string) => get<{ hits: Hit[]; nextCursor: string | null } & Partial<ApiError>>(api.search.GET, `/api/teams/${teamId}/search?${query}`, { teamId });
+  const search = (teamId: string, query: string) =>
+    get<{ hits: Hit[]; nextCursor: string | null } & Partial<ApiError>>(
+      api.search.GET,
+      `/api/teams/${teamId}/search?${query}`,
+      { teamId },
+    );
 
   it("finds a word (in any form) in the team's chats and work logs, newest first, with snippets and links; never tool output or another team", async () => {
     const { status, body } = await search(team.team.id, "q=perovskites");
@@ -250,7 +369,9 @@ describe("GET /api/teams/:teamId/search", () => {
     expect(body.hits[0]!.href).toBe(`/agents/${team.subordinates[0]!.id}#work-log`);
     expect(body.hits[3]!.href).toBe(`/agents/${team.lead.id}/chat`);
     expect(body.hits.some((hit) => hit.snippet.includes("tool output"))).toBe(false);
-    expect((await search(otherTeam.team.id, "q=perovskite")).body.hits.map((hit) => hit.snippet)).toEqual(["\uE000perovskite\uE001 in another team"]);
+    expect((await search(otherTeam.team.id, "q=perovskite")).body.hits.map((hit) => hit.snippet)).toEqual([
+      "\uE000perovskite\uE001 in another team",
+    ]);
     // a phrase and an excluded word, as in a web search
     expect((await search(team.team.id, `q=${encodeURIComponent('"open problem"')}`)).body.hits.length).toBe(1);
     expect((await search(team.team.id, "q=perovskite+-durability")).body.hits.length).toBe(2);
@@ -260,7 +381,9 @@ describe("GET /api/teams/:teamId/search", () => {
     const { team: longTeam, lead } = await createTeamFixture(database.db);
     const filler = (n: number) => Array.from({ length: n }, (_, i) => `sentence ${i} says nothing much.`).join(" ");
     const content = `${filler(80)} Tandem perovskite modules passed the damp heat test. ${filler(80)}`;
-    await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [{ role: "assistant", content }]);
+    await appendMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id, [
+      { role: "assistant", content },
+    ]);
     const [hit] = (await search(longTeam.id, "q=perovskite")).body.hits;
     expect(hit!.snippet).toContain("Tandem \uE000perovskite\uE001 modules");
     expect(hit!.snippet.length).toBeLessThan(300);
@@ -282,7 +405,16 @@ describe("GET /api/teams/:teamId/search", () => {
   });
 
   it("answers bad input with a 400 that says what to do, and an unknown team with a 404", async () => {
-    for (const query of ["", "q=", "q=%20%20", "q=the", `q=${"x".repeat(201)}`, "q=perovskite&before=not-a-cursor", "q=perovskite&limit=0", "q=perovskite&sort=rank"]) {
+    for (const query of [
+      "",
+      "q=",
+      "q=%20%20",
+      "q=the",
+      `q=${"x".repeat(201)}`,
+      "q=perovskite&before=not-a-cursor",
+      "q=perovskite&limit=0",
+      "q=perovskite&sort=rank",
+    ]) {
       const { status, body } = await search(team.team.id, query);
       expect({ query, status }).toEqual({ query, status: 400 });
       expect(body.error!.message.length).toBeGreaterThan(10);

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compactConversation, compactIfNeeded, estimateContextTokens, shouldCompact } from "@/lib/agents/compaction";
-import { appendMessages, getAllMessages, getBackgroundConversation, getConversationContext, getLastMessage } from "@/lib/db/queries";
+import {
+  appendMessages,
+  getAllMessages,
+  getBackgroundConversation,
+  getConversationContext,
+  getLastMessage,
+} from "@/lib/db/queries";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { createTeamFixture } from "../support/fixtures";
@@ -23,7 +29,10 @@ async function filledConversation(messages = 20) {
   await appendMessages(
     database.db,
     conversation.id,
-    Array.from({ length: messages }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: `message ${i} ${"word ".repeat(30)}` })),
+    Array.from({ length: messages }, (_, i) => ({
+      role: i % 2 ? ("assistant" as const) : ("user" as const),
+      content: `message ${i} ${"word ".repeat(30)}`,
+    })),
   );
   return { lead, conversation };
 }
@@ -33,14 +42,21 @@ describe("compaction", () => {
     const { conversation } = await filledConversation();
     const context = await getConversationContext(database.db, conversation.id);
     const size = estimateContextTokens(context, "instructions");
-    expect(await shouldCompact({ db: database.db, budget: size - 1, instructions: "instructions" }, conversation.id)).toBe(true);
-    expect(await shouldCompact({ db: database.db, budget: size + 100, instructions: "instructions" }, conversation.id)).toBe(false);
+    expect(
+      await shouldCompact({ db: database.db, budget: size - 1, instructions: "instructions" }, conversation.id),
+    ).toBe(true);
+    expect(
+      await shouldCompact({ db: database.db, budget: size + 100, instructions: "instructions" }, conversation.id),
+    ).toBe(false);
   });
 
   it("compactConversation appends a summary after the last message and deletes nothing", async () => {
     const { lead, conversation } = await filledConversation();
     const last = await getLastMessage(database.db, conversation.id);
-    const summary = await compactConversation({ db: database.db, model: offline, agentId: lead.id, budget: 500, instructions: "" }, conversation.id);
+    const summary = await compactConversation(
+      { db: database.db, model: offline, agentId: lead.id, budget: 500, instructions: "" },
+      conversation.id,
+    );
     expect(summary).toMatchObject({ role: "summary", previousMessageId: last!.id });
     expect(summary!.content).toMatch(/^Summary \(offline model\)/);
     expect(await getAllMessages(database.db, conversation.id)).toHaveLength(21);
@@ -51,18 +67,27 @@ describe("compaction", () => {
     const { lead, conversation } = await filledConversation(4);
     const seen: string[] = [];
     let n = 0;
-    const model = sessionModel(() => {
-      throw new Error("no work here");
-    }, {
-      summarize: (options) => {
-        seen.push(JSON.stringify(options.prompt));
-        return `S${++n}`;
+    const model = sessionModel(
+      () => {
+        throw new Error("no work here");
       },
-    });
+      {
+        summarize: (options) => {
+          seen.push(JSON.stringify(options.prompt));
+          return `S${++n}`;
+        },
+      },
+    );
     const choice: ModelChoice = { model, modelId: "mock", kind: "offline" };
-    const first = await compactIfNeeded({ db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" }, conversation.id);
+    const first = await compactIfNeeded(
+      { db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" },
+      conversation.id,
+    );
     await appendMessages(database.db, conversation.id, [{ role: "user", content: `more ${"x ".repeat(100)}` }]);
-    const second = await compactIfNeeded({ db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" }, conversation.id);
+    const second = await compactIfNeeded(
+      { db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" },
+      conversation.id,
+    );
     expect(first!.content).toBe("S1");
     expect(second!.content).toBe("S2");
     expect(seen[1]).toContain("EARLIER SUMMARY:\\nS1");
@@ -77,9 +102,17 @@ describe("compaction", () => {
       { role: "user", content: "x ".repeat(400) },
       { role: "assistant", content: "", toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: {} }] },
     ]);
-    expect(await compactIfNeeded({ db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" }, conversation.id)).toBeNull();
+    expect(
+      await compactIfNeeded(
+        { db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" },
+        conversation.id,
+      ),
+    ).toBeNull();
     await appendMessages(database.db, conversation.id, [{ role: "tool", toolCallId: "c1", content: "results" }]);
-    const summary = await compactIfNeeded({ db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" }, conversation.id);
+    const summary = await compactIfNeeded(
+      { db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" },
+      conversation.id,
+    );
     expect(summary?.role).toBe("summary");
   });
 });

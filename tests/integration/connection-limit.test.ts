@@ -23,7 +23,12 @@ let worker: WorkerProcess | undefined;
 const hogs: postgres.Sql[] = [];
 
 beforeAll(async () => {
-  server = await startEmbeddedPostgres({ dataDir, database: "cadre", persistent: false, settings: { max_connections: String(MAX_CONNECTIONS) } });
+  server = await startEmbeddedPostgres({
+    dataDir,
+    database: "cadre",
+    persistent: false,
+    settings: { max_connections: String(MAX_CONNECTIONS) },
+  });
   await migrateDatabase(server.url);
   const jobs = await JobQueue.start(server.url, "web", { quiet: true }); // creates pg-boss's schema
   await jobs.stop({ graceful: false, timeoutMs: 1000 });
@@ -65,8 +70,12 @@ async function releaseHogs(): Promise<void> {
 /** Ends every connection but the hogs' (the app's pools and LISTENs) from one hog, then takes the freed slots. */
 async function cutTheAppsConnections(): Promise<number> {
   const [admin] = hogs;
-  const hogPids = (await Promise.all(hogs.map(async (hog) => (await hog<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid))) as number[];
-  const others = await admin!<{ pid: number }[]>`select pid from pg_stat_activity where backend_type = 'client backend'`;
+  const hogPids = (await Promise.all(
+    hogs.map(async (hog) => (await hog<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid),
+  )) as number[];
+  const others = await admin!<
+    { pid: number }[]
+  >`select pid from pg_stat_activity where backend_type = 'client backend'`;
   const cut = others.filter(({ pid }) => !hogPids.includes(pid));
   for (const { pid } of cut) await admin!`select pg_terminate_backend(${pid})`;
   await fillUp();
@@ -74,7 +83,9 @@ async function cutTheAppsConnections(): Promise<number> {
 }
 
 describe("a database at its connection limit", () => {
-  it("answers 503 while full, leaks no parameters, and recovers its pools and LISTENs after", { timeout: 120_000 }, async () => {
+  it("answers 503 while full, leaks no parameters, and recovers its pools and LISTENs after", {
+    timeout: 120_000,
+  }, async () => {
     const { subscribeToEvents, EVENTS_CHANNEL } = await import("@/lib/events");
     const { GET: health } = await import("@/app/api/health/route");
     // Next passes the request; the handler's own signature leaves it out.
@@ -85,7 +96,8 @@ describe("a database at its connection limit", () => {
 
     const { token } = await startSession(database().db);
     const cookie = `cadre_session=${token}`;
-    const asPerson = () => new Request("http://127.0.0.1:3000/api/teams", { headers: { cookie, host: "127.0.0.1:3000" } });
+    const asPerson = () =>
+      new Request("http://127.0.0.1:3000/api/teams", { headers: { cookie, host: "127.0.0.1:3000" } });
     expect((await listTeams(asPerson())).status).toBe(200);
     const engine = await webEngine();
 
@@ -96,7 +108,8 @@ describe("a database at its connection limit", () => {
       () => gaps++,
     );
     const logged: string[] = [];
-    const capture = (...args: unknown[]) => void logged.push(args.map((arg) => (typeof arg === "string" ? arg : inspect(arg, { depth: 5 }))).join(" "));
+    const capture = (...args: unknown[]) =>
+      void logged.push(args.map((arg) => (typeof arg === "string" ? arg : inspect(arg, { depth: 5 }))).join(" "));
     const errors = vi.spyOn(console, "error").mockImplementation(capture);
     const lines = vi.spyOn(console, "log").mockImplementation(capture);
     try {
@@ -121,7 +134,10 @@ describe("a database at its connection limit", () => {
       expect(logged.join("\n")).not.toMatch(/params:/);
 
       // The LISTEN was cut and cannot come back while the server is full; it says so once.
-      await waitFor(async () => logged.some((line) => line.includes("lost the LISTEN for live updates")), { timeoutMs: 15_000, what: "the lost LISTEN to be reported" });
+      await waitFor(async () => logged.some((line) => line.includes("lost the LISTEN for live updates")), {
+        timeoutMs: 15_000,
+        what: "the lost LISTEN to be reported",
+      });
     } finally {
       await releaseHogs();
     }
@@ -133,7 +149,8 @@ describe("a database at its connection limit", () => {
     lines.mockRestore();
     expect(logged.some((line) => line.includes("listening for live updates again"))).toBe(true);
     const probe = randomBytes(8).toString("hex");
-    await database().sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ table: "teams", op: "update", id: probe })})`;
+    await database()
+      .sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify({ table: "teams", op: "update", id: probe })})`;
     await waitFor(async () => heard.includes(probe), { timeoutMs: 5_000, what: "an event after the LISTEN came back" });
     expect((await listTeams(asPerson())).status).toBe(200);
     expect((await health()).status).toBe(200);
@@ -147,10 +164,19 @@ describe("a database at its connection limit", () => {
     await Promise.all(hogs.splice(0, 4).map((hog) => hog.end({ timeout: 1 })));
     worker = startWorkerProcess({ DATABASE_URL: server.url, DATABASE_POOL_SIZE: "4" });
     const output = () => worker!.output.join("");
-    await waitFor(async () => output().includes("[worker] database: this worker may open up to 7 connections"), { timeoutMs: 30_000, what: "the connection line" });
-    await waitFor(async () => /\[worker\] warning: only \d connections are free/.test(output()), { timeoutMs: 5_000, what: "the warning" });
+    await waitFor(async () => output().includes("[worker] database: this worker may open up to 7 connections"), {
+      timeoutMs: 30_000,
+      what: "the connection line",
+    });
+    await waitFor(async () => /\[worker\] warning: only \d connections are free/.test(output()), {
+      timeoutMs: 5_000,
+      what: "the warning",
+    });
     await releaseHogs();
-    await waitFor(async () => output().includes("[worker] ready"), { timeoutMs: 30_000, what: "the worker to be ready" });
+    await waitFor(async () => output().includes("[worker] ready"), {
+      timeoutMs: 30_000,
+      what: "the worker to be ready",
+    });
     expect(output()).not.toMatch(/\n\s+at /); // no stack
   });
 });

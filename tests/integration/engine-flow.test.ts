@@ -24,11 +24,27 @@ beforeAll(async () => {
   database = await createTestDatabase();
   tavily = await startFakeTavily(
     ({ query }) => ({
-      results: [{ title: `NVDA earnings beat estimates (${query})`, url: "https://example.com/nvda", content: "Revenue rose 94% year over year." }],
+      results: [
+        {
+          title: `NVDA earnings beat estimates (${query})`,
+          url: "https://example.com/nvda",
+          content: "Revenue rose 94% year over year.",
+        },
+      ],
     }),
-    { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "NVDA earnings beat estimates", content: "Revenue rose 94% year over year; guidance was raised." })) }) },
+    {
+      extract: ({ urls }) => ({
+        pages: urls.map((url) => ({
+          url,
+          title: "NVDA earnings beat estimates",
+          content: "Revenue rose 94% year over year; guidance was raised.",
+        })),
+      }),
+    },
   );
-  engine = await createTestEngine(database, { config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
+  engine = await createTestEngine(database, {
+    config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } },
+  });
 });
 afterAll(async () => {
   await engine?.close();
@@ -40,7 +56,11 @@ describe("the full flow (offline model)", () => {
   it("task → delegation → search, page read, knowledge, report → lead woken → briefing in inbox and chat", async () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const scout = subordinates[0]!;
-    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research NVDA earnings" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Research NVDA earnings",
+    });
 
     const sessions = await runUntilQuiet(engine.deps);
     expect(sessions.map((s) => s.outcome.status).every((status) => status === "completed")).toBe(true);
@@ -52,7 +72,11 @@ describe("the full flow (offline model)", () => {
     expect(calls).toContain("delegateToAgent");
     expect(calls).toContain("createInboxItem");
     const [delegated] = await listTasksByAgent(database.db, scout.id);
-    expect(leadLog.some((m) => m.role === "user" && m.content.startsWith(`Subordinate Scout reports (task id: ${delegated!.id}): `))).toBe(true);
+    expect(
+      leadLog.some(
+        (m) => m.role === "user" && m.content.startsWith(`Subordinate Scout reports (task id: ${delegated!.id}): `),
+      ),
+    ).toBe(true);
     // every call has its result, linked by toolCallId, right after it in the chain
     for (const [i, message] of leadLog.entries()) {
       for (const call of message.toolCalls ?? []) {
@@ -62,11 +86,18 @@ describe("the full flow (offline model)", () => {
 
     const scoutConversation = await getBackgroundConversation(database.db, scout.id);
     const scoutLog = await getAllMessages(database.db, scoutConversation.id);
-    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
+    expect(scoutLog.flatMap((m) => m.toolCalls?.map((c) => c.toolName) ?? [])).toEqual([
+      "tavilySearch",
+      "readWebPage",
+      "addKnowledgeItem",
+      "reportToLead",
+    ]);
     expect(tavily.requests[0]?.authorization).toBe("Bearer tvly-test");
     expect(tavily.extracts.map((request) => request.body.urls)).toEqual([["https://example.com/nvda"]]);
     const knowledge = await getKnowledgeItemsBySourceConversation(database.db, scoutConversation.id);
-    expect(knowledge.map((k) => k.content).join()).toMatch(/NVDA earnings beat estimates: Revenue rose 94% .*\(source: https:\/\/example\.com\/nvda\)/);
+    expect(knowledge.map((k) => k.content).join()).toMatch(
+      /NVDA earnings beat estimates: Revenue rose 94% .*\(source: https:\/\/example\.com\/nvda\)/,
+    );
 
     const [scoutTask] = await listTasksByAgent(database.db, scout.id);
     expect(scoutTask).toMatchObject({ status: "completed", source: "lead", parentTaskId: task.id });

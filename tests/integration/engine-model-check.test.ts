@@ -52,7 +52,12 @@ let engine: TestEngine;
 let openai: FakeOpenAI;
 let workers: WorkerPool;
 let taskEvents: Awaited<ReturnType<typeof TaskEvents.start>>;
-const model = new ScriptedModel({ maxDelayMs: 80, slowChance: 0.08, slowDelayMs: [150, 450], spendTokens: SESSION_TOKEN_BUDGET + 100_000 });
+const model = new ScriptedModel({
+  maxDelayMs: 80,
+  slowChance: 0.08,
+  slowDelayMs: [150, 450],
+  spendTokens: SESSION_TOKEN_BUDGET + 100_000,
+});
 
 let suiteStarted = 0;
 
@@ -114,7 +119,10 @@ describe("engine model-check", () => {
             maxMs: 120_000,
             onStarted: () => {
               // Mid-step: the scenario's agents are at work a moment after it starts.
-              if (killAt.has(index)) kills.push(new Promise((resolve) => setTimeout(resolve, 300 + (seed % 900))).then(() => workers.killOne()));
+              if (killAt.has(index))
+                kills.push(
+                  new Promise((resolve) => setTimeout(resolve, 300 + (seed % 900))).then(() => workers.killOne()),
+                );
             },
           },
           seed,
@@ -135,34 +143,60 @@ describe("engine model-check", () => {
     }
     // Scenarios running when a worker died (a kill, or a crash) also see its fallout.
     const dyingAt = [...workers.killTimes, ...workers.crashes.map((crash) => crash.at)];
-    const disturbed = new Set(results.filter((r) => dyingAt.some((t) => r.startedAt <= t && t <= r.endedAt)).map((r) => r.scenario.seed));
+    const disturbed = new Set(
+      results.filter((r) => dyingAt.some((t) => r.startedAt <= t && t <= r.endedAt)).map((r) => r.scenario.seed),
+    );
     const failing = results
       .filter((result) => result.violations.length > 0)
-      .sort((a, b) => Number(disturbed.has(a.scenario.seed)) - Number(disturbed.has(b.scenario.seed)) || a.scenario.seed - b.scenario.seed);
-    const violations: (Violation & { seed: number })[] = failing.flatMap((result) => result.violations.map((v) => ({ seed: result.scenario.seed, ...v })));
+      .sort(
+        (a, b) =>
+          Number(disturbed.has(a.scenario.seed)) - Number(disturbed.has(b.scenario.seed)) ||
+          a.scenario.seed - b.scenario.seed,
+      );
+    const violations: (Violation & { seed: number })[] = failing.flatMap((result) =>
+      result.violations.map((v) => ({ seed: result.scenario.seed, ...v })),
+    );
     // A worker that dies on its own is a violation of the run, not of one scenario.
     for (const crash of workers.crashes) {
-      const inFlight = results.filter((r) => r.startedAt <= crash.at && crash.at <= r.endedAt).map((r) => r.scenario.seed);
-      violations.push({ seed: RUN_SEED, invariant: "0 worker crashed", message: `worker ${crash.pid} ${crash.output}\n(scenarios in flight: ${inFlight.join(", ")})` });
+      const inFlight = results
+        .filter((r) => r.startedAt <= crash.at && crash.at <= r.endedAt)
+        .map((r) => r.scenario.seed);
+      violations.push({
+        seed: RUN_SEED,
+        invariant: "0 worker crashed",
+        message: `worker ${crash.pid} ${crash.output}\n(scenarios in flight: ${inFlight.join(", ")})`,
+      });
     }
     // Quiet means nothing more happens: a model call after a scenario was checked says its quiet was not.
     for (const seed of new Set(model.lateCalls)) {
-      violations.push({ seed, invariant: "0 model called after quiet", message: `${model.lateCalls.filter((s) => s === seed).length} model call(s) after the team was found quiet` });
+      violations.push({
+        seed,
+        invariant: "0 model called after quiet",
+        message: `${model.lateCalls.filter((s) => s === seed).length} model call(s) after the team was found quiet`,
+      });
     }
     const steps = results.reduce((sum, result) => sum + result.steps, 0);
     const summary = summarizeByKind(violations, disturbed);
 
     if (violations.length > 0) {
       console.log(`[engine model-check] violations by kind (* = a worker died while it ran):\n${summary.join("\n")}`);
-      console.log(failing.slice(0, SHOW).map((result) => formatFailure(result, !!process.env.CADRE_MODEL_CHECK_DEBUG)).join("\n\n"));
+      console.log(
+        failing
+          .slice(0, SHOW)
+          .map((result) => formatFailure(result, !!process.env.CADRE_MODEL_CHECK_DEBUG))
+          .join("\n\n"),
+      );
       const crashes = violations.filter((v) => v.invariant === "0 worker crashed");
-      if (crashes.length > 0) console.log(`[engine model-check] worker crashes:\n${crashes.map((v) => v.message).join("\n---\n")}`);
+      if (crashes.length > 0)
+        console.log(`[engine model-check] worker crashes:\n${crashes.map((v) => v.message).join("\n---\n")}`);
       if (process.env.CADRE_MODEL_CHECK_DEBUG) console.log(workers.output(20_000));
     }
     console.log(
       `[engine model-check] wall ${seconds} s (${((Date.now() - suiteStarted) / 1000).toFixed(1)} s with worker start-up), ${(results.length / Number(seconds)).toFixed(1)} scenarios/s, kills: ${killLog.join("; ") || "none"}, unknown-team calls: ${model.unknownCalls}`,
     );
-    console.log(`[engine model-check] scenarios: ${results.length}, steps: ${steps}, invariant violations: ${violations.length}, seed: ${RUN_SEED}`);
+    console.log(
+      `[engine model-check] scenarios: ${results.length}, steps: ${steps}, invariant violations: ${violations.length}, seed: ${RUN_SEED}`,
+    );
 
     expect(results).toHaveLength(SCENARIOS);
     // The kinds, not every violation: the details are printed above.

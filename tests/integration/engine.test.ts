@@ -47,7 +47,10 @@ describe("work sessions", () => {
     expect(log[0]).toMatchObject({ role: "user" });
     expect(log[0]!.content).toMatch(/^Task from the person \(task id: .+\): Check the news/);
     expect(log[1]).toMatchObject({ role: "assistant", content: "Looked into it: nothing new." });
-    expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed", result: "Looked into it: nothing new." });
+    expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({
+      status: "completed",
+      result: "Looked into it: nothing new.",
+    });
   });
 
   it("give each call its own result when the provider reuses a call id (call_0 in every answer)", async () => {
@@ -57,16 +60,34 @@ describe("work sessions", () => {
       // What each request pairs with each call: the tool results it carries.
       requests.push(
         options.prompt.flatMap((message) =>
-          message.role === "tool" ? message.content.flatMap((part) => (part.type === "tool-result" ? [{ toolCallId: part.toolCallId, output: JSON.stringify(part.output) }] : [])) : [],
+          message.role === "tool"
+            ? message.content.flatMap((part) =>
+                part.type === "tool-result"
+                  ? [{ toolCallId: part.toolCallId, output: JSON.stringify(part.output) }]
+                  : [],
+              )
+            : [],
         ),
       );
-      if (call === 0) return toolCallReply("addKnowledgeItem", { type: "fact", content: "Orbital launches moved to May." }, "call_0");
+      if (call === 0)
+        return toolCallReply("addKnowledgeItem", { type: "fact", content: "Orbital launches moved to May." }, "call_0");
       if (call === 1) return toolCallReply("searchKnowledge", { query: "orbital launches" }, "call_0");
       if (call === 2) return toolCallReply("searchKnowledge", { query: "submarine" }, "call_0");
       // Two calls with one id in one answer: each still gets its own result.
       if (call === 3) {
         const twice = toolCallReply("searchKnowledge", { query: "orbital launches" }, "call_7");
-        return { ...twice, content: [...twice.content, { type: "tool-call", toolCallId: "call_7", toolName: "searchKnowledge", input: JSON.stringify({ query: "submarine" }) }] };
+        return {
+          ...twice,
+          content: [
+            ...twice.content,
+            {
+              type: "tool-call",
+              toolCallId: "call_7",
+              toolName: "searchKnowledge",
+              input: JSON.stringify({ query: "submarine" }),
+            },
+          ],
+        };
       }
       return textReply("Recorded and checked.");
     });
@@ -78,14 +99,24 @@ describe("work sessions", () => {
     // Stored: three calls under three ids, each with exactly one result, right after it.
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     const calls = log.flatMap((message) => message.toolCalls ?? []);
-    expect(calls.map((call) => call.toolName)).toEqual(["addKnowledgeItem", "searchKnowledge", "searchKnowledge", "searchKnowledge", "searchKnowledge"]);
+    expect(calls.map((call) => call.toolName)).toEqual([
+      "addKnowledgeItem",
+      "searchKnowledge",
+      "searchKnowledge",
+      "searchKnowledge",
+      "searchKnowledge",
+    ]);
     expect(new Set(calls.map((call) => call.toolCallId)).size).toBe(5);
     expect(calls[0]!.toolCallId).toBe("call_0");
     for (const call of calls) {
-      const index = log.findIndex((message) => message.toolCalls?.some((stored) => stored.toolCallId === call.toolCallId));
+      const index = log.findIndex((message) =>
+        message.toolCalls?.some((stored) => stored.toolCallId === call.toolCallId),
+      );
       const position = log[index]!.toolCalls!.findIndex((stored) => stored.toolCallId === call.toolCallId);
       expect(log[index + 1 + position]).toMatchObject({ role: "tool", toolCallId: call.toolCallId });
-      expect(log.filter((message) => message.role === "tool" && message.toolCallId === call.toolCallId)).toHaveLength(1);
+      expect(log.filter((message) => message.role === "tool" && message.toolCallId === call.toolCallId)).toHaveLength(
+        1,
+      );
     }
     // Seen: each request pairs the newest call with its own result, not an older call_0's.
     expect(requests[1]!.at(-1)!.output).toMatch(/"saved":true/);
@@ -93,7 +124,10 @@ describe("work sessions", () => {
     expect(requests[3]!.at(-1)!.output).toMatch(/No knowledge items match/);
     expect(requests[3]!.map((result) => result.output)).toHaveLength(3);
     // The answer with call_7 twice: the first call's search found the fact, the second's nothing.
-    expect(requests[4]!.slice(-2).map((result) => result.output)).toEqual([expect.stringMatching(/Orbital launches/), expect.stringMatching(/No knowledge items match/)]);
+    expect(requests[4]!.slice(-2).map((result) => result.output)).toEqual([
+      expect.stringMatching(/Orbital launches/),
+      expect.stringMatching(/No knowledge items match/),
+    ]);
     expect(new Set(requests[4]!.map((result) => result.toolCallId)).size).toBe(5);
     expect((await listTasksByAgent(database.db, lead.id))[0]).toMatchObject({ status: "completed" });
   });
@@ -128,7 +162,10 @@ describe("work sessions", () => {
     const model = sessionModel(async (_options, call) => {
       if (call === 1) {
         // While this worker is frozen, the reaper gives up on its session and another worker claims the agent.
-        await database.db.update(workSessions).set({ status: "interrupted" }).where(and(eq(workSessions.agentId, lead.id), eq(workSessions.status, "running")));
+        await database.db
+          .update(workSessions)
+          .set({ status: "interrupted" })
+          .where(and(eq(workSessions.agentId, lead.id), eq(workSessions.status, "running")));
         expect(await claimSession(database.db, lead.id, "other-worker")).not.toBeNull();
         rowsAtTakeover = (await getAllMessages(database.db, logId)).length;
       }
@@ -170,9 +207,14 @@ describe("work sessions", () => {
 
   it("never offer a subordinate the lead's tools, and offer a lead no subordinate tools", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const offered = new Map<string, string[]>([["lead", []], ["subordinate", []]]);
+    const offered = new Map<string, string[]>([
+      ["lead", []],
+      ["subordinate", []],
+    ]);
     const model = sessionModel((options) => {
-      offered.get(/lead of the team/.test(promptText(options.prompt)) ? "lead" : "subordinate")!.push(...offeredTools(options));
+      offered
+        .get(/lead of the team/.test(promptText(options.prompt)) ? "lead" : "subordinate")!
+        .push(...offeredTools(options));
       return textReply("ok");
     });
     const engine = await engineWith({ model });
@@ -181,7 +223,16 @@ describe("work sessions", () => {
     await runWorkSession(engine.deps, subordinates[0]!.id);
     await runWorkSession(engine.deps, lead.id);
     const leadOnly = ["delegateToAgent", "getTeamStatus", "createInboxItem", "answerSubordinate"];
-    expect(offered.get("subordinate")).toEqual(expect.arrayContaining(["tavilySearch", "addKnowledgeItem", "searchKnowledge", "removeKnowledgeItem", "requestInput", "reportToLead"]));
+    expect(offered.get("subordinate")).toEqual(
+      expect.arrayContaining([
+        "tavilySearch",
+        "addKnowledgeItem",
+        "searchKnowledge",
+        "removeKnowledgeItem",
+        "requestInput",
+        "reportToLead",
+      ]),
+    );
     for (const name of leadOnly) expect(offered.get("subordinate")).not.toContain(name);
     expect(offered.get("lead")).toEqual(expect.arrayContaining(leadOnly));
     expect(offered.get("lead")).not.toContain("reportToLead");
@@ -192,7 +243,9 @@ describe("work sessions", () => {
     const other = await createTeamFixture(database.db, { subordinates: ["Spy"] });
     const spy = other.subordinates[0]!;
     const model = sessionModel((_options, call) =>
-      call === 0 ? toolCallReply("delegateToAgent", { agentId: spy.id, title: "Exfiltrate", description: "" }) : textReply("done"),
+      call === 0
+        ? toolCallReply("delegateToAgent", { agentId: spy.id, title: "Exfiltrate", description: "" })
+        : textReply("done"),
     );
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: mine.lead.id, source: "user", title: "Go" });
@@ -210,36 +263,67 @@ describe("work sessions", () => {
       if (tools.includes("requestInput")) {
         return /Your lead .* answers \(question id: [^)]+\): use the Q3 numbers/.test(promptText(options.prompt))
           ? toolCallReply("reportToLead", { result: "Q3 revenue grew 12%." })
-          : call < 2 ? toolCallReply("requestInput", { question: "Which quarter?" }) : textReply("Waiting.");
+          : call < 2
+            ? toolCallReply("requestInput", { question: "Which quarter?" })
+            : textReply("Waiting.");
       }
       const leadSaw = options.prompt.filter((message) => message.role !== "system");
-      return /asks \(question id: [^)]+\): Which quarter\?/.test(promptText(leadSaw)) && !/use the Q3 numbers/.test(promptText(leadSaw))
+      return /asks \(question id: [^)]+\): Which quarter\?/.test(promptText(leadSaw)) &&
+        !/use the Q3 numbers/.test(promptText(leadSaw))
         ? toolCallReply("answerSubordinate", { agentId: scout.id, answer: "use the Q3 numbers" })
         : textReply("ok");
     });
     const engine = await engineWith({ model });
-    const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Revenue growth" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Revenue growth",
+    });
     await runWorkSession(engine.deps, scout.id);
     expect((await getTask(database.db, task.id))!.status).toBe("waiting_input");
 
     await runWorkSession(engine.deps, lead.id);
     const leadLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(leadLog.some((m) => m.role === "user" && /^Subordinate Scout asks \(question id: [0-9a-f-]{36}, agent id: [0-9a-f-]{36}\): Which quarter\?$/.test(m.content))).toBe(true);
+    expect(
+      leadLog.some(
+        (m) =>
+          m.role === "user" &&
+          /^Subordinate Scout asks \(question id: [0-9a-f-]{36}, agent id: [0-9a-f-]{36}\): Which quarter\?$/.test(
+            m.content,
+          ),
+      ),
+    ).toBe(true);
     expect((await getTask(database.db, task.id))!.status).toBe("in_progress");
 
     await runWorkSession(engine.deps, scout.id);
     const scoutLog = await getAllMessages(database.db, (await getBackgroundConversation(database.db, scout.id)).id);
-    expect(scoutLog.some((m) => m.role === "user" && new RegExp(`^Your lead ${lead.name} answers \\(question id: [0-9a-f-]{36}\\): use the Q3 numbers$`).test(m.content))).toBe(true);
+    expect(
+      scoutLog.some(
+        (m) =>
+          m.role === "user" &&
+          new RegExp(`^Your lead ${lead.name} answers \\(question id: [0-9a-f-]{36}\\): use the Q3 numbers$`).test(
+            m.content,
+          ),
+      ),
+    ).toBe(true);
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Q3 revenue grew 12%." });
     await runWorkSession(engine.deps, lead.id);
     const leadLogAfter = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(leadLogAfter.some((m) => m.content === `Subordinate Scout reports (task id: ${task.id}): Q3 revenue grew 12%.`)).toBe(true);
+    expect(
+      leadLogAfter.some((m) => m.content === `Subordinate Scout reports (task id: ${task.id}): Q3 revenue grew 12%.`),
+    ).toBe(true);
   });
 
   it("createInboxItem writes the inbox item and the full briefing into the lead's foreground conversation", async () => {
     const { lead, team } = await createTeamFixture(database.db);
     const model = sessionModel((_options, call) =>
-      call === 0 ? toolCallReply("createInboxItem", { title: "Launch moved", summary: "The launch is now in May.", content: "## Details\nMay 14." }) : textReply("Briefed."),
+      call === 0
+        ? toolCallReply("createInboxItem", {
+            title: "Launch moved",
+            summary: "The launch is now in May.",
+            content: "## Details\nMay 14.",
+          })
+        : textReply("Briefed."),
     );
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Brief me" });
@@ -254,7 +338,8 @@ describe("work sessions", () => {
   it("extract knowledge items linked to the background conversation", async () => {
     const { lead } = await createTeamFixture(database.db);
     const model = sessionModel(() => textReply("NVDA reports on May 28."), {
-      extract: () => JSON.stringify({ items: [{ type: "fact", content: "NVDA reports earnings on May 28.", confidence: 0.9 }] }),
+      extract: () =>
+        JSON.stringify({ items: [{ type: "fact", content: "NVDA reports earnings on May 28.", confidence: 0.9 }] }),
     });
     const engine = await engineWith({ model });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "When does NVDA report?" });
@@ -282,7 +367,10 @@ describe("work sessions", () => {
     expect(decisionTools).toEqual(workTools);
     expect(decisionTools).toContain("createInboxItem");
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(log.slice(-2).map((m) => m.content)).toEqual([expect.stringMatching(/Decide whether to brief/), "No briefing needed."]);
+    expect(log.slice(-2).map((m) => m.content)).toEqual([
+      expect.stringMatching(/Decide whether to brief/),
+      "No briefing needed.",
+    ]);
   });
 });
 
@@ -290,7 +378,11 @@ describe("limits, failures and stops", () => {
   it("a model failure leaves an (error: …) marker and fails the task with a reason", async () => {
     const { lead } = await createTeamFixture(database.db);
     const model = sessionModel(() => {
-      throw new APICallError({ message: "connect ECONNREFUSED 127.0.0.1:9", url: "http://127.0.0.1:9/v1/chat/completions", requestBodyValues: {} });
+      throw new APICallError({
+        message: "connect ECONNREFUSED 127.0.0.1:9",
+        url: "http://127.0.0.1:9/v1/chat/completions",
+        requestBodyValues: {},
+      });
     });
     const engine = await engineWith({ model });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Try" });
@@ -323,14 +415,25 @@ describe("limits, failures and stops", () => {
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome).toMatchObject({ status: "failed", steps: 3 });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    expect(log.at(-1)!.content).toMatch(/^\(stopped: this session used 45 tokens, over its budget of 40 \(SESSION_TOKEN_BUDGET\)\)$/);
+    expect(log.at(-1)!.content).toMatch(
+      /^\(stopped: this session used 45 tokens, over its budget of 40 \(SESSION_TOKEN_BUDGET\)\)$/,
+    );
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "failed" });
   });
 
   it("a team over its daily token budget takes no work and cannot chat until tomorrow", async () => {
     const { lead, team } = await createTeamFixture(database.db);
-    const engine = await engineWith({ model: sessionModel(() => textReply("fine")), config: { teamDailyTokenBudget: 100 } });
-    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 90, outputTokens: 20 });
+    const engine = await engineWith({
+      model: sessionModel(() => textReply("fine")),
+      config: { teamDailyTokenBudget: 100 },
+    });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "work",
+      model: "m",
+      inputTokens: 90,
+      outputTokens: 20,
+    });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome).toMatchObject({ status: "over-budget", steps: 0 });
@@ -349,8 +452,17 @@ describe("limits, failures and stops", () => {
 
   it("a team's own daily token budget, set in the database, replaces the default both ways", async () => {
     const { lead, team } = await createTeamFixture(database.db);
-    const engine = await engineWith({ model: sessionModel(() => textReply("fine")), config: { teamDailyTokenBudget: 100 } });
-    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 90, outputTokens: 20 });
+    const engine = await engineWith({
+      model: sessionModel(() => textReply("fine")),
+      config: { teamDailyTokenBudget: 100 },
+    });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "work",
+      model: "m",
+      inputTokens: 90,
+      outputTokens: 20,
+    });
     // Over the default, under the team's own: it works.
     await updateTeam(database.db, team.id, { dailyTokenBudget: 1_000 });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Allowed" });
@@ -360,20 +472,30 @@ describe("limits, failures and stops", () => {
     const refused = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Refused" });
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome.status).toBe("over-budget");
-    expect(outcome.error).toMatch(/^the team ".+" used \d+ tokens today, over its daily token budget of 120; its work waits until tomorrow \(UTC\) or until you raise the budget in the team's Settings, under Usage and budget$/);
+    expect(outcome.error).toMatch(
+      /^the team ".+" used \d+ tokens today, over its daily token budget of 120; its work waits until tomorrow \(UTC\) or until you raise the budget in the team's Settings, under Usage and budget$/,
+    );
     expect(await getTask(database.db, refused.id)).toMatchObject({ status: "pending" });
     await expect(streamChatReply(engine.deps, lead.id, "hi", new AbortController().signal)).rejects.toMatchObject({
       status: 429,
-      message: expect.stringMatching(/^The team ".+" used \d+ tokens today, over its daily token budget of 120; the chat is closed until tomorrow \(UTC\)/),
+      message: expect.stringMatching(
+        /^The team ".+" used \d+ tokens today, over its daily token budget of 120; the chat is closed until tomorrow \(UTC\)/,
+      ),
     });
   });
 
   it("a team's cost budget stops a session once its priced calls reach it, and its task waits", async () => {
     const { lead, team } = await createTeamFixture(database.db);
     // Each mock call: 10 input + 5 output tokens at $1 000 per million = $0.015.
-    await upsertModelPrice(database.db, "mock-model-id", { inputUsdPerMtok: 1_000, cachedInputUsdPerMtok: null, outputUsdPerMtok: 1_000 });
+    await upsertModelPrice(database.db, "mock-model-id", {
+      inputUsdPerMtok: 1_000,
+      cachedInputUsdPerMtok: null,
+      outputUsdPerMtok: 1_000,
+    });
     await updateTeam(database.db, team.id, { dailyCostBudgetUsd: 0.04 });
-    const engine = await engineWith({ model: sessionModel(() => toolCallReply("searchKnowledge", { query: "again" })) });
+    const engine = await engineWith({
+      model: sessionModel(() => toolCallReply("searchKnowledge", { query: "again" })),
+    });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Spend money" });
     const outcome = await runWorkSession(engine.deps, lead.id);
     // The session's own calls, priced as they are recorded, reach the budget after the third: the fourth is refused.
@@ -386,24 +508,34 @@ describe("limits, failures and stops", () => {
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
     // A new session reads the team's spending from the usage rows, priced the same way, and takes nothing up.
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "More" });
-    expect(await runWorkSession(engine.deps, lead.id)).toMatchObject({ status: "over-budget", steps: 0, error: expect.stringContaining("spent $0.045 today") });
-    expect((await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id)).length).toBe(log.length);
+    expect(await runWorkSession(engine.deps, lead.id)).toMatchObject({
+      status: "over-budget",
+      steps: 0,
+      error: expect.stringContaining("spent $0.045 today"),
+    });
+    expect((await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id)).length).toBe(
+      log.length,
+    );
     await deleteModelPrice(database.db, "mock-model-id");
   });
 
   it("Stop aborts the model call at once, leaves the stopped marker, and cancels the tasks delegated from it", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const model = sessionModel(async (options, call) => {
-      if (call === 0) return toolCallReply("delegateToAgent", { agentId: subordinates[0]!.id, title: "Dig", description: "" });
+      if (call === 0)
+        return toolCallReply("delegateToAgent", { agentId: subordinates[0]!.id, title: "Dig", description: "" });
       // Then hang until aborted, as a slow model would.
-      await new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)));
+      await new Promise((_, reject) =>
+        options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)),
+      );
       throw new Error("unreachable");
     });
     const engine = await engineWith({ model });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
     const running = runWorkSession(engine.deps, lead.id);
     // Wait for the delegation to land, then stop.
-    for (let i = 0; i < 100 && (await listTasksByAgent(database.db, subordinates[0]!.id)).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && (await listTasksByAgent(database.db, subordinates[0]!.id)).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
     const stoppedAt = Date.now();
     await stopAgent(database.db, engine.jobs, lead.id);
     const outcome = await running;
@@ -424,13 +556,21 @@ describe("limits, failures and stops", () => {
     const model = sessionModel(async (options, call) => {
       if (call === 0) return toolCallReply("searchKnowledge", { query: "tides" });
       // Then hang until aborted, as a slow model would.
-      await new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)));
+      await new Promise((_, reject) =>
+        options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)),
+      );
       throw new Error("unreachable");
     });
     const engine = await engineWith({ model });
-    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Chart the tides" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Chart the tides",
+    });
     const running = runWorkSession(engine.deps, lead.id);
-    await expect.poll(async () => (await getTask(database.db, task.id))?.status, { timeout: 5_000 }).toBe("in_progress");
+    await expect
+      .poll(async () => (await getTask(database.db, task.id))?.status, { timeout: 5_000 })
+      .toBe("in_progress");
     await cancelTask(database.db, engine.jobs, task.id);
     expect((await running).status).toBe("stopped");
 
@@ -442,7 +582,9 @@ describe("limits, failures and stops", () => {
     const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     expect(session).toMatchObject({ status: "stopped", error: marker, cancelledTaskId: task.id });
     // The pages read it back in the person's words.
-    expect(describeMarker(splitMarker(log.at(-1)!.content)!.marker).summary).toBe("Stopped: you cancelled its task “Chart the tides”.");
+    expect(describeMarker(splitMarker(log.at(-1)!.content)!.marker).summary).toBe(
+      "Stopped: you cancelled its task “Chart the tides”.",
+    );
     expect(describeProblem(session!.error!).summary).toBe("Stopped: you cancelled its task “Chart the tides”.");
   });
 
@@ -450,8 +592,13 @@ describe("limits, failures and stops", () => {
     const { lead } = await createTeamFixture(database.db);
     const tavily = await startFakeTavily(() => new Promise(() => {}));
     try {
-      const model = sessionModel((_options, call) => (call === 0 ? toolCallReply("tavilySearch", { query: "slow" }) : textReply("unreachable")));
-      const engine = await engineWith({ model, config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
+      const model = sessionModel((_options, call) =>
+        call === 0 ? toolCallReply("tavilySearch", { query: "slow" }) : textReply("unreachable"),
+      );
+      const engine = await engineWith({
+        model,
+        config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } },
+      });
       await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Search" });
       const running = runWorkSession(engine.deps, lead.id);
       await expect.poll(() => tavily.requests.length, { timeout: 5_000 }).toBe(1);
@@ -461,7 +608,10 @@ describe("limits, failures and stops", () => {
       console.log(`[stop] session in a hanging search stopped ${Date.now() - stoppedAt} ms after the request`);
       expect(Date.now() - stoppedAt).toBeLessThan(10_000);
       const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-      expect(log.slice(-2).map((m) => [m.role, m.content])).toEqual([["tool", STOPPED_MARKER], ["assistant", STOPPED_MARKER]]);
+      expect(log.slice(-2).map((m) => [m.role, m.content])).toEqual([
+        ["tool", STOPPED_MARKER],
+        ["assistant", STOPPED_MARKER],
+      ]);
     } finally {
       await tavily.close();
     }
@@ -471,8 +621,18 @@ describe("limits, failures and stops", () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const engine = await engineWith({});
     const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Root" });
-    const child = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Child", parentTaskId: root.id });
-    const grandchild = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Grandchild", parentTaskId: child.id });
+    const child = await assignTask(database.db, engine.jobs, {
+      agentId: subordinates[0]!.id,
+      source: "lead",
+      title: "Child",
+      parentTaskId: root.id,
+    });
+    const grandchild = await assignTask(database.db, engine.jobs, {
+      agentId: subordinates[0]!.id,
+      source: "lead",
+      title: "Grandchild",
+      parentTaskId: child.id,
+    });
     await database.db.update(tasks).set({ status: "completed" }).where(eq(tasks.id, grandchild.id));
     const { task, cancelled } = await cancelTask(database.db, engine.jobs, root.id);
     expect(task.status).toBe("cancelled");
@@ -485,10 +645,16 @@ describe("limits, failures and stops", () => {
     const first = await claimSession(database.db, lead.id, "a");
     expect(first).not.toBeNull();
     expect(await claimSession(database.db, lead.id, "b")).toBeNull();
-    await database.db.update(workSessions).set({ heartbeatAt: new Date(Date.now() - 60_000) }).where(eq(workSessions.id, first!.id));
+    await database.db
+      .update(workSessions)
+      .set({ heartbeatAt: new Date(Date.now() - 60_000) })
+      .where(eq(workSessions.id, first!.id));
     const second = await claimSession(database.db, lead.id, "b");
     expect(second).not.toBeNull();
-    const [old] = await database.db.select().from(workSessions).where(and(eq(workSessions.id, first!.id)));
+    const [old] = await database.db
+      .select()
+      .from(workSessions)
+      .where(and(eq(workSessions.id, first!.id)));
     expect(old!.status).toBe("interrupted");
   });
 
@@ -512,7 +678,9 @@ describe("compaction in a session", () => {
     const model = sessionModel(
       (options, call) => {
         promptSizes.push(estimateTokens(JSON.stringify(options.prompt)));
-        return call < 40 ? toolCallReply("searchKnowledge", { query: `topic ${call} ${"detail ".repeat(40)}` }) : textReply("Finished the survey.");
+        return call < 40
+          ? toolCallReply("searchKnowledge", { query: `topic ${call} ${"detail ".repeat(40)}` })
+          : textReply("Finished the survey.");
       },
       { summarize: () => `Summary ${++summaries}: surveyed topics so far; the task "Survey" is in progress.` },
     );

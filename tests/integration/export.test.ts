@@ -16,7 +16,16 @@ import {
   recordUsage,
 } from "@/lib/db/queries";
 import { createQuestion, answerQuestion } from "@/lib/db/queries/questions";
-import { inboxItems, knowledgeItems, mcpServers, notificationChannels, questions, tasks, usage, webhookSecrets } from "@/lib/db/schema";
+import {
+  inboxItems,
+  knowledgeItems,
+  mcpServers,
+  notificationChannels,
+  questions,
+  tasks,
+  usage,
+  webhookSecrets,
+} from "@/lib/db/schema";
 import { MESSAGE_PAGE_SIZE, teamRecordStream } from "@/lib/export/team-record";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -62,13 +71,20 @@ const SECRETS = [
  */
 async function smallTeam() {
   const db = database.db;
-  const { team, lead, subordinates } = await createTeamFixture(db, { name: "Ørsted Watch / Q2", subordinates: ["Scout"] });
+  const { team, lead, subordinates } = await createTeamFixture(db, {
+    name: "Ørsted Watch / Q2",
+    subordinates: ["Scout"],
+  });
   const scout = subordinates[0]!;
   const work = await getBackgroundConversation(db, scout.id);
   const chat = await getForegroundConversation(db, lead.id);
   await appendMessages(db, work.id, [
     { role: "user", content: "Task from your lead: find the launch date" },
-    { role: "assistant", content: "", toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: { query: "launch date" } }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: { query: "launch date" } }],
+    },
     { role: "tool", content: "Launch: May 4", toolCallId: "c1" },
     { role: "assistant", content: "The launch moved to May 4." },
   ]);
@@ -77,25 +93,112 @@ async function smallTeam() {
     { role: "assistant", content: "Scout found the launch date." },
   ]);
   const done = await createTask(db, { agentId: scout.id, source: "lead", title: "Find the launch date" });
-  await db.update(tasks).set({ status: "completed", result: "The launch moved to May 4.\n\n# Not a heading of the digest", completedAt: at("2026-03-02T10:00:00Z") }).where(eq(tasks.id, done.id));
+  await db
+    .update(tasks)
+    .set({
+      status: "completed",
+      result: "The launch moved to May 4.\n\n# Not a heading of the digest",
+      completedAt: at("2026-03-02T10:00:00Z"),
+    })
+    .where(eq(tasks.id, done.id));
   const broken = await createTask(db, { agentId: scout.id, source: "lead", title: "Read the filing" });
-  await db.update(tasks).set({ status: "failed", result: "The filing site did not answer.", completedAt: at("2026-03-04T09:00:00Z") }).where(eq(tasks.id, broken.id));
-  const briefing = await createInboxItem(db, { teamId: team.id, agentId: lead.id, type: "briefing", title: "Launch moved", summary: "May 4", content: "The launch moved to **May 4**." });
-  const alert = await createInboxItem(db, { teamId: team.id, agentId: scout.id, type: "alert", title: "Task failed: Read the filing", summary: "The filing site did not answer.", content: "…" });
-  await db.update(inboxItems).set({ createdAt: at("2026-03-02T11:00:00Z") }).where(eq(inboxItems.id, briefing.id));
-  await db.update(inboxItems).set({ createdAt: at("2026-03-04T09:01:00Z") }).where(eq(inboxItems.id, alert.id));
-  const question = await createQuestion(db, { agentId: lead.id, taskId: null, recipientAgentId: null, question: "Should we track the competitor too?" });
+  await db
+    .update(tasks)
+    .set({ status: "failed", result: "The filing site did not answer.", completedAt: at("2026-03-04T09:00:00Z") })
+    .where(eq(tasks.id, broken.id));
+  const briefing = await createInboxItem(db, {
+    teamId: team.id,
+    agentId: lead.id,
+    type: "briefing",
+    title: "Launch moved",
+    summary: "May 4",
+    content: "The launch moved to **May 4**.",
+  });
+  const alert = await createInboxItem(db, {
+    teamId: team.id,
+    agentId: scout.id,
+    type: "alert",
+    title: "Task failed: Read the filing",
+    summary: "The filing site did not answer.",
+    content: "…",
+  });
+  await db
+    .update(inboxItems)
+    .set({ createdAt: at("2026-03-02T11:00:00Z") })
+    .where(eq(inboxItems.id, briefing.id));
+  await db
+    .update(inboxItems)
+    .set({ createdAt: at("2026-03-04T09:01:00Z") })
+    .where(eq(inboxItems.id, alert.id));
+  const question = await createQuestion(db, {
+    agentId: lead.id,
+    taskId: null,
+    recipientAgentId: null,
+    question: "Should we track the competitor too?",
+  });
   await answerQuestion(db, question.id, "Yes, weekly.");
-  await db.update(questions).set({ createdAt: at("2026-03-02T12:00:00Z"), answeredAt: at("2026-03-02T13:00:00Z") }).where(eq(questions.id, question.id));
-  const fact = await createKnowledgeItem(db, { agentId: scout.id, type: "fact", content: "Launches slip in spring.", confidence: 0.8, sourceConversationId: work.id });
-  await db.update(knowledgeItems).set({ createdAt: at("2026-03-02T14:00:00Z") }).where(eq(knowledgeItems.id, fact.id));
+  await db
+    .update(questions)
+    .set({ createdAt: at("2026-03-02T12:00:00Z"), answeredAt: at("2026-03-02T13:00:00Z") })
+    .where(eq(questions.id, question.id));
+  const fact = await createKnowledgeItem(db, {
+    agentId: scout.id,
+    type: "fact",
+    content: "Launches slip in spring.",
+    confidence: 0.8,
+    sourceConversationId: work.id,
+  });
+  await db
+    .update(knowledgeItems)
+    .set({ createdAt: at("2026-03-02T14:00:00Z") })
+    .where(eq(knowledgeItems.id, fact.id));
   // The lead reported it too, in its chat, with a page: one item, two sources.
-  await addKnowledgeSource(db, fact.id, { agentId: lead.id, conversationId: chat.id, url: "https://example.com/launches" });
-  const spent = await recordUsage(db, { agentId: scout.id, conversationId: work.id, purpose: "work", model: "gpt-test", inputTokens: 1200, outputTokens: 300 });
-  await db.update(usage).set({ createdAt: at("2026-03-02T10:00:00Z") }).where(eq(usage.id, spent!.id));
-  await db.insert(mcpServers).values({ teamId: team.id, name: "tools", transport: "http", url: "https://mcp.example/mcp?key=MCPQUERYSECRET", headers: { Authorization: SECRETS[0]! } });
-  await db.insert(mcpServers).values({ teamId: team.id, name: "local", transport: "stdio", command: "node", args: ["server.js", "--token=ARGSECRET"], env: { API_KEY: SECRETS[1]! } });
-  await db.insert(notificationChannels).values({ teamId: team.id, type: "webhook", name: "Slack", url: "https://hooks.slack.com/services/T000/B000/SLACKURLSECRET", secret: SECRETS[2]!, kinds: ["briefing"] });
+  await addKnowledgeSource(db, fact.id, {
+    agentId: lead.id,
+    conversationId: chat.id,
+    url: "https://example.com/launches",
+  });
+  const spent = await recordUsage(db, {
+    agentId: scout.id,
+    conversationId: work.id,
+    purpose: "work",
+    model: "gpt-test",
+    inputTokens: 1200,
+    outputTokens: 300,
+  });
+  await db
+    .update(usage)
+    .set({ createdAt: at("2026-03-02T10:00:00Z") })
+    .where(eq(usage.id, spent!.id));
+  await db
+    .insert(mcpServers)
+    .values({
+      teamId: team.id,
+      name: "tools",
+      transport: "http",
+      url: "https://mcp.example/mcp?key=MCPQUERYSECRET",
+      headers: { Authorization: SECRETS[0]! },
+    });
+  await db
+    .insert(mcpServers)
+    .values({
+      teamId: team.id,
+      name: "local",
+      transport: "stdio",
+      command: "node",
+      args: ["server.js", "--token=ARGSECRET"],
+      env: { API_KEY: SECRETS[1]! },
+    });
+  await db
+    .insert(notificationChannels)
+    .values({
+      teamId: team.id,
+      type: "webhook",
+      name: "Slack",
+      url: "https://hooks.slack.com/services/T000/B000/SLACKURLSECRET",
+      secret: SECRETS[2]!,
+      kinds: ["briefing"],
+    });
   await db.insert(webhookSecrets).values({ teamId: team.id, secret: SECRETS[3]! });
   return { team, lead, scout, work, chat, done, broken, question, fact };
 }
@@ -112,24 +215,40 @@ type Record = {
   usage: { agentId: string; inputTokens: number }[];
   mcpServers: { name: string; headerNames: string[]; envNames: string[] }[];
   notificationChannels: { name: string }[];
-  conversations: { id: string; agentId: string; mode: string; messages: { id: string; role: string; content: string; previousMessageId: string | null }[] }[];
+  conversations: {
+    id: string;
+    agentId: string;
+    mode: string;
+    messages: { id: string; role: string; content: string; previousMessageId: string | null }[];
+  }[];
 };
 
 describe("a team's record (JSON)", () => {
   it("downloads everything the team has, messages in chain order, and no secret", async () => {
     const world = await smallTeam();
     const other = await createTeamFixture(database.db, { name: "Someone else" });
-    await appendMessages(database.db, (await getBackgroundConversation(database.db, other.lead.id)).id, [{ role: "user", content: "another team's work" }]);
+    await appendMessages(database.db, (await getBackgroundConversation(database.db, other.lead.id)).id, [
+      { role: "user", content: "another team's work" },
+    ]);
 
     const response = await api.record.GET(get(`/api/teams/${world.team.id}/export`), params(world.team.id));
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
-    expect(response.headers.get("content-disposition")).toMatch(/^attachment; filename="cadre-orsted-watch-q2-\d{4}-\d{2}-\d{2}\.json"$/);
+    expect(response.headers.get("content-disposition")).toMatch(
+      /^attachment; filename="cadre-orsted-watch-q2-\d{4}-\d{2}-\d{2}\.json"$/,
+    );
     const text = await response.text();
     const record = JSON.parse(text) as Record;
 
-    expect(record).toMatchObject({ format: "cadre-team-record", version: 1, team: { id: world.team.id, name: "Ørsted Watch / Q2" } });
-    expect(record.agents.map((agent) => [agent.name, agent.role])).toEqual([["Ørsted Watch / Q2 Lead", "lead"], ["Scout", "subordinate"]]);
+    expect(record).toMatchObject({
+      format: "cadre-team-record",
+      version: 1,
+      team: { id: world.team.id, name: "Ørsted Watch / Q2" },
+    });
+    expect(record.agents.map((agent) => [agent.name, agent.role])).toEqual([
+      ["Ørsted Watch / Q2 Lead", "lead"],
+      ["Scout", "subordinate"],
+    ]);
     expect(record.tasks.map((task) => [task.id, task.status])).toEqual([
       [world.done.id, "completed"],
       [world.broken.id, "failed"],
@@ -142,7 +261,12 @@ describe("a team's record (JSON)", () => {
         content: "Launches slip in spring.",
         sources: [
           { agentId: world.scout.id, agentName: "Scout", conversationId: world.work.id, url: null },
-          { agentId: world.lead.id, conversationId: world.chat.id, conversationMode: "foreground", url: "https://example.com/launches" },
+          {
+            agentId: world.lead.id,
+            conversationId: world.chat.id,
+            conversationMode: "foreground",
+            url: "https://example.com/launches",
+          },
         ],
       },
     ]);
@@ -158,7 +282,10 @@ describe("a team's record (JSON)", () => {
     expect(work.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(work.messages.at(-1)!.content).toBe("The launch moved to May 4.");
     const chat = record.conversations.find((conversation) => conversation.id === world.chat.id)!;
-    expect(chat.messages.map((message) => message.content)).toEqual(["How is it going?", "Scout found the launch date."]);
+    expect(chat.messages.map((message) => message.content)).toEqual([
+      "How is it going?",
+      "Scout found the launch date.",
+    ]);
     expect(text).not.toContain("another team's work");
     for (const secret of SECRETS) expect(text).not.toContain(secret);
     expect(text).not.toContain('"secret"');
@@ -213,13 +340,27 @@ describe("a team's digest (Markdown)", () => {
     const world = await smallTeam();
     // What a removed agent spent stays in the team's usage, under one name.
     const digger = await createSubordinate(database.db, world.team.id, { name: "Digger", instructions: "Digs." });
-    const spent = await recordUsage(database.db, { agentId: digger.id, purpose: "work", model: "gpt-test", inputTokens: 500, outputTokens: 50 });
-    await database.db.update(usage).set({ createdAt: at("2026-03-02T11:00:00Z") }).where(eq(usage.id, spent!.id));
+    const spent = await recordUsage(database.db, {
+      agentId: digger.id,
+      purpose: "work",
+      model: "gpt-test",
+      inputTokens: 500,
+      outputTokens: 50,
+    });
+    await database.db
+      .update(usage)
+      .set({ createdAt: at("2026-03-02T11:00:00Z") })
+      .where(eq(usage.id, spent!.id));
     await deleteAgent(database.db, digger.id);
-    const response = await api.digest.GET(get(`/api/teams/${world.team.id}/digest?from=2026-03-01&to=2026-03-05`), params(world.team.id));
+    const response = await api.digest.GET(
+      get(`/api/teams/${world.team.id}/digest?from=2026-03-01&to=2026-03-05`),
+      params(world.team.id),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/markdown; charset=utf-8");
-    expect(response.headers.get("content-disposition")).toBe('attachment; filename="cadre-orsted-watch-q2-digest-2026-03-01-to-2026-03-05.md"');
+    expect(response.headers.get("content-disposition")).toBe(
+      'attachment; filename="cadre-orsted-watch-q2-digest-2026-03-01-to-2026-03-05.md"',
+    );
     const markdown = await response.text();
     const headings = markdown.split("\n").filter((line) => line.startsWith("#"));
     expect(headings).toEqual([
@@ -237,12 +378,18 @@ describe("a team's digest (Markdown)", () => {
       "### Alerts",
     ]);
     // What agents wrote is quoted: its own "# heading" stays inside the quote.
-    expect(markdown).toContain("- **Find the launch date** — Scout\n\n  > The launch moved to May 4.\n  >\n  > # Not a heading of the digest");
-    expect(markdown).toContain("*From Ørsted Watch / Q2 Lead*\n\n> The launch moved to **May 4**.\n\n### Questions and answers");
+    expect(markdown).toContain(
+      "- **Find the launch date** — Scout\n\n  > The launch moved to May 4.\n  >\n  > # Not a heading of the digest",
+    );
+    expect(markdown).toContain(
+      "*From Ørsted Watch / Q2 Lead*\n\n> The launch moved to **May 4**.\n\n### Questions and answers",
+    );
     expect(markdown).toContain("- **Ørsted Watch / Q2 Lead** asked you:\n\n  > Should we track the competitor too?");
     expect(markdown).toContain("> Yes, weekly.");
     expect(markdown).toContain("- **Task failed: Read the filing** — The filing site did not answer.");
-    expect(markdown).toContain("- *fact* (Scout, Ørsted Watch / Q2 Lead, confidence 0.80): Launches slip in spring. Sources: <https://example.com/launches>");
+    expect(markdown).toContain(
+      "- *fact* (Scout, Ørsted Watch / Q2 Lead, confidence 0.80): Launches slip in spring. Sources: <https://example.com/launches>",
+    );
     expect(markdown).toContain("| Scout | 1 | 1,200 | 300 |");
     expect(markdown).toContain("| Removed agents | 1 | 500 | 50 |");
     expect(markdown).toContain("- Tasks finished: 1; failed: 1");
@@ -255,7 +402,9 @@ describe("a team's digest (Markdown)", () => {
     expect(response.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
     const weekAgo = new Date(Date.now() - 6 * 86_400_000).toISOString().slice(0, 10);
-    expect(response.headers.get("content-disposition")).toBe(`attachment; filename="cadre-quiet-digest-${weekAgo}-to-${today}.md"`);
+    expect(response.headers.get("content-disposition")).toBe(
+      `attachment; filename="cadre-quiet-digest-${weekAgo}-to-${today}.md"`,
+    );
     expect(await response.text()).toContain("Nothing happened in these days.");
   });
 

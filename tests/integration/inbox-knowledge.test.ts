@@ -22,7 +22,8 @@ let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
 
 beforeAll(async () => {
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
+    delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
@@ -35,10 +36,25 @@ afterAll(async () => {
 
 const ORIGIN = "http://localhost:3000";
 const get = (path: string) => new Request(ORIGIN + path);
-const patch = (path: string, body: unknown) => new Request(ORIGIN + path, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const patch = (path: string, body: unknown) =>
+  new Request(ORIGIN + path, {
+    method: "PATCH",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 
-type Page = { items: { id: string; title: string; teamId: string; type: string; archivedAt: string | null; readAt: string | null }[]; nextCursor: string | null };
+type Page = {
+  items: {
+    id: string;
+    title: string;
+    teamId: string;
+    type: string;
+    archivedAt: string | null;
+    readAt: string | null;
+  }[];
+  nextCursor: string | null;
+};
 
 async function inbox(query: string): Promise<Page> {
   const response = await api.inbox.GET(get(`/api/inbox${query}`));
@@ -64,7 +80,14 @@ describe("the inbox", () => {
     // Seven items at one instant, three a second earlier: a time-only cursor would lose or repeat some.
     const at = new Date("2026-01-02T03:04:05.123456Z");
     for (let index = 0; index < 10; index++) {
-      const item = await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "briefing", title: `Tie ${index}`, summary: "s", content: "c" });
+      const item = await createInboxItem(database.db, {
+        teamId: team.id,
+        agentId: lead.id,
+        type: "briefing",
+        title: `Tie ${index}`,
+        summary: "s",
+        content: "c",
+      });
       await database.sql`update inbox_items set created_at = ${(index < 7 ? at : new Date(at.getTime() - 1000)).toISOString()}::timestamptz + interval '456 microseconds' where id = ${item.id}`;
     }
     const pages = await allPages(`teamId=${team.id}`, 3);
@@ -78,25 +101,62 @@ describe("the inbox", () => {
   it("filters by team and type; archiving moves an item to the archive (read), unarchiving brings it back", async () => {
     const one = await createTeamFixture(database.db, { name: "One", subordinates: ["Scout"] });
     const two = await createTeamFixture(database.db, { name: "Two" });
-    const briefing = await createInboxItem(database.db, { teamId: one.team.id, agentId: one.lead.id, type: "briefing", title: "One's briefing", summary: "s", content: "c" });
-    await createInboxItem(database.db, { teamId: one.team.id, agentId: one.lead.id, type: "alert", title: "One's alert", summary: "s", content: "c" });
-    await createInboxItem(database.db, { teamId: two.team.id, agentId: two.lead.id, type: "briefing", title: "Two's briefing", summary: "s", content: "c" });
+    const briefing = await createInboxItem(database.db, {
+      teamId: one.team.id,
+      agentId: one.lead.id,
+      type: "briefing",
+      title: "One's briefing",
+      summary: "s",
+      content: "c",
+    });
+    await createInboxItem(database.db, {
+      teamId: one.team.id,
+      agentId: one.lead.id,
+      type: "alert",
+      title: "One's alert",
+      summary: "s",
+      content: "c",
+    });
+    await createInboxItem(database.db, {
+      teamId: two.team.id,
+      agentId: two.lead.id,
+      type: "briefing",
+      title: "Two's briefing",
+      summary: "s",
+      content: "c",
+    });
 
-    expect((await inbox(`?teamId=${one.team.id}`)).items.map((item) => item.title)).toEqual(["One's alert", "One's briefing"]);
-    expect((await inbox(`?teamId=${one.team.id}&type=briefing`)).items.map((item) => item.title)).toEqual(["One's briefing"]);
+    expect((await inbox(`?teamId=${one.team.id}`)).items.map((item) => item.title)).toEqual([
+      "One's alert",
+      "One's briefing",
+    ]);
+    expect((await inbox(`?teamId=${one.team.id}&type=briefing`)).items.map((item) => item.title)).toEqual([
+      "One's briefing",
+    ]);
     expect((await inbox(`?teamId=${two.team.id}&type=alert`)).items).toEqual([]);
 
-    const archived = await api.inboxItem.PATCH(patch(`/api/inbox/${briefing.id}`, { archived: true }), params({ itemId: briefing.id }));
+    const archived = await api.inboxItem.PATCH(
+      patch(`/api/inbox/${briefing.id}`, { archived: true }),
+      params({ itemId: briefing.id }),
+    );
     expect(archived.status).toBe(200);
     const { item } = (await archived.json()) as { item: { archivedAt: string | null; readAt: string | null } };
     expect(item.archivedAt).not.toBeNull();
     expect(item.readAt).not.toBeNull();
     expect((await inbox(`?teamId=${one.team.id}`)).items.map((entry) => entry.title)).toEqual(["One's alert"]);
-    expect((await inbox(`?teamId=${one.team.id}&archived=true`)).items.map((entry) => entry.title)).toEqual(["One's briefing"]);
+    expect((await inbox(`?teamId=${one.team.id}&archived=true`)).items.map((entry) => entry.title)).toEqual([
+      "One's briefing",
+    ]);
 
-    const back = await api.inboxItem.PATCH(patch(`/api/inbox/${briefing.id}`, { archived: false }), params({ itemId: briefing.id }));
+    const back = await api.inboxItem.PATCH(
+      patch(`/api/inbox/${briefing.id}`, { archived: false }),
+      params({ itemId: briefing.id }),
+    );
     expect(((await back.json()) as { item: { archivedAt: string | null } }).item.archivedAt).toBeNull();
-    expect((await inbox(`?teamId=${one.team.id}`)).items.map((entry) => entry.title)).toEqual(["One's alert", "One's briefing"]);
+    expect((await inbox(`?teamId=${one.team.id}`)).items.map((entry) => entry.title)).toEqual([
+      "One's alert",
+      "One's briefing",
+    ]);
     expect((await inbox(`?teamId=${one.team.id}&archived=true`)).items).toEqual([]);
   });
 
@@ -114,8 +174,19 @@ describe("the inbox", () => {
       input: { query: "prices" },
       reason: "",
     });
-    const item = await createInboxItem(database.db, { teamId: team.id, agentId: scout.id, type: "approval", title: "May I search?", summary: "s", content: "c", approvalId: approval!.id });
-    const refused = await api.inboxItem.PATCH(patch(`/api/inbox/${item.id}`, { archived: true }), params({ itemId: item.id }));
+    const item = await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: scout.id,
+      type: "approval",
+      title: "May I search?",
+      summary: "s",
+      content: "c",
+      approvalId: approval!.id,
+    });
+    const refused = await api.inboxItem.PATCH(
+      patch(`/api/inbox/${item.id}`, { archived: true }),
+      params({ itemId: item.id }),
+    );
     expect(refused.status).toBe(409);
     const { error } = (await refused.json()) as { error: { code: string; message: string } };
     expect(error.code).toBe("conflict:inbox_item_waiting");
@@ -123,7 +194,10 @@ describe("the inbox", () => {
     expect((await inbox(`?teamId=${team.id}`)).items.map((entry) => entry.id)).toEqual([item.id]);
 
     await database.sql`update approvals set status = 'denied', decided_at = now() where id = ${approval!.id}`;
-    expect((await api.inboxItem.PATCH(patch(`/api/inbox/${item.id}`, { archived: true }), params({ itemId: item.id }))).status).toBe(200);
+    expect(
+      (await api.inboxItem.PATCH(patch(`/api/inbox/${item.id}`, { archived: true }), params({ itemId: item.id })))
+        .status,
+    ).toBe(200);
   });
 });
 
@@ -131,29 +205,59 @@ describe("knowledge", () => {
   it("PATCH edits content, type and source (http(s) only), stamps updatedAt; GET filters by team", async () => {
     const one = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const two = await createTeamFixture(database.db);
-    const fact = await createKnowledgeItem(database.db, { agentId: one.subordinates[0]!.id, type: "fact", content: "Panels got cheaper." });
+    const fact = await createKnowledgeItem(database.db, {
+      agentId: one.subordinates[0]!.id,
+      type: "fact",
+      content: "Panels got cheaper.",
+    });
     await createKnowledgeItem(database.db, { agentId: two.lead.id, type: "fact", content: "Wind got cheaper." });
 
     const response = await api.knowledgeItem.PATCH(
-      patch(`/api/knowledge/${fact.id}`, { content: "  Panels got 20% cheaper in 2025. ", type: "lesson", sourceUrl: "https://example.com/panels" }),
+      patch(`/api/knowledge/${fact.id}`, {
+        content: "  Panels got 20% cheaper in 2025. ",
+        type: "lesson",
+        sourceUrl: "https://example.com/panels",
+      }),
       params({ itemId: fact.id }),
     );
     expect(response.status).toBe(200);
-    const { item } = (await response.json()) as { item: { content: string; type: string; sourceUrl: string | null; updatedAt: string | null } };
-    expect(item).toMatchObject({ content: "Panels got 20% cheaper in 2025.", type: "lesson", sourceUrl: "https://example.com/panels" });
+    const { item } = (await response.json()) as {
+      item: { content: string; type: string; sourceUrl: string | null; updatedAt: string | null };
+    };
+    expect(item).toMatchObject({
+      content: "Panels got 20% cheaper in 2025.",
+      type: "lesson",
+      sourceUrl: "https://example.com/panels",
+    });
     expect(item.updatedAt).not.toBeNull();
 
-    const cleared = await api.knowledgeItem.PATCH(patch(`/api/knowledge/${fact.id}`, { sourceUrl: null }), params({ itemId: fact.id }));
+    const cleared = await api.knowledgeItem.PATCH(
+      patch(`/api/knowledge/${fact.id}`, { sourceUrl: null }),
+      params({ itemId: fact.id }),
+    );
     expect(((await cleared.json()) as { item: { sourceUrl: string | null } }).item.sourceUrl).toBeNull();
 
-    for (const body of [{}, { content: "" }, { type: "rumour" }, { sourceUrl: "javascript:alert(1)" }, { sourceUrl: "ftp://example.com/x" }, { sourceUrl: "example" }, { confidence: 1 }]) {
+    for (const body of [
+      {},
+      { content: "" },
+      { type: "rumour" },
+      { sourceUrl: "javascript:alert(1)" },
+      { sourceUrl: "ftp://example.com/x" },
+      { sourceUrl: "example" },
+      { confidence: 1 },
+    ]) {
       const bad = await api.knowledgeItem.PATCH(patch(`/api/knowledge/${fact.id}`, body), params({ itemId: fact.id }));
       expect(bad.status, JSON.stringify(body)).toBe(400);
     }
     const missing = randomUUID();
-    expect((await api.knowledgeItem.PATCH(patch(`/api/knowledge/${missing}`, { content: "x" }), params({ itemId: missing }))).status).toBe(404);
+    expect(
+      (await api.knowledgeItem.PATCH(patch(`/api/knowledge/${missing}`, { content: "x" }), params({ itemId: missing })))
+        .status,
+    ).toBe(404);
 
-    const listed = (await (await api.knowledge.GET(get(`/api/knowledge?teamId=${one.team.id}`))).json()) as { items: { id: string }[] };
+    const listed = (await (await api.knowledge.GET(get(`/api/knowledge?teamId=${one.team.id}`))).json()) as {
+      items: { id: string }[];
+    };
     expect(listed.items.map((entry) => entry.id)).toEqual([fact.id]);
   });
 });

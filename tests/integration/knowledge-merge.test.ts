@@ -11,7 +11,13 @@ import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
 import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
 import type { ToolContext } from "@/lib/agents/tools";
 import type { EffectCall } from "@/lib/agents/tools/context";
-import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import {
+  appendMessages,
+  getAllMessages,
+  getBackgroundConversation,
+  getForegroundConversation,
+  searchKnowledgeItems,
+} from "@/lib/db/queries";
 import { deleteAgent } from "@/lib/db/queries/agents";
 import { withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import type { Db } from "@/lib/db/client";
@@ -35,11 +41,21 @@ const call = (toolCallId: string) => ({ toolCallId, messages: [] }) as never;
  * tool's writes in a transaction of their own (as runEffect does), given the message holding the call.
  * `hold`: the transaction waits for it before it commits (to make two saves overlap).
  */
-async function saveFact(team: Team, agent: Agent, input: { content: string; confidence?: number; sourceUrl?: string }, hold?: Promise<void>, written?: () => void) {
+async function saveFact(
+  team: Team,
+  agent: Agent,
+  input: { content: string; confidence?: number; sourceUrl?: string },
+  hold?: Promise<void>,
+  written?: () => void,
+) {
   const conversation = await getBackgroundConversation(database.db, agent.id);
   const toolCallId = `call-${crypto.randomUUID()}`;
   const [message] = await appendMessages(database.db, conversation.id, [
-    { role: "assistant", content: "", toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", ...input } }] },
+    {
+      role: "assistant",
+      content: "",
+      toolCalls: [{ toolCallId, toolName: "addKnowledgeItem", args: { type: "fact", ...input } }],
+    },
   ]);
   const context = {
     db: database.db,
@@ -56,19 +72,30 @@ async function saveFact(team: Team, agent: Agent, input: { content: string; conf
         return result;
       }),
   } as unknown as ToolContext;
-  const result = (await knowledgeTools(context).addKnowledgeItem.execute!({ type: "fact", ...input } as never, call(toolCallId))) as { saved: true; id: string; note?: string; sourceUrl?: string };
+  const result = (await knowledgeTools(context).addKnowledgeItem.execute!(
+    { type: "fact", ...input } as never,
+    call(toolCallId),
+  )) as { saved: true; id: string; note?: string; sourceUrl?: string };
   return { result, message: message!, conversation };
 }
 
-const itemsOf = async (team: Team) => withKnowledgeSources(database.db, await searchKnowledgeItems(database.db, { teamId: team.id }));
+const itemsOf = async (team: Team) =>
+  withKnowledgeSources(database.db, await searchKnowledgeItems(database.db, { teamId: team.id }));
 
 describe("one fact, many sources", () => {
   it("three agents reporting the same fact make one item with three sources, the highest confidence, and the URL its text names", async () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
     const [scout, analyst] = subordinates as [Agent, Agent];
     const first = await saveFact(team, scout, { content: "Solar panel prices fell 20% in 2025.", confidence: 0.6 });
-    const second = await saveFact(team, analyst, { content: "solar panel prices fell 20 % in 2025", confidence: 0.9, sourceUrl: "https://example.org/prices" });
-    const third = await saveFact(team, lead, { content: "Solar panel prices fell 20% in 2025 (https://example.com/solar-report).", confidence: 0.7 });
+    const second = await saveFact(team, analyst, {
+      content: "solar panel prices fell 20 % in 2025",
+      confidence: 0.9,
+      sourceUrl: "https://example.org/prices",
+    });
+    const third = await saveFact(team, lead, {
+      content: "Solar panel prices fell 20% in 2025 (https://example.com/solar-report).",
+      confidence: 0.7,
+    });
 
     expect(first.result.note).toBeUndefined();
     expect(second.result).toMatchObject({ id: first.result.id, sourceUrl: "https://example.org/prices" });
@@ -79,18 +106,31 @@ describe("one fact, many sources", () => {
     expect(items).toHaveLength(1);
     const [item] = items;
     // The first report's words, the highest confidence, the first URL a report gave.
-    expect(item).toMatchObject({ content: "Solar panel prices fell 20% in 2025.", confidence: 0.9, sourceUrl: "https://example.org/prices", agentId: scout.id, updatedAt: null });
-    expect(item!.sources.map((source) => [source.agentName, source.messageId, source.conversationId, source.url])).toEqual([
+    expect(item).toMatchObject({
+      content: "Solar panel prices fell 20% in 2025.",
+      confidence: 0.9,
+      sourceUrl: "https://example.org/prices",
+      agentId: scout.id,
+      updatedAt: null,
+    });
+    expect(
+      item!.sources.map((source) => [source.agentName, source.messageId, source.conversationId, source.url]),
+    ).toEqual([
       ["Scout", first.message.id, first.conversation.id, null],
       ["Analyst", second.message.id, second.conversation.id, "https://example.org/prices"],
       [lead.name, third.message.id, third.conversation.id, "https://example.com/solar-report"],
     ]);
     // Each agent's knowledge holds it: the agent filter matches any of its sources.
-    for (const agent of [scout, analyst, lead]) expect((await searchKnowledgeItems(database.db, { agentId: agent.id })).map((each) => each.id)).toEqual([item!.id]);
+    for (const agent of [scout, analyst, lead])
+      expect((await searchKnowledgeItems(database.db, { agentId: agent.id })).map((each) => each.id)).toEqual([
+        item!.id,
+      ]);
 
     // Another team's agent knowing the same is that team's own item.
     const other = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const elsewhere = await saveFact(other.team, other.subordinates[0]!, { content: "Solar panel prices fell 20% in 2025." });
+    const elsewhere = await saveFact(other.team, other.subordinates[0]!, {
+      content: "Solar panel prices fell 20% in 2025.",
+    });
     expect(elsewhere.result.id).not.toBe(item!.id);
     expect(await itemsOf(other.team)).toHaveLength(1);
   });
@@ -103,7 +143,13 @@ describe("one fact, many sources", () => {
     let firstWritten!: () => void;
     const written = new Promise<void>((resolve) => (firstWritten = resolve));
     // The scout's save has written its item and not committed yet when the analyst's starts.
-    const scoutSave = saveFact(team, scout, { content: "Grid batteries doubled in Texas in 2025." }, hold, firstWritten);
+    const scoutSave = saveFact(
+      team,
+      scout,
+      { content: "Grid batteries doubled in Texas in 2025." },
+      hold,
+      firstWritten,
+    );
     await written;
     const analystSave = saveFact(team, analyst, { content: "Grid batteries doubled in Texas in 2025" });
     await new Promise((resolve) => setTimeout(resolve, 300)); // the analyst's save is waiting, not done
@@ -115,7 +161,11 @@ describe("one fact, many sources", () => {
     expect(items[0]!.sources.map((source) => source.agentName)).toEqual(["Scout", "Analyst"]);
 
     // And five at once, all different agents' or not, still one item.
-    await Promise.all([scout, analyst, scout, analyst, scout].map((agent, index) => saveFact(team, agent, { content: `Heat pumps outsold gas boilers in France${".".repeat(index % 2)}` })));
+    await Promise.all(
+      [scout, analyst, scout, analyst, scout].map((agent, index) =>
+        saveFact(team, agent, { content: `Heat pumps outsold gas boilers in France${".".repeat(index % 2)}` }),
+      ),
+    );
     expect((await itemsOf(team)).filter((each) => each.content.startsWith("Heat pumps"))).toHaveLength(1);
   });
 
@@ -127,18 +177,35 @@ describe("one fact, many sources", () => {
     await saveFact(team, scout, { content: "Only the scout saw this one." });
     await deleteAgent(database.db, scout.id);
     const items = await itemsOf(team);
-    expect(items.map((item) => [item.id, item.agentId, item.sourceConversationId, item.sources.map((source) => source.agentName)])).toEqual([
-      [shared.result.id, analyst.id, second.conversation.id, ["Analyst"]],
-    ]);
+    expect(
+      items.map((item) => [
+        item.id,
+        item.agentId,
+        item.sourceConversationId,
+        item.sources.map((source) => source.agentName),
+      ]),
+    ).toEqual([[shared.result.id, analyst.id, second.conversation.id, ["Analyst"]]]);
   });
 
   it("a URL named in the fact fills its source when none is given (http and https only)", async () => {
     const { team, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const scout = subordinates[0]!;
-    expect((await saveFact(team, scout, { content: "Per https://example.com/tidal, tidal output rose 5%." })).result.sourceUrl).toBe("https://example.com/tidal");
-    expect((await saveFact(team, scout, { content: "Wave energy stalled (see ftp://example.com/wave)." })).result).not.toHaveProperty("sourceUrl");
+    expect(
+      (await saveFact(team, scout, { content: "Per https://example.com/tidal, tidal output rose 5%." })).result
+        .sourceUrl,
+    ).toBe("https://example.com/tidal");
+    expect(
+      (await saveFact(team, scout, { content: "Wave energy stalled (see ftp://example.com/wave)." })).result,
+    ).not.toHaveProperty("sourceUrl");
     // The agent's own source wins over the one in the text.
-    expect((await saveFact(team, scout, { content: "Geothermal grew, says https://example.com/geo.", sourceUrl: "https://example.org/given" })).result.sourceUrl).toBe("https://example.org/given");
+    expect(
+      (
+        await saveFact(team, scout, {
+          content: "Geothermal grew, says https://example.com/geo.",
+          sourceUrl: "https://example.org/given",
+        })
+      ).result.sourceUrl,
+    ).toBe("https://example.org/given");
     const urls = (await itemsOf(team)).map((item) => [item.content.slice(0, 10), item.sourceUrl]);
     expect(urls.sort()).toEqual([
       ["Geothermal", "https://example.org/given"],
@@ -149,7 +216,10 @@ describe("one fact, many sources", () => {
 
   it("extraction adds the agent as a source of what the team knows, at the message that said it", async () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const known = await saveFact(team, subordinates[0]!, { content: "Offshore wind capacity doubled in Denmark.", confidence: 0.5 });
+    const known = await saveFact(team, subordinates[0]!, {
+      content: "Offshore wind capacity doubled in Denmark.",
+      confidence: 0.5,
+    });
     const conversation = await getBackgroundConversation(database.db, lead.id);
     const [, said] = await appendMessages(database.db, conversation.id, [
       { role: "user", content: "Report from Scout: done." },
@@ -164,13 +234,19 @@ describe("one fact, many sources", () => {
     };
     const created = await extractKnowledgeFromConversation({
       db: database.db,
-      model: { model: new MockLanguageModelV4({ doGenerate: async () => textReply(JSON.stringify(answer)) }), modelId: "mock", kind: "offline" },
+      model: {
+        model: new MockLanguageModelV4({ doGenerate: async () => textReply(JSON.stringify(answer)) }),
+        modelId: "mock",
+        kind: "offline",
+      },
       agentId: lead.id,
       conversationId: conversation.id,
       messages: await getAllMessages(database.db, conversation.id),
       maxInputChars: 10_000,
     });
-    expect(created.map((item) => item.content)).toEqual(["Ask Scout for sources first, see https://example.com/how-to."]);
+    expect(created.map((item) => item.content)).toEqual([
+      "Ask Scout for sources first, see https://example.com/how-to.",
+    ]);
     expect(created[0]!.sourceUrl).toBe("https://example.com/how-to");
     const wind = (await itemsOf(team)).find((item) => item.id === known.result.id)!;
     expect(wind.confidence).toBe(0.8);
@@ -191,13 +267,25 @@ describe("the migration's backfill", () => {
       const work = await getBackgroundConversation(db, scout.id);
       const chat = await getForegroundConversation(db, lead.id);
       const [saving] = await appendMessages(db, work.id, [
-        { role: "assistant", content: "", toolCalls: [{ toolCallId: "c1", toolName: "addKnowledgeItem", args: { type: "fact", content: "Panels got cheaper." } }] },
+        {
+          role: "assistant",
+          content: "",
+          toolCalls: [
+            { toolCallId: "c1", toolName: "addKnowledgeItem", args: { type: "fact", content: "Panels got cheaper." } },
+          ],
+        },
       ]);
       // Rows as they were before the migration: items with no sources.
       const [saved, extracted, named, duplicate] = await db
         .insert(knowledgeItems)
         .values([
-          { agentId: scout.id, type: "fact", content: "Panels got cheaper.", sourceConversationId: work.id, sourceUrl: "https://example.com/panels" },
+          {
+            agentId: scout.id,
+            type: "fact",
+            content: "Panels got cheaper.",
+            sourceConversationId: work.id,
+            sourceUrl: "https://example.com/panels",
+          },
           { agentId: lead.id, type: "lesson", content: "Brief in the morning.", sourceConversationId: chat.id },
           { agentId: scout.id, type: "fact", content: "Wind doubled (https://example.com/wind)." },
           { agentId: lead.id, type: "fact", content: "Panels got cheaper" },
@@ -207,15 +295,28 @@ describe("the migration's backfill", () => {
 
       // The migration's two backfill statements, as written in its file.
       const migration = readFileSync(path.join(process.cwd(), "drizzle/0017_knowledge_sources.sql"), "utf8");
-      const statements = migration.split("--> statement-breakpoint").filter((statement) => /^\s*(--.*\n)*\s*(UPDATE|INSERT)/.test(statement));
+      const statements = migration
+        .split("--> statement-breakpoint")
+        .filter((statement) => /^\s*(--.*\n)*\s*(UPDATE|INSERT)/.test(statement));
       expect(statements).toHaveLength(2);
       for (const statement of statements) await db.execute(sql.raw(statement));
 
       const sources = await db.select().from(knowledgeSources);
       expect(sources).toHaveLength(4);
       const of = (id: string) => sources.find((source) => source.knowledgeItemId === id)!;
-      expect(of(saved!.id)).toMatchObject({ agentId: scout.id, conversationId: work.id, messageId: saving!.id, url: "https://example.com/panels", createdAt: saved!.createdAt });
-      expect(of(extracted!.id)).toMatchObject({ agentId: lead.id, conversationId: chat.id, messageId: null, url: null });
+      expect(of(saved!.id)).toMatchObject({
+        agentId: scout.id,
+        conversationId: work.id,
+        messageId: saving!.id,
+        url: "https://example.com/panels",
+        createdAt: saved!.createdAt,
+      });
+      expect(of(extracted!.id)).toMatchObject({
+        agentId: lead.id,
+        conversationId: chat.id,
+        messageId: null,
+        url: null,
+      });
       expect(of(named!.id)).toMatchObject({ agentId: scout.id, conversationId: null, url: "https://example.com/wind" });
       const [namedItem] = await db.select().from(knowledgeItems).where(eq(knowledgeItems.id, named!.id));
       expect(namedItem!.sourceUrl).toBe("https://example.com/wind");

@@ -8,7 +8,13 @@ import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
 import { searchTools } from "@/lib/agents/tools/search-tools";
 import { TurnSources } from "@/lib/agents/tools/sources";
 import type { ToolContext } from "@/lib/agents/tools";
-import { appendMessages, createKnowledgeItem, getAllMessages, getBackgroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import {
+  appendMessages,
+  createKnowledgeItem,
+  getAllMessages,
+  getBackgroundConversation,
+  searchKnowledgeItems,
+} from "@/lib/db/queries";
 import type { Db } from "@/lib/db/client";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
@@ -21,8 +27,16 @@ beforeAll(async () => {
   database = await createTestDatabase();
   tavily = await startFakeTavily(({ query }) => ({
     results: [
-      { title: "Wind turbines", url: "https://example.com/wind", content: "Offshore wind capacity doubled in Denmark." },
-      { title: "Solar panel prices", url: "https://example.com/solar", content: `Solar panel prices fell 20 percent in 2025 (${query}).` },
+      {
+        title: "Wind turbines",
+        url: "https://example.com/wind",
+        content: "Offshore wind capacity doubled in Denmark.",
+      },
+      {
+        title: "Solar panel prices",
+        url: "https://example.com/solar",
+        content: `Solar panel prices fell 20 percent in 2025 (${query}).`,
+      },
     ],
   }));
 });
@@ -55,24 +69,42 @@ describe("the source of a fact", () => {
     const sources = new TurnSources();
     const search = searchTools(context, sources);
     const knowledge = knowledgeTools(context, sources);
-    const add = (input: object) => knowledge.addKnowledgeItem.execute!({ type: "fact", ...input } as never, call) as unknown as Promise<{ sourceUrl?: string }>;
+    const add = (input: object) =>
+      knowledge.addKnowledgeItem.execute!({ type: "fact", ...input } as never, call) as unknown as Promise<{
+        sourceUrl?: string;
+      }>;
 
     // Before any search: no source.
     expect(await add({ content: "Batteries are getting cheaper." })).not.toHaveProperty("sourceUrl");
     await search.tavilySearch.execute!({ query: "solar" }, call);
-    expect((await add({ content: "Solar panel prices fell 20 percent in 2025." })).sourceUrl).toBe("https://example.com/solar");
-    expect((await add({ content: "Offshore wind capacity doubled in Denmark." })).sourceUrl).toBe("https://example.com/wind");
+    expect((await add({ content: "Solar panel prices fell 20 percent in 2025." })).sourceUrl).toBe(
+      "https://example.com/solar",
+    );
+    expect((await add({ content: "Offshore wind capacity doubled in Denmark." })).sourceUrl).toBe(
+      "https://example.com/wind",
+    );
     // A fact the results do not say gets none.
     expect(await add({ content: "Tidal power is promising." })).not.toHaveProperty("sourceUrl");
     // The agent's own source wins; a bad one is dropped (falling back to what it saw), never an error.
-    expect((await add({ content: "Tidal power is promising.", sourceUrl: "https://example.org/tidal" })).sourceUrl).toBe("https://example.org/tidal");
-    expect(await add({ content: "Tidal power is promising.", sourceUrl: "javascript:alert(1)" })).not.toHaveProperty("sourceUrl");
+    expect(
+      (await add({ content: "Tidal power is promising.", sourceUrl: "https://example.org/tidal" })).sourceUrl,
+    ).toBe("https://example.org/tidal");
+    expect(await add({ content: "Tidal power is promising.", sourceUrl: "javascript:alert(1)" })).not.toHaveProperty(
+      "sourceUrl",
+    );
 
     await search.readWebPage.execute!({ url: "https://example.com/report" }, call);
-    expect((await add({ content: "Anything learned right after reading a page." })).sourceUrl).toBe("https://example.com/report");
+    expect((await add({ content: "Anything learned right after reading a page." })).sourceUrl).toBe(
+      "https://example.com/report",
+    );
 
     const stored = await searchKnowledgeItems(database.db, { agentId: scout.id });
-    expect(stored.filter((item) => item.sourceUrl).map((item) => item.sourceUrl).sort()).toEqual([
+    expect(
+      stored
+        .filter((item) => item.sourceUrl)
+        .map((item) => item.sourceUrl)
+        .sort(),
+    ).toEqual([
       "https://example.com/report",
       "https://example.com/solar",
       "https://example.com/wind",
@@ -83,7 +115,10 @@ describe("the source of a fact", () => {
 
 /** Extraction over a short exchange added to the agent's log, the model answering `answer`. */
 async function extractAnswer(agentId: string, conversationId: string, answer: string) {
-  await appendMessages(database.db, conversationId, [{ role: "user", content: "What did you learn?" }, { role: "assistant", content: "Prices fell." }]);
+  await appendMessages(database.db, conversationId, [
+    { role: "user", content: "What did you learn?" },
+    { role: "assistant", content: "Prices fell." },
+  ]);
   const model = new MockLanguageModelV4({ doGenerate: async () => textReply(answer) });
   return extractKnowledgeFromConversation({
     db: database.db,
@@ -98,16 +133,34 @@ async function extractAnswer(agentId: string, conversationId: string, answer: st
 describe("extraction", () => {
   it("tells near-duplicates apart from different facts", () => {
     expect(isNearDuplicate("Solar panels got 20% cheaper.", "solar panels got 20 cheaper")).toBe(true);
-    expect(isNearDuplicate("Solar panels got cheaper", "Solar panels got cheaper in Germany last year, per IEA.")).toBe(true);
-    expect(isNearDuplicate("The lead prefers short briefings with sources at the end", "The lead prefers short briefings with sources at the end, always")).toBe(true);
+    expect(isNearDuplicate("Solar panels got cheaper", "Solar panels got cheaper in Germany last year, per IEA.")).toBe(
+      true,
+    );
+    expect(
+      isNearDuplicate(
+        "The lead prefers short briefings with sources at the end",
+        "The lead prefers short briefings with sources at the end, always",
+      ),
+    ).toBe(true);
     expect(isNearDuplicate("Solar panels got cheaper", "Wind turbines got cheaper")).toBe(false);
     expect(isNearDuplicate("Use RSS feeds for news", "Use RSS feeds for weather alerts and news digests")).toBe(false);
   });
 
   it("merges near-duplicates of what the agent knows (keeping the higher confidence and the source) and within its own output", async () => {
     const { scout, conversation } = await scoutContext();
-    const known = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Solar panel prices fell 20% in 2025.", confidence: 0.5, sourceUrl: "https://example.com/solar" });
-    const sure = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Wind is cheap.", confidence: 0.9 });
+    const known = await createKnowledgeItem(database.db, {
+      agentId: scout.id,
+      type: "fact",
+      content: "Solar panel prices fell 20% in 2025.",
+      confidence: 0.5,
+      sourceUrl: "https://example.com/solar",
+    });
+    const sure = await createKnowledgeItem(database.db, {
+      agentId: scout.id,
+      type: "fact",
+      content: "Wind is cheap.",
+      confidence: 0.9,
+    });
     const extracted = {
       items: [
         { type: "fact", content: "solar panel prices fell 20 % in 2025", confidence: 0.8 },
@@ -121,7 +174,11 @@ describe("extraction", () => {
     const items = await searchKnowledgeItems(database.db, { agentId: scout.id });
     expect(items).toHaveLength(3);
     const solar = items.find((item) => item.id === known.id)!;
-    expect(solar).toMatchObject({ content: "Solar panel prices fell 20% in 2025.", confidence: 0.8, sourceUrl: "https://example.com/solar" });
+    expect(solar).toMatchObject({
+      content: "Solar panel prices fell 20% in 2025.",
+      confidence: 0.8,
+      sourceUrl: "https://example.com/solar",
+    });
     expect(items.find((item) => item.id === sure.id)!.confidence).toBe(0.9);
   });
 
@@ -129,7 +186,9 @@ describe("extraction", () => {
     const extractWith = async (answer: string) => {
       const { scout, conversation } = await scoutContext();
       const created = await extractAnswer(scout.id, conversation.id, answer);
-      expect((await searchKnowledgeItems(database.db, { agentId: scout.id })).map((item) => item.content).sort()).toEqual(created.map((item) => item.content).sort());
+      expect(
+        (await searchKnowledgeItems(database.db, { agentId: scout.id })).map((item) => item.content).sort(),
+      ).toEqual(created.map((item) => item.content).sort());
       return created.map((item) => [item.type, item.content, item.confidence]);
     };
     // In a code fence, with words around it, one item out of range and one with no content.
@@ -151,21 +210,33 @@ describe("extraction", () => {
       ["technique", "Search the trade press first.", 0.6],
     ]);
     // A bare array.
-    expect(await extractWith(JSON.stringify([{ type: "lesson", content: "Check two sources.", confidence: 0.7 }]))).toEqual([["lesson", "Check two sources.", 0.7]]);
+    expect(
+      await extractWith(JSON.stringify([{ type: "lesson", content: "Check two sources.", confidence: 0.7 }])),
+    ).toEqual([["lesson", "Check two sources.", 0.7]]);
     // Brackets in the words around it, and two blocks of which the second holds the items.
     const item = { type: "fact", content: "Wind auctions reopen in June.", confidence: 0.9 };
-    expect(await extractWith(`Sure! {"items":[${JSON.stringify(item)}]} Hope this helps :}`)).toEqual([["fact", "Wind auctions reopen in June.", 0.9]]);
-    expect(await extractWith(`Items [see below]: {"items":[${JSON.stringify({ ...item, content: "Grid fees rise in 2027." })}]}`)).toEqual([
-      ["fact", "Grid fees rise in 2027.", 0.9],
+    expect(await extractWith(`Sure! {"items":[${JSON.stringify(item)}]} Hope this helps :}`)).toEqual([
+      ["fact", "Wind auctions reopen in June.", 0.9],
     ]);
-    expect(await extractWith(`\`\`\`json\n{"note": "none"}\n\`\`\`\nand\n\`\`\`json\n{"items":[${JSON.stringify({ ...item, content: "Offshore wind is up." })}]}\n\`\`\``)).toEqual([
-      ["fact", "Offshore wind is up.", 0.9],
-    ]);
+    expect(
+      await extractWith(
+        `Items [see below]: {"items":[${JSON.stringify({ ...item, content: "Grid fees rise in 2027." })}]}`,
+      ),
+    ).toEqual([["fact", "Grid fees rise in 2027.", 0.9]]);
+    expect(
+      await extractWith(
+        `\`\`\`json\n{"note": "none"}\n\`\`\`\nand\n\`\`\`json\n{"items":[${JSON.stringify({ ...item, content: "Offshore wind is up." })}]}\n\`\`\``,
+      ),
+    ).toEqual([["fact", "Offshore wind is up.", 0.9]]);
     // Placeholders are not facts, and content is stored trimmed.
     const placeholders = ["   ", "null", "N/A", "…"].map((content) => ({ type: "fact", content, confidence: 0.7 }));
-    expect(await extractWith(JSON.stringify({ items: [...placeholders, { ...item, content: "  Solar is cheap.  " }] }))).toEqual([["fact", "Solar is cheap.", 0.9]]);
+    expect(
+      await extractWith(JSON.stringify({ items: [...placeholders, { ...item, content: "  Solar is cheap.  " }] })),
+    ).toEqual([["fact", "Solar is cheap.", 0.9]]);
     // A NUL, which Postgres text cannot hold, is dropped rather than failing the session's wrap-up.
-    expect(await extractWith(JSON.stringify({ items: [{ ...item, content: "Fact with NUL \u0000 inside." }] }))).toEqual([["fact", "Fact with NUL  inside.", 0.9]]);
+    expect(
+      await extractWith(JSON.stringify({ items: [{ ...item, content: "Fact with NUL \u0000 inside." }] })),
+    ).toEqual([["fact", "Fact with NUL  inside.", 0.9]]);
     // No JSON at all, JSON that is cut off, items that are not a list, nesting deep enough to overflow a stack.
     expect(await extractWith("Nothing worth keeping this time.")).toEqual([]);
     expect(await extractWith('{"items": [{"type": "fact", "content": "Cut off')).toEqual([]);

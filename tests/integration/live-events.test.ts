@@ -54,7 +54,9 @@ describe("live-event subscribers", () => {
   it("a GET stream delivers events, and its subscriber is gone when the client goes away", async () => {
     const before = countLiveSubscribers();
     const controller = new AbortController();
-    const response = await handlerFor("GET")(new Request("http://localhost:3000/api/events", { signal: controller.signal }));
+    const response = await handlerFor("GET")(
+      new Request("http://localhost:3000/api/events", { signal: controller.signal }),
+    );
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
     const reader = response.body!.getReader();
     expect(await readUntil(reader, "event: ready")).toContain("event: ready");
@@ -78,7 +80,9 @@ describe("live-event subscribers", () => {
     const ended = (async () => {
       for (;;) if ((await reader.read()).done) return true;
     })();
-    await expect(Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve(false), 10_000))])).resolves.toBe(true);
+    await expect(
+      Promise.race([ended, new Promise((resolve) => setTimeout(() => resolve(false), 10_000))]),
+    ).resolves.toBe(true);
 
     // The next stream, the browser's reconnect, is live again.
     const again = await handlerFor("GET")(new Request("http://localhost:3000/api/events"));

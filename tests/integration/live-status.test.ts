@@ -4,7 +4,16 @@
 // two teams in one call; and getSinceLastVisit's per-team news with its cut and counts.
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendMessages, claimSession, createInboxItem, createKnowledgeItem, createTask, endSession, getBackgroundConversation, recordUsage } from "@/lib/db/queries";
+import {
+  appendMessages,
+  claimSession,
+  createInboxItem,
+  createKnowledgeItem,
+  createTask,
+  endSession,
+  getBackgroundConversation,
+  recordUsage,
+} from "@/lib/db/queries";
 import { activityState } from "@/lib/activity";
 import { tasks, teams } from "@/lib/db/schema";
 import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/since-last-visit";
@@ -28,16 +37,28 @@ async function startTask(agentId: string, title: string) {
   return task;
 }
 
-async function endTask(agentId: string, title: string, status: "completed" | "failed", completedAt: Date, result = `Result of ${title}`) {
+async function endTask(
+  agentId: string,
+  title: string,
+  status: "completed" | "failed",
+  completedAt: Date,
+  result = `Result of ${title}`,
+) {
   const task = await createTask(database.db, { agentId, source: "lead", title });
-  await database.db.update(tasks).set({ status, result, startedAt: completedAt, completedAt }).where(eq(tasks.id, task.id));
+  await database.db
+    .update(tasks)
+    .set({ status, result, startedAt: completedAt, completedAt })
+    .where(eq(tasks.id, task.id));
   return task;
 }
 
 describe("getTeamActivity", () => {
   it("says which tool runs, since when and on which task; a lead with a working subordinate says so; an idle team says nothing", async () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout", "Reader"] });
-    const [scout, reader] = subordinates as [NonNullable<(typeof subordinates)[0]>, NonNullable<(typeof subordinates)[0]>];
+    const [scout, reader] = subordinates as [
+      NonNullable<(typeof subordinates)[0]>,
+      NonNullable<(typeof subordinates)[0]>,
+    ];
     const quiet = await createTeamFixture(database.db, { subordinates: ["Idler"] });
 
     await startTask(lead.id, "Brief me on tidal power");
@@ -47,19 +68,39 @@ describe("getTeamActivity", () => {
     // One model call made (its usage row), which asked for a search that has no result yet.
     const [, call] = await appendMessages(database.db, scoutLog.id, [
       { role: "user", content: "Task: Find tidal lagoon sites" },
-      { role: "assistant", content: "", toolCalls: [{ toolCallId: "call-1", toolName: "tavilySearch", args: { query: "tidal lagoon sites UK" } }] },
+      {
+        role: "assistant",
+        content: "",
+        toolCalls: [{ toolCallId: "call-1", toolName: "tavilySearch", args: { query: "tidal lagoon sites UK" } }],
+      },
     ]);
-    await recordUsage(database.db, { agentId: scout.id, conversationId: scoutLog.id, purpose: "work", model: "m", workSessionId: scoutSession.id });
+    await recordUsage(database.db, {
+      agentId: scout.id,
+      conversationId: scoutLog.id,
+      purpose: "work",
+      model: "m",
+      workSessionId: scoutSession.id,
+    });
 
     // Reader's search came back: the model is being called again.
     const readerSession = (await claimSession(database.db, reader.id, "test-worker"))!;
     const readerLog = await getBackgroundConversation(database.db, reader.id);
     const readerRows = await appendMessages(database.db, readerLog.id, [
       { role: "user", content: "Task: Read the report" },
-      { role: "assistant", content: "", toolCalls: [{ toolCallId: "call-2", toolName: "readWebPage", args: { url: "https://example.com/report" } }] },
+      {
+        role: "assistant",
+        content: "",
+        toolCalls: [{ toolCallId: "call-2", toolName: "readWebPage", args: { url: "https://example.com/report" } }],
+      },
       { role: "tool", content: "The page says…", toolCallId: "call-2" },
     ]);
-    await recordUsage(database.db, { agentId: reader.id, conversationId: readerLog.id, purpose: "work", model: "m", workSessionId: readerSession.id });
+    await recordUsage(database.db, {
+      agentId: reader.id,
+      conversationId: readerLog.id,
+      purpose: "work",
+      model: "m",
+      workSessionId: readerSession.id,
+    });
 
     const activity = await getTeamActivity(database.db, [team.id, quiet.team.id]);
     const agents = activity.get(team.id)!;
@@ -68,10 +109,19 @@ describe("getTeamActivity", () => {
 
     expect(scoutNow!.session).toMatchObject({ id: scoutSession.id, steps: 1, stopping: false });
     expect(scoutNow!.task).toEqual({ id: scoutTask.id, title: "Find tidal lagoon sites", status: "in_progress" });
-    expect(scoutNow!.step).toEqual({ kind: "tool", toolName: "tavilySearch", label: "Searching the web for “tidal lagoon sites UK”", since: call!.createdAt.toISOString() });
+    expect(scoutNow!.step).toEqual({
+      kind: "tool",
+      toolName: "tavilySearch",
+      label: "Searching the web for “tidal lagoon sites UK”",
+      since: call!.createdAt.toISOString(),
+    });
 
     // After one call and its tool, the second model call is step 2, since the tool's result.
-    expect(readerNow!.step).toEqual({ kind: "model", label: "Thinking (calling the model)", since: readerRows[2]!.createdAt.toISOString() });
+    expect(readerNow!.step).toEqual({
+      kind: "model",
+      label: "Thinking (calling the model)",
+      since: readerRows[2]!.createdAt.toISOString(),
+    });
     expect(readerNow!.session!.steps).toBe(2);
 
     // The lead runs nothing but is on a task its subordinates work on.
@@ -88,7 +138,12 @@ describe("getTeamActivity", () => {
     // A team with nothing running or open: every agent idle.
     const idle = activity.get(quiet.team.id)!;
     expect(idle).toHaveLength(2);
-    expect(idle.every((agent) => agent.session === null && agent.step === null && agent.task === null && agent.subordinatesWorking === 0)).toBe(true);
+    expect(
+      idle.every(
+        (agent) =>
+          agent.session === null && agent.step === null && agent.task === null && agent.subordinatesWorking === 0,
+      ),
+    ).toBe(true);
     expect(await getTeamActivity(database.db, [])).toEqual(new Map());
   });
 
@@ -113,7 +168,10 @@ describe("getTeamActivity", () => {
 
     // The database went away under the session: it ended interrupted and its job is retried.
     const session = await claimSession(database.db, lead.id, "test-worker");
-    await endSession(database.db, session!.id, "interrupted", { steps: 1, error: 'Failed query: select "id" from "tasks" params: 1' });
+    await endSession(database.db, session!.id, "interrupted", {
+      steps: 1,
+      error: 'Failed query: select "id" from "tasks" params: 1',
+    });
     const retrying = (await getTeamActivity(database.db, [team.id])).get(team.id)![0]!;
     expect(activityState(retrying)).toBe("retrying");
 
@@ -128,10 +186,14 @@ describe("getTeamActivity", () => {
 
   it("describes tool calls in words, naming the subordinate a lead delegates to", () => {
     const names = new Map([["a1", "Scout"]]);
-    expect(describeToolCall("delegateToAgent", { agentId: "a1", title: "Find sites" }, "running", undefined, names)).toBe("Delegating to Scout: “Find sites”");
+    expect(
+      describeToolCall("delegateToAgent", { agentId: "a1", title: "Find sites" }, "running", undefined, names),
+    ).toBe("Delegating to Scout: “Find sites”");
     expect(describeToolCall("readWebPage", { url: "https://example.com/x" }, "running")).toBe("Reading example.com");
     expect(describeToolCall("github__create_issue", {}, "running")).toBe("Using create_issue (github)");
-    expect(describeToolCall("tavilySearch", { query: "x".repeat(200) }, "running")).toMatch(/^Searching the web for “x{79}…”$/);
+    expect(describeToolCall("tavilySearch", { query: "x".repeat(200) }, "running")).toMatch(
+      /^Searching the web for “x{79}…”$/,
+    );
     expect(describeToolCall("somethingNew", null, "running")).toBe("Using somethingNew");
   });
 });
@@ -140,17 +202,45 @@ describe("getSinceLastVisit", () => {
   it("lists per team what finished, failed, was briefed and learned after the time, newest first, cut with counts", async () => {
     const since = new Date(Date.now() - 60 * 60 * 1000);
     const before = new Date(since.getTime() - 1000);
-    const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Analyst"], name: "Wave desk" });
+    const { team, lead, subordinates } = await createTeamFixture(database.db, {
+      subordinates: ["Analyst"],
+      name: "Wave desk",
+    });
     const analyst = subordinates[0]!;
     const quiet = await createTeamFixture(database.db, { name: "Quiet desk" });
 
     await endTask(analyst.id, "Old finished work", "completed", before);
-    for (let i = 1; i <= SINCE_LAST_VISIT_LIMIT + 2; i++) await endTask(analyst.id, `Finished ${i}`, "completed", new Date(since.getTime() + i * 1000));
-    const failed = await endTask(analyst.id, "Broken work", "failed", new Date(since.getTime() + 500), "The source was down.");
+    for (let i = 1; i <= SINCE_LAST_VISIT_LIMIT + 2; i++)
+      await endTask(analyst.id, `Finished ${i}`, "completed", new Date(since.getTime() + i * 1000));
+    const failed = await endTask(
+      analyst.id,
+      "Broken work",
+      "failed",
+      new Date(since.getTime() + 500),
+      "The source was down.",
+    );
     await endTask(quiet.lead.id, "Quiet old work", "completed", before);
-    const briefing = await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "briefing", title: "Waves this week", summary: "Two new farms.", content: "…" });
-    await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "alert", title: "Not news here", summary: "An alert.", content: "…" });
-    const knowledge = await createKnowledgeItem(database.db, { agentId: analyst.id, type: "fact", content: "Wave farm X produces 5 MW." });
+    const briefing = await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: lead.id,
+      type: "briefing",
+      title: "Waves this week",
+      summary: "Two new farms.",
+      content: "…",
+    });
+    await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: lead.id,
+      type: "alert",
+      title: "Not news here",
+      summary: "An alert.",
+      content: "…",
+    });
+    const knowledge = await createKnowledgeItem(database.db, {
+      agentId: analyst.id,
+      type: "fact",
+      content: "Wave farm X produces 5 MW.",
+    });
 
     const news = await getSinceLastVisit(database.db, since);
     expect(news.map((entry) => entry.teamName)).toEqual(["Wave desk"]);
@@ -158,9 +248,17 @@ describe("getSinceLastVisit", () => {
     expect(wave).toMatchObject({ completed: SINCE_LAST_VISIT_LIMIT + 2, failed: 1, briefings: 1, knowledge: 1 });
     const finished = wave!.tasks.filter((task) => task.status === "completed").map((task) => task.title);
     expect(finished).toEqual([7, 6, 5, 4, 3].map((i) => `Finished ${i}`));
-    expect(wave!.tasks.find((task) => task.status === "failed")).toMatchObject({ id: failed.id, result: "The source was down.", agentName: "Analyst" });
-    expect(wave!.briefingItems).toEqual([expect.objectContaining({ id: briefing.id, title: "Waves this week", summary: "Two new farms." })]);
-    expect(wave!.knowledgeItems).toEqual([expect.objectContaining({ id: knowledge.id, type: "fact", content: "Wave farm X produces 5 MW." })]);
+    expect(wave!.tasks.find((task) => task.status === "failed")).toMatchObject({
+      id: failed.id,
+      result: "The source was down.",
+      agentName: "Analyst",
+    });
+    expect(wave!.briefingItems).toEqual([
+      expect.objectContaining({ id: briefing.id, title: "Waves this week", summary: "Two new farms." }),
+    ]);
+    expect(wave!.knowledgeItems).toEqual([
+      expect.objectContaining({ id: knowledge.id, type: "fact", content: "Wave farm X produces 5 MW." }),
+    ]);
 
     // Marked as seen after all of it: nothing new.
     expect(await getSinceLastVisit(database.db, new Date(Date.now() + 1000))).toEqual([]);

@@ -34,16 +34,25 @@ const fleet = useWorkerFleet(teamPlay, {
 const count = (query: ReturnType<typeof sql>) => fleet.count(query);
 
 describe("several workers on one database", () => {
-  it(`${WORKERS} workers with DATABASE_POOL_SIZE=${POOL_SIZE}: one session per agent, every wake-up served by the engine itself`, { timeout: 120_000 }, async () => {
+  it(`${WORKERS} workers with DATABASE_POOL_SIZE=${POOL_SIZE}: one session per agent, every wake-up served by the engine itself`, {
+    timeout: 120_000,
+  }, async () => {
     const { db } = fleet.database;
     const leads = [];
     for (let i = 0; i < TEAMS; i++) {
-      const { team, lead } = await createTeamWithLead(db, { name: `Fleet ${i}`, mission: "Track solar prices.", leadName: `Lead ${i}` });
+      const { team, lead } = await createTeamWithLead(db, {
+        name: `Fleet ${i}`,
+        mission: "Track solar prices.",
+        leadName: `Lead ${i}`,
+      });
       await createSubordinate(db, team.id, { name: `Scout ${i}`, instructions: "You research." });
       leads.push(lead);
     }
     for (let i = 0; i < WORKERS; i++) fleet.startWorker();
-    await waitFor(async () => fleet.live.every((worker) => worker.output.join("").includes("[worker] ready")), { timeoutMs: 60_000, what: "the workers to start" });
+    await waitFor(async () => fleet.live.every((worker) => worker.output.join("").includes("[worker] ready")), {
+      timeoutMs: 60_000,
+      what: "the workers to start",
+    });
     const ready = Date.now();
 
     // Connections to this database, sampled while the work runs.
@@ -51,7 +60,10 @@ describe("several workers on one database", () => {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        mostConnections = Math.max(mostConnections, await count(sql`select count(*) as n from pg_stat_activity where datname = current_database()`));
+        mostConnections = Math.max(
+          mostConnections,
+          await count(sql`select count(*) as n from pg_stat_activity where datname = current_database()`),
+        );
         await pause(100);
       }
     })();
@@ -62,7 +74,9 @@ describe("several workers on one database", () => {
     for (let round = 0; round < TASKS_PER_LEAD; round++) {
       for (const lead of leads) {
         await pause(Math.random() * 150);
-        assignments.push(assignTask(db, fleet.jobs, { agentId: lead.id, source: "user", title: `Solar prices, round ${round + 1}` }));
+        assignments.push(
+          assignTask(db, fleet.jobs, { agentId: lead.id, source: "user", title: `Solar prices, round ${round + 1}` }),
+        );
       }
     }
     await Promise.all(assignments);
@@ -71,10 +85,16 @@ describe("several workers on one database", () => {
                              + (select count(*) from agent_inputs)
                              + (select count(*) from work_sessions where status = 'running')
                              + (select count(*) from agents where wake_requested_at is not null) as n`;
-    await waitFor(async () => (await count(settled)) === 0, { timeoutMs: 90_000, what: "all work to end" }).catch(async (error: Error) => {
-      const open = await db.execute(sql`select title, status from tasks where status not in ('completed', 'failed', 'cancelled')`);
-      throw new Error(`${error.message}: ${JSON.stringify(open)}\n${fleet.live.map((worker) => worker.output.join("").slice(-1500)).join("\n---\n")}`);
-    });
+    await waitFor(async () => (await count(settled)) === 0, { timeoutMs: 90_000, what: "all work to end" }).catch(
+      async (error: Error) => {
+        const open = await db.execute(
+          sql`select title, status from tasks where status not in ('completed', 'failed', 'cancelled')`,
+        );
+        throw new Error(
+          `${error.message}: ${JSON.stringify(open)}\n${fleet.live.map((worker) => worker.output.join("").slice(-1500)).join("\n---\n")}`,
+        );
+      },
+    );
     const seconds = (Date.now() - ready) / 1000;
     sampling = false;
     await sampler;

@@ -27,7 +27,14 @@ import { freePort } from "../../scripts/lib/embedded-postgres";
 import { startFakeOpenAI, lastUserText, type FakeOpenAI } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { runUntilQuiet, useEngineTests } from "../support/engine";
-import { chatAndSessionModel, offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
+import {
+  chatAndSessionModel,
+  offeredTools,
+  promptText,
+  sessionModel,
+  textReply,
+  toolCallReply,
+} from "../support/mock-model";
 import { toolNames } from "../support/team-play";
 import { startWorkerProcess, waitFor } from "../support/worker-process";
 
@@ -51,15 +58,26 @@ afterAll(async () => {
   );
 });
 
-const lastMessage = (options: Parameters<Parameters<typeof sessionModel>[0]>[0]) => promptText(options.prompt.slice(-1));
+const lastMessage = (options: Parameters<Parameters<typeof sessionModel>[0]>[0]) =>
+  promptText(options.prompt.slice(-1));
 
 /** server-everything over streamable HTTP, as its own process on a free port. */
 async function startHttpEverything(): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [EVERYTHING, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: "ignore" });
+  const child = spawn(process.execPath, [EVERYTHING, "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: "ignore",
+  });
   children.push(child);
   const url = `http://127.0.0.1:${port}/mcp`;
-  await waitFor(async () => fetch(url, { method: "GET" }).then(() => true, () => false), { timeoutMs: 15_000, what: "server-everything over HTTP" });
+  await waitFor(
+    async () =>
+      fetch(url, { method: "GET" }).then(
+        () => true,
+        () => false,
+      ),
+    { timeoutMs: 15_000, what: "server-everything over HTTP" },
+  );
   return { url, child };
 }
 
@@ -84,7 +102,10 @@ describe("MCP tools in work sessions and the chat", () => {
     const events: string[] = [];
     const listening = await tests.database.sql.listen("cadre_events", (payload) => events.push(payload));
     const tested = await testMcpServer(tests.database.db, server.id);
-    await waitFor(async () => events.some((event) => event.includes('"mcp_servers"') && event.includes(team.id)), { timeoutMs: 5000, what: "the mcp_servers event" });
+    await waitFor(async () => events.some((event) => event.includes('"mcp_servers"') && event.includes(team.id)), {
+      timeoutMs: 5000,
+      what: "the mcp_servers event",
+    });
     await listening.unlisten();
     expect(tested.ok).toBe(true);
     expect(tested.ms).toBeLessThan(2000);
@@ -94,14 +115,21 @@ describe("MCP tools in work sessions and the chat", () => {
         noteTools(offeredTools(options));
         const last = options.prompt.at(-1);
         if (/^Task from the person/.test(lastMessage(options))) {
-          expect(offeredTools(options)).toEqual(expect.arrayContaining(["everything__echo", "everything__get-sum", "tavilySearch"]));
+          expect(offeredTools(options)).toEqual(
+            expect.arrayContaining(["everything__echo", "everything__get-sum", "tavilySearch"]),
+          );
           return toolCallReply("everything__get-sum", { a: 2, b: 40 });
         }
-        if (last?.role === "tool" && /The sum of 2 and 40 is 42/.test(promptText([last]))) return toolCallReply("everything__echo", { message: "hello from Cadre" });
+        if (last?.role === "tool" && /The sum of 2 and 40 is 42/.test(promptText([last])))
+          return toolCallReply("everything__echo", { message: "hello from Cadre" });
         return textReply(last?.role === "tool" ? `Done: ${promptText([last]).slice(0, 200)}` : "Nothing to do.");
       }),
     });
-    const task = await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Add and echo" });
+    const task = await assignTask(tests.database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Add and echo",
+    });
     await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
     figures.calls += 2;
     const done = await getTask(tests.database.db, task.id);
@@ -114,13 +142,20 @@ describe("MCP tools in work sessions and the chat", () => {
   it("an HTTP server's tools are used from the chat, and a scope limits what an agent sees", async () => {
     const { team, lead, subordinates } = await createTeamFixture(tests.database.db, { subordinates: ["Scout"] });
     const http = await startHttpEverything();
-    await addMcpServer(tests.database.db, team.id, { transport: "http", name: "web", url: http.url, headers: { "x-api-key": "secret-value" } });
+    await addMcpServer(tests.database.db, team.id, {
+      transport: "http",
+      name: "web",
+      url: http.url,
+      headers: { "x-api-key": "secret-value" },
+    });
     figures.servers += 1;
     await setToolScope(tests.database.db, subordinates[0]!.id, { allow: ["web__echo", "reportToLead"] });
     const offered = new Map<string, string[]>();
     const engine = await tests.engineWith({
       model: chatAndSessionModel((options) => {
-        const who = /the lead of the team|talking with the person/.test(promptText(options.prompt.slice(0, 1))) ? "lead" : "scout";
+        const who = /the lead of the team|talking with the person/.test(promptText(options.prompt.slice(0, 1)))
+          ? "lead"
+          : "scout";
         offered.set(who, offeredTools(options));
         noteTools(offeredTools(options));
         const last = options.prompt.at(-1);
@@ -129,10 +164,15 @@ describe("MCP tools in work sessions and the chat", () => {
         return toolCallReply("web__echo", { message: "from Scout" });
       }),
     });
-    const stream = await (await streamChatReply(engine.deps, lead.id, "echo something", new AbortController().signal)).text();
+    const stream = await (
+      await streamChatReply(engine.deps, lead.id, "echo something", new AbortController().signal)
+    ).text();
     figures.calls += 1;
     expect(stream).toContain("Echo: from the chat");
-    const chat = await getAllMessages(tests.database.db, (await getForegroundConversation(tests.database.db, lead.id)).id);
+    const chat = await getAllMessages(
+      tests.database.db,
+      (await getForegroundConversation(tests.database.db, lead.id)).id,
+    );
     expect(chat.at(-1)?.content).toContain("Echo: from the chat");
     expect(offered.get("lead")).toEqual(expect.arrayContaining(["web__echo", "web__get-sum"]));
 
@@ -147,7 +187,11 @@ describe("MCP tools in work sessions and the chat", () => {
     const http = await startHttpEverything();
     await addMcpServer(tests.database.db, team.id, { transport: "http", name: "flaky", url: http.url });
     await addMcpServer(tests.database.db, team.id, { ...stdioEverything("slow", 1000) });
-    const down = await addMcpServer(tests.database.db, team.id, { transport: "http", name: "down", url: `http://127.0.0.1:${await freePort()}/mcp` });
+    const down = await addMcpServer(tests.database.db, team.id, {
+      transport: "http",
+      name: "down",
+      url: `http://127.0.0.1:${await freePort()}/mcp`,
+    });
     figures.servers += 3;
     const results: string[] = [];
     let step = 0;
@@ -169,17 +213,26 @@ describe("MCP tools in work sessions and the chat", () => {
         return textReply("Worked around the broken servers.");
       }),
     });
-    const task = await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Use what works" });
+    const task = await assignTask(tests.database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Use what works",
+    });
     const started = Date.now();
     await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
     figures.calls += 4;
     expect(results[0]).toContain("Echo: first");
     expect(results[1]).toMatch(/The MCP server \W*flaky\W* could not run echo/);
-    expect(results[2]).toMatch(/The MCP server \W*slow\W* could not run trigger-long-running-operation: it did not answer within 1 s/);
+    expect(results[2]).toMatch(
+      /The MCP server \W*slow\W* could not run trigger-long-running-operation: it did not answer within 1 s/,
+    );
     expect(results[3]).toMatch(/No knowledge items match/);
     figures.failuresIsolated += 3;
     expect(Date.now() - started).toBeLessThan(8000); // the hanging call was cut at 1 s, not waited out (10 s)
-    expect(await getTask(tests.database.db, task.id)).toMatchObject({ status: "completed", result: "Worked around the broken servers." });
+    expect(await getTask(tests.database.db, task.id)).toMatchObject({
+      status: "completed",
+      result: "Worked around the broken servers.",
+    });
     expect((await getMcpServer(tests.database.db, down.id))!.lastError).toBeTruthy();
   });
 
@@ -209,12 +262,18 @@ describe("MCP tools in work sessions and the chat", () => {
           return textReply(`Graph: ${promptText([last]).slice(0, 300)}`);
         }
         if (/^Task from the person/.test(lastMessage(options))) {
-          return toolCallReply("memory__create_entities", { entities: [{ name: "Ada Lovelace", entityType: "person", observations: ["wrote the first program"] }] });
+          return toolCallReply("memory__create_entities", {
+            entities: [{ name: "Ada Lovelace", entityType: "person", observations: ["wrote the first program"] }],
+          });
         }
         return textReply("Nothing to do.");
       }),
     });
-    const task = await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Remember Ada" });
+    const task = await assignTask(tests.database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Remember Ada",
+    });
     await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
     const [approval] = await listAgentApprovals(tests.database.db, lead.id);
     expect(approval).toMatchObject({ toolName: "memory__create_entities", status: "pending" });
@@ -255,22 +314,37 @@ describe("a worker killed during an MCP call", () => {
       return { text: "Nothing to do." };
     });
     jobs = await JobQueue.start(database.url, "web", { quiet: true });
-    const env = { DATABASE_URL: database.url, OPENAI_BASE_URL: openai.url, LLM_MODEL: "fake-model", SESSION_STALE_SECONDS: "2" };
+    const env = {
+      DATABASE_URL: database.url,
+      OPENAI_BASE_URL: openai.url,
+      LLM_MODEL: "fake-model",
+      SESSION_STALE_SECONDS: "2",
+    };
     const first = startWorkerProcess(env);
-    const task = await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Run the long operation" });
-    const conversation = await getBackgroundConversation(database.db, lead.id);
-    await waitFor(async () => (await getAllMessages(database.db, conversation.id)).some((message) => message.toolCalls?.length), {
-      timeoutMs: 30_000,
-      what: "the MCP call to start",
+    const task = await assignTask(database.db, jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Run the long operation",
     });
+    const conversation = await getBackgroundConversation(database.db, lead.id);
+    await waitFor(
+      async () => (await getAllMessages(database.db, conversation.id)).some((message) => message.toolCalls?.length),
+      {
+        timeoutMs: 30_000,
+        what: "the MCP call to start",
+      },
+    );
     await new Promise((resolve) => setTimeout(resolve, 1000));
     await first.stop("SIGKILL");
     const second = startWorkerProcess(env);
     try {
-      await waitFor(async () => (await getAllMessages(database.db, conversation.id)).some((message) => message.role === "tool"), {
-        timeoutMs: 60_000,
-        what: "the cut-off call's result",
-      });
+      await waitFor(
+        async () => (await getAllMessages(database.db, conversation.id)).some((message) => message.role === "tool"),
+        {
+          timeoutMs: 60_000,
+          what: "the cut-off call's result",
+        },
+      );
       const log = await getAllMessages(database.db, conversation.id);
       const callRows = log.filter((message) => message.toolCalls?.length);
       expect(callRows).toHaveLength(1); // not run again by itself
@@ -282,7 +356,10 @@ describe("a worker killed during an MCP call", () => {
         .where(and(eq(inboxItems.type, "alert"), like(inboxItems.dedupeKey, `outcome-unknown:${conversation.id}:%`)));
       expect(alerts).toHaveLength(1);
       expect(calls).toBe(1);
-      await waitFor(async () => (await getTask(database.db, task.id))?.status === "completed", { timeoutMs: 30_000, what: "the task to end" });
+      await waitFor(async () => (await getTask(database.db, task.id))?.status === "completed", {
+        timeoutMs: 30_000,
+        what: "the task to end",
+      });
     } finally {
       await second.stop("SIGKILL");
     }
@@ -302,7 +379,9 @@ describe("secrets and names", () => {
     expect(tested.ok).toBe(false);
     expect(!tested.ok && tested.error).not.toContain("SUPERSECRET");
     expect((await getMcpServer(tests.database.db, server.id))!.lastError).not.toContain("SUPERSECRET");
-    await expect(addMcpServer(tests.database.db, team.id, { transport: "http", name: "u_", url: "https://x.example/mcp" })).rejects.toThrow(/no _ at the end/);
+    await expect(
+      addMcpServer(tests.database.db, team.id, { transport: "http", name: "u_", url: "https://x.example/mcp" }),
+    ).rejects.toThrow(/no _ at the end/);
   });
 });
 
@@ -310,7 +389,12 @@ describe("MCP edges", () => {
   it("tools whose names clash once sanitized both stay reachable, a 3 MB result is stored cut, and a failed call's error outlives a reconnect", async () => {
     const { db } = tests.database;
     const { team, lead } = await createTeamFixture(db);
-    const server = await addMcpServer(db, team.id, { transport: "stdio", name: "edge", command: process.execPath, args: [EDGE] });
+    const server = await addMcpServer(db, team.id, {
+      transport: "stdio",
+      name: "edge",
+      command: process.execPath,
+      args: [EDGE],
+    });
     figures.servers += 1;
     const tested = await testMcpServer(db, server.id);
     expect(tested.ok && tested.renamed).toEqual([{ tool: "get_page", as: "edge__get_page_2" }]);
@@ -321,7 +405,9 @@ describe("MCP edges", () => {
       model: sessionModel((options) => {
         const last = options.prompt.at(-1);
         if (/^Task from the person.*Read the pages/s.test(lastMessage(options))) {
-          expect(offeredTools(options)).toEqual(expect.arrayContaining(["edge__get_page", "edge__get_page_2", "edge__huge", "edge__broken"]));
+          expect(offeredTools(options)).toEqual(
+            expect.arrayContaining(["edge__get_page", "edge__get_page_2", "edge__huge", "edge__broken"]),
+          );
           return toolCallReply("edge__get_page_2", {});
         }
         if (last?.role === "tool") {
@@ -377,17 +463,29 @@ describe("MCP edges", () => {
 
   it("a stdio command that exits at once: the error says it exited, with its code and its last stderr line", async () => {
     const { team } = await createTeamFixture(tests.database.db);
-    const server = await addMcpServer(tests.database.db, team.id, { transport: "stdio", name: "gone", command: process.execPath, args: [EDGE, "exit"] });
+    const server = await addMcpServer(tests.database.db, team.id, {
+      transport: "stdio",
+      name: "gone",
+      command: process.execPath,
+      args: [EDGE, "exit"],
+    });
     const tested = await testMcpServer(tests.database.db, server.id);
     expect(tested.ok).toBe(false);
-    expect(!tested.ok && tested.error).toMatch(/exited with code 3: edge server: cannot read \/nonexistent\/config\.json/);
+    expect(!tested.ok && tested.error).toMatch(
+      /exited with code 3: edge server: cannot read \/nonexistent\/config\.json/,
+    );
     expect((await getMcpServer(tests.database.db, server.id))!.lastError).toMatch(/exited with code 3/);
   });
 
   it("a stdio server that dies mid-call: the result and the team page say it exited, with its code; the next call starts it again", async () => {
     const { db } = tests.database;
     const { team, lead } = await createTeamFixture(db);
-    const server = await addMcpServer(db, team.id, { transport: "stdio", name: "fragile", command: process.execPath, args: [EDGE] });
+    const server = await addMcpServer(db, team.id, {
+      transport: "stdio",
+      name: "fragile",
+      command: process.execPath,
+      args: [EDGE],
+    });
     const results: string[] = [];
     const engine = await tests.engineWith({
       model: sessionModel((options) => {
@@ -403,7 +501,9 @@ describe("MCP edges", () => {
     await assignTask(db, engine.jobs, { agentId: lead.id, source: "user", title: "Crash it" });
     await runUntilQuiet(engine.deps, 30, { agentIds: [lead.id] });
     figures.calls += 2;
-    expect(results[0]).toMatch(/could not run crash: The server's command exited with code 7: edge server: out of memory; Cadre starts it again at the next call\./);
+    expect(results[0]).toMatch(
+      /could not run crash: The server's command exited with code 7: edge server: out of memory; Cadre starts it again at the next call\./,
+    );
     expect(results[0]).not.toMatch(/closed client/);
     expect(results[1]).toContain("page from the dotted tool");
     // The call after it worked, on a command started again: the team page shows no error.
@@ -412,8 +512,16 @@ describe("MCP edges", () => {
 
   it("a header with a line break in its value, or a name that is no token, is refused when saved, naming the header", async () => {
     const { team } = await createTeamFixture(tests.database.db);
-    const http = (headers: Record<string, string>) => addMcpServer(tests.database.db, team.id, { transport: "http", name: "hdr", url: "https://mcp.example/mcp", headers });
-    await expect(http({ Authorization: "Bearer abc\r\nX-Injected: 1" })).rejects.toThrow(/"Authorization"[\s\S]*line break/);
+    const http = (headers: Record<string, string>) =>
+      addMcpServer(tests.database.db, team.id, {
+        transport: "http",
+        name: "hdr",
+        url: "https://mcp.example/mcp",
+        headers,
+      });
+    await expect(http({ Authorization: "Bearer abc\r\nX-Injected: 1" })).rejects.toThrow(
+      /"Authorization"[\s\S]*line break/,
+    );
     await expect(http({ "X-Key": "abc\n" })).rejects.toThrow(/"X-Key"[\s\S]*line break/);
     await expect(http({ "Bad Header": "abc" })).rejects.toThrow(/"Bad Header"[\s\S]*not a valid header name/);
     expect(() => mcpServerChangesBody.parse({ headers: { "X-Api-Key": "a\rb" } })).toThrow(/X-Api-Key/);

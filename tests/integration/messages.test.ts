@@ -38,7 +38,9 @@ function assertUnbrokenChain(chain: Message[]) {
 
 async function newConversation(mode: "foreground" | "background" = "foreground") {
   const { lead } = await createTeamFixture(database.db);
-  return mode === "background" ? getBackgroundConversation(database.db, lead.id) : createConversation(database.db, lead.id, mode);
+  return mode === "background"
+    ? getBackgroundConversation(database.db, lead.id)
+    : createConversation(database.db, lead.id, mode);
 }
 
 describe("conversations", () => {
@@ -72,7 +74,9 @@ describe("appending", () => {
   it("50 concurrent appends to one conversation give one unbroken chain with nothing lost", async () => {
     const conversation = await newConversation();
     const contents = Array.from({ length: 50 }, (_, i) => `message ${i}`);
-    await Promise.all(contents.map((content) => appendMessage(database.db, conversation.id, { role: "user", content })));
+    await Promise.all(
+      contents.map((content) => appendMessage(database.db, conversation.id, { role: "user", content })),
+    );
     const chain = await getAllMessages(database.db, conversation.id);
     expect(chain).toHaveLength(50);
     assertUnbrokenChain(chain);
@@ -91,7 +95,11 @@ describe("appending", () => {
     ]);
     const chain = await getAllMessages(database.db, conversation.id);
     assertUnbrokenChain(chain);
-    expect(chain.map((m) => m.content)).toEqual([...Array.from({ length: 10 }, (_, i) => `in tx ${i}`), "batch a", "batch b"]);
+    expect(chain.map((m) => m.content)).toEqual([
+      ...Array.from({ length: 10 }, (_, i) => `in tx ${i}`),
+      "batch a",
+      "batch b",
+    ]);
   });
 
   it("refuses to append after a predecessor that is no longer the tail", async () => {
@@ -128,7 +136,11 @@ describe("getConversationContext", () => {
     const conversation = await newConversation("background");
     await appendMessages(database.db, conversation.id, [
       { role: "user", content: "Research NVDA" },
-      { role: "assistant", content: "Looking.", toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: { query: "NVDA" } }] },
+      {
+        role: "assistant",
+        content: "Looking.",
+        toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: { query: "NVDA" } }],
+      },
       { role: "tool", toolCallId: "c1", content: "[]" },
       { role: "assistant", content: "Done." },
     ]);
@@ -144,7 +156,11 @@ describe("getConversationContext", () => {
       { role: "assistant", content: "b" },
     ]);
     const last = await getLastMessage(database.db, conversation.id);
-    const summary = await appendMessage(database.db, conversation.id, { role: "summary", content: "S1", previousMessageId: last!.id });
+    const summary = await appendMessage(database.db, conversation.id, {
+      role: "summary",
+      content: "S1",
+      previousMessageId: last!.id,
+    });
     expect(summary.previousMessageId).toBe(last!.id);
     await appendMessage(database.db, conversation.id, { role: "user", content: "c" });
     const context = await getConversationContext(database.db, conversation.id);
@@ -160,7 +176,10 @@ describe("getConversationContext", () => {
         { role: "user", content: `u${round}` },
         { role: "assistant", content: `a${round}` },
       ]);
-      await appendMessage(database.db, conversation.id, { role: "summary", content: `S${round} (folds in S${round - 1})` });
+      await appendMessage(database.db, conversation.id, {
+        role: "summary",
+        content: `S${round} (folds in S${round - 1})`,
+      });
     }
     await appendMessage(database.db, conversation.id, { role: "user", content: "latest" });
     const context = await getConversationContext(database.db, conversation.id);
@@ -224,11 +243,32 @@ describe("live updates of a conversation", () => {
         expect(heard).toEqual([]); // not before the commit: a page would read nothing yet
       });
       await settle();
-      expect(heard).toEqual([{ table: "messages", op: "insert", id: appendedId, conversationId: conversation.id, agentId: lead.id, mode: "background", role: "user" }]);
+      expect(heard).toEqual([
+        {
+          table: "messages",
+          op: "insert",
+          id: appendedId,
+          conversationId: conversation.id,
+          agentId: lead.id,
+          mode: "background",
+          role: "user",
+        },
+      ]);
 
       // Lazily committed rows (a step's answer) are announced too; an append refused by the chain check is not.
-      const answer = await appendMessage(database.db, conversation.id, { role: "assistant", content: "noted" }, { lazyCommit: true });
-      await expect(appendMessage(database.db, conversation.id, { role: "assistant", content: "stale", previousMessageId: appendedId })).rejects.toThrow(/moved on/);
+      const answer = await appendMessage(
+        database.db,
+        conversation.id,
+        { role: "assistant", content: "noted" },
+        { lazyCommit: true },
+      );
+      await expect(
+        appendMessage(database.db, conversation.id, {
+          role: "assistant",
+          content: "stale",
+          previousMessageId: appendedId,
+        }),
+      ).rejects.toThrow(/moved on/);
       await settle();
       expect(heard.map((event) => event.id)).toEqual([appendedId, answer.id]);
     } finally {
@@ -238,7 +278,11 @@ describe("live updates of a conversation", () => {
 });
 
 describe("a step's tool calls as stored", () => {
-  const answer = (ids: string[]) => ({ role: "assistant" as const, content: "", toolCalls: ids.map((toolCallId) => ({ toolCallId, toolName: "searchKnowledge", args: {} })) });
+  const answer = (ids: string[]) => ({
+    role: "assistant" as const,
+    content: "",
+    toolCalls: ids.map((toolCallId) => ({ toolCallId, toolName: "searchKnowledge", args: {} })),
+  });
 
   it("keep the model's ids while the conversation has not used them, and get new ones when a result or a waiting approval has them", async () => {
     const { lead } = await createTeamFixture(database.db);
@@ -247,7 +291,16 @@ describe("a step's tool calls as stored", () => {
     expect(first.toolCalls!.map((call) => call.toolCallId)).toEqual(["call_0", "call_1"]);
     await addToolResultMessage(database.db, log.id, "call_0", "done");
     // call_1 waits for the person: it has an approval and no result yet.
-    await createApproval(database.db, { teamId: lead.teamId, agentId: lead.id, conversationId: log.id, taskId: null, toolCallId: "call_1", toolName: "searchKnowledge", input: {}, reason: "" });
+    await createApproval(database.db, {
+      teamId: lead.teamId,
+      agentId: lead.id,
+      conversationId: log.id,
+      taskId: null,
+      toolCallId: "call_1",
+      toolName: "searchKnowledge",
+      input: {},
+      reason: "",
+    });
 
     const next = await appendMessage(database.db, log.id, answer(["call_0", "call_1", "call_2"]));
     const [zero, one, two] = next.toolCalls!.map((call) => call.toolCallId);
@@ -255,7 +308,11 @@ describe("a step's tool calls as stored", () => {
     expect(one).toMatch(/^call_1~[0-9a-f]{6}$/);
     expect(two).toBe("call_2");
     // Each keeps its place and the rest of what the model sent.
-    expect(next.toolCalls!.map((call) => call.toolName)).toEqual(["searchKnowledge", "searchKnowledge", "searchKnowledge"]);
+    expect(next.toolCalls!.map((call) => call.toolName)).toEqual([
+      "searchKnowledge",
+      "searchKnowledge",
+      "searchKnowledge",
+    ]);
     // The new ids take results of their own.
     await addToolResultMessage(database.db, log.id, zero!, "again");
     const results = (await getAllMessages(database.db, log.id)).filter((message) => message.role === "tool");
@@ -267,10 +324,20 @@ describe("an answer with its call's usage row", () => {
   it("writes both in one statement, the usage row even when the answer is refused", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     const log = await getBackgroundConversation(database.db, lead.id);
-    const usage = { agentId: lead.id, conversationId: log.id, purpose: "work" as const, model: "mock", inputTokens: 12, outputTokens: 3 };
+    const usage = {
+      agentId: lead.id,
+      conversationId: log.id,
+      purpose: "work" as const,
+      model: "mock",
+      inputTokens: 12,
+      outputTokens: 3,
+    };
     await appendMessage(database.db, log.id, { role: "assistant", content: "first" }, { usage });
-    await expect(appendMessage(database.db, log.id, { role: "assistant", content: "stale", previousMessageId: null }, { usage })).rejects.toThrow(/moved on/);
-    const rows = await database.sql`select input_tokens, output_tokens, agent_id, team_id from usage where conversation_id = ${log.id}`;
+    await expect(
+      appendMessage(database.db, log.id, { role: "assistant", content: "stale", previousMessageId: null }, { usage }),
+    ).rejects.toThrow(/moved on/);
+    const rows =
+      await database.sql`select input_tokens, output_tokens, agent_id, team_id from usage where conversation_id = ${log.id}`;
     expect(rows.map((row) => [row.input_tokens, row.output_tokens, row.agent_id, row.team_id])).toEqual([
       [12, 3, lead.id, team.id],
       [12, 3, lead.id, team.id],
@@ -282,7 +349,14 @@ describe("an answer with its call's usage row", () => {
       const { team, lead } = await createTeamFixture(database.db);
       const log = await getBackgroundConversation(database.db, lead.id);
       await appendMessage(database.db, log.id, { role: "user", content: "Task" });
-      const usage = { agentId: lead.id, conversationId: log.id, purpose: "work" as const, model: "mock", inputTokens: 1, outputTokens: 1 };
+      const usage = {
+        agentId: lead.id,
+        conversationId: log.id,
+        purpose: "work" as const,
+        model: "mock",
+        inputTokens: 1,
+        outputTokens: 1,
+      };
       const [append, deletion] = await Promise.allSettled([
         appendMessage(database.db, log.id, { role: "assistant", content: "answer" }, { usage, lazyCommit: true }),
         deleteTeam(database.db, team.id),

@@ -11,7 +11,13 @@ import { z } from "zod";
 import { streamChatReply } from "@/lib/agents/chat";
 import { compactConversation } from "@/lib/agents/compaction";
 import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
-import { appendMessages, getAllMessages, getBackgroundConversation, getForegroundConversation, searchKnowledgeItems } from "@/lib/db/queries";
+import {
+  appendMessages,
+  getAllMessages,
+  getBackgroundConversation,
+  getForegroundConversation,
+  searchKnowledgeItems,
+} from "@/lib/db/queries";
 import { usage } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { draftLeadInstructions } from "@/lib/llm/draft-instructions";
@@ -52,7 +58,8 @@ afterAll(async () => {
 
 const choice = (model: ModelChoice["model"], modelId = "mock"): ModelChoice => ({ model, modelId, kind: "offline" });
 const offline = choice(new OfflineModel(), "offline");
-const fakeServer = (): ModelChoice => chooseModel(null, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" });
+const fakeServer = (): ModelChoice =>
+  chooseModel(null, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" });
 
 /** A model that never answers. It gives up when its call is aborted, unless told to ignore that too. */
 function hangingModel(options: { ignoresAbort?: boolean } = {}): ModelChoice {
@@ -60,7 +67,12 @@ function hangingModel(options: { ignoresAbort?: boolean } = {}): ModelChoice {
     new Promise<never>((_, reject) => {
       if (!options.ignoresAbort) signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
-  return choice(new MockLanguageModelV4({ doGenerate: ({ abortSignal }) => never(abortSignal), doStream: ({ abortSignal }) => never(abortSignal) }));
+  return choice(
+    new MockLanguageModelV4({
+      doGenerate: ({ abortSignal }) => never(abortSignal),
+      doStream: ({ abortSignal }) => never(abortSignal),
+    }),
+  );
 }
 
 /** A model that starts its answer, then stalls mid-stream. */
@@ -87,7 +99,10 @@ async function workLog(words = 12) {
   await appendMessages(
     database.db,
     conversation.id,
-    Array.from({ length: words }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: `message ${i} ${"word ".repeat(30)}` })),
+    Array.from({ length: words }, (_, i) => ({
+      role: i % 2 ? ("assistant" as const) : ("user" as const),
+      content: `message ${i} ${"word ".repeat(30)}`,
+    })),
   );
   return { lead, conversation };
 }
@@ -114,11 +129,23 @@ describe("compaction", () => {
     const { lead, conversation } = await workLog();
     const before = await getAllMessages(database.db, conversation.id);
     const { error, ms } = await timed(() =>
-      compactConversation({ db: database.db, model: hangingModel(), agentId: lead.id, budget: 10, instructions: "", timeoutMs: TIMEOUT_MS }, conversation.id),
+      compactConversation(
+        {
+          db: database.db,
+          model: hangingModel(),
+          agentId: lead.id,
+          budget: 10,
+          instructions: "",
+          timeoutMs: TIMEOUT_MS,
+        },
+        conversation.id,
+      ),
     );
     expect(ModelTimeoutError.isInstance(error)).toBe(true);
     expect(isModelFailure(error)).toBe(true);
-    expect(describeModelError(error)).toMatch(/^The model server did not answer in time \(500 ms\)\. .*MODEL_TIMEOUT_MS/);
+    expect(describeModelError(error)).toMatch(
+      /^The model server did not answer in time \(500 ms\)\. .*MODEL_TIMEOUT_MS/,
+    );
     expect(ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
     expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
     expect(await getAllMessages(database.db, conversation.id)).toHaveLength(before.length);
@@ -128,7 +155,14 @@ describe("compaction", () => {
     const { lead, conversation } = await workLog();
     const { error, ms } = await timed(() =>
       compactConversation(
-        { db: database.db, model: hangingModel({ ignoresAbort: true }), agentId: lead.id, budget: 10, instructions: "", timeoutMs: TIMEOUT_MS },
+        {
+          db: database.db,
+          model: hangingModel({ ignoresAbort: true }),
+          agentId: lead.id,
+          budget: 10,
+          instructions: "",
+          timeoutMs: TIMEOUT_MS,
+        },
         conversation.id,
       ),
     );
@@ -142,7 +176,15 @@ describe("compaction", () => {
     setTimeout(() => stop.abort(), 100);
     const { error, ms } = await timed(() =>
       compactConversation(
-        { db: database.db, model: hangingModel(), agentId: lead.id, budget: 10, instructions: "", timeoutMs: 10_000, abortSignal: stop.signal },
+        {
+          db: database.db,
+          model: hangingModel(),
+          agentId: lead.id,
+          budget: 10,
+          instructions: "",
+          timeoutMs: 10_000,
+          abortSignal: stop.signal,
+        },
         conversation.id,
       ),
     );
@@ -159,7 +201,10 @@ describe("compaction", () => {
 
   it("records one usage row for its model call", async () => {
     const { lead, conversation } = await workLog();
-    await compactConversation({ db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" }, conversation.id);
+    await compactConversation(
+      { db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" },
+      conversation.id,
+    );
     const rows = await usageRows("compaction", lead.id);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ conversationId: conversation.id, model: "offline" });
@@ -209,11 +254,16 @@ describe("the chat", () => {
   it("ends a reply whose server never answers with the timeout in the stream and in the conversation", async () => {
     fakeReply = () => ({ fault: "hang" });
     const { body, ms, log } = await chatWith(fakeServer());
-    expect(body).toMatch(/"type":"error","errorText":"The model server did not answer in time \(500 ms\)\. Try again, or raise MODEL_TIMEOUT_MS/);
+    expect(body).toMatch(
+      /"type":"error","errorText":"The model server did not answer in time \(500 ms\)\. Try again, or raise MODEL_TIMEOUT_MS/,
+    );
     expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
     expect(log.map((m) => [m.role, m.content])).toEqual([
       ["user", "hello?"],
-      ["assistant", "(error: The model server did not answer in time (500 ms). Try again, or raise MODEL_TIMEOUT_MS for a slow local model.)"],
+      [
+        "assistant",
+        "(error: The model server did not answer in time (500 ms). Try again, or raise MODEL_TIMEOUT_MS for a slow local model.)",
+      ],
     ]);
   });
 
@@ -222,7 +272,9 @@ describe("the chat", () => {
     expect(body).toContain('"delta":"Let me think about"');
     expect(body).toMatch(/"type":"error","errorText":"The model server did not answer in time/);
     expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
-    expect(log.at(-1)!.content).toMatch(/^Let me think about\n\n\(error: The model server did not answer in time \(500 ms\)/);
+    expect(log.at(-1)!.content).toMatch(
+      /^Let me think about\n\n\(error: The model server did not answer in time \(500 ms\)/,
+    );
   });
 });
 
@@ -241,13 +293,20 @@ describe("drafting a lead's instructions", () => {
   it("gives up when the model hangs, says so, and logs the error with its cause", async () => {
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const { error, ms } = await timed(() => draftLeadInstructions(database.db, team, { model: hangingModel(), timeoutMs: TIMEOUT_MS }));
+      const { error, ms } = await timed(() =>
+        draftLeadInstructions(database.db, team, { model: hangingModel(), timeoutMs: TIMEOUT_MS }),
+      );
       expect(error).toBeInstanceOf(CadreError);
       expect((error as CadreError).code).toBe("unavailable:model");
-      expect((error as CadreError).message).toMatch(/^Could not draft the instructions\. The model server did not answer in time \(500 ms\)/);
+      expect((error as CadreError).message).toMatch(
+        /^Could not draft the instructions\. The model server did not answer in time \(500 ms\)/,
+      );
       expect(ModelTimeoutError.isInstance((error as CadreError).cause)).toBe(true);
       expect(ms).toBeLessThan(TIMEOUT_MS + SLACK_MS);
-      expect(logged).toHaveBeenCalledWith(expect.stringContaining("Drafting lead instructions failed"), (error as CadreError).cause);
+      expect(logged).toHaveBeenCalledWith(
+        expect.stringContaining("Drafting lead instructions failed"),
+        (error as CadreError).cause,
+      );
     } finally {
       logged.mockRestore();
     }
@@ -279,13 +338,27 @@ describe("a tool loop through the helper", () => {
     const model = choice(new MockLanguageModelV4({ doGenerate: async () => replies.shift()! }));
     const seen: number[] = [];
     const result = await generateModelText(
-      { db: database.db, model, purpose: "work", agentId: lead.id, teamId: lead.teamId, conversationId: conversation.id, timeoutMs: TIMEOUT_MS },
+      {
+        db: database.db,
+        model,
+        purpose: "work",
+        agentId: lead.id,
+        teamId: lead.teamId,
+        conversationId: conversation.id,
+        timeoutMs: TIMEOUT_MS,
+      },
       {
         instructions: "You are the lead.",
         messages: [{ role: "user", content: "How is solar doing?" }],
-        tools: { lookUp: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }) => `${query}: up 3%` }) },
+        tools: {
+          lookUp: tool({
+            inputSchema: z.object({ query: z.string() }),
+            execute: async ({ query }) => `${query}: up 3%`,
+          }),
+        },
         stopWhen: stepCountIs(4),
-        prepareStep: async ({ stepNumber }) => (stepNumber === 0 ? undefined : { messages: [{ role: "user", content: "How is solar doing? (reloaded)" }] }),
+        prepareStep: async ({ stepNumber }) =>
+          stepNumber === 0 ? undefined : { messages: [{ role: "user", content: "How is solar doing? (reloaded)" }] },
         onLanguageModelCallEnd: (event) => {
           seen.push(event.usage.inputTokens ?? 0);
         },
@@ -302,7 +375,10 @@ describe("a tool loop through the helper", () => {
 
   it("gives each call of a streamed answer its own id when the provider repeats one, inputs streamed or not", async () => {
     const { lead } = await createTeamFixture(database.db);
-    const usageTotals = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+    const usageTotals = {
+      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 5, text: 5, reasoning: 0 },
+    };
     const answers: LanguageModelV4StreamPart[][] = [
       [
         { type: "stream-start", warnings: [] },
@@ -332,7 +408,11 @@ describe("a tool loop through the helper", () => {
         doStream: async (options) => {
           prompts.push(JSON.stringify(options.prompt));
           const parts = answers.shift()!;
-          return { stream: new ReadableStream({ start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()) }) };
+          return {
+            stream: new ReadableStream({
+              start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()),
+            }),
+          };
         },
       }),
     );
@@ -341,7 +421,12 @@ describe("a tool loop through the helper", () => {
       { db: database.db, model, purpose: "chat", agentId: lead.id, teamId: lead.teamId, timeoutMs: TIMEOUT_MS },
       {
         messages: [{ role: "user", content: "How are the renewables?" }],
-        tools: { lookUp: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }, { toolCallId }) => (ran.push({ id: toolCallId, query }), `${query}: up`) }) },
+        tools: {
+          lookUp: tool({
+            inputSchema: z.object({ query: z.string() }),
+            execute: async ({ query }, { toolCallId }) => (ran.push({ id: toolCallId, query }), `${query}: up`),
+          }),
+        },
         stopWhen: stepCountIs(3),
       },
     );
@@ -357,7 +442,9 @@ describe("a tool loop through the helper", () => {
       ["call_0~2", "wind"],
       ["call_0~3", "tide"],
     ] as const) {
-      expect(prompts[1]).toContain(`"toolCallId":"${id}","toolName":"lookUp","output":{"type":"text","value":"${query}: up"`);
+      expect(prompts[1]).toContain(
+        `"toolCallId":"${id}","toolName":"lookUp","output":{"type":"text","value":"${query}: up"`,
+      );
     }
   });
 });
@@ -369,7 +456,15 @@ describe("a call cut off before the provider counted it", () => {
     const partial = "The solar market grew by a third last year, and ";
     const question = `How is solar doing? ${"Tell me everything. ".repeat(50)}`;
     const result = streamModelText(
-      { db: database.db, model: stallingModel(partial), purpose: "chat", agentId: lead.id, teamId: lead.teamId, timeoutMs: 10_000, abortSignal: stop.signal },
+      {
+        db: database.db,
+        model: stallingModel(partial),
+        purpose: "chat",
+        agentId: lead.id,
+        teamId: lead.teamId,
+        timeoutMs: 10_000,
+        abortSignal: stop.signal,
+      },
       { instructions: "You are the lead.", messages: [{ role: "user", content: question }] },
     );
     let streamed = "";
@@ -385,12 +480,25 @@ describe("a call cut off before the provider counted it", () => {
 
     const rows = await usageRows("chat", lead.id);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ estimated: true, finishReason: "aborted", outputTokens: Math.ceil(partial.length / 4), model: "mock" });
+    expect(rows[0]).toMatchObject({
+      estimated: true,
+      finishReason: "aborted",
+      outputTokens: Math.ceil(partial.length / 4),
+      model: "mock",
+    });
     expect(rows[0]!.inputTokens).toBeGreaterThanOrEqual(Math.ceil(question.length / 4));
 
     const report = await usageReport(database.db, { days: 1, teamId: team.id });
-    expect(report.totals).toMatchObject({ calls: 1, estimatedCalls: 1, tokens: rows[0]!.inputTokens + rows[0]!.outputTokens });
-    expect(await teamSpendToday(database.db, team.id)).toMatchObject({ calls: 1, estimatedCalls: 1, tokens: rows[0]!.inputTokens + rows[0]!.outputTokens });
+    expect(report.totals).toMatchObject({
+      calls: 1,
+      estimatedCalls: 1,
+      tokens: rows[0]!.inputTokens + rows[0]!.outputTokens,
+    });
+    expect(await teamSpendToday(database.db, team.id)).toMatchObject({
+      calls: 1,
+      estimatedCalls: 1,
+      tokens: rows[0]!.inputTokens + rows[0]!.outputTokens,
+    });
   });
 
   it("answered, it settles the row its start wrote with the provider's count: one row, not estimated", async () => {
@@ -407,24 +515,44 @@ describe("a call cut off before the provider counted it", () => {
   it("in a worker killed with kill -9 mid-call, stays counted as estimated", { timeout: 60_000 }, async () => {
     const { team, lead } = await createTeamFixture(database.db);
     fakeReply = () => ({ fault: "hang" });
-    const worker = startWorkerProcess({ DATABASE_URL: database.url, OPENAI_BASE_URL: openai.url, LLM_MODEL: "fake-model" });
+    const worker = startWorkerProcess({
+      DATABASE_URL: database.url,
+      OPENAI_BASE_URL: openai.url,
+      LLM_MODEL: "fake-model",
+    });
     try {
-      await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 30_000, what: "the worker" });
+      await waitFor(async () => worker.output.join("").includes("[worker] ready"), {
+        timeoutMs: 30_000,
+        what: "the worker",
+      });
       const requestsBefore = openai.requests.length;
       await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research solar prices" });
-      await waitFor(async () => openai.requests.length > requestsBefore, { timeoutMs: 30_000, what: "the work session's model call" });
+      await waitFor(async () => openai.requests.length > requestsBefore, {
+        timeoutMs: 30_000,
+        what: "the work session's model call",
+      });
       // Its row was sent before the request: it is there while the call hangs.
-      await waitFor(async () => (await database.db.select().from(usage).where(eq(usage.agentId, lead.id))).length > 0, { timeoutMs: 5_000, what: "the call's usage row" });
+      await waitFor(async () => (await database.db.select().from(usage).where(eq(usage.agentId, lead.id))).length > 0, {
+        timeoutMs: 5_000,
+        what: "the call's usage row",
+      });
     } finally {
       await worker.stop("SIGKILL");
       fakeReply = () => ({ text: "Hello from the fake model." });
     }
     const rows = await database.db.select().from(usage).where(eq(usage.agentId, lead.id));
-    expect(rows.map((row) => [row.purpose, row.estimated, row.outputTokens, row.model])).toEqual([["work", true, 0, "fake-model"]]);
+    expect(rows.map((row) => [row.purpose, row.estimated, row.outputTokens, row.model])).toEqual([
+      ["work", true, 0, "fake-model"],
+    ]);
     expect(rows[0]!.inputTokens).toBeGreaterThan(100); // the lead's instructions, tools and task
-    expect((await usageReport(database.db, { days: 1, teamId: team.id })).totals).toMatchObject({ calls: 1, estimatedCalls: 1 });
+    expect((await usageReport(database.db, { days: 1, teamId: team.id })).totals).toMatchObject({
+      calls: 1,
+      estimatedCalls: 1,
+    });
     // The session's trace says the call's tokens are an estimate.
     const trace = await getSessionTrace(database.db, rows[0]!.workSessionId!);
-    expect(trace.spans.flatMap((span) => (span.type === "model" ? [[span.estimated, span.inputTokens]] : []))).toEqual([[true, rows[0]!.inputTokens]]);
+    expect(trace.spans.flatMap((span) => (span.type === "model" ? [[span.estimated, span.inputTokens]] : []))).toEqual([
+      [true, rows[0]!.inputTokens],
+    ]);
   });
 });

@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
 import { assignTask } from "@/lib/agents/tasks";
-import { getAllMessages, getBackgroundConversation, getForegroundConversation, listTasksByAgent } from "@/lib/db/queries";
+import {
+  getAllMessages,
+  getBackgroundConversation,
+  getForegroundConversation,
+  listTasksByAgent,
+} from "@/lib/db/queries";
 import { chooseModel } from "@/lib/llm/provider";
 import { startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
@@ -36,7 +41,8 @@ beforeAll(async () => {
   });
   engine = await createTestEngine(database, { config: { modelTimeoutMs: 8_000 } });
   // The real provider path: Chat Completions against OPENAI_BASE_URL.
-  engine.deps.chooseModel = (override) => chooseModel(override, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" });
+  engine.deps.chooseModel = (override) =>
+    chooseModel(override, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: "fake-model" });
 });
 afterAll(async () => {
   await engine?.close();
@@ -44,28 +50,51 @@ afterAll(async () => {
   await database?.drop();
 });
 
-type Case = { name: string; script: (request: FakeChatRequest, call: number) => FakeReply; expect: "completed" | "failed"; reason?: RegExp };
+type Case = {
+  name: string;
+  script: (request: FakeChatRequest, call: number) => FakeReply;
+  expect: "completed" | "failed";
+  reason?: RegExp;
+};
 
 const lastIsTool = (request: FakeChatRequest) => request.messages.at(-1)?.role === "tool";
 const cases: Case[] = [
   {
     name: "429 with Retry-After, then success",
-    script: (_r, call) => (call < 2 ? { fault: "status", status: 429, retryAfterSeconds: 0 } : { text: "Done after waiting." }),
+    script: (_r, call) =>
+      call < 2 ? { fault: "status", status: 429, retryAfterSeconds: 0 } : { text: "Done after waiting." },
     expect: "completed",
   },
-  { name: "500 every time", script: () => ({ fault: "status", status: 500, retryAfterSeconds: 0 }), expect: "failed", reason: /model server failed \(HTTP 500\)/ },
-  { name: "401 (bad key)", script: () => ({ fault: "status", status: 401 }), expect: "failed", reason: /refused the credentials.*OPENAI_API_KEY/ },
-  { name: "connection reset", script: () => ({ fault: "reset" }), expect: "failed", reason: /reach the model server|model call failed/ },
+  {
+    name: "500 every time",
+    script: () => ({ fault: "status", status: 500, retryAfterSeconds: 0 }),
+    expect: "failed",
+    reason: /model server failed \(HTTP 500\)/,
+  },
+  {
+    name: "401 (bad key)",
+    script: () => ({ fault: "status", status: 401 }),
+    expect: "failed",
+    reason: /refused the credentials.*OPENAI_API_KEY/,
+  },
+  {
+    name: "connection reset",
+    script: () => ({ fault: "reset" }),
+    expect: "failed",
+    reason: /reach the model server|model call failed/,
+  },
   { name: "timeout", script: () => ({ fault: "hang" }), expect: "failed", reason: /in time|timed? ?out|abort/i },
   { name: "response cut off mid-way", script: () => ({ fault: "cut" }), expect: "failed", reason: /model/ },
   {
     name: "malformed tool-call JSON, then recovery",
-    script: (request) => (lastIsTool(request) ? { text: "Recovered from the bad call." } : { fault: "malformed-tool-call" }),
+    script: (request) =>
+      lastIsTool(request) ? { text: "Recovered from the bad call." } : { fault: "malformed-tool-call" },
     expect: "completed",
   },
   {
     name: "a call to an unknown tool, then recovery",
-    script: (request) => (lastIsTool(request) ? { text: "Recovered." } : { toolCalls: [{ name: "launchMissiles", arguments: {} }] }),
+    script: (request) =>
+      lastIsTool(request) ? { text: "Recovered." } : { toolCalls: [{ name: "launchMissiles", arguments: {} }] },
     expect: "completed",
   },
 ];
@@ -79,7 +108,9 @@ describe("model faults in work sessions", () => {
     const outcome = await runWorkSession(engine.deps, lead.id);
     const [after] = await listTasksByAgent(database.db, lead.id);
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
-    console.log(`[model faults] ${testCase.name}: session ${outcome.status} in ${Date.now() - started} ms after ${calls.get(lead.name)} model request(s); task ${after!.status}${after!.status === "failed" ? `: ${after!.result}` : ""}`);
+    console.log(
+      `[model faults] ${testCase.name}: session ${outcome.status} in ${Date.now() - started} ms after ${calls.get(lead.name)} model request(s); task ${after!.status}${after!.status === "failed" ? `: ${after!.result}` : ""}`,
+    );
 
     expect(after!.id).toBe(task.id);
     expect(after!.status).toBe(testCase.expect);
@@ -107,7 +138,13 @@ describe("model faults in the chat", () => {
     expect(body).toMatch(/"type":"error","errorText":"The model server failed \(HTTP 500\)\. Try again in a moment\."/);
     expect(body).not.toMatch(/An error occurred/);
     const foreground = await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id);
-    await expect.poll(async () => (await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id)).at(-1)?.content).toMatch(/^\(error: The model server failed/);
+    await expect
+      .poll(
+        async () =>
+          (await getAllMessages(database.db, (await getForegroundConversation(database.db, lead.id)).id)).at(-1)
+            ?.content,
+      )
+      .toMatch(/^\(error: The model server failed/);
     expect(foreground[0]).toMatchObject({ role: "user", content: "hello?" });
   });
 });

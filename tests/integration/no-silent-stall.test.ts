@@ -13,7 +13,14 @@ import { parseLogInput, STOPPED_MARKER } from "@/lib/agents/formats";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/agents/tasks";
 import { setTeamStatus } from "@/lib/agents/teams";
-import { appendMessage, claimSession, getAllMessages, getBackgroundConversation, getTask, listTasksByAgent } from "@/lib/db/queries";
+import {
+  appendMessage,
+  claimSession,
+  getAllMessages,
+  getBackgroundConversation,
+  getTask,
+  listTasksByAgent,
+} from "@/lib/db/queries";
 import { agentInputs, agents, inboxItems, questions, tasks, workSessions } from "@/lib/db/schema";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -28,14 +35,20 @@ beforeAll(() => {
 });
 
 const unreachable = () =>
-  new APICallError({ message: "The model refused the key", url: "http://127.0.0.1:9/v1/chat/completions", requestBodyValues: {}, statusCode: 401 });
+  new APICallError({
+    message: "The model refused the key",
+    url: "http://127.0.0.1:9/v1/chat/completions",
+    requestBodyValues: {},
+    statusCode: 401,
+  });
 
 /** The text of the newest message of the prompt a model call was given. */
 function lastMessage(options: LanguageModelV4CallOptions): string {
   return promptText(options.prompt.slice(-1));
 }
 
-const whoIs = (options: LanguageModelV4CallOptions) => /^You are ([^,\s]+)/.exec(promptText(options.prompt.slice(0, 1)))?.[1] ?? "";
+const whoIs = (options: LanguageModelV4CallOptions) =>
+  /^You are ([^,\s]+)/.exec(promptText(options.prompt.slice(0, 1)))?.[1] ?? "";
 
 async function backgroundLog(agentId: string) {
   return getAllMessages(database.db, (await getBackgroundConversation(database.db, agentId)).id);
@@ -51,7 +64,10 @@ async function wakeRequested(agentId: string): Promise<boolean> {
 }
 
 async function alertsFor(taskId: string) {
-  return database.db.select().from(inboxItems).where(and(eq(inboxItems.type, "alert"), eq(inboxItems.taskId, taskId)));
+  return database.db
+    .select()
+    .from(inboxItems)
+    .where(and(eq(inboxItems.type, "alert"), eq(inboxItems.taskId, taskId)));
 }
 
 describe("a subordinate's outcome always reaches its lead", () => {
@@ -62,7 +78,8 @@ describe("a subordinate's outcome always reaches its lead", () => {
       model: sessionModel((options) => {
         if (whoIs(options) === "Scout") throw unreachable();
         const last = lastMessage(options);
-        if (/^Task from the person/.test(last)) return toolCallReply("delegateToAgent", { agentId: scout.id, title: "Dig", description: "" });
+        if (/^Task from the person/.test(last))
+          return toolCallReply("delegateToAgent", { agentId: scout.id, title: "Dig", description: "" });
         if (/failed \(task id/.test(last)) return textReply("Scout could not do it; the model refused the key.");
         return textReply("Waiting for Scout.");
       }),
@@ -77,13 +94,20 @@ describe("a subordinate's outcome always reaches its lead", () => {
     // In the transaction that failed the task: the lead's input, its wake-up and the alert.
     const waiting = await queued(lead.id);
     expect(waiting).toHaveLength(1);
-    expect(parseLogInput(waiting[0]!.content)).toMatchObject({ kind: "failed", agentName: "Scout", taskId: delegated!.id });
+    expect(parseLogInput(waiting[0]!.content)).toMatchObject({
+      kind: "failed",
+      agentName: "Scout",
+      taskId: delegated!.id,
+    });
     expect(waiting[0]!.taskId).toBe(root.id);
     expect(await wakeRequested(lead.id)).toBe(true);
     expect(await alertsFor(delegated!.id)).toHaveLength(1);
 
     await runWorkSession(engine.deps, lead.id);
-    expect(await getTask(database.db, root.id)).toMatchObject({ status: "completed", result: "Scout could not do it; the model refused the key." });
+    expect(await getTask(database.db, root.id)).toMatchObject({
+      status: "completed",
+      result: "Scout could not do it; the model refused the key.",
+    });
   });
 
   it("a cancelled or removed subordinate: the lead hears 'was cancelled' or 'was removed', once, and its task goes on", async () => {
@@ -92,8 +116,18 @@ describe("a subordinate's outcome always reaches its lead", () => {
     const engine = await engineWith({ model: sessionModel(() => textReply("ok")) });
     const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
     await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, root.id));
-    const dig = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Dig", parentTaskId: root.id });
-    const count = await assignTask(database.db, engine.jobs, { agentId: analyst.id, source: "lead", title: "Count", parentTaskId: root.id });
+    const dig = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Dig",
+      parentTaskId: root.id,
+    });
+    const count = await assignTask(database.db, engine.jobs, {
+      agentId: analyst.id,
+      source: "lead",
+      title: "Count",
+      parentTaskId: root.id,
+    });
 
     await cancelTask(database.db, engine.jobs, dig.id);
     await cancelTask(database.db, engine.jobs, dig.id);
@@ -115,17 +149,26 @@ describe("a subordinate's outcome always reaches its lead", () => {
       model: sessionModel(async (options) => {
         if (whoIs(options) !== "Scout") return textReply("ok");
         calls += 1;
-        await new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)));
+        await new Promise((_, reject) =>
+          options.abortSignal?.addEventListener("abort", () => reject(options.abortSignal?.reason)),
+        );
         throw new Error("unreachable");
       }),
     });
     const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
-    const dig = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Dig", parentTaskId: root.id });
+    const dig = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Dig",
+      parentTaskId: root.id,
+    });
     const running = runWorkSession(engine.deps, scout.id);
     await expect.poll(() => calls, { timeout: 5_000 }).toBe(1);
     await removeSubordinate(database.db, engine.jobs, scout.id);
     expect(["lost", "stopped", "deleted"]).toContain((await running).status);
-    expect((await queued(lead.id)).map((input) => parseLogInput(input.content))).toEqual([{ kind: "removed", agentName: "Scout", taskId: dig.id }]);
+    expect((await queued(lead.id)).map((input) => parseLogInput(input.content))).toEqual([
+      { kind: "removed", agentName: "Scout", taskId: dig.id },
+    ]);
   });
 });
 
@@ -159,7 +202,8 @@ describe("work that arrives as a session ends is picked up", () => {
     engine = await engineWith({
       config: { maxStepsPerSession: 2 },
       model: sessionModel(async (options, call) => {
-        if (call === 1) await queueInput(database.db, engine.jobs, lead.id, "Subordinate Scout reports: the launch moved.");
+        if (call === 1)
+          await queueInput(database.db, engine.jobs, lead.id, "Subordinate Scout reports: the launch moved.");
         if (lastMessage(options).includes("launch moved")) return textReply("Noted: the launch moved.");
         return toolCallReply("searchKnowledge", { query: `round ${call}` });
       }),
@@ -186,20 +230,29 @@ describe("one task in focus at a time", () => {
           if (last?.kind === "task") return toolCallReply("reportToLead", { result: `Findings on ${last.title}` });
           return textReply("Reported to the lead.");
         }
-        if (last?.kind === "task") return toolCallReply("delegateToAgent", { agentId: scout.id, title: `Look into ${last.title}`, description: "" });
+        if (last?.kind === "task")
+          return toolCallReply("delegateToAgent", {
+            agentId: scout.id,
+            title: `Look into ${last.title}`,
+            description: "",
+          });
         if (last?.kind === "report") return textReply(`Result: ${last.result}`);
         return textReply("Waiting for reports from Scout.");
       }),
     });
     const given = [];
-    for (let i = 1; i <= 20; i++) given.push(await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: `Topic ${i}` }));
+    for (let i = 1; i <= 20; i++)
+      given.push(await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: `Topic ${i}` }));
     await runUntilQuiet(engine.deps, 200, { agentIds: [lead.id, ...subordinates.map((s) => s.id)] });
     const delegated = await listTasksByAgent(database.db, scout.id);
     expect(delegated).toHaveLength(20);
     for (const task of given) {
       const child = delegated.find((d) => d.title === `Look into ${task.title}`)!;
       expect(child.parentTaskId).toBe(task.id);
-      expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: `Result: Findings on Look into ${task.title}` });
+      expect(await getTask(database.db, task.id)).toMatchObject({
+        status: "completed",
+        result: `Result: Findings on Look into ${task.title}`,
+      });
     }
   });
 
@@ -214,11 +267,20 @@ describe("one task in focus at a time", () => {
       }),
     });
     const given = [];
-    for (const title of ["One", "Two", "Three"]) given.push(await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title }));
+    for (const title of ["One", "Two", "Three"])
+      given.push(await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title }));
     await runWorkSession(engine.deps, scout.id);
-    for (const task of given) expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: `Findings on ${task.title}` });
+    for (const task of given)
+      expect(await getTask(database.db, task.id)).toMatchObject({
+        status: "completed",
+        result: `Findings on ${task.title}`,
+      });
     const reports = (await queued(lead.id)).map((input) => parseLogInput(input.content));
-    expect(reports.map((r) => r?.kind === "report" && r.result).sort()).toEqual(["Findings on One", "Findings on Three", "Findings on Two"]);
+    expect(reports.map((r) => r?.kind === "report" && r.result).sort()).toEqual([
+      "Findings on One",
+      "Findings on Three",
+      "Findings on Two",
+    ]);
   });
 });
 
@@ -233,7 +295,10 @@ describe("Stop", () => {
     expect(stopped.cancelled.map((t) => t.id)).toEqual([task.id]);
     expect((await runWorkSession(engine.deps, lead.id)).steps).toBe(0);
     expect(calls).toBe(0);
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "cancelled", result: "Stopped by the person." });
+    expect(await getTask(database.db, task.id)).toMatchObject({
+      status: "cancelled",
+      result: "Stopped by the person.",
+    });
   });
 
   it("on a lead: its subordinates' work is cancelled and their sessions stop; a report that comes anyway is refused", async () => {
@@ -256,7 +321,12 @@ describe("Stop", () => {
     });
     const root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
     await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, root.id));
-    const dig = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Dig", parentTaskId: root.id });
+    const dig = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Dig",
+      parentTaskId: root.id,
+    });
     const running = runWorkSession(engine.deps, scout.id);
     await expect.poll(() => reported !== undefined, { timeout: 5_000 }).toBe(true);
     await stopAgent(database.db, engine.jobs, lead.id);
@@ -269,7 +339,11 @@ describe("Stop", () => {
 
   it("leaves input that is not a task for after the Stop, with work given after it", async () => {
     const { lead } = await createTeamFixture(database.db);
-    const engine = await engineWith({ model: sessionModel((options) => textReply(lastMessage(options).startsWith("[webhook") ? "Looked at the deploy." : "done")) });
+    const engine = await engineWith({
+      model: sessionModel((options) =>
+        textReply(lastMessage(options).startsWith("[webhook") ? "Looked at the deploy." : "done"),
+      ),
+    });
     await queueInput(database.db, engine.jobs, lead.id, "[webhook:deploy] {}");
     await stopAgent(database.db, engine.jobs, lead.id);
     const after = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Later" });
@@ -286,7 +360,11 @@ describe("resume, wrap-up, cancel, answers", () => {
     const scout = subordinates[0]!;
     const engine = await engineWith({ model: sessionModel(() => textReply("done")) });
     await setTeamStatus(engine.deps, team.id, "paused");
-    const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Queued while paused" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Queued while paused",
+    });
     expect((await runWorkSession(engine.deps, scout.id)).steps).toBe(0);
     expect(await wakeRequested(scout.id)).toBe(false);
     await setTeamStatus(engine.deps, team.id, "active");
@@ -334,7 +412,9 @@ describe("resume, wrap-up, cancel, answers", () => {
     await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.agentId, scout.id));
     await cancelTask(database.db, engine.jobs, drop.id);
     const notices = (await queued(scout.id)).map((input) => parseLogInput(input.content));
-    expect(notices).toEqual([{ kind: "task-cancelled", taskId: drop.id, title: "Drop", reason: "Cancelled by the person." }]);
+    expect(notices).toEqual([
+      { kind: "task-cancelled", taskId: drop.id, title: "Drop", reason: "Cancelled by the person." },
+    ]);
     expect(await getTask(database.db, keep.id)).toMatchObject({ status: "in_progress" });
     const [running] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, scout.id));
     expect(running).toBeUndefined();
@@ -347,8 +427,13 @@ describe("resume, wrap-up, cancel, answers", () => {
     const engine = await engineWith({
       model: sessionModel((options) => {
         const last = parseLogInput(lastMessage(options));
-        if (whoIs(options) === "Scout") return last?.kind === "task" ? toolCallReply("requestInput", { question: `Which ${last.title}?` }) : textReply("Waiting.");
-        const asked = options.prompt.map((message) => parseLogInput(promptText([message]))).find((input) => input?.kind === "question" && input.question === "Which One?");
+        if (whoIs(options) === "Scout")
+          return last?.kind === "task"
+            ? toolCallReply("requestInput", { question: `Which ${last.title}?` })
+            : textReply("Waiting.");
+        const asked = options.prompt
+          .map((message) => parseLogInput(promptText([message])))
+          .find((input) => input?.kind === "question" && input.question === "Which One?");
         if (asked?.kind === "question" && !answered) {
           answered = true;
           return toolCallReply("answerSubordinate", { questionId: asked.questionId, answer: "the first" });
@@ -375,13 +460,19 @@ describe("resume, wrap-up, cancel, answers", () => {
 describe("a session ends in one transaction", () => {
   it("a failure while ending leaves none of the ending; the retry writes all of it", async () => {
     const { lead } = await createTeamFixture(database.db);
-    const engine = await engineWith({ model: sessionModel(() => { throw unreachable(); }) });
+    const engine = await engineWith({
+      model: sessionModel(() => {
+        throw unreachable();
+      }),
+    });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Try" });
     // The alert is written last of the ending's rows: refuse it once, as a crash there would.
     await database.db.execute(sql`
       create function refuse_alert() returns trigger language plpgsql as $$
       begin if new.type = 'alert' then raise exception 'disk full'; end if; return new; end $$`);
-    await database.db.execute(sql`create trigger refuse_alert before insert on inbox_items for each row execute function refuse_alert()`);
+    await database.db.execute(
+      sql`create trigger refuse_alert before insert on inbox_items for each row execute function refuse_alert()`,
+    );
     await expect(runWorkSession(engine.deps, lead.id)).rejects.toThrow();
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
     expect((await backgroundLog(lead.id)).some((m) => m.content.startsWith("(error:"))).toBe(false);
@@ -403,12 +494,17 @@ describe("tools forgive what they can resolve", () => {
     const scout = subordinates[0]!;
     const engine = await engineWith({
       model: sessionModel((_options, call) =>
-        call === 0 ? toolCallReply("reportToLead", { result: "Revenue grew 12% (source: the Q3 filing).", taskId: "task-1" }) : textReply("Reported to the lead."),
+        call === 0
+          ? toolCallReply("reportToLead", { result: "Revenue grew 12% (source: the Q3 filing).", taskId: "task-1" })
+          : textReply("Reported to the lead."),
       ),
     });
     const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Revenue" });
     await runWorkSession(engine.deps, scout.id);
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Revenue grew 12% (source: the Q3 filing)." });
+    expect(await getTask(database.db, task.id)).toMatchObject({
+      status: "completed",
+      result: "Revenue grew 12% (source: the Q3 filing).",
+    });
     expect((await queued(lead.id)).map((input) => parseLogInput(input.content))).toEqual([
       { kind: "report", agentName: "Scout", taskId: task.id, result: "Revenue grew 12% (source: the Q3 filing)." },
     ]);
@@ -484,15 +580,31 @@ describe("what a stranger found from outside", () => {
 
   it("a model error fails the task the turn served, not the agent's other tasks waiting on subordinates", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
-    const engine = await engineWith({ model: sessionModel(() => { throw unreachable(); }) });
-    const waiting = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Waits on Scout" });
+    const engine = await engineWith({
+      model: sessionModel(() => {
+        throw unreachable();
+      }),
+    });
+    const waiting = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Waits on Scout",
+    });
     await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, waiting.id));
-    const dig = await assignTask(database.db, engine.jobs, { agentId: subordinates[0]!.id, source: "lead", title: "Dig", parentTaskId: waiting.id });
+    const dig = await assignTask(database.db, engine.jobs, {
+      agentId: subordinates[0]!.id,
+      source: "lead",
+      title: "Dig",
+      parentTaskId: waiting.id,
+    });
     await queueInput(database.db, engine.jobs, lead.id, "[webhook:deploy] {}");
     expect((await runWorkSession(engine.deps, lead.id)).status).toBe("failed");
     expect(await getTask(database.db, waiting.id)).toMatchObject({ status: "in_progress" });
     expect(await getTask(database.db, dig.id)).toMatchObject({ status: "pending" });
-    const alerts = await database.db.select().from(inboxItems).where(and(eq(inboxItems.type, "alert"), eq(inboxItems.agentId, lead.id)));
+    const alerts = await database.db
+      .select()
+      .from(inboxItems)
+      .where(and(eq(inboxItems.type, "alert"), eq(inboxItems.agentId, lead.id)));
     expect(alerts).toHaveLength(1);
   });
 
@@ -504,9 +616,15 @@ describe("what a stranger found from outside", () => {
     // A session took the task, then its worker died mid-call; the person pressed Stop.
     const dead = (await claimSession(database.db, lead.id, "dead-worker"))!;
     await database.db.update(tasks).set({ status: "in_progress" }).where(eq(tasks.id, task.id));
-    await appendMessage(database.db, (await getBackgroundConversation(database.db, lead.id)).id, { role: "user", content: "Task from the person: Stop me" });
+    await appendMessage(database.db, (await getBackgroundConversation(database.db, lead.id)).id, {
+      role: "user",
+      content: "Task from the person: Stop me",
+    });
     await stopAgent(database.db, engine.jobs, lead.id);
-    await database.db.update(workSessions).set({ heartbeatAt: new Date(Date.now() - 60_000) }).where(eq(workSessions.id, dead.id));
+    await database.db
+      .update(workSessions)
+      .set({ heartbeatAt: new Date(Date.now() - 60_000) })
+      .where(eq(workSessions.id, dead.id));
     await runWorkSession(engine.deps, lead.id);
     expect(calls).toBe(0);
     expect((await backgroundLog(lead.id)).at(-1)).toMatchObject({ role: "assistant", content: STOPPED_MARKER });
@@ -519,7 +637,9 @@ describe("what a stranger found from outside", () => {
       model: sessionModel((options) => {
         const last = parseLogInput(lastMessage(options));
         if (whoIs(options) !== "Team") {
-          return last?.kind === "task" ? toolCallReply("requestInput", { question: `Which ${last.title}?` }) : textReply("Waiting.");
+          return last?.kind === "task"
+            ? toolCallReply("requestInput", { question: `Which ${last.title}?` })
+            : textReply("Waiting.");
         }
         return textReply("ok");
       }),
@@ -528,20 +648,32 @@ describe("what a stranger found from outside", () => {
       await assignTask(database.db, engine.jobs, { agentId: agent.id, source: "lead", title: `Q${index}` });
       await runWorkSession(engine.deps, agent.id);
     }
-    const lead = (await database.db.select().from(agents).where(and(eq(agents.teamId, subordinates[0]!.teamId), eq(agents.role, "lead"))))[0]!;
+    const lead = (
+      await database.db
+        .select()
+        .from(agents)
+        .where(and(eq(agents.teamId, subordinates[0]!.teamId), eq(agents.role, "lead")))
+    )[0]!;
     const { teamLeadTools } = await import("@/lib/agents/tools/team-lead-tools");
     const tools = teamLeadTools({
       db: database.db,
       jobs: engine.jobs,
       agent: lead,
-      team: (await database.db.query.teams.findFirst({ where: (team, { eq: equals }) => equals(team.id, lead.teamId) }))!,
+      team: (await database.db.query.teams.findFirst({
+        where: (team, { eq: equals }) => equals(team.id, lead.teamId),
+      }))!,
       conversationId: (await getBackgroundConversation(database.db, lead.id)).id,
       search: {},
       focusTaskId: () => null,
       effect: (_id, write) => database.db.transaction(write),
     });
-    const answer = await tools.answerSubordinate.execute!({ questionId: "c388", answer: "the first" }, { toolCallId: "t1", messages: [], context: {} });
-    expect(String(answer)).toMatch(/^Not sent: "c388" is not an open question id, and 2 questions are open\. Call answerSubordinate again with questionId set to one of: /);
+    const answer = await tools.answerSubordinate.execute!(
+      { questionId: "c388", answer: "the first" },
+      { toolCallId: "t1", messages: [], context: {} },
+    );
+    expect(String(answer)).toMatch(
+      /^Not sent: "c388" is not an open question id, and 2 questions are open\. Call answerSubordinate again with questionId set to one of: /,
+    );
     const open = await database.db.select().from(questions).where(eq(questions.status, "open"));
     expect(open.filter((q) => subordinates.some((s) => s.id === q.agentId))).toHaveLength(2);
   });

@@ -31,7 +31,8 @@ const SMTP_FROM = "Cadre <cadre@example.test>";
 vi.hoisted(() => {
   // Before any module parses the environment (env() reads it once per process).
   delete process.env.APP_PASSWORD;
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
+    delete process.env[name];
   process.env.PUBLIC_URL = "https://cadre.example.test";
   process.env.LEAD_SCHEDULE = "off";
   // Retries 1-2 s, then 2-4 s apart instead of 2-4, 4-8: the same backoff, shorter.
@@ -43,7 +44,13 @@ const ORIGIN = "http://localhost:3000";
 // --- The receivers ---------------------------------------------------------------------------
 
 type Behaviour = "ok" | "fail-twice" | "always-500" | "hold-first";
-type Received = { path: string; key: string; headers: IncomingMessage["headers"]; body: string; status: number | "held" };
+type Received = {
+  path: string;
+  key: string;
+  headers: IncomingMessage["headers"];
+  body: string;
+  status: number | "held";
+};
 type Email = { messageId: string; from: string; to: string[]; raw: string };
 
 const received: Received[] = [];
@@ -68,7 +75,9 @@ function answer(request: IncomingMessage, response: ServerResponse, body: string
   }
   const status = behaviour === "always-500" || (behaviour === "fail-twice" && seen < 2) ? 500 : 200;
   record(status);
-  response.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "ok" : "boom: the receiver is having a bad day");
+  response
+    .writeHead(status, { "content-type": "text/plain" })
+    .end(status === 200 ? "ok" : "boom: the receiver is having a bad day");
 }
 
 /** A webhook URL on the receiver that behaves as told. */
@@ -122,7 +131,12 @@ beforeAll(async () => {
       stream.on("end", () => {
         const raw = Buffer.concat(chunks).toString("utf8");
         const from = session.envelope.mailFrom === false ? "" : session.envelope.mailFrom.address;
-        emails.push({ messageId: messageIdOf(raw), from, to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw });
+        emails.push({
+          messageId: messageIdOf(raw),
+          from,
+          to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+          raw,
+        });
         callback();
       });
     },
@@ -158,7 +172,11 @@ const params = <T extends Record<string, string>>(values: T) => ({ params: Promi
 
 function request(method: string, body?: unknown): Request {
   const text = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
-  return new Request(`${ORIGIN}/x`, { method, headers: { origin: ORIGIN, ...(text === undefined ? {} : { "content-type": "application/json" }) }, body: text });
+  return new Request(`${ORIGIN}/x`, {
+    method,
+    headers: { origin: ORIGIN, ...(text === undefined ? {} : { "content-type": "application/json" }) },
+    body: text,
+  });
 }
 
 async function json<T>(response: Response, status: number): Promise<T> {
@@ -167,16 +185,39 @@ async function json<T>(response: Response, status: number): Promise<T> {
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-type ChannelJson = { id: string; name: string; type: string; url: string | null; recipient: string | null; kinds: string[]; enabled: boolean };
+type ChannelJson = {
+  id: string;
+  name: string;
+  type: string;
+  url: string | null;
+  recipient: string | null;
+  kinds: string[];
+  enabled: boolean;
+};
 
-async function addChannel(teamId: string, body: Record<string, unknown>): Promise<{ channel: ChannelJson; secret?: string }> {
+async function addChannel(
+  teamId: string,
+  body: Record<string, unknown>,
+): Promise<{ channel: ChannelJson; secret?: string }> {
   return json(await api.channels.POST(request("POST", body), params({ teamId })), 201);
 }
 
 /** An inbox item and its notifications, in one transaction, as the engine writes them. */
-async function itemWithNotifications(teamId: string, agentId: string, type: InboxItemType, title: string): Promise<{ item: InboxItem; queued: number; rows: Notification[] }> {
+async function itemWithNotifications(
+  teamId: string,
+  agentId: string,
+  type: InboxItemType,
+  title: string,
+): Promise<{ item: InboxItem; queued: number; rows: Notification[] }> {
   const { item, queued } = await database.db.transaction(async (tx) => {
-    const item = await createInboxItem(tx, { teamId, agentId, type, title, summary: `Summary of ${title}.`, content: "Full text." });
+    const item = await createInboxItem(tx, {
+      teamId,
+      agentId,
+      type,
+      title,
+      summary: `Summary of ${title}.`,
+      content: "Full text.",
+    });
     return { item, queued: await enqueueNotifications(tx, jobs, item) };
   });
   const rows = await database.db.select().from(notifications).where(eq(notifications.inboxItemId, item.id));
@@ -189,10 +230,13 @@ async function notificationRow(id: string): Promise<Notification> {
 }
 
 async function settled(id: string, timeoutMs = 30_000): Promise<Notification> {
-  return waitFor(async () => {
-    const row = await notificationRow(id);
-    return row.status !== "pending" ? row : null;
-  }, { timeoutMs, what: `notification ${id} to be sent or given up` });
+  return waitFor(
+    async () => {
+      const row = await notificationRow(id);
+      return row.status !== "pending" ? row : null;
+    },
+    { timeoutMs, what: `notification ${id} to be sent or given up` },
+  );
 }
 
 async function errorCode(response: Response, status: number): Promise<{ code: string; message: string }> {
@@ -205,10 +249,20 @@ describe("webhook channels", () => {
   it("POSTs a signed JSON body a receiver can verify with the secret, with Slack's text and the notification id as idempotency key", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     const url = endpoint("signed");
-    const { channel, secret } = await addChannel(team.id, { type: "webhook", name: "Ops hook", url, kinds: ["briefing", "alert"] });
+    const { channel, secret } = await addChannel(team.id, {
+      type: "webhook",
+      name: "Ops hook",
+      url,
+      kinds: ["briefing", "alert"],
+    });
     expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
 
-    const { item, queued, rows } = await itemWithNotifications(team.id, lead.id, "briefing", "Panel prices fell 4% <this week> & more");
+    const { item, queued, rows } = await itemWithNotifications(
+      team.id,
+      lead.id,
+      "briefing",
+      "Panel prices fell 4% <this week> & more",
+    );
     expect(queued).toBe(1);
     const [row] = rows;
     expected.add(row!.id);
@@ -250,10 +304,13 @@ describe("webhook channels", () => {
     expected.add(id);
 
     // Between attempts the log says what went wrong.
-    const failing = await waitFor(async () => {
-      const row = await notificationRow(id);
-      return row.lastError ? row : null;
-    }, { timeoutMs: 15_000, what: "the first failure to be recorded" });
+    const failing = await waitFor(
+      async () => {
+        const row = await notificationRow(id);
+        return row.lastError ? row : null;
+      },
+      { timeoutMs: 15_000, what: "the first failure to be recorded" },
+    );
     expect(failing.status).toBe("pending");
     // The receiver is on this machine: what it answered is not quoted (outbound-url.ts), only its status.
     expect(failing.lastError).toMatch(/^HTTP 500 from http:\/\/127\.0\.0\.1:\d+\/hook\/…$/);
@@ -274,20 +331,40 @@ describe("webhook channels", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    await addChannel(team.id, { type: "webhook", name: "Nowhere", url: `http://127.0.0.1:${port}/in`, kinds: ["alert"] });
+    await addChannel(team.id, {
+      type: "webhook",
+      name: "Nowhere",
+      url: `http://127.0.0.1:${port}/in`,
+      kinds: ["alert"],
+    });
     const { rows } = await itemWithNotifications(team.id, lead.id, "alert", "Down");
     const id = rows[0]!.id;
     // The worker's attempt fails and is retried; the last attempt (here, called directly) gives up.
     await waitFor(async () => (await notificationRow(id)).lastError, { timeoutMs: 15_000, what: "a failed attempt" });
     const row = await notificationRow(id);
     expect(row.lastError).toBe(`could not connect to http://127.0.0.1:${port}/in: ECONNREFUSED`);
-    await expect(deliverNotification(database.db, { notificationId: id, attempt: 9, lastAttempt: true, signal: new AbortController().signal })).rejects.toThrow(
-      /ECONNREFUSED/,
-    );
-    expect(await notificationRow(id)).toMatchObject({ status: "failed", lastError: `could not connect to http://127.0.0.1:${port}/in: ECONNREFUSED` });
+    await expect(
+      deliverNotification(database.db, {
+        notificationId: id,
+        attempt: 9,
+        lastAttempt: true,
+        signal: new AbortController().signal,
+      }),
+    ).rejects.toThrow(/ECONNREFUSED/);
+    expect(await notificationRow(id)).toMatchObject({
+      status: "failed",
+      lastError: `could not connect to http://127.0.0.1:${port}/in: ECONNREFUSED`,
+    });
     // A job delivered again later finds it settled and does nothing.
     const attempts = (await notificationRow(id)).attempts;
-    expect(await deliverNotification(database.db, { notificationId: id, attempt: 10, lastAttempt: true, signal: new AbortController().signal })).toBe("skipped");
+    expect(
+      await deliverNotification(database.db, {
+        notificationId: id,
+        attempt: 10,
+        lastAttempt: true,
+        signal: new AbortController().signal,
+      }),
+    ).toBe("skipped");
     expect((await notificationRow(id)).attempts).toBe(attempts);
   });
 });
@@ -295,7 +372,12 @@ describe("webhook channels", () => {
 describe("email channels", () => {
   it("sends an email with Message-ID <notification-id@cadre>, the title as subject, the summary and the link", async () => {
     const { team, lead } = await createTeamFixture(database.db);
-    const { channel, secret } = await addChannel(team.id, { type: "email", name: "Me", recipient: "ops@example.test", kinds: ["approval"] });
+    const { channel, secret } = await addChannel(team.id, {
+      type: "email",
+      name: "Me",
+      recipient: "ops@example.test",
+      kinds: ["approval"],
+    });
     expect(secret).toBeUndefined();
     expect(channel).toMatchObject({ type: "email", recipient: "ops@example.test", url: null });
 
@@ -317,22 +399,40 @@ describe("email channels", () => {
 
   it("cannot be created or tested without SMTP settings, and a queued delivery fails at once with that message", async () => {
     const { team } = await createTeamFixture(database.db);
-    const refused = await createNotificationChannel(database.db, team.id, { type: "email", name: "x", recipient: "a@example.test", kinds: ["alert"] }, { smtp: null }).catch(
-      (error: unknown) => error,
-    );
+    const refused = await createNotificationChannel(
+      database.db,
+      team.id,
+      { type: "email", name: "x", recipient: "a@example.test", kinds: ["alert"] },
+      { smtp: null },
+    ).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(CadreError);
     expect((refused as CadreError).status).toBe(409);
     expect((refused as CadreError).message).toBe("Email notifications need SMTP_URL and SMTP_FROM set on the server.");
 
     // One made while SMTP was configured, delivered by a worker that has none.
-    const { channel } = await createNotificationChannel(database.db, team.id, { type: "email", name: "Inbox", recipient: "a@example.test", kinds: ["alert"] });
+    const { channel } = await createNotificationChannel(database.db, team.id, {
+      type: "email",
+      name: "Inbox",
+      recipient: "a@example.test",
+      kinds: ["alert"],
+    });
     const [row] = await database.db
       .insert(notifications)
-      .values({ channelId: channel.id, teamId: team.id, inboxItemId: null, kind: "alert", payload: { type: "alert", title: "t", summary: "s", link: PUBLIC_URL } })
+      .values({
+        channelId: channel.id,
+        teamId: team.id,
+        inboxItemId: null,
+        kind: "alert",
+        payload: { type: "alert", title: "t", summary: "s", link: PUBLIC_URL },
+      })
       .returning();
     const attempt = { notificationId: row!.id, attempt: 1, lastAttempt: false, signal: new AbortController().signal };
     expect(await deliverNotification(database.db, attempt, { smtp: null })).toBe("failed");
-    expect(await notificationRow(row!.id)).toMatchObject({ status: "failed", attempts: 1, lastError: EMAIL_NEEDS_SMTP });
+    expect(await notificationRow(row!.id)).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastError: EMAIL_NEEDS_SMTP,
+    });
   });
 });
 
@@ -343,9 +443,17 @@ describe("which channels get what", () => {
     const everything = endpoint("everything-but-off");
     const alerts = endpoint("alerts");
     await addChannel(team.id, { type: "webhook", name: "Briefings", url: briefingsOnly, kinds: ["briefing"] });
-    const off = await addChannel(team.id, { type: "webhook", name: "Off", url: everything, kinds: ["briefing", "question", "approval", "alert"] });
+    const off = await addChannel(team.id, {
+      type: "webhook",
+      name: "Off",
+      url: everything,
+      kinds: ["briefing", "question", "approval", "alert"],
+    });
     await addChannel(team.id, { type: "webhook", name: "Alerts", url: alerts, kinds: ["alert", "alert"] });
-    const patched = await json<{ channel: ChannelJson }>(await api.channel.PATCH(request("PATCH", { enabled: false }), params({ channelId: off.channel.id })), 200);
+    const patched = await json<{ channel: ChannelJson }>(
+      await api.channel.PATCH(request("PATCH", { enabled: false }), params({ channelId: off.channel.id })),
+      200,
+    );
     expect(patched.channel.enabled).toBe(false);
 
     const alert = await itemWithNotifications(team.id, lead.id, "alert", "Task failed");
@@ -370,7 +478,14 @@ describe("which channels get what", () => {
     let queuedId: string | undefined;
     await expect(
       database.db.transaction(async (tx) => {
-        const item = await createInboxItem(tx, { teamId: team.id, agentId: lead.id, type: "briefing", title: "Never was", summary: "s", content: "c" });
+        const item = await createInboxItem(tx, {
+          teamId: team.id,
+          agentId: lead.id,
+          type: "briefing",
+          title: "Never was",
+          summary: "s",
+          content: "c",
+        });
         expect(await enqueueNotifications(tx, jobs, item)).toBe(1);
         const [row] = await tx.select().from(notifications).where(eq(notifications.inboxItemId, item.id));
         queuedId = row!.id;
@@ -380,7 +495,9 @@ describe("which channels get what", () => {
       }),
     ).rejects.toThrow("the agent's step failed");
     expect(await database.db.select().from(notifications).where(eq(notifications.id, queuedId!))).toEqual([]);
-    const [job] = await database.db.execute<{ n: string }>(sql`select count(*) as n from pgboss.job where id = ${queuedId!}`);
+    const [job] = await database.db.execute<{ n: string }>(
+      sql`select count(*) as n from pgboss.job where id = ${queuedId!}`,
+    );
     expect(Number(job!.n)).toBe(0);
     // And nothing arrives.
     await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -394,17 +511,49 @@ describe("the HTTP API", () => {
     const bad: [string, unknown, RegExp][] = [
       ["ftp url", { type: "webhook", name: "n", url: "ftp://example.test/x", kinds: ["alert"] }, /url must be an http/],
       ["not a url", { type: "webhook", name: "n", url: "hooks.slack.com", kinds: ["alert"] }, /url must be an http/],
-      ["javascript url", { type: "webhook", name: "n", url: "javascript:alert(1)", kinds: ["alert"] }, /url must be an http/],
-      ["no kinds", { type: "webhook", name: "n", url: "https://example.test", kinds: [] }, /kinds: choose at least one/],
-      ["unknown kind", { type: "webhook", name: "n", url: "https://example.test", kinds: ["spam"] }, /kinds may hold only briefing, question, approval, alert/],
+      [
+        "javascript url",
+        { type: "webhook", name: "n", url: "javascript:alert(1)", kinds: ["alert"] },
+        /url must be an http/,
+      ],
+      [
+        "no kinds",
+        { type: "webhook", name: "n", url: "https://example.test", kinds: [] },
+        /kinds: choose at least one/,
+      ],
+      [
+        "unknown kind",
+        { type: "webhook", name: "n", url: "https://example.test", kinds: ["spam"] },
+        /kinds may hold only briefing, question, approval, alert/,
+      ],
       ["kinds not a list", { type: "webhook", name: "n", url: "https://example.test", kinds: "alert" }, /kinds/],
-      ["bad email", { type: "email", name: "n", recipient: "not-an-address", kinds: ["alert"] }, /recipient must be an email address/],
-      ["url on email", { type: "email", name: "n", recipient: "a@example.test", url: "https://example.test", kinds: ["alert"] }, /url/],
-      ["recipient on webhook", { type: "webhook", name: "n", url: "https://example.test", recipient: "a@example.test", kinds: ["alert"] }, /recipient/],
+      [
+        "bad email",
+        { type: "email", name: "n", recipient: "not-an-address", kinds: ["alert"] },
+        /recipient must be an email address/,
+      ],
+      [
+        "url on email",
+        { type: "email", name: "n", recipient: "a@example.test", url: "https://example.test", kinds: ["alert"] },
+        /url/,
+      ],
+      [
+        "recipient on webhook",
+        { type: "webhook", name: "n", url: "https://example.test", recipient: "a@example.test", kinds: ["alert"] },
+        /recipient/,
+      ],
       ["no type", { name: "n", url: "https://example.test", kinds: ["alert"] }, /type must be "webhook"/],
       ["wrong type", { type: "sms", name: "n", kinds: ["alert"] }, /type must be "webhook"/],
-      ["empty name", { type: "webhook", name: "  ", url: "https://example.test", kinds: ["alert"] }, /name is required/],
-      ["a secret of one's own", { type: "webhook", name: "n", url: "https://example.test", kinds: ["alert"], secret: "whsec_mine" }, /secret/],
+      [
+        "empty name",
+        { type: "webhook", name: "  ", url: "https://example.test", kinds: ["alert"] },
+        /name is required/,
+      ],
+      [
+        "a secret of one's own",
+        { type: "webhook", name: "n", url: "https://example.test", kinds: ["alert"], secret: "whsec_mine" },
+        /secret/,
+      ],
       ["not an object", [], /.+/],
     ];
     for (const [what, body, message] of bad) {
@@ -413,10 +562,18 @@ describe("the HTTP API", () => {
       expect(error.message, what).toMatch(message);
     }
     expect((await api.channels.POST(request("POST", "{not json"), params({ teamId: team.id }))).status).toBe(400);
-    const listed = await json<{ channels: unknown[] }>(await api.channels.GET(request("GET"), params({ teamId: team.id })), 200);
+    const listed = await json<{ channels: unknown[] }>(
+      await api.channels.GET(request("GET"), params({ teamId: team.id })),
+      200,
+    );
     expect(listed.channels).toEqual([]);
 
-    const { channel } = await addChannel(team.id, { type: "email", name: "Mail", recipient: "a@example.test", kinds: ["alert"] });
+    const { channel } = await addChannel(team.id, {
+      type: "email",
+      name: "Mail",
+      recipient: "a@example.test",
+      kinds: ["alert"],
+    });
     for (const [what, body, message] of [
       ["nothing", {}, /Nothing to change/],
       ["url of an email channel", { url: "https://example.test" }, /this is an email channel/],
@@ -424,34 +581,55 @@ describe("the HTTP API", () => {
       ["enabled as text", { enabled: "yes" }, /enabled/],
       ["unknown field", { type: "webhook" }, /type/],
     ] as const) {
-      const error = await errorCode(await api.channel.PATCH(request("PATCH", body), params({ channelId: channel.id })), 400);
+      const error = await errorCode(
+        await api.channel.PATCH(request("PATCH", body), params({ channelId: channel.id })),
+        400,
+      );
       expect(error.message, what).toMatch(message);
     }
   });
 
   it("answers 404 for unknown teams and channels, garbage ids included", async () => {
     for (const teamId of [randomUUID(), "not-a-uuid"]) {
-      expect((await errorCode(await api.channels.GET(request("GET"), params({ teamId })), 404)).code).toBe("not_found:team");
+      expect((await errorCode(await api.channels.GET(request("GET"), params({ teamId })), 404)).code).toBe(
+        "not_found:team",
+      );
       const body = { type: "webhook", name: "n", url: "https://example.test", kinds: ["alert"] };
-      expect((await errorCode(await api.channels.POST(request("POST", body), params({ teamId })), 404)).code).toBe("not_found:team");
+      expect((await errorCode(await api.channels.POST(request("POST", body), params({ teamId })), 404)).code).toBe(
+        "not_found:team",
+      );
     }
     for (const channelId of [randomUUID(), "%20", "1"]) {
-      expect((await errorCode(await api.channel.PATCH(request("PATCH", { name: "x" }), params({ channelId })), 404)).code).toBe("not_found:notification_channel");
-      expect((await errorCode(await api.channel.DELETE(request("DELETE"), params({ channelId })), 404)).code).toBe("not_found:notification_channel");
-      expect((await errorCode(await api.test.POST(request("POST"), params({ channelId })), 404)).code).toBe("not_found:notification_channel");
+      expect(
+        (await errorCode(await api.channel.PATCH(request("PATCH", { name: "x" }), params({ channelId })), 404)).code,
+      ).toBe("not_found:notification_channel");
+      expect((await errorCode(await api.channel.DELETE(request("DELETE"), params({ channelId })), 404)).code).toBe(
+        "not_found:notification_channel",
+      );
+      expect((await errorCode(await api.test.POST(request("POST"), params({ channelId })), 404)).code).toBe(
+        "not_found:notification_channel",
+      );
     }
   });
 
   it("shows a webhook channel's secret once: never in listings, changes or the delivery log", async () => {
     const { team } = await createTeamFixture(database.db);
-    const created = await api.channels.POST(request("POST", { type: "webhook", name: "Once", url: endpoint("once"), kinds: ["briefing"] }), params({ teamId: team.id }));
+    const created = await api.channels.POST(
+      request("POST", { type: "webhook", name: "Once", url: endpoint("once"), kinds: ["briefing"] }),
+      params({ teamId: team.id }),
+    );
     expect(created.headers.get("cache-control")).toBe("no-store");
     const { channel, secret } = await json<{ channel: ChannelJson; secret: string }>(created, 201);
     expect(secret).toMatch(/^whsec_/);
     expect(Object.keys(channel)).not.toContain("secret");
 
     const listing = await (await api.channels.GET(request("GET"), params({ teamId: team.id }))).text();
-    const changed = await (await api.channel.PATCH(request("PATCH", { name: "Renamed", kinds: ["alert", "briefing"] }), params({ channelId: channel.id }))).text();
+    const changed = await (
+      await api.channel.PATCH(
+        request("PATCH", { name: "Renamed", kinds: ["alert", "briefing"] }),
+        params({ channelId: channel.id }),
+      )
+    ).text();
     expect(JSON.parse(changed).channel).toMatchObject({ name: "Renamed", kinds: ["briefing", "alert"] });
     const tested = await (await api.test.POST(request("POST"), params({ channelId: channel.id }))).text();
     for (const text of [listing, changed, tested]) {
@@ -465,15 +643,32 @@ describe("the HTTP API", () => {
     const { team } = await createTeamFixture(database.db);
     const target = endpoint("send-test");
     const other = endpoint("not-tested");
-    const { channel } = await addChannel(team.id, { type: "webhook", name: "Team Slack", url: target, kinds: ["alert"] });
-    await addChannel(team.id, { type: "webhook", name: "Other", url: other, kinds: ["briefing", "question", "approval", "alert"] });
+    const { channel } = await addChannel(team.id, {
+      type: "webhook",
+      name: "Team Slack",
+      url: target,
+      kinds: ["alert"],
+    });
+    await addChannel(team.id, {
+      type: "webhook",
+      name: "Other",
+      url: other,
+      kinds: ["briefing", "question", "approval", "alert"],
+    });
 
-    const { notification } = await json<{ notification: Notification }>(await api.test.POST(request("POST"), params({ channelId: channel.id })), 202);
+    const { notification } = await json<{ notification: Notification }>(
+      await api.test.POST(request("POST"), params({ channelId: channel.id })),
+      202,
+    );
     expect(notification).toMatchObject({ channelId: channel.id, kind: "test", status: "pending", inboxItemId: null });
     expected.add(notification.id);
     expect(await settled(notification.id)).toMatchObject({ status: "sent", attempts: 1 });
     const [delivery] = requestsTo(target);
-    expect(JSON.parse(delivery!.body)).toMatchObject({ id: notification.id, type: "test", link: `${PUBLIC_URL}/teams/${team.id}` });
+    expect(JSON.parse(delivery!.body)).toMatchObject({
+      id: notification.id,
+      type: "test",
+      link: `${PUBLIC_URL}/teams/${team.id}`,
+    });
     expect(JSON.parse(delivery!.body).text).toContain("Team Slack");
     expect(requestsTo(other)).toEqual([]);
 
@@ -481,7 +676,15 @@ describe("the HTTP API", () => {
     const listing = await json<Listing>(await api.channels.GET(request("GET"), params({ teamId: team.id })), 200);
     expect(listing.channels.map((entry) => entry.name)).toEqual(["Team Slack", "Other"]);
     expect(listing.deliveries).toEqual([
-      expect.objectContaining({ id: notification.id, channelName: "Team Slack", kind: "test", status: "sent", attempts: 1, lastError: null, title: expect.stringContaining("Test notification") }),
+      expect.objectContaining({
+        id: notification.id,
+        channelName: "Team Slack",
+        kind: "test",
+        status: "sent",
+        attempts: 1,
+        lastError: null,
+        title: expect.stringContaining("Test notification"),
+      }),
     ]);
     expect(listing.deliveries[0]).toHaveProperty("createdAt");
     expect(listing.deliveries[0]).toHaveProperty("sentAt");
@@ -497,9 +700,17 @@ describe("the HTTP API", () => {
     const statuses: number[] = [];
     for (let round = 0; round < 5; round++) {
       const { team } = await createTeamFixture(database.db);
-      const { channel } = await addChannel(team.id, { type: "webhook", name: "Race", url: endpoint("race"), kinds: ["alert"] });
+      const { channel } = await addChannel(team.id, {
+        type: "webhook",
+        name: "Race",
+        url: endpoint("race"),
+        kinds: ["alert"],
+      });
       const responses = await Promise.all([
-        api.channels.POST(request("POST", { type: "webhook", name: "New", url: "https://example.test", kinds: ["alert"] }), params({ teamId: team.id })),
+        api.channels.POST(
+          request("POST", { type: "webhook", name: "New", url: "https://example.test", kinds: ["alert"] }),
+          params({ teamId: team.id }),
+        ),
         api.channel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })),
         api.test.POST(request("POST"), params({ channelId: channel.id })),
         api.channel.DELETE(request("DELETE"), params({ channelId: channel.id })),
@@ -516,17 +727,28 @@ describe("the HTTP API", () => {
 });
 
 describe("a worker killed mid-delivery", () => {
-  it("leads to a retry by another worker: delivered under one idempotency key; with no retries left, given up (failed), never left pending", { timeout: 90_000 }, async () => {
+  it("leads to a retry by another worker: delivered under one idempotency key; with no retries left, given up (failed), never left pending", {
+    timeout: 90_000,
+  }, async () => {
     // Only real worker processes from here on: this process's worker would take the jobs otherwise.
     await worker?.stop();
     worker = undefined;
     const { team, lead } = await createTeamFixture(database.db);
     const url = endpoint("killed", "hold-first");
     const { channel } = await addChannel(team.id, { type: "webhook", name: "Patient", url, kinds: ["alert"] });
-    const env = { DATABASE_URL: database.url, PUBLIC_URL, SMTP_URL: process.env.SMTP_URL!, SMTP_FROM, NOTIFICATION_RETRY_DELAY_SECONDS: "1" };
+    const env = {
+      DATABASE_URL: database.url,
+      PUBLIC_URL,
+      SMTP_URL: process.env.SMTP_URL!,
+      SMTP_FROM,
+      NOTIFICATION_RETRY_DELAY_SECONDS: "1",
+    };
     const first = startWorkerProcess(env);
     spawned.push(first);
-    await waitFor(async () => first.output.join("").includes("[worker] ready"), { timeoutMs: 30_000, what: "the first worker to start" });
+    await waitFor(async () => first.output.join("").includes("[worker] ready"), {
+      timeoutMs: 30_000,
+      what: "the first worker to start",
+    });
 
     const { rows } = await itemWithNotifications(team.id, lead.id, "alert", "Disk almost full");
     const retried = rows[0]!.id;
@@ -535,12 +757,26 @@ describe("a worker killed mid-delivery", () => {
     // attempt was its last, so pg-boss's dead letter must end it as failed.
     const [last] = await database.db
       .insert(notifications)
-      .values({ channelId: channel.id, teamId: team.id, inboxItemId: null, kind: "test", payload: { type: "test", title: "Last try", summary: "s", link: PUBLIC_URL } })
+      .values({
+        channelId: channel.id,
+        teamId: team.id,
+        inboxItemId: null,
+        kind: "test",
+        payload: { type: "test", title: "Last try", summary: "s", link: PUBLIC_URL },
+      })
       .returning();
     await jobs.boss.send(NOTIFICATION_QUEUE, { notificationId: last!.id }, { id: last!.id, retryLimit: 0 });
 
-    const heldKeys = () => new Set(requestsTo(url).filter((entry) => entry.status === "held").map((entry) => entry.key));
-    await waitFor(async () => heldKeys().size === 2, { timeoutMs: 20_000, what: "both deliveries to reach the receiver" });
+    const heldKeys = () =>
+      new Set(
+        requestsTo(url)
+          .filter((entry) => entry.status === "held")
+          .map((entry) => entry.key),
+      );
+    await waitFor(async () => heldKeys().size === 2, {
+      timeoutMs: 20_000,
+      what: "both deliveries to reach the receiver",
+    });
     expect(await notificationRow(retried)).toMatchObject({ status: "pending", attempts: 1 });
 
     first.child.kill("SIGKILL");
@@ -554,7 +790,11 @@ describe("a worker killed mid-delivery", () => {
     expect(seen.map((entry) => entry.status)).toEqual(["held", 200]);
 
     const givenUp = await settled(last!.id, 60_000);
-    expect(givenUp).toMatchObject({ status: "failed", attempts: 1, lastError: "The last attempt did not finish (its worker stopped), and no more attempts were left." });
+    expect(givenUp).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      lastError: "The last attempt did not finish (its worker stopped), and no more attempts were left.",
+    });
     expect(requestsTo(url).filter((entry) => entry.key === last!.id)).toHaveLength(1);
     await second.stop("SIGTERM");
   });
@@ -574,7 +814,9 @@ describe("what the receivers saw", () => {
 
     // A key belongs to one (channel, inbox item): more than one key for the same pair is a duplicate
     // the idempotency key cannot catch.
-    const rows = await database.db.select({ id: notifications.id, channelId: notifications.channelId, inboxItemId: notifications.inboxItemId }).from(notifications);
+    const rows = await database.db
+      .select({ id: notifications.id, channelId: notifications.channelId, inboxItemId: notifications.inboxItemId })
+      .from(notifications);
     const byId = new Map(rows.map((row) => [row.id, row]));
     const keysPerItem = new Map<string, Set<string>>();
     for (const key of new Set(allKeys)) {

@@ -17,12 +17,28 @@ import { setTeamStatus } from "@/lib/agents/teams";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
-import { agentInputs, agents as agentsTable, approvals, inboxItems, knowledgeItems, questions, tasks as tasksTable, workSessions } from "@/lib/db/schema";
+import {
+  agentInputs,
+  agents as agentsTable,
+  approvals,
+  inboxItems,
+  knowledgeItems,
+  questions,
+  tasks as tasksTable,
+  workSessions,
+} from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { runUntilQuiet, useEngineTests } from "../support/engine";
-import { chatAndSessionModel, offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
+import {
+  chatAndSessionModel,
+  offeredTools,
+  promptText,
+  sessionModel,
+  textReply,
+  toolCallReply,
+} from "../support/mock-model";
 
 const tests = useEngineTests();
 let database: TestDatabase;
@@ -37,10 +53,18 @@ function parallelCalls(calls: { id: string; toolName: string; args: object }[]):
   return {
     content: [
       { type: "text", text: "Recording both findings." },
-      ...calls.map((call) => ({ type: "tool-call" as const, toolCallId: call.id, toolName: call.toolName, input: JSON.stringify(call.args) })),
+      ...calls.map((call) => ({
+        type: "tool-call" as const,
+        toolCallId: call.id,
+        toolName: call.toolName,
+        input: JSON.stringify(call.args),
+      })),
     ],
     finishReason: { unified: "tool-calls", raw: undefined },
-    usage: { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } },
+    usage: {
+      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: undefined },
+      outputTokens: { total: 5, text: 5, reasoning: undefined },
+    },
     warnings: [],
   };
 }
@@ -77,7 +101,11 @@ describe("tool approvals", () => {
         return textReply("Both calls are settled.");
       }),
     });
-    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Record two facts" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Record two facts",
+    });
 
     // The session ends: the step's calls wait for the person, the task waits, no worker is held.
     expect((await runWorkSession(engine.deps, lead.id)).status).toBe("completed");
@@ -87,7 +115,12 @@ describe("tool approvals", () => {
     expect(waiting).toHaveLength(2);
     expect(a).toMatchObject({ status: "pending", taskId: task.id, reason: "Recording both findings." });
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "waiting_input" });
-    expect(await database.db.select().from(workSessions).where(and(eq(workSessions.agentId, lead.id), eq(workSessions.status, "running")))).toHaveLength(0);
+    expect(
+      await database.db
+        .select()
+        .from(workSessions)
+        .where(and(eq(workSessions.agentId, lead.id), eq(workSessions.status, "running"))),
+    ).toHaveLength(0);
     const items = await database.db.select().from(inboxItems).where(eq(inboxItems.type, "approval"));
     expect(items.map((item) => item.approvalId).sort()).toEqual([a!.id, b!.id].sort());
     expect(await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).toHaveLength(0);
@@ -95,10 +128,17 @@ describe("tool approvals", () => {
     expect((await backgroundLog(lead.id)).filter((message) => message.role === "tool")).toHaveLength(0);
 
     // B first, with an edit: it runs with the edited input, and the task still waits for A.
-    await decideApproval(database.db, engine.jobs, b!.id, { decision: "approve", input: { type: "fact", content: "Fact B, edited", confidence: 0.9 } });
+    await decideApproval(database.db, engine.jobs, b!.id, {
+      decision: "approve",
+      input: { type: "fact", content: "Fact B, edited", confidence: 0.9 },
+    });
     const callsBefore = seen.length;
     await runWorkSession(engine.deps, lead.id);
-    expect((await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map((item) => item.content)).toEqual(["Fact B, edited"]);
+    expect(
+      (await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map(
+        (item) => item.content,
+      ),
+    ).toEqual(["Fact B, edited"]);
     expect(seen.length).toBe(callsBefore); // no model call while A waits
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "waiting_input" });
 
@@ -106,19 +146,31 @@ describe("tool approvals", () => {
     await decideApproval(database.db, engine.jobs, a!.id, { decision: "deny", reason: "not a fact I trust" });
     await runUntilQuiet(engine.deps);
     const log = await backgroundLog(lead.id);
-    const resultOf = (id: string) => log.find((message) => message.role === "tool" && message.toolCallId === id)?.content;
+    const resultOf = (id: string) =>
+      log.find((message) => message.role === "tool" && message.toolCallId === id)?.content;
     expect(resultOf("call-a")).toBe("Denied by the person: not a fact I trust");
     expect(resultOf("call-b")).toContain('"saved":true');
-    expect((await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map((item) => item.content)).toEqual(["Fact B, edited"]);
+    expect(
+      (await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map(
+        (item) => item.content,
+      ),
+    ).toEqual(["Fact B, edited"]);
     const continued = seen.at(-1)!;
     expect(continued).toContain("Denied by the person: not a fact I trust");
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Both calls are settled." });
+    expect(await getTask(database.db, task.id)).toMatchObject({
+      status: "completed",
+      result: "Both calls are settled.",
+    });
     const all = await listAgentApprovals(database.db, lead.id);
     expect(all.every((approval) => approval.resolvedAt !== null)).toBe(true);
     // The log loads back into valid model messages: every call followed by its result.
     const messages = toModelMessages(log);
-    const calls = messages.flatMap((m) => (m.role === "assistant" && Array.isArray(m.content) ? m.content.filter((p) => p.type === "tool-call") : []));
-    const results = messages.flatMap((m) => (m.role === "tool" ? m.content.flatMap((part) => (part.type === "tool-result" ? [part] : [])) : []));
+    const calls = messages.flatMap((m) =>
+      m.role === "assistant" && Array.isArray(m.content) ? m.content.filter((p) => p.type === "tool-call") : [],
+    );
+    const results = messages.flatMap((m) =>
+      m.role === "tool" ? m.content.flatMap((part) => (part.type === "tool-result" ? [part] : [])) : [],
+    );
     expect(results.map((r) => r.toolCallId).sort()).toEqual(calls.map((c) => c.toolCallId).sort());
   });
 
@@ -128,15 +180,26 @@ describe("tool approvals", () => {
     let n = 0;
     const engine = await tests.engineWith({
       model: sessionModel((options) =>
-        /^Task from the person/.test(lastMessage(options)) ? toolCallReply("addKnowledgeItem", { type: "fact", content: `Fact ${++n}` }) : textReply("Done."),
+        /^Task from the person/.test(lastMessage(options))
+          ? toolCallReply("addKnowledgeItem", { type: "fact", content: `Fact ${++n}` })
+          : textReply("Done."),
       ),
     });
     const first = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "One" });
     await runWorkSession(engine.deps, lead.id);
     const [approval] = await listAgentApprovals(database.db, lead.id);
-    await expectCadreError(decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve", input: { type: "rumour", content: 5 } }), "bad_request:approval_input");
+    await expectCadreError(
+      decideApproval(database.db, engine.jobs, approval!.id, {
+        decision: "approve",
+        input: { type: "rumour", content: 5 },
+      }),
+      "bad_request:approval_input",
+    );
     await decideApproval(database.db, engine.jobs, approval!.id, { decision: "deny", reason: "no" });
-    const again = await expectCadreError(decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve" }), "conflict:approval_decided");
+    const again = await expectCadreError(
+      decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve" }),
+      "conflict:approval_decided",
+    );
     expect(again.message).toMatch(/denied already/);
     await runUntilQuiet(engine.deps);
     expect(await getTask(database.db, first.id)).toMatchObject({ status: "completed" });
@@ -146,11 +209,16 @@ describe("tool approvals", () => {
     const [waiting] = await listAgentApprovals(database.db, lead.id);
     expect(waiting).toMatchObject({ status: "pending", taskId: second.id });
     await cancelTask(database.db, engine.jobs, second.id);
-    const withdrawn = await expectCadreError(decideApproval(database.db, engine.jobs, waiting!.id, { decision: "approve" }), "conflict:approval_withdrawn");
+    const withdrawn = await expectCadreError(
+      decideApproval(database.db, engine.jobs, waiting!.id, { decision: "approve" }),
+      "conflict:approval_withdrawn",
+    );
     expect(withdrawn.message).toMatch(/cancelled/);
     await runUntilQuiet(engine.deps);
     const log = await backgroundLog(lead.id);
-    expect(log.find((message) => message.toolCallId === waiting!.toolCallId)?.content).toMatch(/^\(not run: its task "Two" was cancelled\)$/);
+    expect(log.find((message) => message.toolCallId === waiting!.toolCallId)?.content).toMatch(
+      /^\(not run: its task "Two" was cancelled\)$/,
+    );
     expect(await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).toHaveLength(0);
   });
 
@@ -173,7 +241,10 @@ describe("tool approvals", () => {
     expect(offered.get("lead")).not.toContain("tavilySearch");
     expect(offered.get("lead")).toContain("delegateToAgent");
     expect(offered.get("scout")).toContain("tavilySearch");
-    await expectCadreError(setToolPolicy(database.db, team.id, { toolName: "launchMissiles", policy: "ask", agentId: null }), "bad_request:tool");
+    await expectCadreError(
+      setToolPolicy(database.db, team.id, { toolName: "launchMissiles", policy: "ask", agentId: null }),
+      "bad_request:tool",
+    );
   });
 
   it("compaction never separates a waiting call from its result", async () => {
@@ -181,13 +252,21 @@ describe("tool approvals", () => {
     await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
     const engine = await tests.engineWith({
       model: sessionModel((options) =>
-        /^Task from the person/.test(lastMessage(options)) ? toolCallReply("addKnowledgeItem", { type: "fact", content: "x".repeat(50) }) : textReply("Done."),
+        /^Task from the person/.test(lastMessage(options))
+          ? toolCallReply("addKnowledgeItem", { type: "fact", content: "x".repeat(50) })
+          : textReply("Done."),
       ),
     });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Keep" });
     await runWorkSession(engine.deps, lead.id);
     const conversation = await getBackgroundConversation(database.db, lead.id);
-    const options = { db: database.db, model: engine.deps.chooseModel(null), agentId: lead.id, budget: 100, instructions: "" };
+    const options = {
+      db: database.db,
+      model: engine.deps.chooseModel(null),
+      agentId: lead.id,
+      budget: 100,
+      instructions: "",
+    };
     expect(await compactConversation(options, conversation.id)).toBeNull();
     const [approval] = await listAgentApprovals(database.db, lead.id);
     await decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve" });
@@ -204,12 +283,17 @@ describe("questions to the person", () => {
       model: sessionModel((options) => {
         const last = lastMessage(options);
         prompts.push(last);
-        if (/^Task from the person/.test(last)) return toolCallReply("askPerson", { question: "Which market matters more, EU or US?" });
+        if (/^Task from the person/.test(last))
+          return toolCallReply("askPerson", { question: "Which market matters more, EU or US?" });
         if (/^The person answers/.test(last)) return textReply("Focusing on the EU, as asked.");
         return textReply("Waiting for the person.");
       }),
     });
-    const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Market study" });
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Market study",
+    });
     await runUntilQuiet(engine.deps);
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "waiting_input" });
     const [question] = await database.db.select().from(questions).where(eq(questions.agentId, lead.id));
@@ -223,10 +307,16 @@ describe("questions to the person", () => {
     await answerQuestionFromPerson(database.db, engine.jobs, question!.id, "EU");
     const [input] = await database.db.select().from(agentInputs).where(eq(agentInputs.agentId, lead.id));
     expect(parseLogInput(input!.content)).toEqual({ kind: "person-answer", questionId: question!.id, answer: "EU" });
-    await expectCadreError(answerQuestionFromPerson(database.db, engine.jobs, question!.id, "US"), "conflict:question_answered");
+    await expectCadreError(
+      answerQuestionFromPerson(database.db, engine.jobs, question!.id, "US"),
+      "conflict:question_answered",
+    );
     await runUntilQuiet(engine.deps);
     expect(prompts).toContain(`The person answers (question id: ${question!.id}): EU`);
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Focusing on the EU, as asked." });
+    expect(await getTask(database.db, task.id)).toMatchObject({
+      status: "completed",
+      result: "Focusing on the EU, as asked.",
+    });
     const [read] = await database.db.select().from(inboxItems).where(eq(inboxItems.id, item!.id));
     expect(read!.readAt).not.toBeNull();
   });
@@ -235,14 +325,19 @@ describe("questions to the person", () => {
     const { lead } = await createTeamFixture(database.db);
     const engine = await tests.engineWith({
       model: sessionModel((options) =>
-        /^Task from the person/.test(lastMessage(options)) ? toolCallReply("askPerson", { question: "Go ahead?" }) : textReply("Waiting."),
+        /^Task from the person/.test(lastMessage(options))
+          ? toolCallReply("askPerson", { question: "Go ahead?" })
+          : textReply("Waiting."),
       ),
     });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Risky move" });
     await runUntilQuiet(engine.deps);
     const [question] = await database.db.select().from(questions).where(eq(questions.agentId, lead.id));
     await cancelTask(database.db, engine.jobs, task.id);
-    const error = await expectCadreError(answerQuestionFromPerson(database.db, engine.jobs, question!.id, "yes"), "conflict:question_withdrawn");
+    const error = await expectCadreError(
+      answerQuestionFromPerson(database.db, engine.jobs, question!.id, "yes"),
+      "conflict:question_withdrawn",
+    );
     expect(error.message).toContain('"Risky move"');
     expect(error.message).toContain("cancelled");
     const [unchanged] = await database.db.select().from(approvals).where(eq(approvals.agentId, lead.id));
@@ -259,7 +354,11 @@ describe("approvals in the chat", () => {
         const last = options.prompt.at(-1);
         if (last?.role === "tool") {
           const output = promptText([last]);
-          return textReply(/Denied by the person|not run/.test(output) ? "Understood, no task then." : "The task is created; the team is on it.");
+          return textReply(
+            /Denied by the person|not run/.test(output)
+              ? "Understood, no task then."
+              : "The task is created; the team is on it.",
+          );
         }
         const text = lastMessage(options);
         if (/research/i.test(text)) return toolCallReply("createTask", { title: `Research: ${text.slice(0, 40)}` });
@@ -274,17 +373,29 @@ describe("approvals in the chat", () => {
     expect(stream).toContain("tool-approval-request");
     const conversation = await getForegroundConversation(database.db, lead.id);
     const [waiting] = await listAgentApprovals(database.db, lead.id);
-    expect(waiting).toMatchObject({ status: "pending", conversationId: conversation.id, toolName: "createTask", taskId: null });
+    expect(waiting).toMatchObject({
+      status: "pending",
+      conversationId: conversation.id,
+      toolName: "createTask",
+      taskId: null,
+    });
     expect(await listTasks(lead.id)).toHaveLength(0);
 
     // Approved with an edited title: the resume job runs it once and the reply continues from its result.
-    await decideApproval(database.db, engine.jobs, waiting!.id, { decision: "approve", input: { title: "Tidal power, UK only", description: "" } });
+    await decideApproval(database.db, engine.jobs, waiting!.id, {
+      decision: "approve",
+      input: { title: "Tidal power, UK only", description: "" },
+    });
     await resumeChat(engine.deps, lead.id);
     await resumeChat(engine.deps, lead.id); // a second resume (a redelivered job) changes nothing
     expect((await listTasks(lead.id)).map((task) => task.title)).toEqual(["Tidal power, UK only"]);
     // The model asked for another title: its result says what ran.
-    const ran = (await getAllMessages(database.db, conversation.id)).find((message) => message.toolCallId === waiting!.toolCallId);
-    expect(ran?.content).toMatch(/^\(The person changed the input before approving; it ran with: \{"title":"Tidal power, UK only"/);
+    const ran = (await getAllMessages(database.db, conversation.id)).find(
+      (message) => message.toolCallId === waiting!.toolCallId,
+    );
+    expect(ran?.content).toMatch(
+      /^\(The person changed the input before approving; it ran with: \{"title":"Tidal power, UK only"/,
+    );
     const chat = await getAllMessages(database.db, conversation.id);
     expect(chat.at(-1)).toMatchObject({ role: "assistant", content: "The task is created; the team is on it." });
 
@@ -297,7 +408,9 @@ describe("approvals in the chat", () => {
     expect(withdrawn).toMatchObject({ status: "withdrawn" });
     expect(withdrawn!.resolvedAt).not.toBeNull();
     const after = await getAllMessages(database.db, conversation.id);
-    expect(after.find((message) => message.toolCallId === second!.toolCallId)?.content).toBe("(not run: the person wrote a new message instead of deciding)");
+    expect(after.find((message) => message.toolCallId === second!.toolCallId)?.content).toBe(
+      "(not run: the person wrote a new message instead of deciding)",
+    );
     expect(after.at(-1)).toMatchObject({ role: "assistant", content: "Hello." });
     expect(await listTasks(lead.id)).toHaveLength(1);
   });
@@ -321,7 +434,9 @@ describe("what a stranger found", () => {
         return toolCallReply("createTask", { title: "Research tidal power" });
       }),
     });
-    await (await streamChatReply(engine.deps, lead.id, "please research tidal power", new AbortController().signal)).text();
+    await (
+      await streamChatReply(engine.deps, lead.id, "please research tidal power", new AbortController().signal)
+    ).text();
     const [waiting] = await listAgentApprovals(database.db, lead.id);
     await decideApproval(database.db, engine.jobs, waiting!.id, { decision: "approve" });
     broken = true;
@@ -351,15 +466,24 @@ describe("what a stranger found", () => {
     await runUntilQuiet(engine.deps);
     await setTeamStatus(engine.deps, team.id, "paused");
     const approvalsNow = await listAgentApprovals(database.db, lead.id);
-    await decideApproval(database.db, engine.jobs, approvalsNow.find((a) => a.toolCallId === "p-1")!.id, { decision: "approve" });
+    await decideApproval(database.db, engine.jobs, approvalsNow.find((a) => a.toolCallId === "p-1")!.id, {
+      decision: "approve",
+    });
     await runWorkSession(engine.deps, lead.id); // the decision's nudge: a paused team's session takes nothing
     expect(await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).toHaveLength(0);
     await setTeamStatus(engine.deps, team.id, "active");
     // Resume wakes it (not only the backlog sweep a worker makes every half minute).
-    const [woken] = await database.db.select({ at: agentsTable.wakeRequestedAt }).from(agentsTable).where(eq(agentsTable.id, lead.id));
+    const [woken] = await database.db
+      .select({ at: agentsTable.wakeRequestedAt })
+      .from(agentsTable)
+      .where(eq(agentsTable.id, lead.id));
     expect(woken?.at).not.toBeNull();
     await runUntilQuiet(engine.deps);
-    expect((await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map((item) => item.content)).toEqual(["Paused one"]);
+    expect(
+      (await database.db.select().from(knowledgeItems).where(eq(knowledgeItems.agentId, lead.id))).map(
+        (item) => item.content,
+      ),
+    ).toEqual(["Paused one"]);
   });
 
   it("NUL characters and lone surrogates from a model are stored without them; the task ends", async () => {
@@ -373,7 +497,10 @@ describe("what a stranger found", () => {
     });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Odd bytes" });
     await runUntilQuiet(engine.deps);
-    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Found nothing at all\ufffd." });
+    expect(await getTask(database.db, task.id)).toMatchObject({
+      status: "completed",
+      result: "Found nothing at all\ufffd.",
+    });
     const log = await backgroundLog(lead.id);
     expect(log.find((message) => message.toolCalls?.length)?.toolCalls?.[0]?.args).toEqual({ query: "ab\ufffd" });
   });
@@ -382,13 +509,20 @@ describe("what a stranger found", () => {
     const { team, lead } = await createTeamFixture(database.db);
     await setToolPolicy(database.db, team.id, { toolName: "addKnowledgeItem", policy: "ask", agentId: null });
     const engine = await tests.engineWith({
-      model: sessionModel((options) => (/^Task from the person/.test(lastMessage(options)) ? toolCallReply("addKnowledgeItem", { type: "fact", content: "x" }) : textReply("Done."))),
+      model: sessionModel((options) =>
+        /^Task from the person/.test(lastMessage(options))
+          ? toolCallReply("addKnowledgeItem", { type: "fact", content: "x" })
+          : textReply("Done."),
+      ),
     });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "One fact" });
     await runUntilQuiet(engine.deps);
     const [approval] = await listAgentApprovals(database.db, lead.id);
     const error = await expectCadreError(
-      decideApproval(database.db, engine.jobs, approval!.id, { decision: "approve", input: { type: "fact", content: "ok", sneaky: 1 } }),
+      decideApproval(database.db, engine.jobs, approval!.id, {
+        decision: "approve",
+        input: { type: "fact", content: "ok", sneaky: 1 },
+      }),
       "bad_request:approval_input",
     );
     expect(error.message).toContain("sneaky");

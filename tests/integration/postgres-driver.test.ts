@@ -26,7 +26,13 @@ function client(options: postgres.Options<Record<string, never>> = {}): postgres
 /** The query's outcome within `ms`: "resolved", a rejection's code, or "hung". */
 async function settleWithin(query: Promise<unknown>, ms = 5_000): Promise<string> {
   const hung = new Promise<string>((resolve) => setTimeout(() => resolve("hung"), ms).unref());
-  return Promise.race([query.then(() => "resolved", (error: { code?: string }) => error.code ?? String(error)), hung]);
+  return Promise.race([
+    query.then(
+      () => "resolved",
+      (error: { code?: string }) => error.code ?? String(error),
+    ),
+    hung,
+  ]);
 }
 
 describe("postgres.js when a backend is terminated", () => {
@@ -37,7 +43,11 @@ describe("postgres.js when a backend is terminated", () => {
     const { pid } = (await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!;
     await killer`select pg_terminate_backend(${pid})`;
     // The first query after the kill may see the close itself; the next ones meet a connection with no socket.
-    const outcomes = [await settleWithin(reserved`select 1`), await settleWithin(reserved`select 1`), await settleWithin(reserved`select 1`)];
+    const outcomes = [
+      await settleWithin(reserved`select 1`),
+      await settleWithin(reserved`select 1`),
+      await settleWithin(reserved`select 1`),
+    ];
     expect(outcomes.slice(1)).toEqual(["CONNECTION_CLOSED", "CONNECTION_CLOSED"]);
     expect(outcomes[0]).not.toBe("hung");
     reserved.release();

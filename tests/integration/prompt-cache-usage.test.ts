@@ -47,7 +47,9 @@ function lead(request: FakeChatRequest) {
   const tools = toolNames(request);
   if (!tools.includes("getTeamStatus")) return { text: "Nothing to brief yet." };
   const looked = request.messages.filter((message) => message.role === "tool").length;
-  return looked < LOOKS ? { toolCalls: [{ name: "getTeamStatus", arguments: {} }] } : { text: "The team is ready to start." };
+  return looked < LOOKS
+    ? { toolCalls: [{ name: "getTeamStatus", arguments: {} }] }
+    : { text: "The team is ready to start." };
 }
 
 beforeAll(async () => {
@@ -55,7 +57,8 @@ beforeAll(async () => {
   openai = await startFakeOpenAI(lead, { promptCache: cache });
   engine = await createTestEngine(database, { config: { modelTimeoutMs: 8_000 } });
   // The real provider path, named as a priced model: gpt-4.1 ($2 input, $0.50 cached per million).
-  engine.deps.chooseModel = (override) => chooseModel(override, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: MODEL });
+  engine.deps.chooseModel = (override) =>
+    chooseModel(override, { OPENAI_BASE_URL: openai.url, OPENAI_API_KEY: undefined, LLM_MODEL: MODEL });
 });
 afterAll(async () => {
   await engine?.close();
@@ -66,20 +69,29 @@ afterAll(async () => {
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
 describe("the provider's prompt cache, seen in usage", () => {
-  it("stores the cached tokens the server reported, and the report, trace, work log and API show the share cached and what it saved", { timeout: 60_000 }, async () => {
+  it("stores the cached tokens the server reported, and the report, trace, work log and API show the share cached and what it saved", {
+    timeout: 60_000,
+  }, async () => {
     const { team, lead: agent } = await createTeamFixture(database.db, { name: "Cache desk" });
     await assignTask(database.db, engine.jobs, { agentId: agent.id, source: "user", title: "Get the team ready" });
     const outcome = await runWorkSession(engine.deps, agent.id);
     expect(outcome.status).toBe("completed");
 
     // One usage row per request, in order, each with the tokens the server reported for it.
-    const rows = await database.db.select().from(usage).where(eq(usage.agentId, agent.id)).orderBy(asc(usage.createdAt), asc(usage.id));
-    expect(rows.map((row) => [row.model, row.inputTokens, row.cachedTokens])).toEqual(cache.reported.map((measure) => [MODEL, measure.promptTokens, measure.cachedTokens]));
+    const rows = await database.db
+      .select()
+      .from(usage)
+      .where(eq(usage.agentId, agent.id))
+      .orderBy(asc(usage.createdAt), asc(usage.id));
+    expect(rows.map((row) => [row.model, row.inputTokens, row.cachedTokens])).toEqual(
+      cache.reported.map((measure) => [MODEL, measure.promptTokens, measure.cachedTokens]),
+    );
     // The work steps repeat the conversation, so from the second on most of their input was cached.
     const work = rows.filter((row) => row.purpose === "work");
     expect(work.length).toBe(LOOKS + 1);
     expect(work[0]!.cachedTokens).toBe(0);
-    for (const row of work.slice(1)) expect(row.cachedTokens / row.inputTokens, `${row.cachedTokens} of ${row.inputTokens}`).toBeGreaterThan(0.5);
+    for (const row of work.slice(1))
+      expect(row.cachedTokens / row.inputTokens, `${row.cachedTokens} of ${row.inputTokens}`).toBeGreaterThan(0.5);
 
     const input = sum(rows.map((row) => row.inputTokens));
     const cached = sum(rows.map((row) => row.cachedTokens));
@@ -108,18 +120,39 @@ describe("the provider's prompt cache, seen in usage", () => {
 
     // The work log: each step's model call and the session carry their cached tokens.
     const log = await getWorkLogPage(database.db, agent.id);
-    expect(Object.values(log.steps).map((step) => step.cachedTokens).sort()).toEqual(
-      rows.filter((row) => row.purpose === "work" || row.purpose === "briefing").map((row) => row.cachedTokens).sort(),
+    expect(
+      Object.values(log.steps)
+        .map((step) => step.cachedTokens)
+        .sort(),
+    ).toEqual(
+      rows
+        .filter((row) => row.purpose === "work" || row.purpose === "briefing")
+        .map((row) => row.cachedTokens)
+        .sort(),
     );
     expect(log.sessions[outcome.sessionId!]!.cachedTokens).toBe(cached);
 
     // The API answers the same figures.
     const api = await import("@/app/api/usage/route");
-    const answer = (await (await api.GET(new Request(`http://localhost:3000/api/usage?teamId=${team.id}&days=1`))).json()) as { report: UsageReport };
-    expect(answer.report.totals).toMatchObject({ cachedTokens: cached, cachedShare: figures.cachedShare, savedUsd: figures.savedUsd });
+    const answer = (await (
+      await api.GET(new Request(`http://localhost:3000/api/usage?teamId=${team.id}&days=1`))
+    ).json()) as { report: UsageReport };
+    expect(answer.report.totals).toMatchObject({
+      cachedTokens: cached,
+      cachedShare: figures.cachedShare,
+      savedUsd: figures.savedUsd,
+    });
     expect(answer.report.rows[0]!.figures).toMatchObject({ cachedTokens: cached, cachedShare: figures.cachedShare });
     const sessionApi = await import("@/app/api/sessions/[sessionId]/route");
-    const traced = (await (await sessionApi.GET(new Request("http://localhost:3000/x"), { params: Promise.resolve({ sessionId: outcome.sessionId! }) })).json()) as { trace: SessionTrace };
-    expect(traced.trace.totals).toMatchObject({ cachedTokens: cached, cachedShare: trace.totals.cachedShare, savedUsd: trace.totals.savedUsd });
+    const traced = (await (
+      await sessionApi.GET(new Request("http://localhost:3000/x"), {
+        params: Promise.resolve({ sessionId: outcome.sessionId! }),
+      })
+    ).json()) as { trace: SessionTrace };
+    expect(traced.trace.totals).toMatchObject({
+      cachedTokens: cached,
+      cachedShare: trace.totals.cachedShare,
+      savedUsd: trace.totals.savedUsd,
+    });
   });
 });

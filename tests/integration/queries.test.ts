@@ -73,8 +73,22 @@ describe("inbox", () => {
   it("counts unread items and marks them read", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     const before = await countUnreadInboxItems(database.db);
-    const item = await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "briefing", title: "T", summary: "S", content: "C" });
-    await createInboxItem(database.db, { teamId: team.id, agentId: lead.id, type: "alert", title: "T2", summary: "S", content: "C" });
+    const item = await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: lead.id,
+      type: "briefing",
+      title: "T",
+      summary: "S",
+      content: "C",
+    });
+    await createInboxItem(database.db, {
+      teamId: team.id,
+      agentId: lead.id,
+      type: "alert",
+      title: "T2",
+      summary: "S",
+      content: "C",
+    });
     expect(await countUnreadInboxItems(database.db)).toBe(before + 2);
     expect((await listInboxItems(database.db))[0]!.title).toBe("T2");
     const read = await setInboxItemRead(database.db, item.id, true);
@@ -95,11 +109,21 @@ describe("knowledge items", () => {
       content: "NVIDIA reports quarterly earnings on Wednesday",
       sourceConversationId: conversation.id,
     });
-    await createKnowledgeItem(database.db, { agentId: lead.id, type: "lesson", content: "Earnings calls move the stock" });
+    await createKnowledgeItem(database.db, {
+      agentId: lead.id,
+      type: "lesson",
+      content: "Earnings calls move the stock",
+    });
     expect((await searchKnowledgeItems(database.db, { q: "earnings" })).length).toBeGreaterThanOrEqual(2);
-    expect((await searchKnowledgeItems(database.db, { q: "nvidia reporting", agentId: subordinates[0]!.id })).map((i) => i.id)).toEqual([item.id]);
+    expect(
+      (await searchKnowledgeItems(database.db, { q: "nvidia reporting", agentId: subordinates[0]!.id })).map(
+        (i) => i.id,
+      ),
+    ).toEqual([item.id]);
     expect(await searchKnowledgeItems(database.db, { q: "nvidia", agentId: lead.id })).toEqual([]);
-    expect((await getKnowledgeItemsBySourceConversation(database.db, conversation.id)).map((i) => i.id)).toEqual([item.id]);
+    expect((await getKnowledgeItemsBySourceConversation(database.db, conversation.id)).map((i) => i.id)).toEqual([
+      item.id,
+    ]);
     expect(await deleteKnowledgeItem(database.db, item.id)).toBe(true);
     expect(await deleteKnowledgeItem(database.db, item.id)).toBe(false);
   });
@@ -108,8 +132,28 @@ describe("knowledge items", () => {
 describe("usage", () => {
   it("sums an agent's calls", async () => {
     const { lead } = await createTeamFixture(database.db);
-    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "m", inputTokens: 100, outputTokens: 10, durationMs: 5 });
-    await recordUsage(database.db, { agentId: lead.id, purpose: "chat", model: "m", inputTokens: 50, outputTokens: 5, cachedTokens: 20 });
-    expect(await getUsageTotals(database.db, lead.id)).toEqual({ calls: 2, inputTokens: 150, outputTokens: 15, cachedTokens: 20, durationMs: 5 });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "work",
+      model: "m",
+      inputTokens: 100,
+      outputTokens: 10,
+      durationMs: 5,
+    });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "chat",
+      model: "m",
+      inputTokens: 50,
+      outputTokens: 5,
+      cachedTokens: 20,
+    });
+    expect(await getUsageTotals(database.db, lead.id)).toEqual({
+      calls: 2,
+      inputTokens: 150,
+      outputTokens: 15,
+      cachedTokens: 20,
+      durationMs: 5,
+    });
   });
 });

@@ -75,11 +75,18 @@ const NO_PARENT: Record<string, string> = {
 let database: TestDatabase;
 let api: Awaited<ReturnType<typeof loadRoutes>>;
 const unhandled: unknown[][] = [];
-const tally = { requests: 0, fivexx: 0, byStatus: {} as Record<string, number>, streams: 0, covered: new Set<string>() };
+const tally = {
+  requests: 0,
+  fivexx: 0,
+  byStatus: {} as Record<string, number>,
+  streams: 0,
+  covered: new Set<string>(),
+};
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"]) delete process.env[name];
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
+    delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
   const { webEngine } = await import("@/lib/server");
@@ -99,7 +106,9 @@ afterAll(async () => {
     .sort()
     .map(([status, count]) => `${status}×${count}`)
     .join(" ");
-  console.log(`[races] requests: ${tally.requests}, 5xx: ${tally.fivexx} (statuses: ${statuses}; chat streams read to the end: ${tally.streams})`);
+  console.log(
+    `[races] requests: ${tally.requests}, 5xx: ${tally.fivexx} (statuses: ${statuses}; chat streams read to the end: ${tally.streams})`,
+  );
 });
 
 const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
@@ -115,7 +124,11 @@ function request(method: string, body?: unknown, headers: Record<string, string>
   });
 }
 
-const chatBody = (text: string) => ({ id: "c", trigger: "submit-message", messages: [{ id: "m", role: "user", parts: [{ type: "text", text }] }] });
+const chatBody = (text: string) => ({
+  id: "c",
+  trigger: "submit-message",
+  messages: [{ id: "m", role: "user", parts: [{ type: "text", text }] }],
+});
 
 /** The response's whole body; a stream that does not end within 20 s fails the test. */
 async function drain(response: Response): Promise<string> {
@@ -138,9 +151,23 @@ async function round(index: number): Promise<{ key: string; status: number; body
   const [scout, analyst] = subordinates as [(typeof subordinates)[0], (typeof subordinates)[0]];
   const task = await createTask(database.db, { agentId: scout.id, source: "lead", title: "Find prices" });
   const failed = await createTask(database.db, { agentId: scout.id, source: "user", title: "Failed once" });
-  await database.db.update(tasks).set({ status: "failed", result: "The model server failed." }).where(eq(tasks.id, failed.id));
-  const item = await createInboxItem(database.db, { teamId: team.id, agentId: scout.id, type: "briefing", title: "t", summary: "s", content: "c" });
-  const knowledge = await createKnowledgeItem(database.db, { agentId: scout.id, type: "fact", content: "Panels got cheaper." });
+  await database.db
+    .update(tasks)
+    .set({ status: "failed", result: "The model server failed." })
+    .where(eq(tasks.id, failed.id));
+  const item = await createInboxItem(database.db, {
+    teamId: team.id,
+    agentId: scout.id,
+    type: "briefing",
+    title: "t",
+    summary: "s",
+    content: "c",
+  });
+  const knowledge = await createKnowledgeItem(database.db, {
+    agentId: scout.id,
+    type: "fact",
+    content: "Panels got cheaper.",
+  });
   const { secret } = await setWebhookSecret(database.db, team.id, `whsec_race_${index}`);
   const background = await getBackgroundConversation(database.db, scout.id);
   const approval = (await createApproval(database.db, {
@@ -153,82 +180,262 @@ async function round(index: number): Promise<{ key: string; status: number; body
     input: { type: "fact", content: "Panels got cheaper." },
     reason: "",
   }))!;
-  const question = await createQuestion(database.db, { agentId: scout.id, taskId: task.id, recipientAgentId: null, question: "Go on?" });
+  const question = await createQuestion(database.db, {
+    agentId: scout.id,
+    taskId: task.id,
+    recipientAgentId: null,
+    question: "Go on?",
+  });
   // Nothing listens there: connecting fails at once, as a server that is down does.
-  const mcp = await createMcpServer(database.db, { teamId: team.id, name: "closed", transport: "http", url: "http://127.0.0.1:9/mcp" });
+  const mcp = await createMcpServer(database.db, {
+    teamId: team.id,
+    name: "closed",
+    transport: "http",
+    url: "http://127.0.0.1:9/mcp",
+  });
   const hookBody = JSON.stringify({ name: "race", index });
   // Port 9 (discard): nothing in this file works the queue, so nothing is sent anyway.
-  const channel = await insertNotificationChannel(database.db, team.id, { type: "webhook", name: "Race", url: "http://127.0.0.1:9/x", secret: "whsec_race", kinds: ["alert"] });
+  const channel = await insertNotificationChannel(database.db, team.id, {
+    type: "webhook",
+    name: "Race",
+    url: "http://127.0.0.1:9/x",
+    secret: "whsec_race",
+    kinds: ["alert"],
+  });
 
   const writes: Shot[] = [
-    { key: "POST /api/agents/[agentId]/tasks", run: () => api.agentTasks.POST(request("POST", { title: "Race task" }), params({ agentId: scout.id })) },
-    { key: "POST /api/agents/[agentId]/tasks", run: () => api.agentTasks.POST(request("POST", { title: "Lead task" }), params({ agentId: lead.id })) },
-    { key: "POST /api/agents/[agentId]/chat", run: () => api.chat.POST(request("POST", chatBody("hello")), params({ agentId: scout.id })) },
-    { key: "POST /api/agents/[agentId]/chat", run: () => api.chat.POST(request("POST", chatBody("please research solar panel prices")), params({ agentId: lead.id })) },
-    { key: "PATCH /api/agents/[agentId]", run: () => api.agent.PATCH(request("PATCH", { name: "Renamed scout" }), params({ agentId: scout.id })) },
-    { key: "PATCH /api/agents/[agentId]", run: () => api.agent.PATCH(request("PATCH", { schedule: "0 9 * * *" }), params({ agentId: lead.id })) },
-    { key: "DELETE /api/agents/[agentId]", run: () => api.agent.DELETE(request("DELETE"), params({ agentId: analyst.id })) },
-    { key: "POST /api/agents/[agentId]/stop", run: () => api.stop.POST(request("POST"), params({ agentId: scout.id })) },
+    {
+      key: "POST /api/agents/[agentId]/tasks",
+      run: () => api.agentTasks.POST(request("POST", { title: "Race task" }), params({ agentId: scout.id })),
+    },
+    {
+      key: "POST /api/agents/[agentId]/tasks",
+      run: () => api.agentTasks.POST(request("POST", { title: "Lead task" }), params({ agentId: lead.id })),
+    },
+    {
+      key: "POST /api/agents/[agentId]/chat",
+      run: () => api.chat.POST(request("POST", chatBody("hello")), params({ agentId: scout.id })),
+    },
+    {
+      key: "POST /api/agents/[agentId]/chat",
+      run: () =>
+        api.chat.POST(request("POST", chatBody("please research solar panel prices")), params({ agentId: lead.id })),
+    },
+    {
+      key: "PATCH /api/agents/[agentId]",
+      run: () => api.agent.PATCH(request("PATCH", { name: "Renamed scout" }), params({ agentId: scout.id })),
+    },
+    {
+      key: "PATCH /api/agents/[agentId]",
+      run: () => api.agent.PATCH(request("PATCH", { schedule: "0 9 * * *" }), params({ agentId: lead.id })),
+    },
+    {
+      key: "DELETE /api/agents/[agentId]",
+      run: () => api.agent.DELETE(request("DELETE"), params({ agentId: analyst.id })),
+    },
+    {
+      key: "POST /api/agents/[agentId]/stop",
+      run: () => api.stop.POST(request("POST"), params({ agentId: scout.id })),
+    },
     { key: "POST /api/agents/[agentId]/stop", run: () => api.stop.POST(request("POST"), params({ agentId: lead.id })) },
-    { key: "POST /api/tasks/[taskId]/cancel", run: () => api.cancelTask.POST(request("POST"), params({ taskId: task.id })) },
+    {
+      key: "POST /api/tasks/[taskId]/cancel",
+      run: () => api.cancelTask.POST(request("POST"), params({ taskId: task.id })),
+    },
     // Twice at once: each retry is a new task, and neither may trip over the other or the deletes.
-    { key: "POST /api/tasks/[taskId]/retry", run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })) },
-    { key: "POST /api/tasks/[taskId]/retry", run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })) },
-    { key: "PATCH /api/agents/[agentId]", run: () => api.agent.PATCH(request("PATCH", { schedule: "0 7 * * 1-5", scheduleTimeZone: "Europe/Berlin" }), params({ agentId: lead.id })) },
-    { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Newcomer" }), params({ teamId: team.id })) },
-    { key: "POST /api/teams/[teamId]/agents", run: () => api.teamAgents.POST(request("POST", { name: "Under scout", parentAgentId: scout.id }), params({ teamId: team.id })) },
-    { key: "PATCH /api/teams/[teamId]", run: () => api.team.PATCH(request("PATCH", { name: "Renamed team", status: index % 2 ? "paused" : "active" }), params({ teamId: team.id })) },
-    { key: "PATCH /api/teams/[teamId]", run: () => api.team.PATCH(request("PATCH", { dailyTokenBudget: 1_000 + index, dailyCostBudgetUsd: index % 2 ? 1.5 : null }), params({ teamId: team.id })) },
+    {
+      key: "POST /api/tasks/[taskId]/retry",
+      run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })),
+    },
+    {
+      key: "POST /api/tasks/[taskId]/retry",
+      run: () => api.retryTask.POST(request("POST"), params({ taskId: failed.id })),
+    },
+    {
+      key: "PATCH /api/agents/[agentId]",
+      run: () =>
+        api.agent.PATCH(
+          request("PATCH", { schedule: "0 7 * * 1-5", scheduleTimeZone: "Europe/Berlin" }),
+          params({ agentId: lead.id }),
+        ),
+    },
+    {
+      key: "POST /api/teams/[teamId]/agents",
+      run: () => api.teamAgents.POST(request("POST", { name: "Newcomer" }), params({ teamId: team.id })),
+    },
+    {
+      key: "POST /api/teams/[teamId]/agents",
+      run: () =>
+        api.teamAgents.POST(
+          request("POST", { name: "Under scout", parentAgentId: scout.id }),
+          params({ teamId: team.id }),
+        ),
+    },
+    {
+      key: "PATCH /api/teams/[teamId]",
+      run: () =>
+        api.team.PATCH(
+          request("PATCH", { name: "Renamed team", status: index % 2 ? "paused" : "active" }),
+          params({ teamId: team.id }),
+        ),
+    },
+    {
+      key: "PATCH /api/teams/[teamId]",
+      run: () =>
+        api.team.PATCH(
+          request("PATCH", { dailyTokenBudget: 1_000 + index, dailyCostBudgetUsd: index % 2 ? 1.5 : null }),
+          params({ teamId: team.id }),
+        ),
+    },
     // Prices belong to no team: what races here is the same model's price set and reset at once.
-    { key: "PUT /api/model-prices/[...model]", run: () => api.modelPrice.PUT(request("PUT", { inputUsdPerMtok: index, outputUsdPerMtok: 2 * index }), { params: Promise.resolve({ model: ["race", "model"] }) }) },
-    { key: "DELETE /api/model-prices/[...model]", run: async () => (await jitter(60), api.modelPrice.DELETE(request("DELETE"), { params: Promise.resolve({ model: ["race", "model"] }) })) },
+    {
+      key: "PUT /api/model-prices/[...model]",
+      run: () =>
+        api.modelPrice.PUT(request("PUT", { inputUsdPerMtok: index, outputUsdPerMtok: 2 * index }), {
+          params: Promise.resolve({ model: ["race", "model"] }),
+        }),
+    },
+    {
+      key: "DELETE /api/model-prices/[...model]",
+      run: async () => (
+        await jitter(60),
+        api.modelPrice.DELETE(request("DELETE"), { params: Promise.resolve({ model: ["race", "model"] }) })
+      ),
+    },
     // Every other round keeps the secret, so the webhook gets as far as its write.
     ...(index % 2
       ? [
-          { key: "POST /api/teams/[teamId]/webhook-secret", run: () => api.webhookSecret.POST(request("POST"), params({ teamId: team.id })) },
-          { key: "DELETE /api/teams/[teamId]/webhook-secret", run: () => api.webhookSecret.DELETE(request("DELETE"), params({ teamId: team.id })) },
+          {
+            key: "POST /api/teams/[teamId]/webhook-secret",
+            run: () => api.webhookSecret.POST(request("POST"), params({ teamId: team.id })),
+          },
+          {
+            key: "DELETE /api/teams/[teamId]/webhook-secret",
+            run: () => api.webhookSecret.DELETE(request("DELETE"), params({ teamId: team.id })),
+          },
         ]
       : []),
     {
       key: "POST /api/hooks/[teamId]",
-      run: () => api.hook.POST(request("POST", hookBody, signedWebhookHeaders(secret, hookBody)), params({ teamId: team.id })),
+      run: () =>
+        api.hook.POST(request("POST", hookBody, signedWebhookHeaders(secret, hookBody)), params({ teamId: team.id })),
     },
-    { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { read: true }), params({ itemId: item.id })) },
-    { key: "PATCH /api/inbox/[itemId]", run: () => api.inboxItem.PATCH(request("PATCH", { archived: index % 2 === 0 }), params({ itemId: item.id })) },
-    { key: "PATCH /api/knowledge/[itemId]", run: () => api.knowledgeItem.PATCH(request("PATCH", { content: `Edited ${index}`, sourceUrl: "https://example.com/source" }), params({ itemId: knowledge.id })) },
-    { key: "DELETE /api/knowledge/[itemId]", run: () => api.knowledgeItem.DELETE(request("DELETE"), params({ itemId: knowledge.id })) },
+    {
+      key: "PATCH /api/inbox/[itemId]",
+      run: () => api.inboxItem.PATCH(request("PATCH", { read: true }), params({ itemId: item.id })),
+    },
+    {
+      key: "PATCH /api/inbox/[itemId]",
+      run: () => api.inboxItem.PATCH(request("PATCH", { archived: index % 2 === 0 }), params({ itemId: item.id })),
+    },
+    {
+      key: "PATCH /api/knowledge/[itemId]",
+      run: () =>
+        api.knowledgeItem.PATCH(
+          request("PATCH", { content: `Edited ${index}`, sourceUrl: "https://example.com/source" }),
+          params({ itemId: knowledge.id }),
+        ),
+    },
+    {
+      key: "DELETE /api/knowledge/[itemId]",
+      run: () => api.knowledgeItem.DELETE(request("DELETE"), params({ itemId: knowledge.id })),
+    },
     {
       key: "POST /api/approvals/[approvalId]/decision",
-      run: () => api.decision.POST(request("POST", index % 2 ? { decision: "approve" } : { decision: "deny", reason: "no" }), params({ approvalId: approval.id })),
+      run: () =>
+        api.decision.POST(
+          request("POST", index % 2 ? { decision: "approve" } : { decision: "deny", reason: "no" }),
+          params({ approvalId: approval.id }),
+        ),
     },
-    { key: "POST /api/questions/[questionId]/answer", run: () => api.answer.POST(request("POST", { answer: "yes" }), params({ questionId: question.id })) },
+    {
+      key: "POST /api/questions/[questionId]/answer",
+      run: () => api.answer.POST(request("POST", { answer: "yes" }), params({ questionId: question.id })),
+    },
     {
       key: "PUT /api/teams/[teamId]/tool-policies",
-      run: () => api.toolPolicies.PUT(request("PUT", { toolName: "tavilySearch", policy: "ask", agentId: scout.id }), params({ teamId: team.id })),
+      run: () =>
+        api.toolPolicies.PUT(
+          request("PUT", { toolName: "tavilySearch", policy: "ask", agentId: scout.id }),
+          params({ teamId: team.id }),
+        ),
     },
     {
       key: "POST /api/teams/[teamId]/notification-channels",
-      run: () => api.notificationChannels.POST(request("POST", { type: "webhook", name: "New", url: "https://example.com/hook", kinds: ["alert"] }), params({ teamId: team.id })),
+      run: () =>
+        api.notificationChannels.POST(
+          request("POST", { type: "webhook", name: "New", url: "https://example.com/hook", kinds: ["alert"] }),
+          params({ teamId: team.id }),
+        ),
     },
-    { key: "PATCH /api/notification-channels/[channelId]", run: () => api.notificationChannel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })) },
-    { key: "POST /api/notification-channels/[channelId]/test", run: () => api.notificationTest.POST(request("POST"), params({ channelId: channel.id })) },
-    ...(index % 2 ? [] : [{ key: "DELETE /api/notification-channels/[channelId]", run: () => api.notificationChannel.DELETE(request("DELETE"), params({ channelId: channel.id })) }]),
+    {
+      key: "PATCH /api/notification-channels/[channelId]",
+      run: () => api.notificationChannel.PATCH(request("PATCH", { enabled: false }), params({ channelId: channel.id })),
+    },
+    {
+      key: "POST /api/notification-channels/[channelId]/test",
+      run: () => api.notificationTest.POST(request("POST"), params({ channelId: channel.id })),
+    },
+    ...(index % 2
+      ? []
+      : [
+          {
+            key: "DELETE /api/notification-channels/[channelId]",
+            run: () => api.notificationChannel.DELETE(request("DELETE"), params({ channelId: channel.id })),
+          },
+        ]),
     {
       key: "POST /api/teams/[teamId]/mcp-servers",
-      run: () => api.mcpServers.POST(request("POST", { transport: "http", name: `s${index}`, url: "http://127.0.0.1:9/mcp" }), params({ teamId: team.id })),
+      run: () =>
+        api.mcpServers.POST(
+          request("POST", { transport: "http", name: `s${index}`, url: "http://127.0.0.1:9/mcp" }),
+          params({ teamId: team.id }),
+        ),
     },
-    { key: "PATCH /api/mcp-servers/[serverId]", run: () => api.mcpServer.PATCH(request("PATCH", { enabled: false }), params({ serverId: mcp.id })) },
-    { key: "POST /api/mcp-servers/[serverId]/test", run: () => api.mcpTest.POST(request("POST"), params({ serverId: mcp.id })) },
-    ...(index % 2 ? [] : [{ key: "DELETE /api/mcp-servers/[serverId]", run: () => api.mcpServer.DELETE(request("DELETE"), params({ serverId: mcp.id })) }]),
-    { key: "PUT /api/agents/[agentId]/tool-scope", run: () => api.toolScope.PUT(request("PUT", { scope: { allow: ["tavilySearch", "closed__*"] } }), params({ agentId: scout.id })) },
-    { key: "GET /api/agents/[agentId]/messages", run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })) },
+    {
+      key: "PATCH /api/mcp-servers/[serverId]",
+      run: () => api.mcpServer.PATCH(request("PATCH", { enabled: false }), params({ serverId: mcp.id })),
+    },
+    {
+      key: "POST /api/mcp-servers/[serverId]/test",
+      run: () => api.mcpTest.POST(request("POST"), params({ serverId: mcp.id })),
+    },
+    ...(index % 2
+      ? []
+      : [
+          {
+            key: "DELETE /api/mcp-servers/[serverId]",
+            run: () => api.mcpServer.DELETE(request("DELETE"), params({ serverId: mcp.id })),
+          },
+        ]),
+    {
+      key: "PUT /api/agents/[agentId]/tool-scope",
+      run: () =>
+        api.toolScope.PUT(
+          request("PUT", { scope: { allow: ["tavilySearch", "closed__*"] } }),
+          params({ agentId: scout.id }),
+        ),
+    },
+    {
+      key: "GET /api/agents/[agentId]/messages",
+      run: () => api.messages.GET(new Request(`${ORIGIN}/x?mode=foreground`), params({ agentId: scout.id })),
+    },
   ];
   // The deletes land anywhere from before the first write to after the last (a chat's reply included).
   const spread = [15, 60, 250][index % 3]!;
   const deletes: Shot[] = [
-    { key: "DELETE /api/agents/[agentId]", run: async () => (await jitter(spread), api.agent.DELETE(request("DELETE"), params({ agentId: scout.id }))) },
-    { key: "DELETE /api/teams/[teamId]", run: async () => (await jitter(spread * 2), api.team.DELETE(request("DELETE"), params({ teamId: team.id }))) },
-    { key: "POST /api/tasks/[taskId]/cancel", run: async () => (await jitter(spread), api.cancelTask.POST(request("POST"), params({ taskId: task.id }))) },
+    {
+      key: "DELETE /api/agents/[agentId]",
+      run: async () => (await jitter(spread), api.agent.DELETE(request("DELETE"), params({ agentId: scout.id }))),
+    },
+    {
+      key: "DELETE /api/teams/[teamId]",
+      run: async () => (await jitter(spread * 2), api.team.DELETE(request("DELETE"), params({ teamId: team.id }))),
+    },
+    {
+      key: "POST /api/tasks/[taskId]/cancel",
+      run: async () => (await jitter(spread), api.cancelTask.POST(request("POST"), params({ taskId: task.id }))),
+    },
   ];
   const shots = [...writes, ...deletes];
   return Promise.all(
@@ -253,7 +460,8 @@ function writeRoutes(): string[] {
       else if (entry.name === "route.ts") {
         const source = readFileSync(full, "utf8");
         const pattern = `/api/${path.relative(root, dir).split(path.sep).join("/")}`;
-        for (const method of ["POST", "PUT", "PATCH", "DELETE"]) if (new RegExp(`export const ${method}\\b`).test(source)) found.push(`${method} ${pattern}`);
+        for (const method of ["POST", "PUT", "PATCH", "DELETE"])
+          if (new RegExp(`export const ${method}\\b`).test(source)) found.push(`${method} ${pattern}`);
       }
     }
   };
@@ -262,7 +470,9 @@ function writeRoutes(): string[] {
 }
 
 describe("races with deletion", () => {
-  it(`answers every write racing the deletion of its team, agent or task with a 2xx/4xx, ${ROUNDS} rounds`, { timeout: 240_000 }, async () => {
+  it(`answers every write racing the deletion of its team, agent or task with a 2xx/4xx, ${ROUNDS} rounds`, {
+    timeout: 240_000,
+  }, async () => {
     const failures: string[] = [];
     for (let index = 0; index < ROUNDS; index++) {
       for (const { key, status, body } of await round(index)) {
@@ -272,7 +482,9 @@ describe("races with deletion", () => {
           tally.fivexx += 1;
           failures.push(`${key} → ${status} ${body.slice(0, 200)}`);
         } else if (status >= 400) {
-          expect(JSON.parse(body), `${key} → ${status}`).toMatchObject({ error: { code: expect.stringMatching(/^[a-z_]+:[a-z_]+$/) } });
+          expect(JSON.parse(body), `${key} → ${status}`).toMatchObject({
+            error: { code: expect.stringMatching(/^[a-z_]+:[a-z_]+$/) },
+          });
         }
       }
     }
@@ -304,11 +516,13 @@ describe("races with deletion", () => {
     const { team, lead } = await createTeamFixture(database.db);
     // A worker's transaction: it holds the lead's row, then writes an inbox item (its key
     // locks the team's row), while the person's two deletions wait for the lead and the team.
-    const worker = database.sql.begin(async (sql) => {
-      await sql`update agents set updated_at = now() where id = ${lead.id}`;
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      await sql`insert into inbox_items (team_id, agent_id, type, title, summary, content) values (${team.id}, ${lead.id}, 'alert', 't', 's', 'c')`;
-    }).catch((error: unknown) => error); // the worker may be the deadlock's victim: it would retry on its own
+    const worker = database.sql
+      .begin(async (sql) => {
+        await sql`update agents set updated_at = now() where id = ${lead.id}`;
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        await sql`insert into inbox_items (team_id, agent_id, type, title, summary, content) values (${team.id}, ${lead.id}, 'alert', 't', 's', 'c')`;
+      })
+      .catch((error: unknown) => error); // the worker may be the deadlock's victim: it would retry on its own
     const later = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     const deletions = [100, 300].map(async (ms) => {
       await later(ms);
@@ -328,7 +542,12 @@ describe("races with deletion", () => {
     const { webEngine } = await import("@/lib/server");
     const engine = await webEngine();
     const loggedBefore = unhandled.length;
-    const response = await streamChatReply({ ...engine, chooseModel: () => gatedModel(gate) }, lead.id, "please research prices", new AbortController().signal);
+    const response = await streamChatReply(
+      { ...engine, chooseModel: () => gatedModel(gate) },
+      lead.id,
+      "please research prices",
+      new AbortController().signal,
+    );
     expect(response.status).toBe(200);
 
     const reader = response.body!.getReader();
@@ -343,24 +562,42 @@ describe("races with deletion", () => {
     expect((await api.team.DELETE(request("DELETE"), params({ teamId: team.id }))).status).toBe(204);
     expect(await getTeam(database.db, team.id)).toBeNull();
     open();
-    body += await drain(new Response(new ReadableStream({ pull: async (controller) => {
-      const { value, done } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    } })));
+    body += await drain(
+      new Response(
+        new ReadableStream({
+          pull: async (controller) => {
+            const { value, done } = await reader.read();
+            if (done) controller.close();
+            else controller.enqueue(value);
+          },
+        }),
+      ),
+    );
 
-    expect(body).toContain('"errorText":"This agent was deleted while it answered; the rest of the reply was not kept."');
+    expect(body).toContain(
+      '"errorText":"This agent was deleted while it answered; the rest of the reply was not kept."',
+    );
     expect(body).not.toContain("Done."); // no second model call for an agent that is gone
     expect(body.trim().endsWith("data: [DONE]")).toBe(true);
     expect(unhandled.slice(loggedBefore)).toEqual([]);
     // The call that ended after the deletion is what the team spent: it still counts.
-    await expect.poll(async () => (await database.sql`select agent_id, purpose from usage where team_id = ${team.id}`).map((row) => [row.agent_id, row.purpose])).toEqual([[lead.id, "chat"]]);
+    await expect
+      .poll(async () =>
+        (await database.sql`select agent_id, purpose from usage where team_id = ${team.id}`).map((row) => [
+          row.agent_id,
+          row.purpose,
+        ]),
+      )
+      .toEqual([[lead.id, "chat"]]);
   });
 });
 
 /** Says "On it.", waits for the gate, then asks for createTask; a second call would say "Done.". */
 function gatedModel(gate: Promise<void>): ModelChoice {
-  const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } };
+  const usage = {
+    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: undefined },
+    outputTokens: { total: 5, text: 5, reasoning: undefined },
+  };
   let calls = 0;
   const model = new MockLanguageModelV4({
     doStream: async () => {
@@ -374,9 +611,18 @@ function gatedModel(gate: Promise<void>): ModelChoice {
             controller.enqueue({ type: "text-end", id: "t" });
             if (first) {
               await gate;
-              controller.enqueue({ type: "tool-call", toolCallId: "call-1", toolName: "createTask", input: JSON.stringify({ title: "Research prices" }) });
+              controller.enqueue({
+                type: "tool-call",
+                toolCallId: "call-1",
+                toolName: "createTask",
+                input: JSON.stringify({ title: "Research prices" }),
+              });
             }
-            controller.enqueue({ type: "finish", finishReason: { unified: first ? "tool-calls" : "stop", raw: undefined }, usage });
+            controller.enqueue({
+              type: "finish",
+              finishReason: { unified: first ? "tool-calls" : "stop", raw: undefined },
+              usage,
+            });
             controller.close();
           },
         }),

@@ -18,7 +18,8 @@ async function failureOf(run: () => Promise<unknown>): Promise<{ code?: string; 
   try {
     await run();
   } catch (error) {
-    const cause = (error as { cause?: { code?: string; message: string } }).cause ?? (error as { code?: string; message: string });
+    const cause =
+      (error as { cause?: { code?: string; message: string } }).cause ?? (error as { code?: string; message: string });
     return { code: cause.code, message: cause.message };
   }
   throw new Error("expected the statement to fail");
@@ -60,7 +61,9 @@ describe("migrations", () => {
   });
 
   it("index the hot paths", async () => {
-    const indexes = await database.db.execute<{ indexname: string }>(sql`select indexname from pg_indexes where schemaname = 'public'`);
+    const indexes = await database.db.execute<{ indexname: string }>(
+      sql`select indexname from pg_indexes where schemaname = 'public'`,
+    );
     const names = indexes.map((i) => i.indexname);
     expect(names).toEqual(
       expect.arrayContaining([
@@ -83,7 +86,11 @@ describe("messages schema", () => {
       content: "Checking.",
       toolCalls: [{ toolCallId: "call_1", toolName: "tavilySearch", args: { query: "NVDA" } }],
     });
-    const result = await appendMessage(database.db, conversation.id, { role: "tool", toolCallId: "call_1", content: "{}" });
+    const result = await appendMessage(database.db, conversation.id, {
+      role: "tool",
+      toolCallId: "call_1",
+      content: "{}",
+    });
     const summary = await appendMessage(database.db, conversation.id, { role: "summary", content: "So far: nothing." });
     expect(call.toolCalls).toEqual([{ toolCallId: "call_1", toolName: "tavilySearch", args: { query: "NVDA" } }]);
     expect(result.previousMessageId).toBe(call.id);
@@ -111,7 +118,9 @@ describe("messages schema", () => {
     const first = await appendMessage(database.db, conversation.id, { role: "user", content: "one" });
     await appendMessage(database.db, conversation.id, { role: "assistant", content: "two" });
     const failure = await failureOf(() =>
-      database.db.insert(messages).values({ conversationId: conversation.id, role: "user", content: "fork", previousMessageId: first.id }),
+      database.db
+        .insert(messages)
+        .values({ conversationId: conversation.id, role: "user", content: "fork", previousMessageId: first.id }),
     );
     expect(failure.code).toBe("23505"); // unique_violation
   });
@@ -133,7 +142,9 @@ describe("messages schema", () => {
     const inA = await appendMessage(database.db, a.id, { role: "user", content: "in a" });
     await appendMessage(database.db, b.id, { role: "user", content: "in b" });
     const failure = await failureOf(() =>
-      database.db.insert(messages).values({ conversationId: b.id, role: "user", content: "x", previousMessageId: inA.id }),
+      database.db
+        .insert(messages)
+        .values({ conversationId: b.id, role: "user", content: "x", previousMessageId: inA.id }),
     );
     expect(failure.code).toBe("23503");
   });
@@ -148,16 +159,30 @@ describe("messages schema", () => {
     );
     expect(failure.message).toMatch(/append-only/);
     // The chain is as it was: the second message still follows the first.
-    const [row] = await database.db.execute<{ previous_message_id: string | null }>(sql`select previous_message_id from messages where id = ${second.id}`);
+    const [row] = await database.db.execute<{ previous_message_id: string | null }>(
+      sql`select previous_message_id from messages where id = ${second.id}`,
+    );
     expect(row!.previous_message_id).toBe(first.id);
   });
 
   it("rejects a tool row without toolCallId and an unknown role", async () => {
     const { lead } = await createTeamFixture(database.db);
     const conversation = await createConversation(database.db, lead.id, "foreground");
-    expect((await failureOf(() => database.db.insert(messages).values({ conversationId: conversation.id, role: "tool", content: "x" }))).code).toBe("23514");
     expect(
-      (await failureOf(() => database.db.execute(sql`insert into messages (conversation_id, role, content) values (${conversation.id}, 'system', 'x')`))).code,
+      (
+        await failureOf(() =>
+          database.db.insert(messages).values({ conversationId: conversation.id, role: "tool", content: "x" }),
+        )
+      ).code,
+    ).toBe("23514");
+    expect(
+      (
+        await failureOf(() =>
+          database.db.execute(
+            sql`insert into messages (conversation_id, role, content) values (${conversation.id}, 'system', 'x')`,
+          ),
+        )
+      ).code,
     ).toBe("23514");
   });
 });
@@ -165,7 +190,9 @@ describe("messages schema", () => {
 describe("conversations and knowledge schema", () => {
   it("allows one background conversation per agent", async () => {
     const { lead } = await createTeamFixture(database.db);
-    const failure = await failureOf(() => database.db.insert(conversations).values({ agentId: lead.id, mode: "background" }));
+    const failure = await failureOf(() =>
+      database.db.insert(conversations).values({ agentId: lead.id, mode: "background" }),
+    );
     expect(failure.code).toBe("23505"); // the team fixture already made it
   });
 
@@ -174,7 +201,12 @@ describe("conversations and knowledge schema", () => {
     const conversation = await getOrCreateConversation(database.db, lead.id, "background");
     const [item] = await database.db
       .insert(knowledgeItems)
-      .values({ agentId: lead.id, type: "fact", content: "NVDA reports on Wednesday", sourceConversationId: conversation.id })
+      .values({
+        agentId: lead.id,
+        type: "fact",
+        content: "NVDA reports on Wednesday",
+        sourceConversationId: conversation.id,
+      })
       .returning({ sourceConversationId: knowledgeItems.sourceConversationId });
     expect(item!.sourceConversationId).toBe(conversation.id);
     const failure = await failureOf(() =>

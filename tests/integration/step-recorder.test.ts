@@ -23,15 +23,25 @@ async function workTurn() {
   const history = new ContextReader(database.db, conversation.id);
   await history.read();
   let ahead = 0;
-  const recorder = new StepRecorder(database.db, conversation.id, { follower: history, resultsInBackground: true, onResultAhead: () => ahead++ });
-  const tools = recorder.wrapTools({
-    searchKnowledge: tool({ inputSchema: z.object({ query: z.string() }), execute: async ({ query }) => `Nothing about ${query}.` }),
+  const recorder = new StepRecorder(database.db, conversation.id, {
+    follower: history,
+    resultsInBackground: true,
+    onResultAhead: () => ahead++,
   });
-  const run = (toolCallId: string, query: string) => tools.searchKnowledge.execute!({ query }, { toolCallId, messages: [], context: {} });
+  const tools = recorder.wrapTools({
+    searchKnowledge: tool({
+      inputSchema: z.object({ query: z.string() }),
+      execute: async ({ query }) => `Nothing about ${query}.`,
+    }),
+  });
+  const run = (toolCallId: string, query: string) =>
+    tools.searchKnowledge.execute!({ query }, { toolCallId, messages: [], context: {} });
   return { conversationId: conversation.id, history, recorder, run, ahead: () => ahead };
 }
 
-const call = (toolCallId: string, query: string) => [{ type: "tool-call", toolCallId, toolName: "searchKnowledge", input: { query } }];
+const call = (toolCallId: string, query: string) => [
+  { type: "tool-call", toolCallId, toolName: "searchKnowledge", input: { query } },
+];
 
 describe("a work turn's results, named ahead of their write", () => {
   it("are in the context at once and in the log after the answer that called them, before the next answer", async () => {
@@ -74,7 +84,12 @@ describe("a work turn's results, named ahead of their write", () => {
     expect(() => turn.recorder.throwIfFailed()).toThrow(/moved on/);
     expect((await getAllMessages(database.db, turn.conversationId)).length).toBe(4);
     // The next read of the context sees the log as it is.
-    expect((await turn.history.readUnlessAt(log.at(-1)!.id)).map((message) => message.role)).toEqual(["user", "assistant", "assistant", "tool"]);
+    expect((await turn.history.readUnlessAt(log.at(-1)!.id)).map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "assistant",
+      "tool",
+    ]);
   });
 
   it("keep an answer out of the log when the result before it could not be stored", async () => {
@@ -91,7 +106,9 @@ describe("a work turn's results, named ahead of their write", () => {
       await turn.recorder.recordModelResponse(call("c1", "poisoned"), turn.history.lastMessageId);
       await turn.run("c1", "poisoned");
       // The next call was given the result; its answer must not land where the result is missing.
-      expect(await turn.recorder.recordModelResponse([{ type: "text", text: "Done." }], turn.history.lastMessageId)).toBeNull();
+      expect(
+        await turn.recorder.recordModelResponse([{ type: "text", text: "Done." }], turn.history.lastMessageId),
+      ).toBeNull();
       const failure = (() => {
         try {
           turn.recorder.throwIfFailed();

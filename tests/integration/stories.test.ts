@@ -36,10 +36,28 @@ beforeAll(async () => {
     steps: await import("@/app/api/teams/[teamId]/stories/[storyId]/steps/route"),
   };
   tavily = await startFakeTavily(
-    ({ query }) => ({ results: [{ title: `Solid-state batteries (${query})`, url: "https://example.com/ssb", content: "Pilot cells reached 500 Wh/kg." }] }),
-    { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "Solid-state batteries", content: "Pilot cells reached 500 Wh/kg in 2026." })) }) },
+    ({ query }) => ({
+      results: [
+        {
+          title: `Solid-state batteries (${query})`,
+          url: "https://example.com/ssb",
+          content: "Pilot cells reached 500 Wh/kg.",
+        },
+      ],
+    }),
+    {
+      extract: ({ urls }) => ({
+        pages: urls.map((url) => ({
+          url,
+          title: "Solid-state batteries",
+          content: "Pilot cells reached 500 Wh/kg in 2026.",
+        })),
+      }),
+    },
   );
-  engine = await createTestEngine(database, { config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
+  engine = await createTestEngine(database, {
+    config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } },
+  });
 });
 afterAll(async () => {
   await engine?.close();
@@ -47,16 +65,30 @@ afterAll(async () => {
   await closeWebTestDatabase(database);
 });
 
-async function get<T>(handler: { GET: (request: Request, context: never) => Promise<Response> }, path: string, params: Record<string, string>, status = 200): Promise<T> {
-  const response = await handler.GET(new Request(`http://localhost${path}`), { params: Promise.resolve(params) } as never);
+async function get<T>(
+  handler: { GET: (request: Request, context: never) => Promise<Response> },
+  path: string,
+  params: Record<string, string>,
+  status = 200,
+): Promise<T> {
+  const response = await handler.GET(new Request(`http://localhost${path}`), {
+    params: Promise.resolve(params),
+  } as never);
   expect(response.status, await response.clone().text()).toBe(status);
   return (await response.json()) as T;
 }
 
-const storiesOf = (teamId: string, query = "", status = 200) => get<StoryPage>(api.stories, `/api/teams/${teamId}/stories${query}`, { teamId }, status);
-const storyOf = (teamId: string, storyId: string, status = 200) => get<{ story: Story }>(api.story, `/api/teams/${teamId}/stories/${storyId}`, { teamId, storyId }, status);
+const storiesOf = (teamId: string, query = "", status = 200) =>
+  get<StoryPage>(api.stories, `/api/teams/${teamId}/stories${query}`, { teamId }, status);
+const storyOf = (teamId: string, storyId: string, status = 200) =>
+  get<{ story: Story }>(api.story, `/api/teams/${teamId}/stories/${storyId}`, { teamId, storyId }, status);
 const stepsOf = (teamId: string, storyId: string, status = 200) =>
-  get<{ entries: TimelineEntry[] }>(api.steps, `/api/teams/${teamId}/stories/${storyId}/steps`, { teamId, storyId }, status);
+  get<{ entries: TimelineEntry[] }>(
+    api.steps,
+    `/api/teams/${teamId}/stories/${storyId}/steps`,
+    { teamId, storyId },
+    status,
+  );
 
 describe("stories", () => {
   let team: { id: string };
@@ -68,7 +100,12 @@ describe("stories", () => {
   beforeAll(async () => {
     const fixture = await createTeamFixture(database.db, { subordinates: ["Scout", "Analyst"] });
     [team, lead, scout] = [fixture.team, fixture.lead, fixture.subordinates[0]!];
-    root = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research solid-state batteries", description: "What changed this year?" });
+    root = await assignTask(database.db, engine.jobs, {
+      agentId: lead.id,
+      source: "user",
+      title: "Research solid-state batteries",
+      description: "What changed this year?",
+    });
     await runUntilQuiet(engine.deps);
     const page = await storiesOf(team.id);
     expect(page.stories).toHaveLength(1);
@@ -76,12 +113,28 @@ describe("stories", () => {
   });
 
   it("tells one request as one story: the lead's part, each subordinate's work in words with duration and cost, the briefing", () => {
-    expect(story).toMatchObject({ id: root.id, title: "Research solid-state batteries", request: "What changed this year?", startedBy: "You", status: "done" });
+    expect(story).toMatchObject({
+      id: root.id,
+      title: "Research solid-state batteries",
+      request: "What changed this year?",
+      startedBy: "You",
+      status: "done",
+    });
     const [leadPart, ...delegated] = story.parts;
-    expect(leadPart).toMatchObject({ taskId: root.id, depth: 0, agent: { id: lead.id, role: "lead" }, status: "completed" });
+    expect(leadPart).toMatchObject({
+      taskId: root.id,
+      depth: 0,
+      agent: { id: lead.id, role: "lead" },
+      status: "completed",
+    });
     expect(leadPart!.work).toMatch(/delegated 1 task/);
     expect(delegated).toHaveLength(1);
-    expect(delegated[0]).toMatchObject({ depth: 1, parentTaskId: root.id, agent: { id: scout.id, name: "Scout" }, status: "completed" });
+    expect(delegated[0]).toMatchObject({
+      depth: 1,
+      parentTaskId: root.id,
+      agent: { id: scout.id, name: "Scout" },
+      status: "completed",
+    });
     expect(delegated[0]!.work).toBe("searched the web once, read 1 page, saved 1 fact");
     expect(delegated[0]!.result).toBeTruthy();
     for (const part of story.parts) {
@@ -101,16 +154,32 @@ describe("stories", () => {
       [scout.id, scoutTask],
     ] as const) {
       const log = (await getBackgroundConversation(database.db, agentId))!;
-      const rows = await database.db.select({ taskId: messages.taskId, role: messages.role, content: messages.content }).from(messages).where(eq(messages.conversationId, log.id));
+      const rows = await database.db
+        .select({ taskId: messages.taskId, role: messages.role, content: messages.content })
+        .from(messages)
+        .where(eq(messages.conversationId, log.id));
       expect(rows.length).toBeGreaterThan(3);
       // Every row of its log, its task's message, tool calls and results, the report back, the wrap-up, belongs to its task.
       expect(rows.filter((row) => row.taskId !== taskId)).toEqual([]);
-      const sessions = await database.db.select({ taskId: workSessions.taskId }).from(workSessions).where(eq(workSessions.agentId, agentId));
+      const sessions = await database.db
+        .select({ taskId: workSessions.taskId })
+        .from(workSessions)
+        .where(eq(workSessions.agentId, agentId));
       expect(sessions.every((session) => session.taskId === taskId)).toBe(true);
     }
-    const calls = await database.db.select({ taskId: usage.taskId, purpose: usage.purpose }).from(usage).where(and(eq(usage.teamId, team.id), isNotNull(usage.workSessionId)));
-    expect(calls.filter((call) => call.purpose === "work" || call.purpose === "briefing").every((call) => call.taskId === root.id || call.taskId === scoutTask)).toBe(true);
-    const [scoutRow] = await database.db.select({ rootTaskId: tasks.rootTaskId }).from(tasks).where(eq(tasks.id, scoutTask));
+    const calls = await database.db
+      .select({ taskId: usage.taskId, purpose: usage.purpose })
+      .from(usage)
+      .where(and(eq(usage.teamId, team.id), isNotNull(usage.workSessionId)));
+    expect(
+      calls
+        .filter((call) => call.purpose === "work" || call.purpose === "briefing")
+        .every((call) => call.taskId === root.id || call.taskId === scoutTask),
+    ).toBe(true);
+    const [scoutRow] = await database.db
+      .select({ rootTaskId: tasks.rootTaskId })
+      .from(tasks)
+      .where(eq(tasks.id, scoutTask));
     expect(scoutRow!.rootTaskId).toBe(root.id);
   });
 
@@ -121,16 +190,25 @@ describe("stories", () => {
     expect(entries.every((entry, i) => i === 0 || entries[i - 1]!.position <= entry.position)).toBe(true);
     expect(new Set(entries.map((entry) => entry.agent.id))).toEqual(new Set([lead.id, scout.id]));
     expect(entries.map((entry) => entry.kind)).toEqual(expect.arrayContaining(["task", "work", "report", "briefing"]));
-    const calls = entries.flatMap((entry) => (entry.item.type === "message" ? entry.item.toolCalls.map((call) => call.toolName) : []));
-    expect(calls).toEqual(expect.arrayContaining(["delegateToAgent", "tavilySearch", "readWebPage", "reportToLead", "createInboxItem"]));
+    const calls = entries.flatMap((entry) =>
+      entry.item.type === "message" ? entry.item.toolCalls.map((call) => call.toolName) : [],
+    );
+    expect(calls).toEqual(
+      expect.arrayContaining(["delegateToAgent", "tavilySearch", "readWebPage", "reportToLead", "createInboxItem"]),
+    );
     // Steps carry their session, so each links to a trace.
-    expect(entries.filter((entry) => entry.item.type === "message").every((entry) => entry.sessionId !== null)).toBe(true);
+    expect(entries.filter((entry) => entry.item.type === "message").every((entry) => entry.sessionId !== null)).toBe(
+      true,
+    );
   });
 
   it("a webhook starts a story of its own, and the newest story comes first", async () => {
     await setWebhookSecret(database.db, team.id, "whsec_stories");
     const body = new TextEncoder().encode(JSON.stringify({ name: "deploy", status: "failed" }));
-    await receiveWebhook(engine.deps, team.id, { headers: new Headers(signedWebhookHeaders("whsec_stories", body)), body });
+    await receiveWebhook(engine.deps, team.id, {
+      headers: new Headers(signedWebhookHeaders("whsec_stories", body)),
+      body,
+    });
     await runUntilQuiet(engine.deps);
     const page = await storiesOf(team.id);
     expect(page.stories.map((each) => each.title)).toEqual(["Webhook deploy", "Research solid-state batteries"]);
@@ -142,7 +220,11 @@ describe("stories", () => {
   });
 
   it("a subordinate's report on a task the person gave it directly belongs to that task's story, in the lead's log too", async () => {
-    const direct = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "user", title: "Check cobalt prices" });
+    const direct = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "user",
+      title: "Check cobalt prices",
+    });
     await runUntilQuiet(engine.deps);
     const leadLog = (await getBackgroundConversation(database.db, lead.id))!;
     const reports = await database.db
@@ -157,13 +239,19 @@ describe("stories", () => {
     const { story: other } = await storyOf(team.id, root.id);
     expect(other.parts.map((part) => part.taskId)).not.toContain(direct.id);
     // Every model call of a work session (extraction too) counts toward a story.
-    const calls = await database.db.select({ taskId: usage.taskId, purpose: usage.purpose }).from(usage).where(and(eq(usage.teamId, team.id), isNotNull(usage.workSessionId)));
+    const calls = await database.db
+      .select({ taskId: usage.taskId, purpose: usage.purpose })
+      .from(usage)
+      .where(and(eq(usage.teamId, team.id), isNotNull(usage.workSessionId)));
     expect(calls.filter((call) => call.taskId === null)).toEqual([]);
   });
 
   it("filters by agent and kind, and pages by story", async () => {
     const analyst = (await createTeamFixture(database.db)).lead;
-    expect((await storiesOf(team.id, `?agentId=${scout.id}`)).stories.map((each) => each.title)).toEqual(["Check cobalt prices", "Research solid-state batteries"]);
+    expect((await storiesOf(team.id, `?agentId=${scout.id}`)).stories.map((each) => each.title)).toEqual([
+      "Check cobalt prices",
+      "Research solid-state batteries",
+    ]);
     expect((await storiesOf(team.id, `?agentId=${analyst.id}`)).stories).toEqual([]);
     expect((await storiesOf(team.id, "?kind=briefing")).stories.map((each) => each.id)).toContain(root.id);
     expect((await storiesOf(team.id, "?kind=report")).stories.map((each) => each.id)).toEqual([root.id]);

@@ -65,7 +65,11 @@ function spending(reply: LanguageModelV4GenerateResult, tokens: number): Languag
 const ORIGIN = "http://localhost:3000";
 function patchTeam(teamId: string, body: unknown): Promise<Response> {
   return api.team.PATCH(
-    new Request(`${ORIGIN}/api/teams/${teamId}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    new Request(`${ORIGIN}/api/teams/${teamId}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
     { params: Promise.resolve({ teamId }) },
   );
 }
@@ -85,7 +89,11 @@ describe("parallel sessions of one team", () => {
     });
     const agents = [lead, ...subordinates];
     for (const agent of agents) {
-      await assignTask(database.db, engine.jobs, { agentId: agent.id, source: agent.role === "lead" ? "user" : "lead", title: "Spend" });
+      await assignTask(database.db, engine.jobs, {
+        agentId: agent.id,
+        source: agent.role === "lead" ? "user" : "lead",
+        title: "Spend",
+      });
     }
 
     const outcomes = await Promise.all(agents.map((agent) => runWorkSession(engine.deps, agent.id)));
@@ -120,17 +128,25 @@ async function startBudgetWorker(model: ReturnType<typeof sessionModel>): Promis
 
 async function sessionsOf(agentIds: string[]): Promise<number> {
   const [row] = await database.db.execute<{ count: number }>(
-    sql`select count(*)::int as count from work_sessions where agent_id in (${sql.join(agentIds.map((id) => sql`${id}::uuid`), sql`, `)})`,
+    sql`select count(*)::int as count from work_sessions where agent_id in (${sql.join(
+      agentIds.map((id) => sql`${id}::uuid`),
+      sql`, `,
+    )})`,
   );
   return row!.count;
 }
 
 async function alertsOf(teamId: string) {
-  return database.db.select().from(inboxItems).where(and(eq(inboxItems.teamId, teamId), eq(inboxItems.type, "alert")));
+  return database.db
+    .select()
+    .from(inboxItems)
+    .where(and(eq(inboxItems.teamId, teamId), eq(inboxItems.type, "alert")));
 }
 
 async function wakeRequested(agentId: string): Promise<boolean> {
-  const [row] = await database.db.execute<{ at: string | null }>(sql`select wake_requested_at as at from agents where id = ${agentId}`);
+  const [row] = await database.db.execute<{ at: string | null }>(
+    sql`select wake_requested_at as at from agents where id = ${agentId}`,
+  );
   return row?.at != null;
 }
 
@@ -141,15 +157,25 @@ describe("a team over its daily budget", () => {
     const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     const scout = subordinates[0]!;
     await updateTeam(database.db, team.id, { dailyTokenBudget: 1_000 });
-    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "mock-model-id", inputTokens: 1_000, outputTokens: 200 });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "work",
+      model: "mock-model-id",
+      inputTokens: 1_000,
+      outputTokens: 200,
+    });
     await startBudgetWorker(sessionModel(() => textReply("Done.")));
     const engine = await engineWith({});
 
     const given = [];
-    for (let i = 0; i < 12; i++) given.push(await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: `Task ${i}` }));
+    for (let i = 0; i < 12; i++)
+      given.push(await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: `Task ${i}` }));
     given.push(await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Dig" }));
     // The wake-ups of the tasks given are worked off; then the team is quiet.
-    await waitFor(async () => (await alertsOf(team.id)).length > 0 && !(await hasRunningSession([lead.id, scout.id])), { timeoutMs: 10_000, what: "the budget alert" });
+    await waitFor(async () => (await alertsOf(team.id)).length > 0 && !(await hasRunningSession([lead.id, scout.id])), {
+      timeoutMs: 10_000,
+      what: "the budget alert",
+    });
     await sleep(500);
     const settled = await sessionsOf([lead.id, scout.id]);
     // Over a backlog drain (every 5 s) nothing starts: no session is woken for work the budget holds back.
@@ -170,35 +196,56 @@ describe("a team over its daily budget", () => {
     expect(await wakeRequested(scout.id)).toBe(true);
 
     // Midnight (UTC): yesterday's spending no longer counts, and the next drain takes the work up.
-    await database.db.execute(sql`update usage set created_at = created_at - interval '1 day' where agent_id = ${lead.id}`);
-    await waitFor(async () => (await listTasksByAgent(database.db, lead.id)).every((task) => task.status === "completed"), { timeoutMs: 20_000, what: "the lead's tasks to complete" });
-    await waitFor(async () => (await listTasksByAgent(database.db, scout.id)).every((task) => task.status === "completed"), { timeoutMs: 10_000, what: "Scout's task to complete" });
+    await database.db.execute(
+      sql`update usage set created_at = created_at - interval '1 day' where agent_id = ${lead.id}`,
+    );
+    await waitFor(
+      async () => (await listTasksByAgent(database.db, lead.id)).every((task) => task.status === "completed"),
+      { timeoutMs: 20_000, what: "the lead's tasks to complete" },
+    );
+    await waitFor(
+      async () => (await listTasksByAgent(database.db, scout.id)).every((task) => task.status === "completed"),
+      { timeoutMs: 10_000, what: "Scout's task to complete" },
+    );
   }, 60_000);
 
   it("cuts a turn with a marker and leaves its task in progress; raising the budget runs it to completion", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     await updateTeam(database.db, team.id, { dailyTokenBudget: 1_000 });
     // Three tool rounds of 400 tokens each, then the answer: the budget runs out before the fourth call.
-    const model = sessionModel((_options, call) => (call < 3 ? spending(toolCallReply("searchKnowledge", { query: "survey" }), 400) : textReply("Finished the survey.")));
+    const model = sessionModel((_options, call) =>
+      call < 3
+        ? spending(toolCallReply("searchKnowledge", { query: "survey" }), 400)
+        : textReply("Finished the survey."),
+    );
     await startBudgetWorker(model);
     const engine = await engineWith({});
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Survey" });
 
-    await waitFor(async () => (await alertsOf(team.id)).length > 0 && !(await hasRunningSession([lead.id])), { timeoutMs: 10_000, what: "the budget stop" });
+    await waitFor(async () => (await alertsOf(team.id)).length > 0 && !(await hasRunningSession([lead.id])), {
+      timeoutMs: 10_000,
+      what: "the budget stop",
+    });
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
     expect(log.at(-1)!.content).toBe(
       `(stopped: the team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget)`,
     );
     const [stopped] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
-    expect(stopped).toMatchObject({ status: "stopped", error: expect.stringMatching(/^the team .* over its daily token budget of 1,000; its work waits/) });
+    expect(stopped).toMatchObject({
+      status: "stopped",
+      error: expect.stringMatching(/^the team .* over its daily token budget of 1,000; its work waits/),
+    });
     const alerts = await alertsOf(team.id);
     expect(alerts).toHaveLength(1);
     expect(alerts[0]!.title).toBe(`${team.name} is over its daily budget: its work waits`);
 
     const response = await patchTeam(team.id, { dailyTokenBudget: 100_000 });
     expect(response.status).toBe(200);
-    await waitFor(async () => (await getTask(database.db, task.id))?.status === "completed", { timeoutMs: 10_000, what: "the task to complete" });
+    await waitFor(async () => (await getTask(database.db, task.id))?.status === "completed", {
+      timeoutMs: 10_000,
+      what: "the task to complete",
+    });
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed", result: "Finished the survey." });
     // No alert about the task, and none added since.
     expect(await alertsOf(team.id)).toHaveLength(1);
@@ -210,7 +257,13 @@ describe("a lead's scheduled check-in", () => {
     const { team, lead } = await createTeamFixture(database.db);
     const engine = await engineWith({});
     await updateTeam(database.db, team.id, { dailyTokenBudget: 100 });
-    await recordUsage(database.db, { agentId: lead.id, purpose: "work", model: "mock-model-id", inputTokens: 100, outputTokens: 10 });
+    await recordUsage(database.db, {
+      agentId: lead.id,
+      purpose: "work",
+      model: "mock-model-id",
+      inputTokens: 100,
+      outputTokens: 10,
+    });
     expect(await runScheduledLeadCheckIn(engine.deps, lead.id)).toBe("skipped");
     expect(await listTasksByAgent(database.db, lead.id)).toEqual([]);
     await updateTeam(database.db, team.id, { dailyTokenBudget: 10_000 });
@@ -222,6 +275,14 @@ async function hasRunningSession(agentIds: string[]): Promise<boolean> {
   const rows = await database.db
     .select({ id: workSessions.id })
     .from(workSessions)
-    .where(and(eq(workSessions.status, "running"), sql`${workSessions.agentId} in (${sql.join(agentIds.map((id) => sql`${id}::uuid`), sql`, `)})`));
+    .where(
+      and(
+        eq(workSessions.status, "running"),
+        sql`${workSessions.agentId} in (${sql.join(
+          agentIds.map((id) => sql`${id}::uuid`),
+          sql`, `,
+        )})`,
+      ),
+    );
   return rows.length > 0;
 }

@@ -42,7 +42,9 @@ afterAll(async () => {
 });
 
 /** A transaction of the test's own that holds what `lock` locked until `release()`; `pid`: its backend. */
-async function holding(lock: (tx: TransactionSql) => Promise<unknown>): Promise<{ pid: number; release: () => Promise<void> }> {
+async function holding(
+  lock: (tx: TransactionSql) => Promise<unknown>,
+): Promise<{ pid: number; release: () => Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let held!: (pid: number) => void;
@@ -60,17 +62,25 @@ async function holding(lock: (tx: TransactionSql) => Promise<unknown>): Promise<
 function waitsForLock(query: RegExp, what: string, holders?: number[]): Promise<unknown> {
   return waitFor(
     async () => {
-      const rows = await database.sql`select query, pg_blocking_pids(pid) as blockers from pg_stat_activity where wait_event_type = 'Lock'`;
-      return rows.some((row) => query.test(String(row.query)) && (!holders || (row.blockers as number[]).some((pid) => holders.includes(pid))));
+      const rows =
+        await database.sql`select query, pg_blocking_pids(pid) as blockers from pg_stat_activity where wait_event_type = 'Lock'`;
+      return rows.some(
+        (row) =>
+          query.test(String(row.query)) &&
+          (!holders || (row.blockers as number[]).some((pid) => holders.includes(pid))),
+      );
     },
     { timeoutMs: 15_000, what },
   );
 }
 
-const deadlocks = async () => Number((await database.sql`select deadlocks from pg_stat_database where datname = current_database()`)[0]!.deadlocks);
+const deadlocks = async () =>
+  Number((await database.sql`select deadlocks from pg_stat_database where datname = current_database()`)[0]!.deadlocks);
 
 describe("a team deleted while its agent works", () => {
-  it("ends the session quietly, even when its write lost a deadlock to the deletion: one line, no stack, retry or alert", { timeout: 60_000 }, async () => {
+  it("ends the session quietly, even when its write lost a deadlock to the deletion: one line, no stack, retry or alert", {
+    timeout: 60_000,
+  }, async () => {
     const { team, lead } = await createTeamFixture(database.db, { name: "Tide desk" });
     const log = await getBackgroundConversation(database.db, lead.id);
 
@@ -82,9 +92,16 @@ describe("a team deleted while its agent works", () => {
       await answered;
       return { text: "Charted." };
     });
-    const worker = startWorkerProcess({ DATABASE_URL: database.url, OPENAI_BASE_URL: openai.url, LLM_MODEL: "fake-model" });
+    const worker = startWorkerProcess({
+      DATABASE_URL: database.url,
+      OPENAI_BASE_URL: openai.url,
+      LLM_MODEL: "fake-model",
+    });
     workers.push(worker);
-    await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 20_000, what: "the worker" });
+    await waitFor(async () => worker.output.join("").includes("[worker] ready"), {
+      timeoutMs: 20_000,
+      what: "the worker",
+    });
     await assignTask(database.db, jobs, { agentId: lead.id, source: "user", title: "Chart the tides" });
     await waitFor(async () => openai.requests.length > 0, { timeoutMs: 15_000, what: "the model call" });
     // Input about no task: the session moves it into its log once the task's turn is over.
@@ -104,7 +121,9 @@ describe("a team deleted while its agent works", () => {
     // The deletion waits for the log, held by the test.
     const logHeld = await holding((tx) => tx`select 1 from conversations where id = ${log.id} for update`);
     const route = await import("@/app/api/teams/[teamId]/route");
-    const deletion = route.DELETE(new Request(`http://localhost:3000/api/teams/${team.id}`, { method: "DELETE" }), { params: Promise.resolve({ teamId: team.id }) });
+    const deletion = route.DELETE(new Request(`http://localhost:3000/api/teams/${team.id}`, { method: "DELETE" }), {
+      params: Promise.resolve({ teamId: team.id }),
+    });
     await waitsForLock(/delete from "teams"/i, "the deletion to reach the log", [logHeld.pid]);
     // The session settles its task, takes the queued input and waits for the log, behind the deletion.
     await taskHeld.release();
@@ -113,12 +132,18 @@ describe("a team deleted while its agent works", () => {
     // the session, waiting longer, finds first (Postgres's deadlock_timeout, 1 s) and loses.
     // The deletion goes on to the held message.
     await logHeld.release();
-    await waitFor(async () => (await deadlocks()) > deadlocksBefore, { timeoutMs: 10_000, what: "the session to lose the deadlock" });
+    await waitFor(async () => (await deadlocks()) > deadlocksBefore, {
+      timeoutMs: 10_000,
+      what: "the session to lose the deadlock",
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await firstHeld.release();
     expect((await deletion).status).toBe(204);
 
-    await waitFor(async () => /ended: its team was deleted|unexpected error/.test(worker.output.join("")), { timeoutMs: 15_000, what: "the session's end" }).catch(() => {});
+    await waitFor(async () => /ended: its team was deleted|unexpected error/.test(worker.output.join("")), {
+      timeoutMs: 15_000,
+      what: "the session's end",
+    }).catch(() => {});
     // Time for a retry of the wake-up job to show (pg-boss's first after 2 s).
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     const output = worker.output.join("");
@@ -129,7 +154,8 @@ describe("a team deleted while its agent works", () => {
       "[worker] ready: waiting for work.",
       `[worker] session of "${lead.name}" (agent ${lead.id}) ended: its team was deleted`,
     ]);
-    const retried = await database.sql`select count(*)::int as count from pgboss.job where name = 'agent-wake' and (retry_count > 0 or state = 'failed')`;
+    const retried =
+      await database.sql`select count(*)::int as count from pgboss.job where name = 'agent-wake' and (retry_count > 0 or state = 'failed')`;
     expect(retried[0]!.count, "wake-up jobs retried or failed").toBe(0);
     expect(await database.sql`select 1 from inbox_items where type = 'alert'`).toHaveLength(0);
     expect(await database.sql`select 1 from conversations where id = ${log.id}`).toHaveLength(0);

@@ -44,19 +44,37 @@ async function runSessionAndChat() {
     return textReply("Hello from the lead.");
   });
   const engine = await tests.engineWith({ model });
-  const task = await assignTask(database.db, engine.jobs, { agentId: scout.id, source: "lead", title: "Find the launch date" });
+  const task = await assignTask(database.db, engine.jobs, {
+    agentId: scout.id,
+    source: "lead",
+    title: "Find the launch date",
+  });
   const outcome = await runWorkSession(engine.deps, scout.id);
   expect(outcome.status).toBe("completed");
   const reply = await (await streamChatReply(engine.deps, lead.id, "Hi", new AbortController().signal)).text();
   expect(reply).toContain("Hello from the lead.");
-  return { team, lead, scout, task, sessionId: outcome.sessionId!, modelId: model.modelId, chatConversationId: (await getForegroundConversation(database.db, lead.id)).id };
+  return {
+    team,
+    lead,
+    scout,
+    task,
+    sessionId: outcome.sessionId!,
+    modelId: model.modelId,
+    chatConversationId: (await getForegroundConversation(database.db, lead.id)).id,
+  };
 }
 
 /** Every `type` the AI SDK announces on its `ai:telemetry` tracing channel while `work` runs. */
 async function aiTelemetryEvents(work: () => Promise<unknown>): Promise<string[]> {
   const events: string[] = [];
   const channel = tracingChannel(AI_SDK_TELEMETRY_TRACING_CHANNEL);
-  const subscriber = { start: (message: unknown) => void events.push((message as { type: string }).type), end() {}, asyncStart() {}, asyncEnd() {}, error() {} };
+  const subscriber = {
+    start: (message: unknown) => void events.push((message as { type: string }).type),
+    end() {},
+    asyncStart() {},
+    asyncEnd() {},
+    error() {},
+  };
   channel.subscribe(subscriber);
   try {
     await work();
@@ -90,7 +108,9 @@ describe("OpenTelemetry export", () => {
     };
     const named = (prefix: string) => spans.filter((span) => span.name.startsWith(prefix));
 
-    const [session] = named("work_session").filter((span) => span.attributes["cadre.work_session.id"] === world.sessionId);
+    const [session] = named("work_session").filter(
+      (span) => span.attributes["cadre.work_session.id"] === world.sessionId,
+    );
     expect(session).toBeDefined();
     expect(session!.attributes).toMatchObject({
       "cadre.team.id": world.team.id,
@@ -127,19 +147,32 @@ describe("OpenTelemetry export", () => {
     const tools = named("execute_tool addKnowledgeItem");
     expect(tools).toHaveLength(2);
     for (const tool of tools) expect(ancestors(tool)).toContain(turn);
-    const [saved, refused] = [...tools].sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
-    expect(JSON.parse(String(saved!.attributes["gen_ai.tool.call.arguments"]))).toEqual({ type: "fact", content: "The launch moved to May." });
+    const [saved, refused] = [...tools].sort(
+      (a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1],
+    );
+    expect(JSON.parse(String(saved!.attributes["gen_ai.tool.call.arguments"]))).toEqual({
+      type: "fact",
+      content: "The launch moved to May.",
+    });
     expect(JSON.parse(String(saved!.attributes["gen_ai.tool.call.result"]))).toMatchObject({ saved: true });
     expect(saved!.status.code).not.toBe(SpanStatusCode.ERROR);
     expect(refused!.status.code).toBe(SpanStatusCode.ERROR);
     expect(refused!.attributes["gen_ai.tool.call.result"]).toBeUndefined();
 
     const [chatReply] = named("chat_reply");
-    expect(chatReply!.attributes).toMatchObject({ "gen_ai.agent.id": world.lead.id, "gen_ai.conversation.id": world.chatConversationId, "cadre.team.id": world.team.id });
+    expect(chatReply!.attributes).toMatchObject({
+      "gen_ai.agent.id": world.lead.id,
+      "gen_ai.conversation.id": world.chatConversationId,
+      "cadre.team.id": world.team.id,
+    });
     expect(parentOf(chatReply!)).toBeUndefined();
     const chatCalls = named("chat ").filter((span) => ancestors(span).includes(chatReply!));
     expect(chatCalls).toHaveLength(1);
-    expect(chatCalls[0]!.attributes).toMatchObject({ "gen_ai.request.model": world.modelId, "gen_ai.conversation.id": world.chatConversationId, "cadre.model_call.purpose": "chat" });
+    expect(chatCalls[0]!.attributes).toMatchObject({
+      "gen_ai.request.model": world.modelId,
+      "gen_ai.conversation.id": world.chatConversationId,
+      "cadre.model_call.purpose": "chat",
+    });
     // Nothing of the run was left outside the two roots.
     for (const span of spans) expect([session, chatReply]).toContain(ancestors(span).at(-1) ?? span);
   });
@@ -150,25 +183,39 @@ describe("OpenTelemetry export", () => {
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
-        requests.push({ url: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString("utf8") });
+        requests.push({
+          url: request.url ?? "",
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+        });
         response.writeHead(200, { "content-type": "application/json" }).end("{}");
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve));
     const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
-    const saved = { endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT, headers: process.env.OTEL_EXPORTER_OTLP_HEADERS };
+    const saved = {
+      endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
+      headers: process.env.OTEL_EXPORTER_OTLP_HEADERS,
+    };
     // The exporter reads these itself, as it would in the worker.
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
     process.env.OTEL_EXPORTER_OTLP_HEADERS = "x-collector-key=secret-123";
     try {
-      telemetry = startTelemetry({ serviceName: "cadre-worker", source: parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }) });
+      telemetry = startTelemetry({
+        serviceName: "cadre-worker",
+        source: parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }),
+      });
       expect(telemetry).not.toBeNull();
       const world = await runSessionAndChat();
       // Batched: shutdown sends what is buffered, as the worker's does on SIGTERM.
       await telemetry!.shutdown();
       telemetry = null;
       expect(requests.length).toBeGreaterThan(0);
-      expect(requests.every((request) => request.url === "/v1/traces" && request.headers["x-collector-key"] === "secret-123")).toBe(true);
+      expect(
+        requests.every(
+          (request) => request.url === "/v1/traces" && request.headers["x-collector-key"] === "secret-123",
+        ),
+      ).toBe(true);
       const body = requests.map((request) => request.body).join("\n");
       expect(body).toContain('"cadre-worker"');
       expect(body).toContain('"work_session"');

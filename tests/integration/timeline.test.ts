@@ -21,16 +21,32 @@ import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 let database: TestDatabase;
 let engine: TestEngine;
 let tavily: FakeTavily;
-let api: { timeline: typeof import("@/app/api/teams/[teamId]/timeline/route"); session: typeof import("@/app/api/sessions/[sessionId]/route") };
+let api: {
+  timeline: typeof import("@/app/api/teams/[teamId]/timeline/route");
+  session: typeof import("@/app/api/sessions/[sessionId]/route");
+};
 
 beforeAll(async () => {
   database = await createWebTestDatabase();
-  api = { timeline: await import("@/app/api/teams/[teamId]/timeline/route"), session: await import("@/app/api/sessions/[sessionId]/route") };
+  api = {
+    timeline: await import("@/app/api/teams/[teamId]/timeline/route"),
+    session: await import("@/app/api/sessions/[sessionId]/route"),
+  };
   tavily = await startFakeTavily(
-    ({ query }) => ({ results: [{ title: `Grid storage news (${query})`, url: "https://example.com/grid", content: "Battery prices fell 20%." }] }),
-    { extract: ({ urls }) => ({ pages: urls.map((url) => ({ url, title: "Grid storage news", content: "Battery prices fell 20% this year." })) }) },
+    ({ query }) => ({
+      results: [
+        { title: `Grid storage news (${query})`, url: "https://example.com/grid", content: "Battery prices fell 20%." },
+      ],
+    }),
+    {
+      extract: ({ urls }) => ({
+        pages: urls.map((url) => ({ url, title: "Grid storage news", content: "Battery prices fell 20% this year." })),
+      }),
+    },
   );
-  engine = await createTestEngine(database, { config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } } });
+  engine = await createTestEngine(database, {
+    config: { search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url } },
+  });
 });
 afterAll(async () => {
   await engine?.close();
@@ -39,7 +55,9 @@ afterAll(async () => {
 });
 
 async function timeline(teamId: string, query = ""): Promise<Response> {
-  return api.timeline.GET(new Request(`http://localhost/api/teams/${teamId}/timeline${query}`), { params: Promise.resolve({ teamId }) });
+  return api.timeline.GET(new Request(`http://localhost/api/teams/${teamId}/timeline${query}`), {
+    params: Promise.resolve({ teamId }),
+  });
 }
 
 async function page(teamId: string, query = ""): Promise<TimelinePage> {
@@ -49,7 +67,11 @@ async function page(teamId: string, query = ""): Promise<TimelinePage> {
 }
 
 /** Every entry, walking back page by page with the cursor. */
-async function walk(teamId: string, query: string, limit: number): Promise<{ entries: TimelineEntry[]; pages: number }> {
+async function walk(
+  teamId: string,
+  query: string,
+  limit: number,
+): Promise<{ entries: TimelineEntry[]; pages: number }> {
   const entries: TimelineEntry[] = [];
   let cursor: string | null = null;
   let pages = 0;
@@ -64,7 +86,9 @@ async function walk(teamId: string, query: string, limit: number): Promise<{ ent
 }
 
 async function trace(sessionId: string): Promise<SessionTrace> {
-  const response = await api.session.GET(new Request(`http://localhost/api/sessions/${sessionId}`), { params: Promise.resolve({ sessionId }) });
+  const response = await api.session.GET(new Request(`http://localhost/api/sessions/${sessionId}`), {
+    params: Promise.resolve({ sessionId }),
+  });
   expect(response.status, await response.clone().text()).toBe(200);
   return ((await response.json()) as { trace: SessionTrace }).trace;
 }
@@ -92,15 +116,24 @@ describe("the team timeline", () => {
     expect(new Set(full.map((entry) => entry.agent.id))).toEqual(new Set([lead.id, scout.id]));
     expect(new Set(full.map((entry) => entry.kind))).toEqual(new Set(["work", "task", "report", "briefing"]));
     // tool results ride with their calls, never as entries of their own
-    expect(full.filter((entry) => entry.item.type === "message" && entry.item.role !== "assistant" && entry.item.content.startsWith("{"))).toEqual([]);
+    expect(
+      full.filter(
+        (entry) =>
+          entry.item.type === "message" && entry.item.role !== "assistant" && entry.item.content.startsWith("{"),
+      ),
+    ).toEqual([]);
     const calls = full.flatMap((entry) => (entry.item.type === "message" ? entry.item.toolCalls : []));
-    expect(calls.map((call) => call.toolName)).toEqual(expect.arrayContaining(["delegateToAgent", "tavilySearch", "reportToLead", "createInboxItem"]));
+    expect(calls.map((call) => call.toolName)).toEqual(
+      expect.arrayContaining(["delegateToAgent", "tavilySearch", "reportToLead", "createInboxItem"]),
+    );
     expect(calls.every((call) => call.result !== null && !call.result.failed)).toBe(true);
     expect(new Set(full.map((entry) => entry.key)).size).toBe(full.length);
   });
 
   it("links a delegation: the lead's call → the subordinate's task and session → the report back in the lead's log", async () => {
-    const delegation = full.flatMap((entry) => (entry.item.type === "message" ? entry.item.toolCalls : [])).find((call) => call.toolName === "delegateToAgent")!;
+    const delegation = full
+      .flatMap((entry) => (entry.item.type === "message" ? entry.item.toolCalls : []))
+      .find((call) => call.toolName === "delegateToAgent")!;
     expect(delegation.task).toMatchObject({ agentId: scout.id, agentName: "Scout", status: "completed" });
     const scoutSession = delegation.task!.sessionId!;
     const [session] = await database.db.select().from(workSessions).where(eq(workSessions.id, scoutSession));
@@ -108,11 +141,18 @@ describe("the team timeline", () => {
 
     const report = full.find((entry) => entry.kind === "report")!;
     expect(report.agent.id).toBe(lead.id);
-    expect(report.item).toMatchObject({ type: "message", input: { kind: "report", agentName: "Scout" }, task: { id: delegation.task!.id, sessionId: scoutSession } });
+    expect(report.item).toMatchObject({
+      type: "message",
+      input: { kind: "report", agentName: "Scout" },
+      task: { id: delegation.task!.id, sessionId: scoutSession },
+    });
 
     const given = full.find((entry) => entry.item.type === "task-given" && entry.item.task.id === delegation.task!.id)!;
     expect(given.agent.id).toBe(scout.id);
-    expect(given.item).toMatchObject({ parent: { agentId: lead.id, title: "Research grid storage" }, task: { sessionId: scoutSession } });
+    expect(given.item).toMatchObject({
+      parent: { agentId: lead.id, title: "Research grid storage" },
+      task: { sessionId: scoutSession },
+    });
     // the subordinate's own work happened in that session
     const scoutWork = full.filter((entry) => entry.agent.id === scout.id && entry.item.type === "message");
     expect(scoutWork.length).toBeGreaterThan(0);
@@ -122,12 +162,17 @@ describe("the team timeline", () => {
   it("filters by agent and by kind", async () => {
     const scouts = (await page(team.id, `?limit=200&agentId=${scout.id}`)).entries;
     expect(scouts.length).toBeGreaterThan(0);
-    expect(scouts.map((entry) => entry.key)).toEqual(full.filter((entry) => entry.agent.id === scout.id).map((entry) => entry.key));
+    expect(scouts.map((entry) => entry.key)).toEqual(
+      full.filter((entry) => entry.agent.id === scout.id).map((entry) => entry.key),
+    );
 
     for (const kind of ["work", "task", "report", "briefing"]) {
       const entries = (await page(team.id, `?limit=200&kind=${kind}`)).entries;
       expect(entries.length, kind).toBeGreaterThan(0);
-      expect(entries.map((entry) => entry.key), kind).toEqual(full.filter((entry) => entry.kind === kind).map((entry) => entry.key));
+      expect(
+        entries.map((entry) => entry.key),
+        kind,
+      ).toEqual(full.filter((entry) => entry.kind === kind).map((entry) => entry.key));
     }
     expect((await page(team.id, "?kind=alert")).entries).toEqual([]);
     expect((await page(team.id, `?kind=report&agentId=${scout.id}`)).entries).toEqual([]);
@@ -143,11 +188,23 @@ describe("the team timeline", () => {
   });
 
   it("keeps ties on created_at apart by id (tasks and inbox items written in one transaction share now())", async () => {
-    const { team: tied, lead: tiedLead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Ada", "Bo"] });
+    const {
+      team: tied,
+      lead: tiedLead,
+      subordinates,
+    } = await createTeamFixture(database.db, { subordinates: ["Ada", "Bo"] });
     await database.db.transaction(async (tx) => {
       for (const agent of [tiedLead, ...subordinates]) {
-        for (let i = 0; i < 4; i++) await createTask(tx, { agentId: agent.id, source: "user", title: `Tied task ${i}` });
-        await createInboxItem(tx, { teamId: tied.id, agentId: agent.id, type: "alert", title: "Tied alert", summary: "s", content: "c" });
+        for (let i = 0; i < 4; i++)
+          await createTask(tx, { agentId: agent.id, source: "user", title: `Tied task ${i}` });
+        await createInboxItem(tx, {
+          teamId: tied.id,
+          agentId: agent.id,
+          type: "alert",
+          title: "Tied alert",
+          summary: "s",
+          content: "c",
+        });
       }
     });
     const all = (await page(tied.id, "?limit=200")).entries;
@@ -155,7 +212,10 @@ describe("the team timeline", () => {
     expect(new Set(all.map((entry) => entry.at)).size).toBe(1);
     for (const limit of [1, 2, 4, 7]) {
       const walked = await walk(tied.id, "", limit);
-      expect(walked.entries.map((entry) => entry.key), `limit ${limit}`).toEqual(all.map((entry) => entry.key));
+      expect(
+        walked.entries.map((entry) => entry.key),
+        `limit ${limit}`,
+      ).toEqual(all.map((entry) => entry.key));
     }
     const tasksOnly = await walk(tied.id, "&kind=task", 5);
     expect(tasksOnly.entries).toHaveLength(12);
@@ -191,14 +251,22 @@ describe("the session trace", () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research batteries" });
     await runUntilQuiet(engine.deps);
-    const [session] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, subordinates[0]!.id));
+    const [session] = await database.db
+      .select()
+      .from(workSessions)
+      .where(eq(workSessions.agentId, subordinates[0]!.id));
     const result = await trace(session!.id);
 
     expect(result.session).toMatchObject({ id: session!.id, status: "completed" });
     expect(result.agent).toMatchObject({ id: subordinates[0]!.id, name: "Scout" });
     expect(result.marker).toBeNull();
     const tools = result.spans.filter((span) => span.type === "tool");
-    expect(tools.map((span) => span.toolName)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
+    expect(tools.map((span) => span.toolName)).toEqual([
+      "tavilySearch",
+      "readWebPage",
+      "addKnowledgeItem",
+      "reportToLead",
+    ]);
     for (const span of tools) {
       expect(span.result).not.toBeNull();
       expect(span.failed).toBe(false);
@@ -234,7 +302,12 @@ describe("the session trace", () => {
         if (call < 3) return toolCallReply("getTeamStatus", {});
         if (call === 3) return toolCallReply("answerSubordinate", { questionId: randomUUID(), answer: "x" });
         if (call === 4) return toolCallReply("noSuchTool", {});
-        throw new APICallError({ message: "connect ECONNREFUSED 127.0.0.1:9", url: "http://127.0.0.1:9/v1/chat/completions", requestBodyValues: {}, isRetryable: false });
+        throw new APICallError({
+          message: "connect ECONNREFUSED 127.0.0.1:9",
+          url: "http://127.0.0.1:9/v1/chat/completions",
+          requestBodyValues: {},
+          isRetryable: false,
+        });
       },
       { summarize: () => "Summary: looked at the team three times." },
     );
@@ -260,7 +333,9 @@ describe("the session trace", () => {
 
   it("answers 404 for an unknown session", async () => {
     for (const sessionId of [randomUUID(), "nope"]) {
-      const response = await api.session.GET(new Request(`http://localhost/api/sessions/${sessionId}`), { params: Promise.resolve({ sessionId }) });
+      const response = await api.session.GET(new Request(`http://localhost/api/sessions/${sessionId}`), {
+        params: Promise.resolve({ sessionId }),
+      });
       expect(response.status).toBe(404);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe("not_found:session");
     }

@@ -30,7 +30,12 @@ describe("TRUST_PROXY=1", () => {
       team.PATCH(
         new Request(`http://127.0.0.1:3000/api/teams/${target.id}`, {
           method: "PATCH",
-          headers: { origin, host: "127.0.0.1:3000", "x-forwarded-host": "cadre.example.org", "content-type": "application/json" },
+          headers: {
+            origin,
+            host: "127.0.0.1:3000",
+            "x-forwarded-host": "cadre.example.org",
+            "content-type": "application/json",
+          },
           body: JSON.stringify({ name }),
         }),
         { params: Promise.resolve({ teamId: target.id }) },

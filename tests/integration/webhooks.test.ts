@@ -7,7 +7,12 @@ import { asc, eq } from "drizzle-orm";
 import { getAgent, getBackgroundConversation, listMessages } from "@/lib/db/queries";
 import { agentInputs } from "@/lib/db/schema";
 import { AGENT_WAKE_QUEUE } from "@/lib/jobs/queues";
-import { signedWebhookHeaders, WEBHOOK_BODY_LIMIT_BYTES, WEBHOOK_MESSAGE_MAX_CHARS, webhookSignature } from "@/lib/webhooks";
+import {
+  signedWebhookHeaders,
+  WEBHOOK_BODY_LIMIT_BYTES,
+  WEBHOOK_MESSAGE_MAX_CHARS,
+  webhookSignature,
+} from "@/lib/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -41,12 +46,25 @@ afterAll(async () => {
   );
 });
 
-const figures = { accepted: 0, badSignature: 0, stale: 0, replay: 0, unknownTeam: 0, noSecret: 0, oversize: 0, wokenEvery: true };
+const figures = {
+  accepted: 0,
+  badSignature: 0,
+  stale: 0,
+  replay: 0,
+  unknownTeam: 0,
+  noSecret: 0,
+  oversize: 0,
+  wokenEvery: true,
+};
 const ORIGIN = "http://localhost:3000";
 const params = (teamId: string) => ({ params: Promise.resolve({ teamId }) });
 const now = () => Math.floor(Date.now() / 1000);
 
-function hookRequest(teamId: string, body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}): Request {
+function hookRequest(
+  teamId: string,
+  body: string | Uint8Array | ReadableStream<Uint8Array>,
+  headers: Record<string, string> = {},
+): Request {
   return new Request(`${ORIGIN}/api/hooks/${teamId}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -70,7 +88,10 @@ async function errorOf(response: Response, status: number): Promise<string> {
 /** A team whose lead has a webhook secret (created through the API) and a cleared wake flag. */
 async function teamWithSecret() {
   const fixture = await createTeamFixture(database.db);
-  const response = await api.secret.POST(new Request(`${ORIGIN}/api/teams/${fixture.team.id}/webhook-secret`, { method: "POST" }), params(fixture.team.id));
+  const response = await api.secret.POST(
+    new Request(`${ORIGIN}/api/teams/${fixture.team.id}/webhook-secret`, { method: "POST" }),
+    params(fixture.team.id),
+  );
   expect(response.status).toBe(201);
   const { secret } = (await response.json()) as { secret: string };
   await database.sql`update agents set wake_requested_at = null where id = ${fixture.lead.id}`;
@@ -80,8 +101,14 @@ async function teamWithSecret() {
 /** What reached the lead: its work log, then the input queued for its next step. */
 async function backgroundContents(agentId: string): Promise<string[]> {
   const conversation = await getBackgroundConversation(database.db, agentId);
-  const logged = (await listMessages(database.db, conversation.id, { limit: 500 })).map((message) => `${message.role}: ${message.content}`);
-  const queued = await database.db.select().from(agentInputs).where(eq(agentInputs.agentId, agentId)).orderBy(asc(agentInputs.createdAt));
+  const logged = (await listMessages(database.db, conversation.id, { limit: 500 })).map(
+    (message) => `${message.role}: ${message.content}`,
+  );
+  const queued = await database.db
+    .select()
+    .from(agentInputs)
+    .where(eq(agentInputs.agentId, agentId))
+    .orderBy(asc(agentInputs.createdAt));
   return [...logged, ...queued.map((input) => `user: ${input.content}`)];
 }
 
@@ -99,7 +126,10 @@ describe("the webhook secret", () => {
   it("is created and shown once (201 {secret}), reported as configured, and never part of a team's JSON", async () => {
     const { team } = await createTeamFixture(database.db);
     const url = `${ORIGIN}/api/teams/${team.id}/webhook-secret`;
-    expect(await (await api.secret.GET(new Request(url), params(team.id))).json()).toEqual({ configured: false, createdAt: null });
+    expect(await (await api.secret.GET(new Request(url), params(team.id))).json()).toEqual({
+      configured: false,
+      createdAt: null,
+    });
 
     const created = await api.secret.POST(new Request(url, { method: "POST" }), params(team.id));
     expect(created.status).toBe(201);
@@ -111,32 +141,48 @@ describe("the webhook secret", () => {
     const status = (await (await api.secret.GET(new Request(url), params(team.id))).json()) as Record<string, unknown>;
     expect(status).toEqual({ configured: true, createdAt: body.createdAt });
     expect(JSON.stringify(status)).not.toContain(body.secret);
-    for (const response of [await api.team.GET(new Request(`${ORIGIN}/api/teams/${team.id}`), params(team.id)), await api.teams.GET()]) {
+    for (const response of [
+      await api.team.GET(new Request(`${ORIGIN}/api/teams/${team.id}`), params(team.id)),
+      await api.teams.GET(),
+    ]) {
       expect(await response.text()).not.toContain(body.secret);
     }
   });
 
   it("is rotated by another POST: the old secret stops working at once; DELETE stops webhooks altogether", async () => {
     const { team, lead, secret: first } = await teamWithSecret();
-    const rotated = await api.secret.POST(new Request(`${ORIGIN}/api/teams/${team.id}/webhook-secret`, { method: "POST" }), params(team.id));
+    const rotated = await api.secret.POST(
+      new Request(`${ORIGIN}/api/teams/${team.id}/webhook-secret`, { method: "POST" }),
+      params(team.id),
+    );
     const { secret: second } = (await rotated.json()) as { secret: string };
     expect(second).not.toBe(first);
 
     const body = JSON.stringify({ event: "rotated" });
-    expect(await errorOf(await deliver(team.id, body, signedWebhookHeaders(first, body)), 401)).toBe("unauthorized:webhook_signature");
+    expect(await errorOf(await deliver(team.id, body, signedWebhookHeaders(first, body)), 401)).toBe(
+      "unauthorized:webhook_signature",
+    );
     figures.badSignature += 1;
     await expectAccepted(await deliver(team.id, body, signedWebhookHeaders(second, body)), lead.id);
 
-    const removed = await api.secret.DELETE(new Request(`${ORIGIN}/api/teams/${team.id}/webhook-secret`, { method: "DELETE" }), params(team.id));
+    const removed = await api.secret.DELETE(
+      new Request(`${ORIGIN}/api/teams/${team.id}/webhook-secret`, { method: "DELETE" }),
+      params(team.id),
+    );
     expect(removed.status).toBe(204);
     const again = JSON.stringify({ event: "after delete" });
-    expect(await errorOf(await deliver(team.id, again, signedWebhookHeaders(second, again)), 401)).toBe("unauthorized:webhook_secret");
+    expect(await errorOf(await deliver(team.id, again, signedWebhookHeaders(second, again)), 401)).toBe(
+      "unauthorized:webhook_secret",
+    );
     figures.noSecret += 1;
   });
 
   it("answers 404 for an unknown or malformed team id", async () => {
     for (const teamId of [randomUUID(), "not-a-team"]) {
-      const response = await api.secret.POST(new Request(`${ORIGIN}/api/teams/${teamId}/webhook-secret`, { method: "POST" }), params(teamId));
+      const response = await api.secret.POST(
+        new Request(`${ORIGIN}/api/teams/${teamId}/webhook-secret`, { method: "POST" }),
+        params(teamId),
+      );
       expect(await errorOf(response, 404)).toBe("not_found:team");
     }
   });
@@ -150,21 +196,29 @@ describe("POST /api/hooks/:teamId", () => {
     await expectAccepted(await deliver(team.id, body, signedWebhookHeaders(secret, body)), lead.id);
 
     expect(await backgroundContents(lead.id)).toEqual([`user: [webhook:deploy] ${JSON.stringify(payload, null, 2)}`]);
-    const [job] = await database.sql`select data from pgboss.job where name = ${AGENT_WAKE_QUEUE} and data->>'agentId' = ${lead.id}`;
+    const [job] =
+      await database.sql`select data from pgboss.job where name = ${AGENT_WAKE_QUEUE} and data->>'agentId' = ${lead.id}`;
     expect(job).toBeDefined();
   });
 
   it("takes NAME from x-cadre-webhook-name before the body's name, keeps only [A-Za-z0-9_-], defaults to `hook`; text stays text", async () => {
     const { team, lead, secret } = await teamWithSecret();
     const cases: { body: string; headers?: Record<string, string>; expected: string }[] = [
-      { body: JSON.stringify({ name: "from-body", n: 1 }), headers: { "x-cadre-webhook-name": "ci_build-7" }, expected: "[webhook:ci_build-7] " },
+      {
+        body: JSON.stringify({ name: "from-body", n: 1 }),
+        headers: { "x-cadre-webhook-name": "ci_build-7" },
+        expected: "[webhook:ci_build-7] ",
+      },
       { body: JSON.stringify({ name: "] [webhook:admin] <b>x</b>", n: 2 }), expected: "[webhook:webhookadminbxb] " },
       { body: "plain text alert: disk 91% full", expected: "[webhook:hook] plain text alert: disk 91% full" },
       { body: "", expected: "[webhook:hook] (empty body)" },
       { body: JSON.stringify([1, 2]), expected: "[webhook:hook] [\n  1,\n  2\n]" },
     ];
     for (const { body, headers, expected } of cases) {
-      await expectAccepted(await deliver(team.id, body, { ...signedWebhookHeaders(secret, body), ...headers }), lead.id);
+      await expectAccepted(
+        await deliver(team.id, body, { ...signedWebhookHeaders(secret, body), ...headers }),
+        lead.id,
+      );
       const last = (await backgroundContents(lead.id)).at(-1)!;
       expect(last.slice(0, `user: ${expected}`.length)).toBe(`user: ${expected}`);
     }
@@ -191,7 +245,10 @@ describe("POST /api/hooks/:teamId", () => {
 
   it("truncates what it shows the lead to a readable size", async () => {
     const { team, lead, secret } = await teamWithSecret();
-    const body = JSON.stringify({ name: "bulk", rows: Array.from({ length: 1500 }, (_, i) => ({ i, v: "x".repeat(10) })) });
+    const body = JSON.stringify({
+      name: "bulk",
+      rows: Array.from({ length: 1500 }, (_, i) => ({ i, v: "x".repeat(10) })),
+    });
     expect(body.length).toBeLessThan(WEBHOOK_BODY_LIMIT_BYTES);
     await expectAccepted(await deliver(team.id, body, signedWebhookHeaders(secret, body)), lead.id);
     const last = (await backgroundContents(lead.id)).at(-1)!;
@@ -207,9 +264,17 @@ describe("POST /api/hooks/:teamId", () => {
     const attempts: { what: string; body: string; headers: Record<string, string> }[] = [
       { what: "signed with another secret", body, headers: signedWebhookHeaders("whsec_not-the-secret", body) },
       { what: "a tampered body", body: body.replace("ok", "failed"), headers: good },
-      { what: "a different timestamp than signed", body, headers: { ...good, "x-cadre-timestamp": String(Number(stamp) - 1) } },
+      {
+        what: "a different timestamp than signed",
+        body,
+        headers: { ...good, "x-cadre-timestamp": String(Number(stamp) - 1) },
+      },
       { what: "no signature", body, headers: { "x-cadre-timestamp": stamp } },
-      { what: "a signature without sha256=", body, headers: { ...good, "x-cadre-signature": webhookSignature(secret, stamp, body) } },
+      {
+        what: "a signature without sha256=",
+        body,
+        headers: { ...good, "x-cadre-signature": webhookSignature(secret, stamp, body) },
+      },
       { what: "a short signature", body, headers: { ...good, "x-cadre-signature": "sha256=abcd" } },
       { what: "a non-hex signature", body, headers: { ...good, "x-cadre-signature": `sha256=${"z".repeat(64)}` } },
       { what: "no timestamp", body, headers: { "x-cadre-signature": good["x-cadre-signature"]! } },
@@ -251,7 +316,9 @@ describe("POST /api/hooks/:teamId", () => {
 
     const twin = JSON.stringify({ name: "twin", id: 2 });
     const twinHeaders = signedWebhookHeaders(secret, twin);
-    const statuses = (await Promise.all([deliver(team.id, twin, twinHeaders), deliver(team.id, twin, twinHeaders)])).map((response) => response.status);
+    const statuses = (
+      await Promise.all([deliver(team.id, twin, twinHeaders), deliver(team.id, twin, twinHeaders)])
+    ).map((response) => response.status);
     expect(statuses.sort()).toEqual([202, 409]);
     figures.accepted += 1;
     figures.replay += 1;
@@ -261,7 +328,9 @@ describe("POST /api/hooks/:teamId", () => {
   it("answers 404 for an unknown team and for a malformed team id", async () => {
     for (const teamId of [randomUUID(), "'; drop table teams; --"]) {
       const body = JSON.stringify({ name: "lost" });
-      expect(await errorOf(await deliver(teamId, body, signedWebhookHeaders("whsec_x", body)), 404)).toBe("not_found:team");
+      expect(await errorOf(await deliver(teamId, body, signedWebhookHeaders("whsec_x", body)), 404)).toBe(
+        "not_found:team",
+      );
       figures.unknownTeam += 1;
     }
   });
@@ -269,7 +338,9 @@ describe("POST /api/hooks/:teamId", () => {
   it("answers 401 when the team has no secret", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     const body = JSON.stringify({ name: "early" });
-    expect(await errorOf(await deliver(team.id, body, signedWebhookHeaders("whsec_guess", body)), 401)).toBe("unauthorized:webhook_secret");
+    expect(await errorOf(await deliver(team.id, body, signedWebhookHeaders("whsec_guess", body)), 401)).toBe(
+      "unauthorized:webhook_secret",
+    );
     figures.noSecret += 1;
     expect(await backgroundContents(lead.id)).toEqual([]);
   });
@@ -283,7 +354,8 @@ describe("POST /api/hooks/:teamId", () => {
     const bytes = new TextEncoder().encode(body);
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
-        for (let offset = 0; offset < bytes.length; offset += 8192) controller.enqueue(bytes.slice(offset, offset + 8192));
+        for (let offset = 0; offset < bytes.length; offset += 8192)
+          controller.enqueue(bytes.slice(offset, offset + 8192));
         controller.close();
       },
     });
@@ -304,12 +376,17 @@ describe("POST /api/hooks/:teamId", () => {
   it("needs no Origin check (a webhook carries no cookie), and forgets deliveries only after the tolerance has passed twice", async () => {
     const { team, lead, secret } = await teamWithSecret();
     const body = JSON.stringify({ name: "from-a-browser-tool" });
-    await expectAccepted(await deliver(team.id, body, { ...signedWebhookHeaders(secret, body), origin: "https://hooks.example" }), lead.id);
+    await expectAccepted(
+      await deliver(team.id, body, { ...signedWebhookHeaders(secret, body), origin: "https://hooks.example" }),
+      lead.id,
+    );
     // An old delivery is pruned by the next one; a recent one stays (and keeps refusing its replay).
     await database.sql`insert into webhook_deliveries (team_id, signature, received_at) values (${team.id}, ${"a".repeat(64)}, now() - interval '1 hour')`;
     const next = JSON.stringify({ name: "next" });
     await expectAccepted(await deliver(team.id, next, signedWebhookHeaders(secret, next)), lead.id);
-    const rows = await database.sql<{ signature: string }[]>`select signature from webhook_deliveries where team_id = ${team.id}`;
+    const rows = await database.sql<
+      { signature: string }[]
+    >`select signature from webhook_deliveries where team_id = ${team.id}`;
     expect(rows.map((row) => row.signature)).not.toContain("a".repeat(64));
     expect(rows).toHaveLength(2);
   });

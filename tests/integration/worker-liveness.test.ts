@@ -46,7 +46,10 @@ async function workerRow(id: string) {
 
 /** Moves a task's creation (so its waiting) back in time. */
 async function backdateTask(taskId: string, seconds: number) {
-  await database.db.update(tasks).set({ createdAt: sql`now() - make_interval(secs => ${seconds})` }).where(eq(tasks.id, taskId));
+  await database.db
+    .update(tasks)
+    .set({ createdAt: sql`now() - make_interval(secs => ${seconds})` })
+    .where(eq(tasks.id, taskId));
 }
 
 async function backdateWorker(id: string, seconds: number) {
@@ -65,7 +68,9 @@ async function noWorkerAlerts() {
 }
 
 describe("worker liveness", () => {
-  it("a worker registers when it starts, beats while it runs, and says it stopped when stopped", { timeout: 30_000 }, async () => {
+  it("a worker registers when it starts, beats while it runs, and says it stopped when stopped", {
+    timeout: 30_000,
+  }, async () => {
     const id = "liveness-test:1";
     const lines: string[] = [];
     const worker = await startWorker({
@@ -109,28 +114,44 @@ describe("worker liveness", () => {
       concurrency: 1,
       deps: { config: { ...engineConfigFromEnv(), worker: id, staleSessionSeconds: STALE } },
       // The error itself reaches the log, cause included (drizzle's "Failed query" alone says little).
-      log: (message, error) => lines.push(`${message} ${error instanceof Error ? `${error.message} ${error.cause instanceof Error ? error.cause.message : ""}` : ""}`),
+      log: (message, error) =>
+        lines.push(
+          `${message} ${error instanceof Error ? `${error.message} ${error.cause instanceof Error ? error.cause.message : ""}` : ""}`,
+        ),
     });
     try {
       await database.db.execute(sql`alter table workers rename to workers_elsewhere`);
       try {
-        await waitFor(async () => lines.some((line) => line.includes("could not record its heartbeat")), { timeoutMs: 5_000, what: "a failed beat" });
+        await waitFor(async () => lines.some((line) => line.includes("could not record its heartbeat")), {
+          timeoutMs: 5_000,
+          what: "a failed beat",
+        });
       } finally {
         await database.db.execute(sql`alter table workers_elsewhere rename to workers`);
       }
-      expect(lines.find((line) => line.includes("could not record its heartbeat"))).toMatch(/relation "workers" does not exist/);
+      expect(lines.find((line) => line.includes("could not record its heartbeat"))).toMatch(
+        /relation "workers" does not exist/,
+      );
       const before = (await workerRow(id))!.heartbeatAt;
-      await waitFor(async () => ((await workerRow(id))?.heartbeatAt ?? before) > before, { timeoutMs: 5_000, what: "beats to resume" });
+      await waitFor(async () => ((await workerRow(id))?.heartbeatAt ?? before) > before, {
+        timeoutMs: 5_000,
+        what: "beats to resume",
+      });
       expect(await readWorkerLiveness(database.db, STALE)).toMatchObject({ alive: 1 });
     } finally {
       await worker.stop();
     }
   });
 
-  it("a worker process killed with SIGKILL stops counting as alive after the staleness window", { timeout: 60_000 }, async () => {
+  it("a worker process killed with SIGKILL stops counting as alive after the staleness window", {
+    timeout: 60_000,
+  }, async () => {
     const worker = startWorkerProcess({ DATABASE_URL: database.url, SESSION_STALE_SECONDS: String(STALE) });
     processes.push(worker);
-    await waitFor(async () => worker.output.join("").includes("[worker] ready"), { timeoutMs: 30_000, what: "the worker" }).catch((error) => {
+    await waitFor(async () => worker.output.join("").includes("[worker] ready"), {
+      timeoutMs: 30_000,
+      what: "the worker",
+    }).catch((error) => {
       throw new Error(`${error.message}\nworker output:\n${worker.output.join("")}`);
     });
     const [row] = await database.db.select().from(workers);
@@ -154,10 +175,18 @@ describe("worker liveness", () => {
     // SIGTERM: the process says it stopped on its way out.
     const polite = startWorkerProcess({ DATABASE_URL: database.url, SESSION_STALE_SECONDS: String(STALE) });
     processes.push(polite);
-    await waitFor(async () => polite.output.join("").includes("[worker] ready"), { timeoutMs: 30_000, what: "the second worker" });
+    await waitFor(async () => polite.output.join("").includes("[worker] ready"), {
+      timeoutMs: 30_000,
+      what: "the second worker",
+    });
     expect(await readWorkerLiveness(database.db, STALE)).toMatchObject({ alive: 1 });
     expect(await polite.stop("SIGTERM")).toBe(0);
-    const politeRow = (await database.db.select().from(workers).where(sql`id like ${`%:${polite.child.pid}`}`))[0];
+    const politeRow = (
+      await database.db
+        .select()
+        .from(workers)
+        .where(sql`id like ${`%:${polite.child.pid}`}`)
+    )[0];
     expect(politeRow!.stoppedAt).toBeInstanceOf(Date);
     expect(await readWorkerLiveness(database.db, STALE)).toMatchObject({ alive: 0 });
   });
@@ -177,7 +206,12 @@ describe("health with workers and backlog", () => {
   it("is degraded when a task waits and no worker is alive, ok once one is, and ok with no work", async () => {
     expect(await checkHealth({ db: database.db, jobs, staleSeconds: STALE })).toEqual({
       ok: true,
-      health: { status: "ok", database: "ok", workers: { alive: 0, lastSeenAt: null }, backlog: { agents: 0, oldestWaitingSince: null } },
+      health: {
+        status: "ok",
+        database: "ok",
+        workers: { alive: 0, lastSeenAt: null },
+        backlog: { agents: 0, oldestWaitingSince: null },
+      },
     });
 
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
@@ -202,22 +236,33 @@ describe("health with workers and backlog", () => {
 
     // Its heartbeat goes stale: degraded again.
     await backdateWorker("health-host:1", STALE + 1);
-    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "degraded", workers: { alive: 0 } });
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({
+      status: "degraded",
+      workers: { alive: 0 },
+    });
   });
 
   it("counts an agent with only queued input or only a wake-up as waiting", async () => {
     const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
     await database.db.insert(agentInputs).values({ agentId: lead.id, content: "Subordinate Scout reports: done" });
     await database.db.update(agents).set({ wakeRequestedAt: sql`now()` }).where(eq(agents.id, subordinates[0]!.id));
-    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "degraded", backlog: { agents: 2 } });
-    expect((await listAgentsAwaitingWork(database.db)).map((agent) => agent.agentId).sort()).toEqual([lead.id, subordinates[0]!.id].sort());
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({
+      status: "degraded",
+      backlog: { agents: 2 },
+    });
+    expect((await listAgentsAwaitingWork(database.db)).map((agent) => agent.agentId).sort()).toEqual(
+      [lead.id, subordinates[0]!.id].sort(),
+    );
   });
 
   it("does not count the work of a paused team: it waits for the person, not for a worker", async () => {
     const { team, lead } = await createTeamFixture(database.db);
     await createTask(database.db, { agentId: lead.id, source: "user", title: "Later" });
     await database.db.update(teams).set({ status: "paused" }).where(eq(teams.id, team.id));
-    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({ status: "ok", backlog: { agents: 0 } });
+    expect(await checkBackgroundWork(database.db, { jobs, staleSeconds: STALE })).toMatchObject({
+      status: "ok",
+      backlog: { agents: 0 },
+    });
   });
 });
 
@@ -235,7 +280,12 @@ describe("the no-worker alert", () => {
     for (let i = 0; i < 4; i++) await checkHealth({ db: database.db, jobs, staleSeconds: STALE });
     const first = await noWorkerAlerts();
     expect(first).toHaveLength(1);
-    expect(first[0]).toMatchObject({ teamId: team.id, agentId: lead.id, type: "alert", title: "Background work is waiting: no worker is running" });
+    expect(first[0]).toMatchObject({
+      teamId: team.id,
+      agentId: lead.id,
+      type: "alert",
+      title: "Background work is waiting: no worker is running",
+    });
     expect(first[0]!.content).toContain("`npm run worker`");
 
     // A worker runs (and would have done the work), then goes away; the work waits again.

@@ -17,7 +17,11 @@ export type TestEngine = { deps: EngineDeps; jobs: JobQueue; logs: string[]; clo
  */
 export async function createTestEngine(
   database: TestDatabase,
-  options: { model?: LanguageModel; modelFor?: (override?: string | null) => LanguageModel; config?: Partial<EngineConfig> } = {},
+  options: {
+    model?: LanguageModel;
+    modelFor?: (override?: string | null) => LanguageModel;
+    config?: Partial<EngineConfig>;
+  } = {},
 ): Promise<TestEngine> {
   const jobs = await JobQueue.start(database.url, "web", { quiet: true });
   const logs: string[] = [];
@@ -55,7 +59,9 @@ export async function runUntilQuiet(
 ): Promise<{ agentId: string; outcome: SessionOutcome }[]> {
   const ran: { agentId: string; outcome: SessionOutcome }[] = [];
   for (let i = 0; i < maxSessions; i++) {
-    const [agentId] = (await listAgentsAwaitingWork(deps.db)).map((agent) => agent.agentId).filter((id) => !options.agentIds || options.agentIds.includes(id));
+    const [agentId] = (await listAgentsAwaitingWork(deps.db))
+      .map((agent) => agent.agentId)
+      .filter((id) => !options.agentIds || options.agentIds.includes(id));
     if (!agentId) return ran;
     ran.push({ agentId, outcome: await runWorkSession(deps, agentId) });
   }
@@ -71,7 +77,9 @@ export async function runUntilQuiet(
 export function useEngineTests() {
   const context = {
     database: undefined as unknown as TestDatabase,
-    engineWith: async (...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never) => {
+    engineWith: async (
+      ...args: Parameters<typeof createTestEngine> extends [unknown, ...infer Rest] ? Rest : never
+    ) => {
       const engine = await createTestEngine(context.database, ...args);
       engines.push(engine);
       return engine;

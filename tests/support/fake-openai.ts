@@ -76,7 +76,10 @@ export type FakeOpenAIOptions = {
   promptCache?: PromptCache;
 };
 
-export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandler, options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
+export async function startFakeOpenAI(
+  handler: FakeOpenAIHandler = defaultHandler,
+  options: FakeOpenAIOptions = {},
+): Promise<FakeOpenAI> {
   let current = handler;
   let closed = false;
   const requests: RecordedRequest[] = [];
@@ -96,14 +99,23 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
 
   async function respond(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
-      return sendJson(res, 401, { error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } });
+      return sendJson(res, 401, {
+        error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" },
+      });
     }
     if (req.method === "GET" && req.url?.endsWith("/models")) {
-      const data = (options.models ?? ["fake-model"]).map((id) => ({ id, object: "model", created: 0, owned_by: "fake" }));
+      const data = (options.models ?? ["fake-model"]).map((id) => ({
+        id,
+        object: "model",
+        created: 0,
+        owned_by: "fake",
+      }));
       return sendJson(res, 200, { object: "list", data });
     }
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
-      return sendJson(res, 404, { error: { message: `No route for ${req.method} ${req.url}`, type: "invalid_request_error" } });
+      return sendJson(res, 404, {
+        error: { message: `No route for ${req.method} ${req.url}`, type: "invalid_request_error" },
+      });
     }
     const request = JSON.parse(await readBody(req)) as FakeChatRequest;
     received += 1;
@@ -121,8 +133,11 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
         case "hang":
           return; // close() destroys the socket
         case "status": {
-          const headers: Record<string, string> = reply.retryAfterSeconds === undefined ? {} : { "retry-after": String(reply.retryAfterSeconds) };
-          const body = reply.body ?? { error: { message: `Fake failure (${reply.status})`, type: "server_error", code: null } };
+          const headers: Record<string, string> =
+            reply.retryAfterSeconds === undefined ? {} : { "retry-after": String(reply.retryAfterSeconds) };
+          const body = reply.body ?? {
+            error: { message: `Fake failure (${reply.status})`, type: "server_error", code: null },
+          };
           return sendJson(res, reply.status, body, headers);
         }
         case "cut":
@@ -137,7 +152,11 @@ export async function startFakeOpenAI(handler: FakeOpenAIHandler = defaultHandle
           return void res.end();
         case "malformed-tool-call": {
           const name = reply.name ?? request.tools?.[0]?.function.name ?? "unknownTool";
-          const call = { id: reply.id ?? "call_malformed", type: "function", function: { name, arguments: reply.arguments ?? '{"query": "cats' } };
+          const call = {
+            id: reply.id ?? "call_malformed",
+            type: "function",
+            function: { name, arguments: reply.arguments ?? '{"query": "cats' },
+          };
           return send(request, res, { text: "", toolCalls: [] }, [call], gone, cached);
         }
       }
@@ -184,14 +203,20 @@ async function send(
   const text = reply.text ?? "";
   const finishReason = calls.length > 0 ? "tool_calls" : "stop";
   const completionChars = text.length + calls.reduce((sum, call) => sum + call.function.arguments.length, 0);
-  const usage = wireUsage(reply.usage ?? {
-    prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
-    completion_tokens: Math.ceil(completionChars / 4),
-    cached_tokens: cached?.cachedTokens,
-  });
+  const usage = wireUsage(
+    reply.usage ?? {
+      prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
+      completion_tokens: Math.ceil(completionChars / 4),
+      cached_tokens: cached?.cachedTokens,
+    },
+  );
 
   if (!request.stream) {
-    const message = { role: "assistant", content: text || (calls.length > 0 ? null : ""), ...(calls.length > 0 && { tool_calls: calls }) };
+    const message = {
+      role: "assistant",
+      content: text || (calls.length > 0 ? null : ""),
+      ...(calls.length > 0 && { tool_calls: calls }),
+    };
     return sendJson(res, 200, {
       id: "chatcmpl-fake",
       object: "chat.completion",
@@ -213,7 +238,9 @@ async function send(
     // Arguments arrive in two pieces, as real servers split them.
     const middle = Math.ceil(call.function.arguments.length / 2);
     for (const part of [call.function.arguments.slice(0, middle), call.function.arguments.slice(middle)]) {
-      events.push(chunk(request, { delta: { tool_calls: [{ index, function: { arguments: part } }] }, finish_reason: null }));
+      events.push(
+        chunk(request, { delta: { tool_calls: [{ index, function: { arguments: part } }] }, finish_reason: null }),
+      );
     }
   });
   events.push(chunk(request, { delta: {}, finish_reason: finishReason }));

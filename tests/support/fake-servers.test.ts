@@ -59,7 +59,11 @@ describe("fake OpenAI server through @ai-sdk/openai", () => {
       content: JSON.stringify({ hits: ["cats are great"] }),
     });
     const steps = await result.steps;
-    expect(steps.at(-1)?.usage).toMatchObject({ inputTokens: 50, outputTokens: 10, inputTokenDetails: { cacheReadTokens: 32 } });
+    expect(steps.at(-1)?.usage).toMatchObject({
+      inputTokens: 50,
+      outputTokens: 10,
+      inputTokenDetails: { cacheReadTokens: 32 },
+    });
   });
 
   it("answers a non-streaming generateText with the default reply and estimated usage", async () => {
@@ -129,7 +133,11 @@ describe("fake Tavily server through @tavily/core", () => {
       expect(response.results.map((result) => result.title)).toEqual(["About cats", "cats: the latest"]);
       expect(response.results[0]).toMatchObject({ url: "https://example.com/about", score: 0.9 });
       expect(fake.requests).toEqual([
-        { path: "/search", authorization: "Bearer tvly-test", body: expect.objectContaining({ query: "cats", max_results: 2 }) },
+        {
+          path: "/search",
+          authorization: "Bearer tvly-test",
+          body: expect.objectContaining({ query: "cats", max_results: 2 }),
+        },
       ]);
     } finally {
       await fake.close();
@@ -139,7 +147,9 @@ describe("fake Tavily server through @tavily/core", () => {
   it("turns an error reply into the client's error message", async () => {
     const fake = await startFakeTavily(() => ({ status: 401, error: "Unauthorized: missing or invalid API key." }));
     try {
-      await expect(tavily({ apiKey: "tvly-bad", apiBaseURL: fake.url }).search("cats")).rejects.toThrow(/invalid API key/);
+      await expect(tavily({ apiKey: "tvly-bad", apiBaseURL: fake.url }).search("cats")).rejects.toThrow(
+        /invalid API key/,
+      );
     } finally {
       await fake.close();
     }
@@ -151,15 +161,28 @@ describe("fake Tavily server through @tavily/core", () => {
       const client = tavily({ apiKey: "tvly-test", apiBaseURL: fake.url });
       const read = await client.extract(["https://example.com/a"], { format: "markdown" });
       expect(read.results).toEqual([
-        expect.objectContaining({ url: "https://example.com/a", title: "The page at https://example.com/a", rawContent: expect.stringContaining("full text") }),
+        expect.objectContaining({
+          url: "https://example.com/a",
+          title: "The page at https://example.com/a",
+          rawContent: expect.stringContaining("full text"),
+        }),
       ]);
       expect(fake.extracts).toEqual([
-        { path: "/extract", authorization: "Bearer tvly-test", body: expect.objectContaining({ urls: ["https://example.com/a"], format: "markdown" }) },
+        {
+          path: "/extract",
+          authorization: "Bearer tvly-test",
+          body: expect.objectContaining({ urls: ["https://example.com/a"], format: "markdown" }),
+        },
       ]);
       expect(fake.requests).toEqual([]);
 
-      fake.extract = ({ urls }) => ({ pages: [], failed: urls.map((url) => ({ url, error: "Could not fetch the page." })) });
-      expect((await client.extract(["https://example.com/b"])).failedResults).toEqual([{ url: "https://example.com/b", error: "Could not fetch the page." }]);
+      fake.extract = ({ urls }) => ({
+        pages: [],
+        failed: urls.map((url) => ({ url, error: "Could not fetch the page." })),
+      });
+      expect((await client.extract(["https://example.com/b"])).failedResults).toEqual([
+        { url: "https://example.com/b", error: "Could not fetch the page." },
+      ]);
 
       fake.extract = () => ({ status: 432, error: "Plan limit reached." });
       await expect(client.extract(["https://example.com/c"])).rejects.toThrow(/Plan limit reached/);
@@ -190,6 +213,11 @@ describe("the prompt cache stand-in", () => {
     cache.measure({ messages, tools: [tool("a"), tool("b")] });
     expect(cache.measure({ messages, tools: [tool("a"), tool("b")] }).cachedTokens).toBeGreaterThanOrEqual(1024);
     expect(cache.measure({ messages, tools: [tool("b")] }).cachedTokens).toBe(0);
-    expect(extension(promptText({ messages: messages.slice(0, 1) }), promptText({ messages: [...messages, { role: "user", content: "hi" }] })).extends).toBe(true);
+    expect(
+      extension(
+        promptText({ messages: messages.slice(0, 1) }),
+        promptText({ messages: [...messages, { role: "user", content: "hi" }] }),
+      ).extends,
+    ).toBe(true);
   });
 });

@@ -27,9 +27,13 @@ export type FakeTavilyExtractBody = { urls: string[]; [key: string]: unknown };
 export type FakeTavilyPage = { url: string; title?: string | null; content: string };
 
 /** Pages read, and urls Tavily could not read (its `failed_results`); or the whole request failing. */
-export type FakeTavilyExtractReply = { pages: FakeTavilyPage[]; failed?: { url: string; error: string }[] } | { status: number; error: string };
+export type FakeTavilyExtractReply =
+  | { pages: FakeTavilyPage[]; failed?: { url: string; error: string }[] }
+  | { status: number; error: string };
 
-export type FakeTavilyExtractHandler = (body: FakeTavilyExtractBody) => FakeTavilyExtractReply | Promise<FakeTavilyExtractReply>;
+export type FakeTavilyExtractHandler = (
+  body: FakeTavilyExtractBody,
+) => FakeTavilyExtractReply | Promise<FakeTavilyExtractReply>;
 
 export type FakeTavilyExtractRequest = { path: string; authorization: string | undefined; body: FakeTavilyExtractBody };
 
@@ -53,7 +57,11 @@ const defaultHandler: FakeTavilyHandler = ({ query }) => ({
 
 /** Every url reads as a short page that names it. */
 export const defaultExtractHandler: FakeTavilyExtractHandler = ({ urls }) => ({
-  pages: urls.map((url) => ({ url, title: `The page at ${url}`, content: `# The page at ${url}\n\nThe full text of the page at ${url}.` })),
+  pages: urls.map((url) => ({
+    url,
+    title: `The page at ${url}`,
+    content: `# The page at ${url}\n\nThe full text of the page at ${url}.`,
+  })),
 });
 
 export async function startFakeTavily(
@@ -112,7 +120,12 @@ export async function startFakeTavily(
     const reply = await fake.extract(body);
     if ("error" in reply) return sendJson(res, reply.status, { detail: { error: reply.error } });
     sendJson(res, 200, {
-      results: reply.pages.map((page) => ({ url: page.url, title: page.title ?? null, raw_content: page.content, images: [] })),
+      results: reply.pages.map((page) => ({
+        url: page.url,
+        title: page.title ?? null,
+        raw_content: page.content,
+        images: [],
+      })),
       failed_results: reply.failed ?? [],
       response_time: (performance.now() - started) / 1000,
       request_id: `fake-extract-${extracts.length}`,

@@ -6,7 +6,11 @@ import * as formats from "@/lib/agents/formats";
 import * as prompts from "@/lib/agents/prompts";
 import { toolCatalogue } from "@/lib/agents/tool-policies";
 
-export type Finding = { detector: "uuid" | "engine phrase" | "sql" | "stack" | "tool name"; match: string; context: string };
+export type Finding = {
+  detector: "uuid" | "engine phrase" | "sql" | "stack" | "tool name";
+  match: string;
+  context: string;
+};
 
 const SENTINEL = "\u0001";
 
@@ -38,17 +42,38 @@ function writtenBy(module: Record<string, unknown>): string[] {
 
 /** The structured builders, called the way the engine calls them, with placeholder names. */
 function writtenByBuilders(): string[] {
-  const agent = (role: "lead" | "subordinate") => ({ id: SENTINEL, name: SENTINEL, role, instructions: SENTINEL, parentAgentId: null, toolScope: null });
+  const agent = (role: "lead" | "subordinate") => ({
+    id: SENTINEL,
+    name: SENTINEL,
+    role,
+    instructions: SENTINEL,
+    parentAgentId: null,
+    toolScope: null,
+  });
   const team = { id: SENTINEL, name: SENTINEL, mission: SENTINEL };
   const members = [agent("lead"), { ...agent("subordinate"), id: SENTINEL.repeat(2) }];
   const openTasks = [{ id: SENTINEL, title: SENTINEL, status: "pending" }];
   const out: string[] = [];
   for (const role of ["lead", "subordinate"] as const) {
-    const input = { agent: agent(role), team, members, openTasks, focus: SENTINEL } as unknown as Parameters<typeof prompts.workInstructions>[0];
+    const input = { agent: agent(role), team, members, openTasks, focus: SENTINEL } as unknown as Parameters<
+      typeof prompts.workInstructions
+    >[0];
     out.push(prompts.workInstructions(input), prompts.chatInstructions(input));
   }
-  out.push(prompts.taskMessage({ id: SENTINEL, title: SENTINEL, description: SENTINEL, source: "lead" } as unknown as Parameters<typeof prompts.taskMessage>[0]));
-  out.push(formats.formatDecisions([{ toolName: SENTINEL, toolCallId: SENTINEL, status: "approved", decisionNote: SENTINEL }, { toolName: SENTINEL, toolCallId: SENTINEL, status: "denied", decisionNote: SENTINEL }]));
+  out.push(
+    prompts.taskMessage({
+      id: SENTINEL,
+      title: SENTINEL,
+      description: SENTINEL,
+      source: "lead",
+    } as unknown as Parameters<typeof prompts.taskMessage>[0]),
+  );
+  out.push(
+    formats.formatDecisions([
+      { toolName: SENTINEL, toolCallId: SENTINEL, status: "approved", decisionNote: SENTINEL },
+      { toolName: SENTINEL, toolCallId: SENTINEL, status: "denied", decisionNote: SENTINEL },
+    ]),
+  );
   out.push(formats.formatOpenTasks(openTasks, SENTINEL), formats.formatOpenTasks([], null));
   return out;
 }
@@ -91,7 +116,8 @@ function around(text: string, index: number, length: number): string {
 }
 
 function matchAll(text: string, pattern: RegExp, detector: Finding["detector"], out: Finding[]): void {
-  for (const match of text.matchAll(pattern)) out.push({ detector, match: match[0].slice(0, 80), context: around(text, match.index, match[0].length) });
+  for (const match of text.matchAll(pattern))
+    out.push({ detector, match: match[0].slice(0, 80), context: around(text, match.index, match[0].length) });
 }
 
 /** SQL and stack fragments: never on a page, not even inside a Details disclosure. */
@@ -127,7 +153,8 @@ export async function pageTexts(page: Page): Promise<{ visible: string; withoutC
     const visible = document.body.innerText;
     const style = document.createElement("style");
     // Only settings lists may show a tool's technical name, as code beside its label.
-    style.textContent = ".policy-row code, .scopes code, .mcp-tools code, .mcp-tool-chips code { display: none !important; }";
+    style.textContent =
+      ".policy-row code, .scopes code, .mcp-tools code, .mcp-tool-chips code { display: none !important; }";
     document.head.append(style);
     const withoutCode = document.body.innerText;
     style.remove();
@@ -147,5 +174,8 @@ export async function pageTexts(page: Page): Promise<{ visible: string; withoutC
 /** Scans the page as it is shown now. */
 export async function scanPage(page: Page, phrases = enginePhrases()): Promise<Finding[]> {
   const { visible, withoutCode, disclosures } = await pageTexts(page);
-  return [...internalFindings(visible, withoutCode, phrases), ...technicalFindings(disclosures).filter((finding) => !visible.includes(finding.match))];
+  return [
+    ...internalFindings(visible, withoutCode, phrases),
+    ...technicalFindings(disclosures).filter((finding) => !visible.includes(finding.match)),
+  ];
 }

@@ -14,7 +14,12 @@ if (process.argv[2] === "exit") {
 const input = { type: "object", properties: {} };
 const tools = [
   { name: "get.page", description: "Gets the page (dot).", inputSchema: input, annotations: { readOnlyHint: true } },
-  { name: "get_page", description: "Gets the page (underscore).", inputSchema: input, annotations: { readOnlyHint: true } },
+  {
+    name: "get_page",
+    description: "Gets the page (underscore).",
+    inputSchema: input,
+    annotations: { readOnlyHint: true },
+  },
   { name: "huge", description: "Answers 3 MB of text.", inputSchema: input, annotations: { readOnlyHint: true } },
   { name: "broken", description: "Always fails.", inputSchema: input, annotations: { readOnlyHint: true } },
   { name: "crash", description: "Dies while answering.", inputSchema: input, annotations: { readOnlyHint: true } },

@@ -1,4 +1,9 @@
-import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult, LanguageModelV4Prompt, LanguageModelV4StreamPart } from "@ai-sdk/provider";
+import type {
+  LanguageModelV4CallOptions,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+} from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 
 const usage = (input = 10, output = 5) => ({
@@ -7,11 +12,20 @@ const usage = (input = 10, output = 5) => ({
 });
 
 export function textReply(text: string): LanguageModelV4GenerateResult {
-  return { content: [{ type: "text", text }], finishReason: { unified: "stop", raw: undefined }, usage: usage(), warnings: [] };
+  return {
+    content: [{ type: "text", text }],
+    finishReason: { unified: "stop", raw: undefined },
+    usage: usage(),
+    warnings: [],
+  };
 }
 
 let callCounter = 0;
-export function toolCallReply(toolName: string, args: object, toolCallId = `call_${++callCounter}`): LanguageModelV4GenerateResult {
+export function toolCallReply(
+  toolName: string,
+  args: object,
+  toolCallId = `call_${++callCounter}`,
+): LanguageModelV4GenerateResult {
   return {
     content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(args) }],
     finishReason: { unified: "tool-calls", raw: undefined },
@@ -26,7 +40,17 @@ export function promptText(prompt: LanguageModelV4Prompt): string {
     .map((message) =>
       typeof message.content === "string"
         ? message.content
-        : message.content.map((part) => ("text" in part ? part.text : "output" in part ? JSON.stringify(part.output) : "input" in part ? JSON.stringify(part.input) : "")).join(" "),
+        : message.content
+            .map((part) =>
+              "text" in part
+                ? part.text
+                : "output" in part
+                  ? JSON.stringify(part.output)
+                  : "input" in part
+                    ? JSON.stringify(part.input)
+                    : "",
+            )
+            .join(" "),
     )
     .join("\n");
 }
@@ -41,15 +65,22 @@ export function offeredTools(options: LanguageModelV4CallOptions): string[] {
  * unless the test overrides them.
  */
 export function sessionModel(
-  work: (options: LanguageModelV4CallOptions, call: number) => LanguageModelV4GenerateResult | Promise<LanguageModelV4GenerateResult>,
-  extras: { summarize?: (options: LanguageModelV4CallOptions) => string; extract?: (options: LanguageModelV4CallOptions) => string } = {},
+  work: (
+    options: LanguageModelV4CallOptions,
+    call: number,
+  ) => LanguageModelV4GenerateResult | Promise<LanguageModelV4GenerateResult>,
+  extras: {
+    summarize?: (options: LanguageModelV4CallOptions) => string;
+    extract?: (options: LanguageModelV4CallOptions) => string;
+  } = {},
 ) {
   let workCalls = 0;
   return new MockLanguageModelV4({
     doGenerate: async (options) => {
       if (options.responseFormat?.type === "json") return textReply(extras.extract?.(options) ?? '{"items":[]}');
       // Compaction: no tools, or the conversation's tools of which none may be called.
-      if (!options.tools?.length || options.toolChoice?.type === "none") return textReply(extras.summarize?.(options) ?? "Summary: the work so far.");
+      if (!options.tools?.length || options.toolChoice?.type === "none")
+        return textReply(extras.summarize?.(options) ?? "Summary: the work so far.");
       return work(options, workCalls++);
     },
   });
@@ -60,7 +91,11 @@ function toStream(generated: LanguageModelV4GenerateResult): ReadableStream<Lang
   const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
   for (const content of generated.content) {
     if (content.type === "text") {
-      parts.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: content.text }, { type: "text-end", id: "t" });
+      parts.push(
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: content.text },
+        { type: "text-end", id: "t" },
+      );
     } else if (content.type === "tool-call") {
       parts.push(content);
     }
@@ -78,6 +113,8 @@ function toStream(generated: LanguageModelV4GenerateResult): ReadableStream<Lang
 export function chatAndSessionModel(work: Parameters<typeof sessionModel>[0]) {
   const model = sessionModel(work);
   let streamed = 0;
-  model.doStream = async (options: LanguageModelV4CallOptions) => ({ stream: toStream(await work(options, streamed++)) });
+  model.doStream = async (options: LanguageModelV4CallOptions) => ({
+    stream: toStream(await work(options, streamed++)),
+  });
   return model;
 }

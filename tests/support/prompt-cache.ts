@@ -44,7 +44,10 @@ export class PromptCache {
     let matched = 0;
     let matching = true;
     for (let start = 0; start + BLOCK_CHARS <= text.length; start += BLOCK_CHARS) {
-      key = createHash("sha1").update(key).update(text.slice(start, start + BLOCK_CHARS)).digest("hex");
+      key = createHash("sha1")
+        .update(key)
+        .update(text.slice(start, start + BLOCK_CHARS))
+        .digest("hex");
       if (matching && this.blocks.has(key)) matched += 1;
       else matching = false;
       this.blocks.add(key);

@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { withWorkerMallocDefaults } from "@/worker/malloc";
 
-export type WorkerProcess = { child: ChildProcess; output: string[]; stop: (signal?: NodeJS.Signals) => Promise<number | null> };
+export type WorkerProcess = {
+  child: ChildProcess;
+  output: string[];
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+};
 
 /**
  * A real worker process (`npm run worker`'s entry point) on the given database and model server.
@@ -41,7 +45,10 @@ export function startWorkerProcess(env: Record<string, string>, nodeArgs: readon
   };
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, options: { timeoutMs: number; what: string }): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false>,
+  options: { timeoutMs: number; what: string },
+): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     const value = await probe();

@@ -88,7 +88,8 @@ function TeamNewsCard({ news }: { news: TeamNews }) {
           <ul className="news-list">
             {news.knowledgeItems.map((item) => (
               <li key={item.id}>
-                <span className={`pill pill-${item.type}`}>{item.type}</span> <span className="news-excerpt-inline">{item.content}</span>{" "}
+                <span className={`pill pill-${item.type}`}>{item.type}</span>{" "}
+                <span className="news-excerpt-inline">{item.content}</span>{" "}
                 <span className="meta">
                   by {item.agentName} · <LocalTime value={item.createdAt} relative />
                 </span>
@@ -121,7 +122,9 @@ export default async function HomePage() {
     ),
   ]);
   const offline = offlineSetup();
-  const busyTeams = teams.filter((team) => (activity.get(team.id) ?? []).some((agent) => activityState(agent) !== "idle"));
+  const busyTeams = teams.filter((team) =>
+    (activity.get(team.id) ?? []).some((agent) => activityState(agent) !== "idle"),
+  );
   const agentIds = [...activity.values()].flat().map((agent) => agent.agentId);
   const sinceWords = marked ? (
     <>
@@ -169,8 +172,14 @@ export default async function HomePage() {
         {news.length === 0 ? (
           <EmptyState title={marked ? "Nothing new since you last looked" : "Nothing new in the last day"}>
             <p>
-              Nothing finished, failed, was briefed or learned{marked && <> since <LocalTime value={since.toISOString()} /></>}.{" "}
-              <Link href="/teams">Go to your teams</Link>
+              Nothing finished, failed, was briefed or learned
+              {marked && (
+                <>
+                  {" "}
+                  since <LocalTime value={since.toISOString()} />
+                </>
+              )}
+              . <Link href="/teams">Go to your teams</Link>
             </p>
           </EmptyState>
         ) : (

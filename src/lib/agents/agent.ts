@@ -64,7 +64,11 @@ export function stopLocalSession(sessionId: string): boolean {
  * `shutdown` ends the session after the step in flight (the worker is stopping);
  * another worker picks the agent up again.
  */
-export async function runWorkSession(deps: EngineDeps, agentId: string, options: { shutdown?: AbortSignal } = {}): Promise<SessionOutcome> {
+export async function runWorkSession(
+  deps: EngineDeps,
+  agentId: string,
+  options: { shutdown?: AbortSignal } = {},
+): Promise<SessionOutcome> {
   const session = await claimSession(deps.db, agentId, deps.config.worker, deps.config.staleSessionSeconds);
   if (!session) return { status: "busy", steps: 0 };
   // The session's span: its turns, model calls and tool calls nest under it (when tracing is on).
@@ -76,7 +80,12 @@ export async function runWorkSession(deps: EngineDeps, agentId: string, options:
   });
 }
 
-async function runClaimedSession(deps: EngineDeps, session: WorkSession, options: { shutdown?: AbortSignal }, span: Span | undefined): Promise<SessionOutcome> {
+async function runClaimedSession(
+  deps: EngineDeps,
+  session: WorkSession,
+  options: { shutdown?: AbortSignal },
+  span: Span | undefined,
+): Promise<SessionOutcome> {
   const { db } = deps;
 
   const controller = new AbortController();
@@ -91,25 +100,34 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
   if (session.stopRequestedAt) abort("user");
   let state: SessionState | undefined;
   let reportedSteps = 0;
-  const heartbeat = setInterval(() => {
-    // The step count rides on the heartbeat, written only when it changed: the UI sees
-    // progress within seconds, and a tool round saves a write.
-    const steps = state && state.steps !== reportedSteps ? state.steps : undefined;
-    if (steps !== undefined) reportedSteps = steps;
-    heartbeatSession(db, session.id, steps)
-      .then((beat) => {
-        if (!beat.alive) abort("lost");
-        else if (beat.stopRequested) abort("user");
-      })
-      .catch((error: unknown) => deps.log(`[session ${session.id}] heartbeat failed`, error));
-    // Several beats fit in the stale window, so one slow beat never looks like a death.
-  }, Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5));
+  const heartbeat = setInterval(
+    () => {
+      // The step count rides on the heartbeat, written only when it changed: the UI sees
+      // progress within seconds, and a tool round saves a write.
+      const steps = state && state.steps !== reportedSteps ? state.steps : undefined;
+      if (steps !== undefined) reportedSteps = steps;
+      heartbeatSession(db, session.id, steps)
+        .then((beat) => {
+          if (!beat.alive) abort("lost");
+          else if (beat.stopRequested) abort("user");
+        })
+        .catch((error: unknown) => deps.log(`[session ${session.id}] heartbeat failed`, error));
+      // Several beats fit in the stale window, so one slow beat never looks like a death.
+    },
+    Math.max(250, (deps.config.staleSessionSeconds * 1000) / 5),
+  );
 
   // Whatever failed while the agent or its team was being deleted (see deletedUnderSession).
   const deletedMeanwhile = async (): Promise<SessionOutcome | null> => {
     const deleted = await deletedUnderSession(db, session.agentId, state?.team.id ?? null);
     if (!deleted) return null;
-    return { status: "deleted", sessionId: session.id, steps: state?.steps ?? 0, error: DELETED_UNDER_SESSION[deleted], ...(state ? { agentName: state.agent.name } : {}) };
+    return {
+      status: "deleted",
+      sessionId: session.id,
+      steps: state?.steps ?? 0,
+      error: DELETED_UNDER_SESSION[deleted],
+      ...(state ? { agentName: state.agent.name } : {}),
+    };
   };
 
   const end = async (ending: SessionEnding, status: SessionOutcome["status"]): Promise<SessionOutcome> => {
@@ -118,7 +136,13 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
       try {
         await endWorkSession(
           deps,
-          { sessionId: session.id, agent: state.agent, conversationId: state.conversation.id, steps, focus: state.focus ?? null },
+          {
+            sessionId: session.id,
+            agent: state.agent,
+            conversationId: state.conversation.id,
+            steps,
+            focus: state.focus ?? null,
+          },
           ending,
         );
       } catch (error) {
@@ -126,8 +150,13 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
         const deleted = await deletedMeanwhile();
         if (deleted) return deleted;
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
-        await endSession(db, session.id, "interrupted", { steps, error: `Could not end the session: ${error instanceof Error ? error.message : error}` }).catch((cause: unknown) =>
-          deps.log(`[session ${session.id}] could not mark the session interrupted either (${describeForLog(cause)}); its lease expires and the reaper takes it over`),
+        await endSession(db, session.id, "interrupted", {
+          steps,
+          error: `Could not end the session: ${error instanceof Error ? error.message : error}`,
+        }).catch((cause: unknown) =>
+          deps.log(
+            `[session ${session.id}] could not mark the session interrupted either (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
+          ),
         );
         throw error;
       }
@@ -166,10 +195,24 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     if (hasOpenToolCalls(context)) await closeInterruptedCalls(deps, agent, conversation.id);
     const outcome = await workUntilIdle(deps, state);
     // Found before taking work: nothing was cut, so the log gets no marker.
-    if (typeof outcome === "object") return await end({ status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team }, "over-budget");
-    if (outcome === "interrupted") return await end({ status: "interrupted", reason: "The worker shut down; another worker continues." }, "interrupted");
+    if (typeof outcome === "object")
+      return await end(
+        { status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team },
+        "over-budget",
+      );
+    if (outcome === "interrupted")
+      return await end(
+        { status: "interrupted", reason: "The worker shut down; another worker continues." },
+        "interrupted",
+      );
     if (outcome === "handed-over") {
-      return await end({ status: "interrupted", reason: `Handed over to a new session after ${plural(state.steps, "tool round")} (MAX_STEPS_PER_SESSION).` }, "interrupted");
+      return await end(
+        {
+          status: "interrupted",
+          reason: `Handed over to a new session after ${plural(state.steps, "tool round")} (MAX_STEPS_PER_SESSION).`,
+        },
+        "interrupted",
+      );
     }
     return { status: "completed", sessionId: session.id, steps: state.steps };
   } catch (error) {
@@ -180,13 +223,17 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     const deleted = await deletedMeanwhile();
     if (deleted) return deleted;
     // Taken over: by the heartbeat's own reading, or found by a write (a worker paused past the stale window).
-    if (stopReason === "lost" || error instanceof SessionTakenOver) return { status: "lost", sessionId: session.id, steps };
+    if (stopReason === "lost" || error instanceof SessionTakenOver)
+      return { status: "lost", sessionId: session.id, steps };
     if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
     if (state && error instanceof StepLimitReached) {
       return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
     }
     if (state && error instanceof TeamOverBudget) {
-      return await end({ status: "over-budget", reason: error.message, marker: budgetMarker(error.message), team: state.team }, "over-budget");
+      return await end(
+        { status: "over-budget", reason: error.message, marker: budgetMarker(error.message), team: state.team },
+        "over-budget",
+      );
     }
     if (state && error instanceof BudgetExceeded) {
       return await end({ status: "failed", reason: error.message, marker: budgetMarker(error.message) }, "failed");
@@ -207,8 +254,13 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
     // Anything else (the database went away, a bug): leave the lease to expire and let
     // the job be retried with backoff; the next session continues from the stored log.
     deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
-    await endSession(db, session.id, "interrupted", { steps, error: error instanceof Error ? error.message : String(error) }).catch((cause: unknown) =>
-      deps.log(`[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`),
+    await endSession(db, session.id, "interrupted", {
+      steps,
+      error: error instanceof Error ? error.message : String(error),
+    }).catch((cause: unknown) =>
+      deps.log(
+        `[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
+      ),
     );
     throw error;
   } finally {
@@ -222,7 +274,11 @@ async function runClaimedSession(deps: EngineDeps, session: WorkSession, options
  * may have lost a deadlock to the deletion's cascade, which commits a moment later); null when
  * the agent is still there or that cannot be known (the database is away, or the wait ran out).
  */
-function deletedUnderSession(db: Db, agentId: string, teamId: string | null): Promise<keyof typeof DELETED_UNDER_SESSION | null> {
+function deletedUnderSession(
+  db: Db,
+  agentId: string,
+  teamId: string | null,
+): Promise<keyof typeof DELETED_UNDER_SESSION | null> {
   return agentAfterDeletions(db, agentId, teamId, DELETION_WAIT_MS).then(
     (found) => (found === "present" ? null : found),
     () => null,

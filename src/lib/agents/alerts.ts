@@ -14,7 +14,15 @@ import { queueInput } from "./tasks";
 export async function raiseAlert(
   db: Db,
   jobs: JobQueue,
-  alert: { teamId: string; agentId: string; taskId?: string | null; key: string; title: string; summary: string; content: string },
+  alert: {
+    teamId: string;
+    agentId: string;
+    taskId?: string | null;
+    key: string;
+    title: string;
+    summary: string;
+    content: string;
+  },
 ): Promise<InboxItem | null> {
   return postToInbox(db, jobs, {
     teamId: alert.teamId,
@@ -33,7 +41,13 @@ export async function raiseAlert(
  * part is unknown, and it is not run again by itself. The person gets an alert and a
  * subordinate's lead is told, as of any failure. In the caller's transaction.
  */
-export async function reportUnknownOutcome(db: Db, jobs: JobQueue, agent: Agent, conversationId: string, call: Pick<StoredToolCall, "toolCallId" | "toolName" | "args">): Promise<void> {
+export async function reportUnknownOutcome(
+  db: Db,
+  jobs: JobQueue,
+  agent: Agent,
+  conversationId: string,
+  call: Pick<StoredToolCall, "toolCallId" | "toolName" | "args">,
+): Promise<void> {
   await raiseAlert(db, jobs, {
     teamId: agent.teamId,
     agentId: agent.id,
@@ -43,6 +57,10 @@ export async function reportUnknownOutcome(db: Db, jobs: JobQueue, agent: Agent,
     content: `**${agent.name}** called **${call.toolName}** with:\n\n\`\`\`json\n${JSON.stringify(call.args, null, 2)}\n\`\`\`\n\nThe worker running it stopped before the answer came back. Check on the service itself whether it happened; the agent was told the outcome is unknown.`,
   });
   if (agent.role === "subordinate" && agent.parentAgentId) {
-    await queueInput(db, jobs, agent.parentAgentId, { kind: "outcome-unknown", agentName: agent.name, toolName: call.toolName });
+    await queueInput(db, jobs, agent.parentAgentId, {
+      kind: "outcome-unknown",
+      agentName: agent.name,
+      toolName: call.toolName,
+    });
   }
 }

@@ -34,9 +34,16 @@ export function approvalRequestsOf(content: readonly { type: string }[]): Approv
   const requests: ApprovalRequest[] = [];
   for (const part of content) {
     if (part.type !== "tool-approval-request") continue;
-    const request = part as unknown as { isAutomatic?: boolean; toolCall: { toolCallId: string; toolName: string; input: unknown } };
+    const request = part as unknown as {
+      isAutomatic?: boolean;
+      toolCall: { toolCallId: string; toolName: string; input: unknown };
+    };
     if (request.isAutomatic) continue;
-    requests.push({ toolCallId: request.toolCall.toolCallId, toolName: request.toolCall.toolName, input: request.toolCall.input });
+    requests.push({
+      toolCallId: request.toolCall.toolCallId,
+      toolName: request.toolCall.toolName,
+      input: request.toolCall.input,
+    });
   }
   return requests;
 }
@@ -95,24 +102,41 @@ export type Decision = { decision: "approve"; input?: unknown } | { decision: "d
  * session for its work log, the chat's resume job for a call made in the chat. Edited
  * input is checked against the tool's schema first (400 naming the field).
  */
-export async function decideApproval(db: Db, jobs: JobQueue, approvalId: string, decision: Decision): Promise<Approval> {
+export async function decideApproval(
+  db: Db,
+  jobs: JobQueue,
+  approvalId: string,
+  decision: Decision,
+): Promise<Approval> {
   const found = await getApproval(db, approvalId);
   if (!found) throw notFound("approval", approvalId);
   return writeUnderAgent(db, found.agentId, async (tx, agent) => {
     const approval = await lockApproval(tx, approvalId);
     if (approval.status === "withdrawn") {
-      throw new CadreError("conflict:approval_withdrawn", `There is nothing to decide any more: ${approval.decisionNote ?? "the call was withdrawn"}.`);
+      throw new CadreError(
+        "conflict:approval_withdrawn",
+        `There is nothing to decide any more: ${approval.decisionNote ?? "the call was withdrawn"}.`,
+      );
     }
     if (approval.status !== "pending") {
-      throw new CadreError("conflict:approval_decided", `This call was ${approval.status} already; a decision cannot be changed.`);
+      throw new CadreError(
+        "conflict:approval_decided",
+        `This call was ${approval.status} already; a decision cannot be changed.`,
+      );
     }
-    const [conversation] = await tx.select({ mode: conversations.mode }).from(conversations).where(eq(conversations.id, approval.conversationId));
+    const [conversation] = await tx
+      .select({ mode: conversations.mode })
+      .from(conversations)
+      .where(eq(conversations.id, approval.conversationId));
     const mode = conversation?.mode ?? "background";
     const decided =
       decision.decision === "approve"
         ? await recordDecision(tx, approval.id, {
             status: "approved",
-            approvedInput: decision.input === undefined ? approval.input : await validateToolInput(approval.toolName, agent.role, mode, decision.input),
+            approvedInput:
+              decision.input === undefined
+                ? approval.input
+                : await validateToolInput(approval.toolName, agent.role, mode, decision.input),
           })
         : await recordDecision(tx, approval.id, { status: "denied", note: decision.reason });
     await markInboxItemOfRead(tx, { approvalId: approval.id });
@@ -145,7 +169,9 @@ export type DecisionRun = {
  * never run again by itself.
  */
 export async function carryOutDecisions(run: DecisionRun, conversationId: string): Promise<Approval[]> {
-  const decided = (await listUnresolvedApprovals(run.db, conversationId)).filter((approval) => approval.status !== "pending");
+  const decided = (await listUnresolvedApprovals(run.db, conversationId)).filter(
+    (approval) => approval.status !== "pending",
+  );
   for (const approval of decided) {
     run.focus?.(approval.taskId);
     await carryOut(run, approval);
@@ -157,7 +183,8 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
   const { db } = run;
   if (await hasResult(db, approval)) return markResolved(db, approval.id);
   if (approval.status === "denied") return storeOutcome(db, approval, deniedResult(approval.decisionNote ?? ""));
-  if (approval.status === "withdrawn") return storeOutcome(db, approval, withdrawnResult(approval.decisionNote ?? "withdrawn before the person decided"));
+  if (approval.status === "withdrawn")
+    return storeOutcome(db, approval, withdrawnResult(approval.decisionNote ?? "withdrawn before the person decided"));
 
   // Approved, but the task it was for ended since (a Stop, a cancel): nothing of it runs any more.
   const task = approval.taskId ? await getTask(db, approval.taskId) : null;
@@ -166,30 +193,60 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
   }
   const tool = run.tools[approval.toolName];
   if (!tool?.execute) {
-    const why = toolEffects(approval.toolName) === "outside" ? "its MCP server cannot be reached now, or the tool is no longer offered to this agent" : "it is no longer offered to this agent";
+    const why =
+      toolEffects(approval.toolName) === "outside"
+        ? "its MCP server cannot be reached now, or the tool is no longer offered to this agent"
+        : "it is no longer offered to this agent";
     return storeOutcome(db, approval, withdrawnResult(`${approval.toolName}: ${why}`));
   }
   if (approval.executionStartedAt && toolEffects(approval.toolName) === "outside") {
     await db.transaction(async (tx) => {
       await storeOutcome(tx, approval, OUTCOME_UNKNOWN_RESULT);
-      await reportUnknownOutcome(tx, run.jobs, run.agent, approval.conversationId, { toolCallId: approval.toolCallId, toolName: approval.toolName, args: approval.approvedInput ?? approval.input });
+      await reportUnknownOutcome(tx, run.jobs, run.agent, approval.conversationId, {
+        toolCallId: approval.toolCallId,
+        toolName: approval.toolName,
+        args: approval.approvedInput ?? approval.input,
+      });
     });
     return;
   }
 
   await markExecutionStarted(db, approval.id);
   // The model asked for one input and another ran: its result says so, or the agent would report what it asked for.
-  const edited = approval.approvedInput !== null && JSON.stringify(approval.approvedInput) !== JSON.stringify(approval.input);
-  run.recorder.expectResult(approval.toolCallId, approval.toolName, edited ? editedInputNote(approval.approvedInput) : undefined);
-  const schema = tool.inputSchema as { validate?: (value: unknown) => PromiseLike<{ success: boolean; value?: unknown; error?: Error }> | { success: boolean; value?: unknown; error?: Error } };
-  const checked = (await schema.validate?.(approval.approvedInput ?? approval.input)) ?? { success: true, value: approval.approvedInput };
+  const edited =
+    approval.approvedInput !== null && JSON.stringify(approval.approvedInput) !== JSON.stringify(approval.input);
+  run.recorder.expectResult(
+    approval.toolCallId,
+    approval.toolName,
+    edited ? editedInputNote(approval.approvedInput) : undefined,
+  );
+  const schema = tool.inputSchema as {
+    validate?: (
+      value: unknown,
+    ) =>
+      | PromiseLike<{ success: boolean; value?: unknown; error?: Error }>
+      | { success: boolean; value?: unknown; error?: Error };
+  };
+  const checked = (await schema.validate?.(approval.approvedInput ?? approval.input)) ?? {
+    success: true,
+    value: approval.approvedInput,
+  };
   if (!checked.success) {
-    await storeOutcome(db, approval, `Not run: the approved input does not fit ${approval.toolName}: ${checked.error?.message ?? "invalid input"}`);
+    await storeOutcome(
+      db,
+      approval,
+      `Not run: the approved input does not fit ${approval.toolName}: ${checked.error?.message ?? "invalid input"}`,
+    );
     return;
   }
   try {
     // The recorder's wrapper stores the result (or the error) the moment the tool finishes.
-    await tool.execute(checked.value, { toolCallId: approval.toolCallId, messages: [], abortSignal: run.abortSignal, context: undefined } as never);
+    await tool.execute(checked.value, {
+      toolCallId: approval.toolCallId,
+      messages: [],
+      abortSignal: run.abortSignal,
+      context: undefined,
+    } as never);
   } catch (error) {
     if (run.abortSignal?.aborted) throw error;
   }
@@ -200,7 +257,14 @@ async function storeOutcome(db: Db, approval: Approval, content: string): Promis
   await db.transaction(async (tx) => {
     try {
       // A savepoint: a result stored meanwhile (the unique key) must not abort the marking below.
-      await tx.transaction((inner) => appendMessage(inner, approval.conversationId, { role: "tool", toolCallId: approval.toolCallId, content, taskId: approval.taskId }));
+      await tx.transaction((inner) =>
+        appendMessage(inner, approval.conversationId, {
+          role: "tool",
+          toolCallId: approval.toolCallId,
+          content,
+          taskId: approval.taskId,
+        }),
+      );
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
     }
@@ -224,7 +288,9 @@ export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Pr
     sql`select distinct task_id from approvals where conversation_id = ${carried[0]?.conversationId ?? null} and status = 'pending'`,
   );
   const waiting = new Set(pending.map((row) => row.task_id));
-  for (const taskId of new Set(carried.filter((approval) => approval.status !== "withdrawn").map((approval) => approval.taskId))) {
+  for (const taskId of new Set(
+    carried.filter((approval) => approval.status !== "withdrawn").map((approval) => approval.taskId),
+  )) {
     if (waiting.has(taskId)) continue;
     if (taskId) {
       const task = await getTask(db, taskId);
@@ -241,28 +307,51 @@ export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Pr
  * decided on the step's held calls, with each result. When nothing but the step's own results
  * follows the call, the results speak for themselves in place: null.
  */
-export async function decisionsNote(db: Db, conversationId: string, carried: readonly Approval[]): Promise<NewMessage | null> {
+export async function decisionsNote(
+  db: Db,
+  conversationId: string,
+  carried: readonly Approval[],
+): Promise<NewMessage | null> {
   if (carried.length === 0) return null;
   const [call] = await db
     .select({ id: messages.id, toolCalls: messages.toolCalls })
     .from(messages)
-    .where(and(eq(messages.conversationId, conversationId), sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId: carried[0]!.toolCallId }])}::jsonb`))
+    .where(
+      and(
+        eq(messages.conversationId, conversationId),
+        sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId: carried[0]!.toolCallId }])}::jsonb`,
+      ),
+    )
     .limit(1);
   if (!call) return null;
   const after = await getMessagesSince(db, conversationId, call.id);
   const movedOn = after.findIndex((message) => message.role !== "tool");
   if (movedOn < 0) return null;
-  const late = new Map(after.slice(movedOn).flatMap((message) => (message.role === "tool" && message.toolCallId ? [[message.toolCallId, message.content] as const] : [])));
+  const late = new Map(
+    after
+      .slice(movedOn)
+      .flatMap((message) =>
+        message.role === "tool" && message.toolCallId ? [[message.toolCallId, message.content] as const] : [],
+      ),
+  );
   // Every held call of the step, decided now or before (a step may hold several, decided one by one).
   const stepCalls = (call.toolCalls ?? []).map((stepCall) => stepCall.toolCallId);
   const held = await listApprovalsOfCalls(db, conversationId, stepCalls);
   const decided = held.filter((approval) => approval.status !== "pending" && late.has(approval.toolCallId));
   if (decided.length === 0) return null;
-  return { role: "user", content: formatDecisions(decided.map((approval) => ({ ...approval, result: late.get(approval.toolCallId) }))), taskId: carried[0]!.taskId };
+  return {
+    role: "user",
+    content: formatDecisions(decided.map((approval) => ({ ...approval, result: late.get(approval.toolCallId) }))),
+    taskId: carried[0]!.taskId,
+  };
 }
 
 /** decisionsNote, appended when there is one (the chat, where no other note goes with it). */
-export async function noteDecisionsUnlessAtTail(db: Db, conversationId: string, carried: readonly Approval[]): Promise<void> {
+export async function noteDecisionsUnlessAtTail(
+  db: Db,
+  conversationId: string,
+  carried: readonly Approval[],
+): Promise<void> {
   const note = await decisionsNote(db, conversationId, carried);
   if (note) await appendMessage(db, conversationId, note);
 }

@@ -26,9 +26,15 @@ export type TeamBudgets = {
   costUsd: number | null;
 };
 
-export function teamBudgets(team: Pick<Team, "dailyTokenBudget" | "dailyCostBudgetUsd">, config: Pick<EngineConfig, "teamDailyTokenBudget">): TeamBudgets {
+export function teamBudgets(
+  team: Pick<Team, "dailyTokenBudget" | "dailyCostBudgetUsd">,
+  config: Pick<EngineConfig, "teamDailyTokenBudget">,
+): TeamBudgets {
   return {
-    tokens: team.dailyTokenBudget !== null ? { limit: team.dailyTokenBudget, source: "team" } : { limit: config.teamDailyTokenBudget, source: "default" },
+    tokens:
+      team.dailyTokenBudget !== null
+        ? { limit: team.dailyTokenBudget, source: "team" }
+        : { limit: config.teamDailyTokenBudget, source: "default" },
     costUsd: team.dailyCostBudgetUsd,
   };
 }
@@ -144,25 +150,49 @@ async function teamSpendNow(deps: EngineDeps, team: TeamBudgetFields): Promise<A
   const ledger = ledgerOf(team.id);
   const read = ledger.read;
   const estimate = estimateOf(ledger);
-  if (read && estimate && read.day === utcDay() && Date.now() - read.at < TEAM_SPEND_TTL_MS && (!needsPrices || read.prices) && !nearBudget(team, estimate, deps.config)) {
+  if (
+    read &&
+    estimate &&
+    read.day === utcDay() &&
+    Date.now() - read.at < TEAM_SPEND_TTL_MS &&
+    (!needsPrices || read.prices) &&
+    !nearBudget(team, estimate, deps.config)
+  ) {
     return estimate;
   }
   const sent = ++readsSent;
   const recordedAtSend = { ...ledger.recorded };
   const day = utcDay();
   // Without a cost budget no cost is looked at: the built-in prices spare reading the table.
-  const [rows, prices] = await Promise.all([getTeamUsageTodayByModel(deps.db, team.id), needsPrices ? loadPriceTable(deps.db) : null]);
+  const [rows, prices] = await Promise.all([
+    getTeamUsageTodayByModel(deps.db, team.id),
+    needsPrices ? loadPriceTable(deps.db) : null,
+  ]);
   const spend = spendOf(rows, prices ?? BUILT_IN_ONLY);
   // Reads of several sessions may overtake each other: the one sent last is kept.
   if (!ledger.read || sent > ledger.read.sent) {
-    ledger.read = { day, at: Date.now(), sent, spend: { tokens: spend.tokens, costUsd: spend.costUsd }, recordedAtSend, prices };
+    ledger.read = {
+      day,
+      at: Date.now(),
+      sent,
+      spend: { tokens: spend.tokens, costUsd: spend.costUsd },
+      recordedAtSend,
+      prices,
+    };
   }
   return estimateOf(ledger)!;
 }
 
-function nearBudget(team: TeamBudgetFields, spend: Amount, config: Pick<EngineConfig, "teamDailyTokenBudget">): boolean {
+function nearBudget(
+  team: TeamBudgetFields,
+  spend: Amount,
+  config: Pick<EngineConfig, "teamDailyTokenBudget">,
+): boolean {
   const budgets = teamBudgets(team, config);
-  return spend.tokens >= budgets.tokens.limit * NEAR_BUDGET || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd * NEAR_BUDGET);
+  return (
+    spend.tokens >= budgets.tokens.limit * NEAR_BUDGET ||
+    (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd * NEAR_BUDGET)
+  );
 }
 
 /** Counts one model call's tokens against the session's own budget (SESSION_TOKEN_BUDGET). */
@@ -177,8 +207,16 @@ export function recordSpending(state: BudgetState, usage: { inputTokens?: number
  * (kept only while the team has a cost budget); a model without a price adds tokens but no
  * cost, as it does in the team's total.
  */
-export function recordTeamSpending(teamId: string, model: string, usage: { inputTokens?: number; outputTokens?: number; cachedTokens?: number }): void {
-  const tokens = { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0, cachedTokens: usage.cachedTokens ?? 0 };
+export function recordTeamSpending(
+  teamId: string,
+  model: string,
+  usage: { inputTokens?: number; outputTokens?: number; cachedTokens?: number },
+): void {
+  const tokens = {
+    inputTokens: usage.inputTokens ?? 0,
+    outputTokens: usage.outputTokens ?? 0,
+    cachedTokens: usage.cachedTokens ?? 0,
+  };
   const ledger = ledgerOf(teamId);
   ledger.recorded.tokens += tokens.inputTokens + tokens.outputTokens;
   ledger.recorded.costUsd += ledger.read?.prices?.costOf(model, tokens) ?? 0;
@@ -210,7 +248,9 @@ export async function teamsOverBudget(deps: EngineDeps, teamIds: Iterable<string
 export async function checkBudgets(deps: EngineDeps, state: BudgetState): Promise<void> {
   const { sessionTokenBudget } = deps.config;
   if (state.tokens >= sessionTokenBudget) {
-    throw new BudgetExceeded(`this session used ${state.tokens} tokens, over its budget of ${sessionTokenBudget} (SESSION_TOKEN_BUDGET)`);
+    throw new BudgetExceeded(
+      `this session used ${state.tokens} tokens, over its budget of ${sessionTokenBudget} (SESSION_TOKEN_BUDGET)`,
+    );
   }
   const problem = await teamOverBudget(deps, state.team);
   if (problem) throw new TeamOverBudget(problem);

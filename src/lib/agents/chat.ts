@@ -1,7 +1,18 @@
 import type { Span } from "@opentelemetry/api";
-import { consumeStream, createUIMessageStream, createUIMessageStreamResponse, stepCountIs, toUIMessageStream } from "ai";
+import {
+  consumeStream,
+  createUIMessageStream,
+  createUIMessageStreamResponse,
+  stepCountIs,
+  toUIMessageStream,
+} from "ai";
 import { getAgent, requireAgent } from "@/lib/db/queries/agents";
-import { heldCallIds, hasDecidedUnresolvedApproval, hasPendingApproval, withdrawApprovalsOfConversation } from "@/lib/db/queries/approvals";
+import {
+  heldCallIds,
+  hasDecidedUnresolvedApproval,
+  hasPendingApproval,
+  withdrawApprovalsOfConversation,
+} from "@/lib/db/queries/approvals";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { appendMessage, listMessages } from "@/lib/db/queries/messages";
 import type { Db } from "@/lib/db/client";
@@ -63,12 +74,14 @@ async function replyInChat(
   const team = await requireTeam(db, agent.teamId);
   reply?.span.setAttributes(agentAttributes(agent, team));
   const overBudget = teamBudgetProblem(team, await teamSpendToday(db, team.id), config, "chat");
-  if (overBudget) throw new CadreError("rate_limited:team_budget", `${overBudget[0]!.toUpperCase()}${overBudget.slice(1)}.`);
+  if (overBudget)
+    throw new CadreError("rate_limited:team_budget", `${overBudget[0]!.toUpperCase()}${overBudget.slice(1)}.`);
   // Under the team's lock (writeUnderAgent): an agent or team deleted meanwhile is a 404, not a foreign-key violation.
   const conversation = await writeUnderAgent(db, agent.id, async (tx) => {
     const conversation = await getForegroundConversation(tx, agent.id);
     // Calls still waiting for a decision: the person wrote instead of deciding, so they are withdrawn.
-    if (!options.regenerate) await withdrawApprovalsOfConversation(tx, conversation.id, "the person wrote a new message instead of deciding");
+    if (!options.regenerate)
+      await withdrawApprovalsOfConversation(tx, conversation.id, "the person wrote a new message instead of deciding");
     return conversation;
   });
   reply?.span.setAttribute("gen_ai.conversation.id", conversation.id);
@@ -85,7 +98,17 @@ async function replyInChat(
   const { model, recorder } = turn;
   let partial = "";
   let finished = false;
-  const call: ModelCall = { db, model, purpose: "chat", agentId: agent.id, teamId: agent.teamId, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, abortSignal: signal, log: deps.log };
+  const call: ModelCall = {
+    db,
+    model,
+    purpose: "chat",
+    agentId: agent.id,
+    teamId: agent.teamId,
+    conversationId: conversation.id,
+    timeoutMs: config.modelTimeoutMs,
+    abortSignal: signal,
+    log: deps.log,
+  };
   const result = streamModelText(call, {
     ...(await turn.options()),
     onChunk: ({ chunk }) => {
@@ -141,7 +164,13 @@ type ChatTurn = Awaited<ReturnType<typeof prepareChatTurn>>;
  * context (calls waiting for a decision say so); and the end of a step, where calls held
  * for approval are stored and announced.
  */
-async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conversationId: string, signal?: AbortSignal) {
+async function prepareChatTurn(
+  deps: EngineDeps,
+  agent: Agent,
+  team: Team,
+  conversationId: string,
+  signal?: AbortSignal,
+) {
   const { db, config } = deps;
   const model = deps.chooseModel(agent.model);
   const recorder = new StepRecorder(db, conversationId);
@@ -165,14 +194,29 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
   const history = new ContextReader(db, conversationId);
   const loadMessages = async () => {
     const messages = await loadContextForCall(
-      { db, model, agentId: agent.id, teamId: agent.teamId, budget: config.contextTokenBudget, instructions, abortSignal: signal, timeoutMs: config.modelTimeoutMs, awaitingDecision, heldForPerson, tools },
+      {
+        db,
+        model,
+        agentId: agent.id,
+        teamId: agent.teamId,
+        budget: config.contextTokenBudget,
+        instructions,
+        abortSignal: signal,
+        timeoutMs: config.modelTimeoutMs,
+        awaitingDecision,
+        heldForPerson,
+        tools,
+      },
       history,
     );
     // It holds at least the person's message: none means the agent (or its team) was deleted since, its conversation with it.
     if (messages.length === 0) throw agentDeleted(agent.id);
     return messages;
   };
-  const onStepEnd = async (step: { content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[]; text: string }) => {
+  const onStepEnd = async (step: {
+    content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[];
+    text: string;
+  }) => {
     const asked = approvalRequestsOf(step.content);
     if (asked.length > 0 && (await recorder.stored())) {
       // Under the ids the log stored them with (see StepRecorder.storedId).
@@ -203,10 +247,19 @@ async function prepareChatTurn(deps: EngineDeps, agent: Agent, team: Team, conve
 }
 
 /** Carries out the decisions made on this chat's calls (see carryOutDecisions); returns them. */
-async function carryOutChatDecisions(deps: EngineDeps, agent: Agent, team: Team, conversationId: string, signal?: AbortSignal) {
+async function carryOutChatDecisions(
+  deps: EngineDeps,
+  agent: Agent,
+  team: Team,
+  conversationId: string,
+  signal?: AbortSignal,
+) {
   if (!(await hasDecidedUnresolvedApproval(deps.db, conversationId))) return [];
   const turn = await prepareChatTurn(deps, agent, team, conversationId, signal);
-  return carryOutDecisions({ db: deps.db, jobs: deps.jobs, agent, tools: turn.tools, recorder: turn.recorder, abortSignal: signal }, conversationId);
+  return carryOutDecisions(
+    { db: deps.db, jobs: deps.jobs, agent, tools: turn.tools, recorder: turn.recorder, abortSignal: signal },
+    conversationId,
+  );
 }
 
 /**
@@ -216,7 +269,9 @@ async function carryOutChatDecisions(deps: EngineDeps, agent: Agent, team: Team,
  * shows it through live updates. A model failure leaves its marker in the chat.
  */
 export async function resumeChat(deps: EngineDeps, agentId: string): Promise<void> {
-  await inSpan("chat_reply", { "gen_ai.agent.id": agentId, "cadre.chat.resumed": true }, (span) => resumeChatReply(deps, agentId, span));
+  await inSpan("chat_reply", { "gen_ai.agent.id": agentId, "cadre.chat.resumed": true }, (span) =>
+    resumeChatReply(deps, agentId, span),
+  );
 }
 
 async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | undefined): Promise<void> {
@@ -226,14 +281,25 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
   const team = await requireTeam(db, agent.teamId);
   const conversation = await getForegroundConversation(db, agent.id);
   span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
-  const carried = (await carryOutChatDecisions(deps, agent, team, conversation.id)).filter((approval) => approval.status !== "withdrawn");
+  const carried = (await carryOutChatDecisions(deps, agent, team, conversation.id)).filter(
+    (approval) => approval.status !== "withdrawn",
+  );
   if (await hasPendingApproval(db, conversation.id)) return;
   // Nothing carried out now but the chat still waits for the reply: a resume whose worker died
   // after carrying the decisions out and before the reply was stored. It goes on all the same.
   if (carried.length === 0 && !(await logAwaitsReply(db, conversation.id))) return;
   await noteDecisionsUnlessAtTail(db, conversation.id, carried);
   const turn: ChatTurn = await prepareChatTurn(deps, agent, team, conversation.id);
-  const call: ModelCall = { db, model: turn.model, purpose: "chat", agentId: agent.id, teamId: agent.teamId, conversationId: conversation.id, timeoutMs: config.modelTimeoutMs, log: deps.log };
+  const call: ModelCall = {
+    db,
+    model: turn.model,
+    purpose: "chat",
+    agentId: agent.id,
+    teamId: agent.teamId,
+    conversationId: conversation.id,
+    timeoutMs: config.modelTimeoutMs,
+    log: deps.log,
+  };
   try {
     await generateModelText(call, {
       ...(await turn.options()),
@@ -272,5 +338,7 @@ function isAgentDeleted(error: unknown): boolean {
 }
 
 function describeChatError(error: unknown): string {
-  return isAgentDeleted(error) ? "This agent was deleted while it answered; the rest of the reply was not kept." : describeModelError(error);
+  return isAgentDeleted(error)
+    ? "This agent was deleted while it answered; the rest of the reply was not kept."
+    : describeModelError(error);
 }

@@ -13,7 +13,11 @@ import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "./prompts";
 export { estimateTokens };
 
 /** What a model call on this context would cost: the system prompt plus the messages. */
-export function estimateContextTokens(context: readonly Message[], instructions: string, maxToolResultChars?: number): number {
+export function estimateContextTokens(
+  context: readonly Message[],
+  instructions: string,
+  maxToolResultChars?: number,
+): number {
   return estimateTokens(instructions) + estimateTokens(toModelMessages(context, { maxToolResultChars }));
 }
 
@@ -60,9 +64,15 @@ export type CompactionOptions = {
   tools?: ToolSet;
 };
 
-export async function shouldCompact(options: Pick<CompactionOptions, "db" | "budget" | "instructions">, conversationId: string): Promise<boolean> {
+export async function shouldCompact(
+  options: Pick<CompactionOptions, "db" | "budget" | "instructions">,
+  conversationId: string,
+): Promise<boolean> {
   const context = await getConversationContext(options.db, conversationId);
-  return estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) > compactionThreshold(options.budget);
+  return (
+    estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) >
+    compactionThreshold(options.budget)
+  );
 }
 
 /** Renders a context for the summarizer, each message cut so the whole fits the budget. */
@@ -95,7 +105,10 @@ function renderForSummary(context: readonly Message[], budget: number): string {
   return lines.join("\n\n");
 }
 
-export async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
+export async function generateConversationSummary(
+  options: CompactionOptions,
+  context: readonly Message[],
+): Promise<string> {
   // A summary limited to a quarter of the budget: a longer one would crowd out the work itself.
   const limit = Math.floor(options.budget * 4 * 0.25);
   const cut = (text: string) => (text.length > limit ? `${text.slice(0, limit)} …(cut)` : text);
@@ -106,7 +119,18 @@ export async function generateConversationSummary(options: CompactionOptions, co
   }
   const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
   const result = await generateModelText(
-    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
+    {
+      db,
+      model,
+      purpose: "compaction",
+      agentId,
+      teamId: options.teamId ?? null,
+      conversationId: context[0]?.conversationId ?? null,
+      workSessionId,
+      taskId,
+      abortSignal,
+      timeoutMs,
+    },
     {
       instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
       prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
@@ -123,22 +147,50 @@ export async function generateConversationSummary(options: CompactionOptions, co
  * lines: the conversation's one planned break costs the summary, not the whole context again.
  * Empty when the model did not answer in words.
  */
-async function summaryAsNextTurn(options: CompactionOptions, context: readonly Message[], tools: ToolSet): Promise<string> {
+async function summaryAsNextTurn(
+  options: CompactionOptions,
+  context: readonly Message[],
+  tools: ToolSet,
+): Promise<string> {
   const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
   // Definitions only: whatever the model calls here, nothing runs.
   const offered: ToolSet = {};
   for (const [name, definition] of Object.entries(tools)) offered[name] = { ...definition, execute: undefined };
-  const messages: ModelMessage[] = [...toModelMessages(context, renderSettings(options)), { role: "user", content: COMPACTION_REQUEST }];
+  const messages: ModelMessage[] = [
+    ...toModelMessages(context, renderSettings(options)),
+    { role: "user", content: COMPACTION_REQUEST },
+  ];
   const result = await generateModelText(
-    { db, model, purpose: "compaction", agentId, teamId: options.teamId ?? null, conversationId: context[0]?.conversationId ?? null, workSessionId, taskId, abortSignal, timeoutMs },
-    { instructions: options.instructions, messages, tools: offered, toolChoice: "none", maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)) },
+    {
+      db,
+      model,
+      purpose: "compaction",
+      agentId,
+      teamId: options.teamId ?? null,
+      conversationId: context[0]?.conversationId ?? null,
+      workSessionId,
+      taskId,
+      abortSignal,
+      timeoutMs,
+    },
+    {
+      instructions: options.instructions,
+      messages,
+      tools: offered,
+      toolChoice: "none",
+      maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+    },
   );
   return result.text.trim();
 }
 
 /** How the context is rendered for a model call of this conversation (and so for its summary). */
 function renderSettings(options: Pick<CompactionOptions, "budget" | "awaitingDecision" | "heldForPerson">) {
-  return { maxToolResultChars: toolResultLimit(options.budget), awaitingDecision: options.awaitingDecision, heldForPerson: options.heldForPerson };
+  return {
+    maxToolResultChars: toolResultLimit(options.budget),
+    awaitingDecision: options.awaitingDecision,
+    heldForPerson: options.heldForPerson,
+  };
 }
 
 /**
@@ -157,7 +209,11 @@ export async function compactConversation(options: CompactionOptions, conversati
     if (hasCallWithoutResult(context)) return null;
     const summary = await generateConversationSummary(options, context);
     try {
-      return await appendMessage(options.db, conversationId, { role: "summary", content: summary, previousMessageId: last.id });
+      return await appendMessage(options.db, conversationId, {
+        role: "summary",
+        content: summary,
+        previousMessageId: last.id,
+      });
     } catch (error) {
       if (error instanceof CadreError && error.code === "conflict:message_chain") continue;
       throw error;
@@ -167,7 +223,9 @@ export async function compactConversation(options: CompactionOptions, conversati
 }
 
 function hasCallWithoutResult(context: readonly Message[]): boolean {
-  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  const answered = new Set(
+    context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])),
+  );
   return context.some((message) => message.toolCalls?.some((call) => !answered.has(call.toolCallId)));
 }
 
@@ -267,7 +325,8 @@ export class ContextReader {
    * own append was still on its way is one of its rows too.
    */
   async readUnlessAt(logTail: string | null): Promise<Message[]> {
-    const known = this.tail !== undefined && !this.stale && (logTail === this.tail || (logTail !== null && this.own.has(logTail)));
+    const known =
+      this.tail !== undefined && !this.stale && (logTail === this.tail || (logTail !== null && this.own.has(logTail)));
     if (!known) return this.read();
     this.own.clear();
     return this.context;
@@ -287,7 +346,8 @@ export async function loadContextForCall(
 ): Promise<ModelMessage[]> {
   const settings = renderSettings(options);
   const messages = toModelMessages(await context, settings);
-  if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget)) return messages;
+  if (estimateTokens(options.instructions) + estimateTokens(messages) <= compactionThreshold(options.budget))
+    return messages;
   // The summary covers the log as stored: the session's rows on their way land first.
   await reader.settled();
   if (await compactConversation(options, reader.conversationId)) options.onCompacted?.();

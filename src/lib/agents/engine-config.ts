@@ -41,12 +41,20 @@ export function engineConfigFromEnv(): EngineConfig {
     teamDailyTokenBudget: e.TEAM_DAILY_TOKEN_BUDGET,
     modelTimeoutMs: e.MODEL_TIMEOUT_MS,
     staleSessionSeconds: e.SESSION_STALE_SECONDS,
-    search: { tavilyApiKey: e.TAVILY_API_KEY, tavilyBaseUrl: e.TAVILY_BASE_URL, pageReadMaxChars: e.PAGE_READ_MAX_CHARS },
+    search: {
+      tavilyApiKey: e.TAVILY_API_KEY,
+      tavilyBaseUrl: e.TAVILY_BASE_URL,
+      pageReadMaxChars: e.PAGE_READ_MAX_CHARS,
+    },
     worker: `${os.hostname()}:${process.pid}`,
   };
 }
 
-export function engineDeps(db: Db, jobs: JobQueue, overrides: Partial<Omit<EngineDeps, "db" | "jobs">> = {}): EngineDeps {
+export function engineDeps(
+  db: Db,
+  jobs: JobQueue,
+  overrides: Partial<Omit<EngineDeps, "db" | "jobs">> = {},
+): EngineDeps {
   return {
     db,
     jobs,

@@ -29,15 +29,24 @@ const samples: LogInput[] = [
 ];
 
 /** SQL LIKE as a regex: `%` is any run of characters, `_` any one. */
-const like = (pattern: string) => new RegExp(`^${pattern.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replaceAll("%", "[\\s\\S]*").replaceAll("_", "[\\s\\S]")}$`);
+const like = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+      .replaceAll("%", "[\\s\\S]*")
+      .replaceAll("_", "[\\s\\S]")}$`,
+  );
 
 describe("logInputLikePatterns", () => {
-  it.each(samples.map((sample) => [sample.kind, sample] as const))("tells %s apart in SQL as parseLogInput does", (_kind, sample) => {
-    const text = formatLogInput(sample);
-    expect(parseLogInput(text)?.kind).toBe(sample.kind);
-    // The first pattern that matches (a SQL CASE) names the same kind.
-    expect(logInputLikePatterns.find(({ pattern }) => like(pattern).test(text))?.kind).toBe(sample.kind);
-  });
+  it.each(samples.map((sample) => [sample.kind, sample] as const))(
+    "tells %s apart in SQL as parseLogInput does",
+    (_kind, sample) => {
+      const text = formatLogInput(sample);
+      expect(parseLogInput(text)?.kind).toBe(sample.kind);
+      // The first pattern that matches (a SQL CASE) names the same kind.
+      expect(logInputLikePatterns.find(({ pattern }) => like(pattern).test(text))?.kind).toBe(sample.kind);
+    },
+  );
 
   it("matches nothing an agent writes in its own words", () => {
     for (const text of ["Delegated the task to Scout.", "No briefing needed.", "(error: the model did not answer)"]) {

@@ -30,7 +30,8 @@ export function parseTaskCancelledMarker(marker: string): { title: string; reaso
 }
 
 /** A marker alone, or a marker after text cut short ("…partial text\n\n(stopped by the person)"). */
-const MARKER_AT_END = /(?:^|\n\n)(\((?:stopped by the person|stopped by user|stopped: [\s\S]*|error: [\s\S]*|task cancelled: “[\s\S]*)\))$/;
+const MARKER_AT_END =
+  /(?:^|\n\n)(\((?:stopped by the person|stopped by user|stopped: [\s\S]*|error: [\s\S]*|task cancelled: “[\s\S]*)\))$/;
 
 /** A marker the person's Stop left (either wording). */
 export function isStoppedMarker(marker: string): boolean {
@@ -67,12 +68,20 @@ export type LogInput =
 /** The outcomes a lead hears about a delegated task: exactly one per task. */
 export type SubordinateOutcome = Extract<LogInput, { kind: "report" | "failed" | "cancelled" | "removed" }>;
 
-const taskSources = { user: "the person", lead: "your lead", system: "the system", schedule: "your schedule", webhook: "a webhook" } as const;
+const taskSources = {
+  user: "the person",
+  lead: "your lead",
+  system: "the system",
+  schedule: "your schedule",
+  webhook: "a webhook",
+} as const;
 
 export function formatLogInput(input: LogInput): string {
   switch (input.kind) {
     case "task":
-      return [`Task from ${input.from} (task id: ${input.taskId}): ${input.title}`, input.description.trim()].filter(Boolean).join("\n\n");
+      return [`Task from ${input.from} (task id: ${input.taskId}): ${input.title}`, input.description.trim()]
+        .filter(Boolean)
+        .join("\n\n");
     case "report":
       return input.taskId
         ? `Subordinate ${input.agentName} reports (task id: ${input.taskId}): ${input.result}`
@@ -141,7 +150,9 @@ const parsers: { pattern: RegExp; parse: (match: RegExpExecArray) => LogInput }[
     parse: (m) => ({ kind: "person-answer", questionId: m[1]!, answer: m[2]! }),
   },
   {
-    pattern: new RegExp(`^Your task was cancelled \\(task id: (${UUID})\\): (.*?)\\. ([\\s\\S]*?) Drop that work; your other tasks go on\\.$`),
+    pattern: new RegExp(
+      `^Your task was cancelled \\(task id: (${UUID})\\): (.*?)\\. ([\\s\\S]*?) Drop that work; your other tasks go on\\.$`,
+    ),
     parse: (m) => ({ kind: "task-cancelled", taskId: m[1]!, title: m[2]!, reason: m[3]! }),
   },
   {
@@ -186,7 +197,9 @@ export type NotedTask = { id: string; title: string; status: string };
 
 export function formatOpenTasks(tasks: readonly NotedTask[], focus: string | null): string {
   if (tasks.length === 0) return `${OPEN_TASKS_HEADING} none`;
-  const lines = tasks.map((task) => `- [${task.status}] ${task.title} (task id: ${task.id})${task.id === focus ? " ← in focus" : ""}`);
+  const lines = tasks.map(
+    (task) => `- [${task.status}] ${task.title} (task id: ${task.id})${task.id === focus ? " ← in focus" : ""}`,
+  );
   return `${OPEN_TASKS_HEADING}\n${lines.join("\n")}`;
 }
 
@@ -206,10 +219,12 @@ export function parseOpenTasks(content: string): { title: string; status: string
 export const OPEN_TASKS_LIKE = `${OPEN_TASKS_HEADING}%`;
 
 /** What a model sees for a call still waiting for the person (it has no stored result yet). */
-export const AWAITING_APPROVAL_RESULT = "(waiting for the person's approval: do not call it again; you will get its result when they decide)";
+export const AWAITING_APPROVAL_RESULT =
+  "(waiting for the person's approval: do not call it again; you will get its result when they decide)";
 
 /** Before the result of a call the person approved with changes: what actually ran. */
-export const editedInputNote = (input: unknown) => `(The person changed the input before approving; it ran with: ${JSON.stringify(input)})`;
+export const editedInputNote = (input: unknown) =>
+  `(The person changed the input before approving; it ran with: ${JSON.stringify(input)})`;
 
 /** The longest result a note on decisions carries (the longest a model call carries: compaction.ts toolResultLimit). */
 const DECIDED_RESULT_LIMIT = 16_000;
@@ -218,12 +233,23 @@ const DECIDED_RESULT_LIMIT = 16_000;
  * A note for calls that waited for the person while the log moved on: what was decided and, for
  * a call that ran, its result (the call itself keeps reading as waiting: see toModelMessages).
  */
-export function formatDecisions(decisions: readonly { toolName: string; toolCallId: string; status: string; decisionNote: string | null; result?: string }[]): string {
+export function formatDecisions(
+  decisions: readonly {
+    toolName: string;
+    toolCallId: string;
+    status: string;
+    decisionNote: string | null;
+    result?: string;
+  }[],
+): string {
   const lines = decisions.map((decision) => {
     const call = `- ${decision.toolName} (call ${decision.toolCallId})`;
     if (decision.status === "approved") {
       const result = decision.result ?? "";
-      const shown = result.length > DECIDED_RESULT_LIMIT ? `${result.slice(0, DECIDED_RESULT_LIMIT)} …(result cut to ${DECIDED_RESULT_LIMIT} characters)` : result;
+      const shown =
+        result.length > DECIDED_RESULT_LIMIT
+          ? `${result.slice(0, DECIDED_RESULT_LIMIT)} …(result cut to ${DECIDED_RESULT_LIMIT} characters)`
+          : result;
       return `${call}: approved; it ran. Its result:\n${shown}`;
     }
     if (decision.status === "denied") return `${call}: ${deniedResult(decision.decisionNote ?? "")}`;
@@ -274,5 +300,8 @@ export const logInputLikePatterns: readonly { kind: LogInput["kind"]; pattern: s
  * cut off or never run, a session that ended under it, an outcome nobody knows.
  */
 export function isFailedToolResult(content: string): boolean {
-  return /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown|task cancelled: ))/.test(content) || isStoppedMarker(content);
+  return (
+    /^(Error: |\((interrupted|no result|error: |stopped|outcome unknown|task cancelled: ))/.test(content) ||
+    isStoppedMarker(content)
+  );
 }

@@ -13,7 +13,9 @@ import { enqueueNotifications } from "@/lib/notifications/enqueue";
  */
 export async function postToInbox(db: Db, jobs: JobQueue, item: NewInboxItem): Promise<InboxItem | null> {
   return db.transaction(async (tx) => {
-    const created = item.dedupeKey ? await createInboxItemOnce(tx, { ...item, dedupeKey: item.dedupeKey }) : await createInboxItem(tx, item);
+    const created = item.dedupeKey
+      ? await createInboxItemOnce(tx, { ...item, dedupeKey: item.dedupeKey })
+      : await createInboxItem(tx, item);
     if (created) await enqueueNotifications(tx, jobs, created);
     return created;
   });

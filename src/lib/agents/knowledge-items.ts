@@ -21,12 +21,7 @@ export function isFact(content: string): boolean {
 
 const extractedItemSchema = z.object({
   type: z.enum(knowledgeItemTypes),
-  content: z
-    .string()
-    .trim()
-    .min(1)
-    .max(2000)
-    .refine(isFact, "a fact, not a placeholder"),
+  content: z.string().trim().min(1).max(2000).refine(isFact, "a fact, not a placeholder"),
   confidence: z.number().min(0).max(1),
 });
 type ExtractedItem = z.infer<typeof extractedItemSchema>;
@@ -152,11 +147,19 @@ export type KnowledgeReport = {
  * gains the URL if it had none. Under a lock per team held to the end of the caller's
  * transaction, so two agents saving the same fact at once make one item, not two.
  */
-export function recordKnowledge(db: Db, report: KnowledgeReport): Promise<{ item: KnowledgeItem; merged: boolean; sourceUrl: string | null }> {
+export function recordKnowledge(
+  db: Db,
+  report: KnowledgeReport,
+): Promise<{ item: KnowledgeItem; merged: boolean; sourceUrl: string | null }> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`knowledge:${report.teamId}`}, 0))`);
     const url = webSourceUrl(report.sourceUrl) ?? urlNamedIn(report.content);
-    const source = { agentId: report.agentId, conversationId: report.conversationId, messageId: report.messageId ?? null, url };
+    const source = {
+      agentId: report.agentId,
+      conversationId: report.conversationId,
+      messageId: report.messageId ?? null,
+      url,
+    };
     const same = await findSameKnowledge(tx, report.teamId, report.content);
     const merged = same ? await mergeKnowledgeSource(tx, same.id, { ...source, confidence: report.confidence }) : null;
     if (merged) return { item: merged, merged: true, sourceUrl: url };
@@ -173,7 +176,12 @@ export function recordKnowledge(db: Db, report: KnowledgeReport): Promise<{ item
   });
 }
 
-const words = (text: string) => new Set(normalizeKnowledge(text).split(" ").filter((word) => word.length >= 4));
+const words = (text: string) =>
+  new Set(
+    normalizeKnowledge(text)
+      .split(" ")
+      .filter((word) => word.length >= 4),
+  );
 
 /** The message a fact was most plausibly read from: the one sharing the most words with it (the latest on a tie), else the last. */
 function messageSaying(messages: readonly Message[], fact: string): Message | undefined {
@@ -216,7 +224,18 @@ export async function extractKnowledgeFromConversation(input: {
   let extracted: ExtractedItem[];
   try {
     const result = await generateModelText(
-      { db, model, purpose: "extraction", agentId, teamId: input.teamId ?? null, conversationId, workSessionId, taskId, abortSignal, timeoutMs },
+      {
+        db,
+        model,
+        purpose: "extraction",
+        agentId,
+        teamId: input.teamId ?? null,
+        conversationId,
+        workSessionId,
+        taskId,
+        abortSignal,
+        timeoutMs,
+      },
       {
         instructions: EXTRACTION_INSTRUCTIONS,
         prompt: renderSession(input.messages, input.maxInputChars),
@@ -230,7 +249,9 @@ export async function extractKnowledgeFromConversation(input: {
     // A RangeError: JSON nested so deep that the SDK's own error report overflowed the stack.
     if (!NoObjectGeneratedError.isInstance(error) && !(error instanceof RangeError)) throw error;
     extracted = NoObjectGeneratedError.isInstance(error) ? readExtractionLeniently(error.text ?? "") : [];
-    console.warn(`[knowledge] agent ${agentId}: the extraction's answer did not match its schema; kept ${extracted.length} of its items.`);
+    console.warn(
+      `[knowledge] agent ${agentId}: the extraction's answer did not match its schema; kept ${extracted.length} of its items.`,
+    );
   }
   if (extracted.length === 0) return [];
   const teamId = input.teamId ?? (await getAgent(db, agentId))?.teamId;

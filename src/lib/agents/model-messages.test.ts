@@ -55,8 +55,18 @@ describe("stored messages ↔ ModelMessages", () => {
     expect(model[3]).toEqual({
       role: "tool",
       content: [
-        { type: "tool-result", toolCallId: "call_1", toolName: "tavilySearch", output: { type: "json", value: { price: 142.5, change: "+2.3%" } } },
-        { type: "tool-result", toolCallId: "call_2", toolName: "searchKnowledge", output: { type: "text", value: "No knowledge items match." } },
+        {
+          type: "tool-result",
+          toolCallId: "call_1",
+          toolName: "tavilySearch",
+          output: { type: "json", value: { price: 142.5, change: "+2.3%" } },
+        },
+        {
+          type: "tool-result",
+          toolCallId: "call_2",
+          toolName: "searchKnowledge",
+          output: { type: "text", value: "No knowledge items match." },
+        },
       ],
     });
   });
@@ -77,16 +87,39 @@ describe("stored messages ↔ ModelMessages", () => {
     const model: ModelMessage[] = [
       { role: "user", content: "hello" },
       { role: "assistant", content: [{ type: "tool-call", toolCallId: "t1", toolName: "getTeamStatus", input: {} }] },
-      { role: "tool", content: [{ type: "tool-result", toolCallId: "t1", toolName: "getTeamStatus", output: { type: "json", value: { members: [] } } }] },
+      {
+        role: "tool",
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: "t1",
+            toolName: "getTeamStatus",
+            output: { type: "json", value: { members: [] } },
+          },
+        ],
+      },
       { role: "assistant", content: [{ type: "text", text: "All quiet." }] },
     ];
-    const again = toModelMessages(fromModelMessages(model).map((m) => stored({ ...m, thinking: m.thinking ?? null, toolCalls: m.toolCalls ?? null, toolCallId: m.toolCallId ?? null })));
+    const again = toModelMessages(
+      fromModelMessages(model).map((m) =>
+        stored({
+          ...m,
+          thinking: m.thinking ?? null,
+          toolCalls: m.toolCalls ?? null,
+          toolCallId: m.toolCallId ?? null,
+        }),
+      ),
+    );
     expect(again).toEqual(model);
   });
 
   it("keeps a tool result right after its call when another writer's message landed in between", () => {
     const model = toModelMessages([
-      stored({ role: "assistant", content: "", toolCalls: [{ toolCallId: "c9", toolName: "tavilySearch", args: { query: "x" } }] }),
+      stored({
+        role: "assistant",
+        content: "",
+        toolCalls: [{ toolCallId: "c9", toolName: "tavilySearch", args: { query: "x" } }],
+      }),
       stored({ role: "user", content: "Subordinate Scout reports: done" }),
       stored({ role: "tool", toolCallId: "c9", content: "results" }),
     ]);
@@ -95,18 +128,36 @@ describe("stored messages ↔ ModelMessages", () => {
 
   it("gives a call without a result an explicit interrupted result", () => {
     const model = toModelMessages([
-      stored({ role: "assistant", content: "", toolCalls: [{ toolCallId: "lost", toolName: "tavilySearch", args: {} }] }),
+      stored({
+        role: "assistant",
+        content: "",
+        toolCalls: [{ toolCallId: "lost", toolName: "tavilySearch", args: {} }],
+      }),
     ]);
     expect(model[1]).toEqual({
       role: "tool",
-      content: [{ type: "tool-result", toolCallId: "lost", toolName: "tavilySearch", output: { type: "error-text", value: INTERRUPTED_RESULT } }],
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: "lost",
+          toolName: "tavilySearch",
+          output: { type: "error-text", value: INTERRUPTED_RESULT },
+        },
+      ],
     });
   });
 
   it("tells the model a call waiting for the person's approval is waiting, not interrupted", () => {
     const model = toModelMessages(
       [
-        stored({ role: "assistant", content: "", toolCalls: [{ toolCallId: "held", toolName: "addKnowledgeItem", args: {} }, { toolCallId: "ran", toolName: "tavilySearch", args: {} }] }),
+        stored({
+          role: "assistant",
+          content: "",
+          toolCalls: [
+            { toolCallId: "held", toolName: "addKnowledgeItem", args: {} },
+            { toolCallId: "ran", toolName: "tavilySearch", args: {} },
+          ],
+        }),
         stored({ role: "tool", toolCallId: "ran", content: "results" }),
       ],
       { awaitingDecision: new Set(["held"]) },
@@ -114,8 +165,18 @@ describe("stored messages ↔ ModelMessages", () => {
     expect(model[1]).toEqual({
       role: "tool",
       content: [
-        { type: "tool-result", toolCallId: "held", toolName: "addKnowledgeItem", output: { type: "text", value: AWAITING_APPROVAL_RESULT } },
-        { type: "tool-result", toolCallId: "ran", toolName: "tavilySearch", output: { type: "text", value: "results" } },
+        {
+          type: "tool-result",
+          toolCallId: "held",
+          toolName: "addKnowledgeItem",
+          output: { type: "text", value: AWAITING_APPROVAL_RESULT },
+        },
+        {
+          type: "tool-result",
+          toolCallId: "ran",
+          toolName: "tavilySearch",
+          output: { type: "text", value: "results" },
+        },
       ],
     });
   });

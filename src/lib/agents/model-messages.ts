@@ -50,7 +50,12 @@ export function toModelMessages(stored: readonly StoredLike[], options: RenderOp
     switch (message.role) {
       case "user":
       case "summary":
-        out.push(remembered(inputMessages, message, () => ({ role: "user", content: message.role === "summary" ? SUMMARY_PREFIX + message.content : message.content })));
+        out.push(
+          remembered(inputMessages, message, () => ({
+            role: "user",
+            content: message.role === "summary" ? SUMMARY_PREFIX + message.content : message.content,
+          })),
+        );
         break;
       case "tool":
         // Emitted right after its call; an orphan (its call was compacted away) is dropped.
@@ -64,10 +69,13 @@ export function toModelMessages(stored: readonly StoredLike[], options: RenderOp
         while (movedOnAt < stored.length && stored[movedOnAt]!.role === "tool") movedOnAt += 1;
         const shown = (callId: string): StoredLike | undefined => {
           const result = resultsByCallId.get(callId);
-          return result && options.heldForPerson?.has(callId) && positions.get(callId)! > movedOnAt ? undefined : result;
+          return result && options.heldForPerson?.has(callId) && positions.get(callId)! > movedOnAt
+            ? undefined
+            : result;
         };
         const awaiting = (callId: string): boolean =>
-          (options.awaitingDecision?.has(callId) ?? false) || (options.heldForPerson?.has(callId) === true && shown(callId) === undefined);
+          (options.awaitingDecision?.has(callId) ?? false) ||
+          (options.heldForPerson?.has(callId) === true && shown(callId) === undefined);
         out.push(toolMessageFor(message, calls, shown, awaiting, options.maxToolResultChars));
         break;
       }
@@ -84,9 +92,18 @@ const assistantMessages = new WeakMap<StoredLike, ModelMessage>();
 const toolMessages = new WeakMap<StoredLike, MadeToolMessage>();
 
 /** A tool message and what it was made of: the stored results (by identity), which calls awaited a decision, the clip limit. */
-type MadeToolMessage = { results: (StoredLike | undefined)[]; awaiting: boolean[]; limit: number | undefined; message: ModelMessage };
+type MadeToolMessage = {
+  results: (StoredLike | undefined)[];
+  awaiting: boolean[];
+  limit: number | undefined;
+  message: ModelMessage;
+};
 
-function remembered(cache: WeakMap<StoredLike, ModelMessage>, message: StoredLike, make: () => ModelMessage): ModelMessage {
+function remembered(
+  cache: WeakMap<StoredLike, ModelMessage>,
+  message: StoredLike,
+  make: () => ModelMessage,
+): ModelMessage {
   let made = cache.get(message);
   if (!made) {
     made = make();
@@ -132,7 +149,12 @@ function toolMessageFor(
   return made;
 }
 
-function sameInputs(known: MadeToolMessage, calls: readonly StoredToolCall[], shown: (callId: string) => StoredLike | undefined, awaitingOf: (callId: string) => boolean): boolean {
+function sameInputs(
+  known: MadeToolMessage,
+  calls: readonly StoredToolCall[],
+  shown: (callId: string) => StoredLike | undefined,
+  awaitingOf: (callId: string) => boolean,
+): boolean {
   for (let index = 0; index < calls.length; index++) {
     const callId = calls[index]!.toolCallId;
     if (known.results[index] !== shown(callId) || known.awaiting[index] !== awaitingOf(callId)) return false;
@@ -147,9 +169,19 @@ function clip(content: string | undefined, limit: number | undefined): string | 
 
 function toolResultPart(call: StoredToolCall, content: string | undefined): ToolResultPart {
   if (content === undefined) {
-    return { type: "tool-result", toolCallId: call.toolCallId, toolName: call.toolName, output: { type: "error-text", value: INTERRUPTED_RESULT } };
+    return {
+      type: "tool-result",
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      output: { type: "error-text", value: INTERRUPTED_RESULT },
+    };
   }
-  return { type: "tool-result", toolCallId: call.toolCallId, toolName: call.toolName, output: parseToolOutput(content) };
+  return {
+    type: "tool-result",
+    toolCallId: call.toolCallId,
+    toolName: call.toolName,
+    output: parseToolOutput(content),
+  };
 }
 
 /** Tool results are stored as text; JSON text goes back to the model as JSON. */
@@ -188,7 +220,10 @@ export function fromModelMessages(modelMessages: readonly ModelMessage[]): NewMe
         // Instructions are built from the agent each time; never stored (seed 004).
         break;
       case "user": {
-        const text = typeof message.content === "string" ? message.content : message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
+        const text =
+          typeof message.content === "string"
+            ? message.content
+            : message.content.map((part) => (part.type === "text" ? part.text : "")).join("");
         if (text.startsWith(SUMMARY_PREFIX)) out.push({ role: "summary", content: text.slice(SUMMARY_PREFIX.length) });
         else out.push({ role: "user", content: text });
         break;
@@ -204,9 +239,15 @@ export function fromModelMessages(modelMessages: readonly ModelMessage[]): NewMe
         for (const part of message.content) {
           if (part.type === "text") text += part.text;
           else if (part.type === "reasoning") thinking += part.text;
-          else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input });
+          else if (part.type === "tool-call")
+            toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input });
         }
-        out.push({ role: "assistant", content: text, thinking: thinking || null, toolCalls: toolCalls.length ? toolCalls : null });
+        out.push({
+          role: "assistant",
+          content: text,
+          thinking: thinking || null,
+          toolCalls: toolCalls.length ? toolCalls : null,
+        });
         break;
       }
       case "tool":

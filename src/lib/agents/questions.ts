@@ -28,7 +28,12 @@ export async function askPerson(
 ): Promise<Question | null> {
   const task = input.taskId ? await setTaskStatus(db, input.taskId, "waiting_input") : null;
   if (input.taskId && !task) return null;
-  const asked = await createQuestion(db, { agentId: asker.id, taskId: task?.id ?? null, recipientAgentId: null, question: input.question });
+  const asked = await createQuestion(db, {
+    agentId: asker.id,
+    taskId: task?.id ?? null,
+    recipientAgentId: null,
+    question: input.question,
+  });
   const item = await postToInbox(db, jobs, {
     teamId: asker.teamId,
     agentId: asker.id,
@@ -41,7 +46,11 @@ export async function askPerson(
   });
   // In the chat too, where the person answers in place (the message names its inbox item).
   const foreground = await getForegroundConversation(db, asker.id);
-  await appendMessage(db, foreground.id, { role: "assistant", content: formatPersonQuestion(input.question), inboxItemId: item?.id ?? null });
+  await appendMessage(db, foreground.id, {
+    role: "assistant",
+    content: formatPersonQuestion(input.question),
+    inboxItemId: item?.id ?? null,
+  });
   return asked;
 }
 
@@ -51,25 +60,41 @@ export async function askPerson(
  * A second answer is a 409, and so is an answer to a question whose task ended meanwhile:
  * the agent no longer needs it, and the person is told why.
  */
-export async function answerQuestionFromPerson(db: Db, jobs: JobQueue, questionId: string, answer: string): Promise<Question> {
+export async function answerQuestionFromPerson(
+  db: Db,
+  jobs: JobQueue,
+  questionId: string,
+  answer: string,
+): Promise<Question> {
   const found = await getQuestion(db, questionId);
   if (!found || found.recipientAgentId !== null) throw notFound("question", questionId);
   return writeUnderAgent(db, found.agentId, async (tx) => {
     const [question] = await tx.select().from(questions).where(eq(questions.id, questionId)).for("update");
     if (!question) throw notFound("question", questionId);
     if (question.status === "answered") {
-      throw new CadreError("conflict:question_answered", "This question was answered already; the agent has that answer.");
+      throw new CadreError(
+        "conflict:question_answered",
+        "This question was answered already; the agent has that answer.",
+      );
     }
     if (question.status === "withdrawn") {
       const task = question.taskId ? await getTask(tx, question.taskId) : null;
       throw new CadreError(
         "conflict:question_withdrawn",
-        task ? `The task that asked ("${task.title}") was ${task.status}, so the agent no longer needs an answer.` : "The agent no longer needs an answer: the work that asked has ended.",
+        task
+          ? `The task that asked ("${task.title}") was ${task.status}, so the agent no longer needs an answer.`
+          : "The agent no longer needs an answer: the work that asked has ended.",
       );
     }
     const answered = (await answerQuestion(tx, question.id, answer))!;
     await resumeTaskIfNothingWaits(tx, question.taskId);
-    await queueInput(tx, jobs, question.agentId, { kind: "person-answer", questionId: question.id, answer }, question.taskId);
+    await queueInput(
+      tx,
+      jobs,
+      question.agentId,
+      { kind: "person-answer", questionId: question.id, answer },
+      question.taskId,
+    );
     await markInboxItemOfRead(tx, { questionId: question.id });
     return answered;
   });

@@ -14,7 +14,17 @@ describe("schedule presets", () => {
   });
 
   it("opens anything else as advanced, keeping its cron", () => {
-    for (const cron of ["*/15 * * * *", "0 */2 * * *", "0 8 1 * *", "0 8 * * 1,3", "0 8 * 6 *", "0 24 * * *", "61 * * * *", "0 8 * * MON-FRI", "0 0 8 * * *"]) {
+    for (const cron of [
+      "*/15 * * * *",
+      "0 */2 * * *",
+      "0 8 1 * *",
+      "0 8 * * 1,3",
+      "0 8 * 6 *",
+      "0 24 * * *",
+      "61 * * * *",
+      "0 8 * * MON-FRI",
+      "0 0 8 * * *",
+    ]) {
       expect(choiceOf(cron)).toMatchObject({ kind: "advanced", cron });
     }
   });

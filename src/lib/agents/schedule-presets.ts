@@ -13,7 +13,8 @@ export type ScheduleChoice = { kind: ScheduleKind; minute: number; time: string;
 
 export const WEEKDAY_NAMES = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] as const;
 
-const number = (field: string, max: number): number | null => (/^\d{1,2}$/.test(field) && Number(field) <= max ? Number(field) : null);
+const number = (field: string, max: number): number | null =>
+  /^\d{1,2}$/.test(field) && Number(field) <= max ? Number(field) : null;
 const hhmm = (hour: number, minute: number) => `${String(hour).padStart(2, "0")}:${String(minute).padStart(2, "0")}`;
 
 /** The preset a stored schedule reads as; null is the default schedule, and a cron no preset writes opens as advanced. */

@@ -44,7 +44,14 @@ export function describeSchedule(cron: string, timeZone: string | null): string 
   const text = cron.trim();
   if (text.toLowerCase() === "off") return "off: no scheduled runs";
   const [minute, hour, dayOfMonth, month, dayOfWeek, ...rest] = text.split(/\s+/);
-  if (minute !== undefined && hour !== undefined && dayOfMonth !== undefined && month !== undefined && dayOfWeek !== undefined && rest.length === 0) {
+  if (
+    minute !== undefined &&
+    hour !== undefined &&
+    dayOfMonth !== undefined &&
+    month !== undefined &&
+    dayOfWeek !== undefined &&
+    rest.length === 0
+  ) {
     const everyDayOfYear = dayOfMonth === "*" && month === "*";
     if (everyDayOfYear && isNumber(minute) && isNumber(hour)) {
       const at = `${twoDigits(hour)}:${twoDigits(minute)} ${zone}`;
@@ -61,7 +68,8 @@ export function describeSchedule(cron: string, timeZone: string | null): string 
       return Number(minute) === 0 ? "every hour on the hour" : `every hour at minute ${Number(minute)}`;
     }
     const minuteStep = /^\*\/(\d+)$/.exec(minute);
-    if (everyDayOfYear && dayOfWeek === "*" && hour === "*" && minuteStep) return `every ${Number(minuteStep[1])} minutes`;
+    if (everyDayOfYear && dayOfWeek === "*" && hour === "*" && minuteStep)
+      return `every ${Number(minuteStep[1])} minutes`;
   }
   return `cron "${text}" (${zone})`;
 }
@@ -69,7 +77,11 @@ export function describeSchedule(cron: string, timeZone: string | null): string 
 /** The next `count` runs after `from`, read in the zone (null: UTC), as instants; none for "off". */
 export function nextRuns(cron: string, timeZone: string | null, from: Date = new Date(), count = 3): Date[] {
   if (cron.trim().toLowerCase() === "off") return [];
-  const expression = CronExpressionParser.parse(cron.trim(), { strict: false, tz: timeZone ?? "UTC", currentDate: from });
+  const expression = CronExpressionParser.parse(cron.trim(), {
+    strict: false,
+    tz: timeZone ?? "UTC",
+    currentDate: from,
+  });
   return expression.take(count).map((date) => date.toDate());
 }
 
@@ -87,13 +99,37 @@ export function formatInZone(date: Date, timeZone: string | null): string {
 }
 
 /** What the agent editor shows beside a lead's schedule. */
-export type SchedulePreview = { cron: string; timeZone: string | null; text: string; nextRuns: string[]; error?: string };
+export type SchedulePreview = {
+  cron: string;
+  timeZone: string | null;
+  text: string;
+  nextRuns: string[];
+  error?: string;
+};
 
 export function previewSchedule(cron: string, timeZone: string | null, from: Date = new Date()): SchedulePreview {
   const zone = timeZone?.trim() || null;
-  if (zone && !isTimeZone(zone)) return { cron, timeZone: zone, text: `cron "${cron}"`, nextRuns: [], error: `"${zone}" is not a time zone. Pick one from the list, such as Europe/Berlin.` };
+  if (zone && !isTimeZone(zone))
+    return {
+      cron,
+      timeZone: zone,
+      text: `cron "${cron}"`,
+      nextRuns: [],
+      error: `"${zone}" is not a time zone. Pick one from the list, such as Europe/Berlin.`,
+    };
   if (cron.trim().toLowerCase() !== "off" && !isCron(cron.trim())) {
-    return { cron, timeZone: zone, text: `cron "${cron}"`, nextRuns: [], error: 'Not a cron expression. Five fields: minute hour day-of-month month day-of-week, such as "0 8 * * *".' };
+    return {
+      cron,
+      timeZone: zone,
+      text: `cron "${cron}"`,
+      nextRuns: [],
+      error: 'Not a cron expression. Five fields: minute hour day-of-month month day-of-week, such as "0 8 * * *".',
+    };
   }
-  return { cron, timeZone: zone, text: describeSchedule(cron, zone), nextRuns: nextRuns(cron, zone, from).map((date) => `${formatInZone(date, zone)} ${zone ?? "UTC"}`) };
+  return {
+    cron,
+    timeZone: zone,
+    text: describeSchedule(cron, zone),
+    nextRuns: nextRuns(cron, zone, from).map((date) => `${formatInZone(date, zone)} ${zone ?? "UTC"}`),
+  };
 }

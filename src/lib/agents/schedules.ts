@@ -12,12 +12,18 @@ import { assignTask } from "./tasks";
 /** Every active team's lead has a schedule; paused teams' leads have none. */
 export async function syncLeadSchedules(deps: EngineDeps, defaultCron: string): Promise<void> {
   const leads = await deps.db
-    .select({ agentId: agents.id, schedule: agents.schedule, scheduleTimeZone: agents.scheduleTimeZone, status: teams.status })
+    .select({
+      agentId: agents.id,
+      schedule: agents.schedule,
+      scheduleTimeZone: agents.scheduleTimeZone,
+      status: teams.status,
+    })
     .from(agents)
     .innerJoin(teams, eq(teams.id, agents.teamId))
     .where(and(eq(agents.role, "lead")));
   for (const lead of leads) {
-    if (lead.status === "active") await deps.jobs.scheduleLead(lead.agentId, lead.schedule ?? defaultCron, lead.scheduleTimeZone);
+    if (lead.status === "active")
+      await deps.jobs.scheduleLead(lead.agentId, lead.schedule ?? defaultCron, lead.scheduleTimeZone);
     else await deps.jobs.unscheduleLead(lead.agentId);
   }
 }

@@ -30,7 +30,13 @@ export type SessionEnding =
   | { status: "over-budget"; reason: string; marker: string | null; team: TeamBudgetFields };
 
 /** `focus`: the task the session was on when it ended (see work-loop.ts), or null. */
-export type EndingSession = { sessionId: string; agent: Agent; conversationId: string; steps: number; focus: string | null };
+export type EndingSession = {
+  sessionId: string;
+  agent: Agent;
+  conversationId: string;
+  steps: number;
+  focus: string | null;
+};
 
 /**
  * Ends a work session in one transaction, the one place that does: the log gets its
@@ -44,10 +50,15 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
   const { agent, conversationId } = session;
   await deps.db.transaction(async (tx) => {
     // The lock a session is claimed and finished under: a wake-up cannot slip between the check below and the end.
-    const [locked] = await tx.select({ wakeRequestedAt: agents.wakeRequestedAt }).from(agents).where(eq(agents.id, agent.id)).for("update");
+    const [locked] = await tx
+      .select({ wakeRequestedAt: agents.wakeRequestedAt })
+      .from(agents)
+      .where(eq(agents.id, agent.id))
+      .for("update");
     // The agent was removed under the session: its log, tasks and session row went with it.
     if (!locked) return;
-    if (ending.status === "over-budget") return waitForBudget(deps, tx, session, ending, locked.wakeRequestedAt !== null);
+    if (ending.status === "over-budget")
+      return waitForBudget(deps, tx, session, ending, locked.wakeRequestedAt !== null);
     const stop = ending.status === "stopped" ? await stopOf(tx, session.sessionId) : null;
     if (ending.status !== "interrupted") {
       const marker = ending.status === "stopped" ? stop!.marker : ending.marker;
@@ -107,7 +118,12 @@ async function waitForBudget(
   });
 }
 
-async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, ending: Extract<SessionEnding, { status: "stopped" | "failed" }>): Promise<void> {
+async function endOpenWork(
+  deps: EngineDeps,
+  tx: Db,
+  session: EndingSession,
+  ending: Extract<SessionEnding, { status: "stopped" | "failed" }>,
+): Promise<void> {
   const { agent } = session;
   if (ending.status === "stopped") {
     const open = await listTasksByAgent(tx, agent.id, ["in_progress", "waiting_input"]);
@@ -122,7 +138,9 @@ async function endOpenWork(deps: EngineDeps, tx: Db, session: EndingSession, end
   }
   // What failed is the turn, so the task it served fails: the agent's other tasks (waiting
   // for subordinates or an answer) are not what broke, and their input starts a new session.
-  const failed = session.focus ? await endTask(tx, deps.jobs, session.focus, { status: "failed", reason: ending.reason }) : null;
+  const failed = session.focus
+    ? await endTask(tx, deps.jobs, session.focus, { status: "failed", reason: ending.reason })
+    : null;
   if (!failed) {
     // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
     await raiseAlert(tx, deps.jobs, {
@@ -158,11 +176,17 @@ async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
  * Stop the person never pressed.
  */
 async function stopOf(db: Db, sessionId: string): Promise<{ marker: string; error: string; byPerson: boolean }> {
-  const [row] = await db.select({ cancelledTaskId: workSessions.cancelledTaskId }).from(workSessions).where(eq(workSessions.id, sessionId));
+  const [row] = await db
+    .select({ cancelledTaskId: workSessions.cancelledTaskId })
+    .from(workSessions)
+    .where(eq(workSessions.id, sessionId));
   return stopOfTask(db, row?.cancelledTaskId ?? null);
 }
 
-async function stopOfTask(db: Db, cancelledTaskId: string | null): Promise<{ marker: string; error: string; byPerson: boolean }> {
+async function stopOfTask(
+  db: Db,
+  cancelledTaskId: string | null,
+): Promise<{ marker: string; error: string; byPerson: boolean }> {
   const task = cancelledTaskId ? await getTask(db, cancelledTaskId) : null;
   if (!task) return { marker: STOPPED_MARKER, error: STOPPED_BY_PERSON, byPerson: true };
   const marker = taskCancelledMarker(task.title, task.result ?? CANCELLED_BY_PERSON);
@@ -185,6 +209,11 @@ export async function markStopped(tx: Db, conversationId: string, marker = STOPP
  * when the previous one was asked to stop but ended without
  * writing it (its worker died first), the Stop is honoured now, before any work is taken.
  */
-export async function honourUnfinishedStop(db: Db, conversationId: string, previous: WorkSession | null): Promise<void> {
-  if (previous?.stopRequestedAt && previous.status !== "stopped") await markStopped(db, conversationId, (await stopOfTask(db, previous.cancelledTaskId)).marker);
+export async function honourUnfinishedStop(
+  db: Db,
+  conversationId: string,
+  previous: WorkSession | null,
+): Promise<void> {
+  if (previous?.stopRequestedAt && previous.status !== "stopped")
+    await markStopped(db, conversationId, (await stopOfTask(db, previous.cancelledTaskId)).marker);
 }

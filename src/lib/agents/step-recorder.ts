@@ -62,7 +62,13 @@ export class StepRecorder {
   constructor(
     private readonly db: Db,
     private readonly conversationId: string,
-    options: { follower?: LogFollower; resultsInBackground?: boolean; onResultAhead?: () => void; heldBy?: string; task?: () => string | null } = {},
+    options: {
+      follower?: LogFollower;
+      resultsInBackground?: boolean;
+      onResultAhead?: () => void;
+      heldBy?: string;
+      task?: () => string | null;
+    } = {},
   ) {
     this.heldBy = options.heldBy;
     this.task = options.task ?? (() => null);
@@ -77,7 +83,11 @@ export class StepRecorder {
    * after that message or not at all (a `conflict:message_chain`): an answer is never
    * stored after input its call did not see.
    */
-  recordModelResponse(content: readonly ResponsePart[], after?: string | null, usage?: NewUsage): Promise<Message | null> {
+  recordModelResponse(
+    content: readonly ResponsePart[],
+    after?: string | null,
+    usage?: NewUsage,
+  ): Promise<Message | null> {
     let text = "";
     let thinking = "";
     const toolCalls: StoredToolCall[] = [];
@@ -103,32 +113,37 @@ export class StepRecorder {
     // After the results on their way, so the log keeps its order.
     // A result that could not be stored fails the answer too: the call was given it.
     let sent = false;
-    this.lastAssistant = this.writes.then(() => {
-      this.throwIfFailed();
-      sent = true;
-      return appendMessage(this.db, this.conversationId, row, { lazyCommit: true, heldBy: this.heldBy, usage });
-    }).then(
-      (message) => {
-        this.ownTail = message.id;
-        // Stored under the ids the log gave them (a reused id gets a new one), in the model's order.
-        for (const [index, call] of (message.toolCalls ?? []).entries()) {
-          this.openCalls.set(call.toolCallId, call.toolName);
-          const given = toolCalls[index]?.toolCallId;
-          if (given !== undefined && given !== call.toolCallId) this.storedIds.set(given, call.toolCallId);
-        }
-        this.follower?.appended(message);
-        return message;
-      },
-      (error: unknown) => {
-        this.failure ??= error;
-        // Its calls were never stored: nothing may be recorded as their results.
-        this.openCalls.clear();
-        // The call was made all the same: its usage row goes alone when the answer's statement never ran.
-        // Lost, it would leave the team's budget short of a call the provider bills: say so once.
-        if (usage && !sent) void recordUsage(this.db, usage).catch((cause: unknown) => logError("[usage] could not record a model call's usage after its answer could not be stored:", cause));
-        return null;
-      },
-    );
+    this.lastAssistant = this.writes
+      .then(() => {
+        this.throwIfFailed();
+        sent = true;
+        return appendMessage(this.db, this.conversationId, row, { lazyCommit: true, heldBy: this.heldBy, usage });
+      })
+      .then(
+        (message) => {
+          this.ownTail = message.id;
+          // Stored under the ids the log gave them (a reused id gets a new one), in the model's order.
+          for (const [index, call] of (message.toolCalls ?? []).entries()) {
+            this.openCalls.set(call.toolCallId, call.toolName);
+            const given = toolCalls[index]?.toolCallId;
+            if (given !== undefined && given !== call.toolCallId) this.storedIds.set(given, call.toolCallId);
+          }
+          this.follower?.appended(message);
+          return message;
+        },
+        (error: unknown) => {
+          this.failure ??= error;
+          // Its calls were never stored: nothing may be recorded as their results.
+          this.openCalls.clear();
+          // The call was made all the same: its usage row goes alone when the answer's statement never ran.
+          // Lost, it would leave the team's budget short of a call the provider bills: say so once.
+          if (usage && !sent)
+            void recordUsage(this.db, usage).catch((cause: unknown) =>
+              logError("[usage] could not record a model call's usage after its answer could not be stored:", cause),
+            );
+          return null;
+        },
+      );
     return this.lastAssistant;
   }
 
@@ -189,7 +204,12 @@ export class StepRecorder {
 
   /** Stores what the text of an unfinished step was, when it was cut off. */
   async recordPartialText(text: string, marker: string): Promise<void> {
-    await appendMessage(this.db, this.conversationId, { role: "assistant", content: text ? `${text}\n\n${marker}` : marker, taskId: this.task() }, { heldBy: this.heldBy });
+    await appendMessage(
+      this.db,
+      this.conversationId,
+      { role: "assistant", content: text ? `${text}\n\n${marker}` : marker, taskId: this.task() },
+      { heldBy: this.heldBy },
+    );
   }
 
   /**
@@ -201,11 +221,17 @@ export class StepRecorder {
     if (!this.openCalls.has(toolCallId)) return this.writes;
     this.openCalls.delete(toolCallId);
     const text = this.resultText(toolCallId, content);
-    if (this.resultsInBackground && this.follower && this.ownTail !== null) return this.recordResultAhead(this.follower, toolCallId, text, lazy);
+    if (this.resultsInBackground && this.follower && this.ownTail !== null)
+      return this.recordResultAhead(this.follower, toolCallId, text, lazy);
     this.writes = this.unannounced = this.writes.then(async () => {
       try {
         // Written first, then told: \`follower?.appended(await …)\` would skip the write without a follower.
-        const message = await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content: text, taskId: this.task() }, { lazyCommit: lazy, heldBy: this.heldBy });
+        const message = await appendMessage(
+          this.db,
+          this.conversationId,
+          { role: "tool", toolCallId, content: text, taskId: this.task() },
+          { lazyCommit: lazy, heldBy: this.heldBy },
+        );
         this.follower?.appended(message);
       } catch (error) {
         // Someone (a redelivered run of this step) recorded it first: one result is the point.
@@ -228,7 +254,12 @@ export class StepRecorder {
     this.ownTail = id;
     this.writes = this.writes.then(async () => {
       try {
-        await appendMessage(this.db, this.conversationId, { id, role: "tool", toolCallId, content, taskId: this.task(), previousMessageId: after }, { lazyCommit: lazy, heldBy: this.heldBy });
+        await appendMessage(
+          this.db,
+          this.conversationId,
+          { id, role: "tool", toolCallId, content, taskId: this.task(), previousMessageId: after },
+          { lazyCommit: lazy, heldBy: this.heldBy },
+        );
       } catch (error) {
         // Someone else wrote first (a Stop's marker, another run's result): the log has moved
         // on from what the next call is given, so that call's answer will not be stored; the
@@ -239,13 +270,30 @@ export class StepRecorder {
           this.failure ??= error;
           return;
         }
-        await appendMessage(this.db, this.conversationId, { role: "tool", toolCallId, content, taskId: this.task() }, { heldBy: this.heldBy }).catch((retryError: unknown) => {
+        await appendMessage(
+          this.db,
+          this.conversationId,
+          { role: "tool", toolCallId, content, taskId: this.task() },
+          { heldBy: this.heldBy },
+        ).catch((retryError: unknown) => {
           if (!isUniqueViolation(retryError)) this.failure ??= retryError;
         });
       }
     });
     follower.appending(
-      { id, conversationId: this.conversationId, role: "tool", content, thinking: null, toolCalls: null, toolCallId, inboxItemId: null, taskId: this.task(), previousMessageId: after, createdAt: new Date() },
+      {
+        id,
+        conversationId: this.conversationId,
+        role: "tool",
+        content,
+        thinking: null,
+        toolCalls: null,
+        toolCallId,
+        inboxItemId: null,
+        taskId: this.task(),
+        previousMessageId: after,
+        createdAt: new Date(),
+      },
       this.writes,
     );
     this.onResultAhead?.();
@@ -290,10 +338,22 @@ export class StepRecorder {
     let recorded: Message | undefined;
     const output = await this.db.transaction(async (tx) => {
       // The step's own message, or (a call approved later) the older message that holds it.
-      const holder = last?.toolCalls?.some((call) => call.toolCallId === toolCallId) ? last.id : await this.messageHolding(tx, toolCallId);
+      const holder = last?.toolCalls?.some((call) => call.toolCallId === toolCallId)
+        ? last.id
+        : await this.messageHolding(tx, toolCallId);
       const result = await write(tx, { messageId: holder });
       if (this.openCalls.has(toolCallId)) {
-        recorded = await appendMessage(tx, this.conversationId, { role: "tool", toolCallId, content: this.resultText(toolCallId, toolOutputToText(result)), taskId: this.task() }, { heldBy: this.heldBy });
+        recorded = await appendMessage(
+          tx,
+          this.conversationId,
+          {
+            role: "tool",
+            toolCallId,
+            content: this.resultText(toolCallId, toolOutputToText(result)),
+            taskId: this.task(),
+          },
+          { heldBy: this.heldBy },
+        );
       }
       return result;
     });
@@ -318,9 +378,13 @@ export class StepRecorder {
    * SDK produced (a malformed or unknown tool call never reaches `execute`), or a
    * marker such as "(stopped by the person)". A stored call never stays without its result.
    */
-  async recordMissingResults(fallback: string, errors: readonly { toolCallId: string; error: unknown }[] = []): Promise<void> {
+  async recordMissingResults(
+    fallback: string,
+    errors: readonly { toolCallId: string; error: unknown }[] = [],
+  ): Promise<void> {
     await this.lastAssistant;
-    for (const { toolCallId, error } of errors) void this.recordResult(this.storedId(toolCallId), describeToolError(error));
+    for (const { toolCallId, error } of errors)
+      void this.recordResult(this.storedId(toolCallId), describeToolError(error));
     for (const toolCallId of [...this.openCalls.keys()]) void this.recordResult(toolCallId, fallback);
     // In the background the writes go on beside the next call's reads (settled waits for them there).
     if (!this.resultsInBackground) await this.writes;
@@ -406,11 +470,14 @@ function convertedSchema(schema: Parameters<typeof asSchema>[0]): ReturnType<typ
  * unknown call (the SDK keeps the original error on the call, with the fields to fix)
  * or a tool that threw. For recordMissingResults.
  */
-export function stepToolErrors(content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[]) {
+export function stepToolErrors(
+  content: readonly { type: string; toolCallId?: string; invalid?: boolean; error?: unknown }[],
+) {
   const errors: { toolCallId: string; error: unknown }[] = [];
   for (const part of content) {
     if (!part.toolCallId) continue;
-    if ((part.type === "tool-call" && part.invalid) || part.type === "tool-error") errors.push({ toolCallId: part.toolCallId, error: part.error });
+    if ((part.type === "tool-call" && part.invalid) || part.type === "tool-error")
+      errors.push({ toolCallId: part.toolCallId, error: part.error });
   }
   return errors;
 }

@@ -20,7 +20,11 @@ import { cancelTrees } from "./tasks";
  * marker. Input queued for the agent that is not a task (a webhook, a report) is new
  * work and is handled after the Stop, like work given after it.
  */
-export async function stopAgent(db: Db, jobs: JobQueue, agentId: string): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
+export async function stopAgent(
+  db: Db,
+  jobs: JobQueue,
+  agentId: string,
+): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
   return retryingTransaction(db, async (tx) => {
     const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
     if (!agent) throw notFound("agent", agentId);

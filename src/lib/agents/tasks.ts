@@ -5,7 +5,17 @@ import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
 import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
 import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
-import { createTask, getTask, listOpenSubtasks, listOpenTaskTree, listTasksByAgent, openTaskStatuses, requireTask, setTaskStatus, type NewTask } from "@/lib/db/queries/tasks";
+import {
+  createTask,
+  getTask,
+  listOpenSubtasks,
+  listOpenTaskTree,
+  listTasksByAgent,
+  openTaskStatuses,
+  requireTask,
+  setTaskStatus,
+  type NewTask,
+} from "@/lib/db/queries/tasks";
 import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
@@ -31,7 +41,10 @@ const retryMarker = (taskId: string) => `Retry of task ${taskId}`;
 
 export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Task> {
   if (task.status !== "failed" && task.status !== "cancelled") {
-    throw new CadreError("conflict:task_not_ended", `Only a failed or cancelled task can be retried; this one is ${task.status.replace("_", " ")}.`);
+    throw new CadreError(
+      "conflict:task_not_ended",
+      `Only a failed or cancelled task can be retried; this one is ${task.status.replace("_", " ")}.`,
+    );
   }
   // One retry per ended task: the task's row lock makes a second retry (a double click, two
   // tabs) wait for the first and then find it.
@@ -39,7 +52,10 @@ export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Tas
   const [earlier] = await db.execute<{ id: string }>(sql`
     select id from tasks where agent_id = ${task.agentId} and position(${retryMarker(task.id)} in description) > 0 limit 1`);
   if (earlier) {
-    throw new CadreError("conflict:task_retried", `This task was already retried as task ${earlier.id}; retry that one if it failed too.`);
+    throw new CadreError(
+      "conflict:task_retried",
+      `This task was already retried as task ${earlier.id}; retry that one if it failed too.`,
+    );
   }
   const retryNote = `${retryMarker(task.id)} ("${task.title}"), which ${task.status === "failed" ? "failed" : "was cancelled"}${task.result ? `: ${task.result}` : "."}`;
   return assignTask(db, jobs, {
@@ -56,7 +72,13 @@ export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Tas
  * `taskId` names the recipient's task it is about, so the session takes it up with
  * that task in focus.
  */
-export async function queueInput(db: Db, jobs: JobQueue, agentId: string, input: LogInput | string, taskId: string | null = null): Promise<void> {
+export async function queueInput(
+  db: Db,
+  jobs: JobQueue,
+  agentId: string,
+  input: LogInput | string,
+  taskId: string | null = null,
+): Promise<void> {
   await db.transaction(async (tx) => {
     await insertAgentInput(tx, { agentId, content: typeof input === "string" ? input : formatLogInput(input), taskId });
     await jobs.wakeAgent(tx, agentId);
@@ -81,7 +103,8 @@ export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskE
   if (!task) return null;
   await withdrawQuestionsOfTask(db, task.id);
   // Its calls waiting for the person are withdrawn; the agent's session stores their "not run" results.
-  if ((await withdrawApprovalsOfTask(db, task.id, `its task "${task.title}" was ${task.status}`)).length > 0) await jobs.wakeAgent(db, task.agentId);
+  if ((await withdrawApprovalsOfTask(db, task.id, `its task "${task.title}" was ${task.status}`)).length > 0)
+    await jobs.wakeAgent(db, task.agentId);
   const agent = await getAgent(db, task.agentId);
   if (!agent) return task;
 
@@ -140,7 +163,11 @@ export async function cancelTrees(
   const cancelled: { task: Task; statusBefore: TaskStatus }[] = [];
   for (const rootId of rootIds) {
     for (const task of await listOpenTaskTree(db, rootId)) {
-      const ended = await endTask(db, jobs, task.id, { status: "cancelled", reason, removed: options.removed && task.id === rootId });
+      const ended = await endTask(db, jobs, task.id, {
+        status: "cancelled",
+        reason,
+        removed: options.removed && task.id === rootId,
+      });
       if (ended) cancelled.push({ task: ended, statusBefore: task.status });
     }
   }
@@ -154,15 +181,28 @@ export async function cancelTrees(
       continue;
     }
     // Only work under way needs telling: a pending task never reached the agent's log.
-    for (const { task } of cancelled.filter(({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending")) {
-      await queueInput(db, jobs, agentId, { kind: "task-cancelled", taskId: task.id, title: task.title, reason }, task.id);
+    for (const { task } of cancelled.filter(
+      ({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending",
+    )) {
+      await queueInput(
+        db,
+        jobs,
+        agentId,
+        { kind: "task-cancelled", taskId: task.id, title: task.title, reason },
+        task.id,
+      );
     }
   }
   return cancelled.map(({ task }) => task);
 }
 
 /** Cancels a task and every open task delegated from it, at any depth, in one transaction (see cancelTrees). */
-export async function cancelTask(db: Db, jobs: JobQueue, taskId: string, reason = CANCELLED_BY_PERSON): Promise<{ task: Task; cancelled: Task[] }> {
+export async function cancelTask(
+  db: Db,
+  jobs: JobQueue,
+  taskId: string,
+  reason = CANCELLED_BY_PERSON,
+): Promise<{ task: Task; cancelled: Task[] }> {
   await requireTask(db, taskId);
   const cancelled = await retryingTransaction(db, (tx) => cancelTrees(tx, jobs, [taskId], reason));
   return { task: await requireTask(db, taskId), cancelled };

@@ -44,7 +44,8 @@ export async function syncLeadSchedule(
   status: TeamStatus,
 ): Promise<void> {
   try {
-    if (status === "active") await engine.jobs.scheduleLead(lead.id, lead.schedule ?? env().LEAD_SCHEDULE, lead.scheduleTimeZone);
+    if (status === "active")
+      await engine.jobs.scheduleLead(lead.id, lead.schedule ?? env().LEAD_SCHEDULE, lead.scheduleTimeZone);
     else await engine.jobs.unscheduleLead(lead.id);
   } catch (error) {
     engine.log(`[teams] could not update the schedule of lead ${lead.id}`, error);
@@ -84,10 +85,15 @@ export async function setTeamStatus(engine: EngineDeps, teamId: string, status: 
  */
 export async function editAgent(engine: EngineDeps, agentId: string, changes: AgentChanges): Promise<Agent> {
   const agent = await writeUnderAgent(engine.db, agentId, async (tx) => {
-    const scheduled = (changes.schedule !== undefined && changes.schedule !== null) || (changes.scheduleTimeZone !== undefined && changes.scheduleTimeZone !== null);
+    const scheduled =
+      (changes.schedule !== undefined && changes.schedule !== null) ||
+      (changes.scheduleTimeZone !== undefined && changes.scheduleTimeZone !== null);
     if (scheduled && (await requireAgent(tx, agentId)).role !== "lead") {
       // Only a lead runs on a schedule: stored on a subordinate it would do nothing, silently.
-      throw new CadreError("bad_request:validation", "Only a team's lead has a schedule; give this agent tasks instead, or schedule its lead.");
+      throw new CadreError(
+        "bad_request:validation",
+        "Only a team's lead has a schedule; give this agent tasks instead, or schedule its lead.",
+      );
     }
     return updateAgent(tx, agentId, changes);
   });

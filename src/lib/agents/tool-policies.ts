@@ -84,7 +84,10 @@ export function isKnownTool(toolName: string): boolean {
 }
 
 /** What applies to this agent for each tool: its own rule, else the team's, else the tool's default. */
-export async function loadToolPolicies(db: Db, agent: Pick<Agent, "id" | "teamId">): Promise<(toolName: string, readOnly?: boolean) => ToolPolicy> {
+export async function loadToolPolicies(
+  db: Db,
+  agent: Pick<Agent, "id" | "teamId">,
+): Promise<(toolName: string, readOnly?: boolean) => ToolPolicy> {
   const rules = await listToolPolicyRulesFor(db, agent.teamId, agent.id);
   const own = new Map(rules.filter((rule) => rule.agentId === agent.id).map((rule) => [rule.toolName, rule.policy]));
   const team = new Map(rules.filter((rule) => rule.agentId === null).map((rule) => [rule.toolName, rule.policy]));
@@ -102,17 +105,24 @@ export async function toolsForTurn(
   db: Db,
   agent: Pick<Agent, "id" | "teamId" | "toolScope">,
   builtIn: ToolSet,
-  options: { wrap: (tools: ToolSet) => ToolSet; log: (message: string, error?: unknown) => void; only?: readonly string[] },
+  options: {
+    wrap: (tools: ToolSet) => ToolSet;
+    log: (message: string, error?: unknown) => void;
+    only?: readonly string[];
+  },
 ) {
   const [policyOf, mcp] = await Promise.all([loadToolPolicies(db, agent), mcpToolsFor(db, agent, options.log)]);
   const scoped: ToolSet = {};
-  for (const [name, definition] of Object.entries(builtIn)) if (scopeAllows(agent.toolScope, name)) scoped[name] = definition;
+  for (const [name, definition] of Object.entries(builtIn))
+    if (scopeAllows(agent.toolScope, name)) scoped[name] = definition;
   // Providers refuse a request with more than MAX_TOOLS tools (OpenAI: 128): the built-in ones
   // stay, MCP tools fill what is left, and the operator hears what was left out.
   const room = Math.max(0, MAX_TOOLS - Object.keys(scoped).length);
   const mcpNames = Object.keys(mcp.tools);
   if (mcpNames.length > room) {
-    options.log(`[mcp] ${mcpNames.length - room} MCP tools left out of this turn (at most ${MAX_TOOLS} tools per request): narrow the agent's tool scope`);
+    options.log(
+      `[mcp] ${mcpNames.length - room} MCP tools left out of this turn (at most ${MAX_TOOLS} tools per request): narrow the agent's tool scope`,
+    );
     for (const name of mcpNames.slice(room)) delete mcp.tools[name];
   }
   const { only } = options;
@@ -150,7 +160,8 @@ export function applyToolPolicies<T extends ToolSet>(tools: T, policyOf: (toolNa
   }
   return {
     tools: offered as T,
-    toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) => (policyOf(toolCall.toolName) === "ask" ? ("user-approval" as const) : undefined),
+    toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) =>
+      policyOf(toolCall.toolName) === "ask" ? ("user-approval" as const) : undefined,
   };
 }
 
@@ -158,7 +169,12 @@ export function applyToolPolicies<T extends ToolSet>(tools: T, policyOf: (toolNa
  * Checks input the person edited against the tool's schema before it is approved, so an
  * edit that the tool would refuse is a 400 that names the field, not a failed call later.
  */
-export async function validateToolInput(toolName: string, role: AgentRole, mode: "background" | "foreground", input: unknown): Promise<unknown> {
+export async function validateToolInput(
+  toolName: string,
+  role: AgentRole,
+  mode: "background" | "foreground",
+  input: unknown,
+): Promise<unknown> {
   const definition = definitions(role, mode === "background" ? "work" : "chat")[toolName];
   if (!definition) return input;
   const checked = await asSchema(definition.inputSchema).validate?.(input);
@@ -167,7 +183,10 @@ export async function validateToolInput(toolName: string, role: AgentRole, mode:
     const known = checked.value && typeof checked.value === "object" ? Object.keys(checked.value) : [];
     const unknown = input && typeof input === "object" ? Object.keys(input).filter((key) => !known.includes(key)) : [];
     if (unknown.length > 0) {
-      throw new CadreError("bad_request:approval_input", `The edited input does not fit ${toolName}: ${unknown.join(", ")} ${unknown.length === 1 ? "is not one of its fields" : "are not among its fields"}.`);
+      throw new CadreError(
+        "bad_request:approval_input",
+        `The edited input does not fit ${toolName}: ${unknown.join(", ")} ${unknown.length === 1 ? "is not one of its fields" : "are not among its fields"}.`,
+      );
     }
     return checked.value;
   }
@@ -175,7 +194,11 @@ export async function validateToolInput(toolName: string, role: AgentRole, mode:
   const issues = (checked.error as { issues?: { path: PropertyKey[]; message: string }[] }).issues
     ?.map((issue) => `${issue.path.map(String).join(".") || "input"}: ${issue.message}`)
     .join("; ");
-  throw new CadreError("bad_request:approval_input", `The edited input does not fit ${toolName}: ${issues || checked.error.message}`, { cause: checked.error });
+  throw new CadreError(
+    "bad_request:approval_input",
+    `The edited input does not fit ${toolName}: ${issues || checked.error.message}`,
+    { cause: checked.error },
+  );
 }
 
 export type ToolPolicies = {
@@ -218,12 +241,21 @@ function mcpCatalogue(servers: readonly McpServer[]): ToolInfo[] {
  * Sets the team's rule for a tool, or an agent's override (the agent must be of the team),
  * under the team's lock; a policy of null removes the rule. An unknown tool is a 400.
  */
-export async function setToolPolicy(db: Db, teamId: string, rule: { toolName: string; policy: ToolPolicy | null; agentId: string | null }): Promise<void> {
+export async function setToolPolicy(
+  db: Db,
+  teamId: string,
+  rule: { toolName: string; policy: ToolPolicy | null; agentId: string | null },
+): Promise<void> {
   // An MCP tool may get its rule before its server is reachable: any SERVER__TOOL of one of the team's servers.
   const servers = isMcpToolName(rule.toolName) ? await listMcpServers(db, teamId) : [];
   const mcpKnown = servers.some((server) => rule.toolName.startsWith(`${server.name}${MCP_SEPARATOR}`));
   if (!isKnownTool(rule.toolName) && !mcpKnown) {
-    throw new CadreError("bad_request:tool", `There is no tool "${rule.toolName}". Tools: ${toolCatalogue().map((tool) => tool.name).join(", ")}, and NAME__TOOL for the team's MCP servers.`);
+    throw new CadreError(
+      "bad_request:tool",
+      `There is no tool "${rule.toolName}". Tools: ${toolCatalogue()
+        .map((tool) => tool.name)
+        .join(", ")}, and NAME__TOOL for the team's MCP servers.`,
+    );
   }
   await writeUnderTeam(db, teamId, async (tx) => {
     if (rule.agentId) {

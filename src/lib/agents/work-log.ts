@@ -53,7 +53,12 @@ export function storyTaskOfInput(input: Pick<AgentInput, "taskId" | "content">):
 /** Something in the log wants an answer: new input, a tool result, or a turn cut short. */
 export function awaitsReply(tail: Message | null): boolean {
   if (!tail) return false;
-  return tail.role === "user" || tail.role === "tool" || tail.role === "summary" || (tail.role === "assistant" && (tail.toolCalls?.length ?? 0) > 0);
+  return (
+    tail.role === "user" ||
+    tail.role === "tool" ||
+    tail.role === "summary" ||
+    (tail.role === "assistant" && (tail.toolCalls?.length ?? 0) > 0)
+  );
 }
 
 export async function logAwaitsReply(db: Db, conversationId: string): Promise<boolean> {
@@ -74,7 +79,9 @@ export function hasOpenToolCalls(context: Message[]): boolean {
 }
 
 function openToolCalls(context: Message[]): StoredToolCall[] {
-  const answered = new Set(context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])));
+  const answered = new Set(
+    context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])),
+  );
   return context.flatMap((message) => (message.toolCalls ?? []).filter((call) => !answered.has(call.toolCallId)));
 }
 
@@ -94,7 +101,9 @@ export async function closeOpenToolCalls(
     try {
       // A savepoint: inside a caller's transaction a duplicate must not abort it.
       const text = typeof content === "string" ? content : content(call);
-      await db.transaction((tx) => appendMessages(tx, conversationId, [{ role: "tool", toolCallId: call.toolCallId, content: text }]));
+      await db.transaction((tx) =>
+        appendMessages(tx, conversationId, [{ role: "tool", toolCallId: call.toolCallId, content: text }]),
+      );
       closed.push(call);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;

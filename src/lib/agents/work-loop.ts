@@ -3,9 +3,22 @@ import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getOldestAgentInput, hasAgentInputAbout } from "@/lib/db/queries/agent-inputs";
-import { appendMessage, appendMessages, getLastMessage, getMessagesSince, latestInContext, tailAnswersLastCall, type NewMessage } from "@/lib/db/queries/messages";
+import {
+  appendMessage,
+  appendMessages,
+  getLastMessage,
+  getMessagesSince,
+  latestInContext,
+  tailAnswersLastCall,
+  type NewMessage,
+} from "@/lib/db/queries/messages";
 import { hasOpenQuestion } from "@/lib/db/queries/questions";
-import { hasDecidedUnresolvedApproval, hasPendingApproval, heldCallIds, hasUnresolvedApprovalOfTask } from "@/lib/db/queries/approvals";
+import {
+  hasDecidedUnresolvedApproval,
+  hasPendingApproval,
+  heldCallIds,
+  hasUnresolvedApprovalOfTask,
+} from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam } from "@/lib/db/queries/teams";
@@ -18,7 +31,14 @@ import { approvalRequestsOf, carryOutDecisions, decisionsNote, requestApprovals,
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
-import { formatOpenTasks, OPEN_TASKS_LIKE, parseLogInput, parseOpenTasks, stepLimitMarker, taskSourceWords } from "./formats";
+import {
+  formatOpenTasks,
+  OPEN_TASKS_LIKE,
+  parseLogInput,
+  parseOpenTasks,
+  stepLimitMarker,
+  taskSourceWords,
+} from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
@@ -84,7 +104,10 @@ export class StepLimitReached extends Error {
  * wake-up came meanwhile. New input after the wrap-up sends it back to work. A team over its
  * daily budget takes no work: the session ends (`overBudget`, the reason) and the work waits.
  */
-export async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<"completed" | "interrupted" | "handed-over" | { overBudget: string }> {
+export async function workUntilIdle(
+  deps: EngineDeps,
+  state: SessionState,
+): Promise<"completed" | "interrupted" | "handed-over" | { overBudget: string }> {
   const { db } = deps;
   for (;;) {
     if (state.shuttingDown()) return "interrupted";
@@ -92,7 +115,10 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
     if (state.steps >= deps.config.maxStepsPerSession) return "handed-over";
     if (state.freshlyRead) state.freshlyRead = false;
     else {
-      const [agent, stopRequested] = await Promise.all([requireAgent(db, state.agent.id), isSessionStopRequested(db, state.session.id)]);
+      const [agent, stopRequested] = await Promise.all([
+        requireAgent(db, state.agent.id),
+        isSessionStopRequested(db, state.session.id),
+      ]);
       state.agent = agent;
       state.team = await requireTeam(db, state.agent.teamId);
       // The NOTIFY and the heartbeat usually get there first; this catches a Stop that reached neither yet.
@@ -137,15 +163,34 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   // The person decided on calls that waited: carry the decisions out, and go on with a
   // task whose calls all have their results now (its turn continues from them).
   // The places work can come from, read together; re-read after decisions were carried out.
-  let [decided, oldest, open] = await Promise.all([hasDecidedUnresolvedApproval(db, state.conversation.id), getOldestAgentInput(db, agentId), listOpenTasks(db, agentId)]);
+  let [decided, oldest, open] = await Promise.all([
+    hasDecidedUnresolvedApproval(db, state.conversation.id),
+    getOldestAgentInput(db, agentId),
+    listOpenTasks(db, agentId),
+  ]);
   if (decided) {
-    const recorder = new StepRecorder(db, state.conversation.id, { heldBy: state.session.id, task: () => state.storyTask });
+    const recorder = new StepRecorder(db, state.conversation.id, {
+      heldBy: state.session.id,
+      task: () => state.storyTask,
+    });
     const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
     const carried = await carryOutDecisions(
-      { db, jobs: deps.jobs, agent: state.agent, tools, recorder, abortSignal: state.signal, focus: (taskId) => (state.focus = state.storyTask = taskId) },
+      {
+        db,
+        jobs: deps.jobs,
+        agent: state.agent,
+        tools,
+        recorder,
+        abortSignal: state.signal,
+        focus: (taskId) => (state.focus = state.storyTask = taskId),
+      },
       state.conversation.id,
     );
-    const [readyTasks, nextOldest, nextOpen] = await Promise.all([tasksReadyToGoOn(db, carried), getOldestAgentInput(db, agentId), listOpenTasks(db, agentId)]);
+    const [readyTasks, nextOldest, nextOpen] = await Promise.all([
+      tasksReadyToGoOn(db, carried),
+      getOldestAgentInput(db, agentId),
+      listOpenTasks(db, agentId),
+    ]);
     [oldest, open] = [nextOldest, nextOpen];
     const ready = readyTasks[0];
     if (ready !== undefined) {
@@ -153,7 +198,11 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       // The results sit with their calls, unless the log moved on meanwhile: then a note says
       // what was decided, and (only then: a turn that goes on from its results is still on
       // its task) a note on the open tasks goes before it.
-      const decisions = await decisionsNote(db, state.conversation.id, carried.filter((approval) => approval.taskId === ready));
+      const decisions = await decisionsNote(
+        db,
+        state.conversation.id,
+        carried.filter((approval) => approval.taskId === ready),
+      );
       if (decisions) await appendNotes(db, state, [await noteOpenTasks(db, state, open, ready), decisions], held);
       return true;
     }
@@ -162,7 +211,13 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   if (oldest) {
     const focus = oldest.taskId && openIds.has(oldest.taskId) ? oldest.taskId : null;
     const note = await noteOpenTasks(db, state, open, focus);
-    const moved = await moveQueuedInput(db, agentId, state.conversation.id, { taskId: oldest.taskId }, { ...held, before: note });
+    const moved = await moveQueuedInput(
+      db,
+      agentId,
+      state.conversation.id,
+      { taskId: oldest.taskId },
+      { ...held, before: note },
+    );
     if (moved.length > 0) {
       if (note) state.tasksNote = note.content;
       await focusOn(db, state, focus, storyTaskOfInput(oldest));
@@ -174,19 +229,37 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
   for (const task of waiting.filter((task) => task.status === "in_progress")) {
     if (task.id === state.focus || (await hasWorkUnderWay(db, task.id))) continue;
     await focusOn(db, state, task.id);
-    await appendNotes(db, state, [await noteOpenTasks(db, state, open, task.id), { role: "user", content: resumeTaskMessage(task), taskId: task.id }], held);
+    await appendNotes(
+      db,
+      state,
+      [
+        await noteOpenTasks(db, state, open, task.id),
+        { role: "user", content: resumeTaskMessage(task), taskId: task.id },
+      ],
+      held,
+    );
     return true;
   }
   for (const task of waiting.filter((task) => task.status === "pending")) {
     // The note the task's start makes (it is in progress and in focus from now on).
-    const note = await noteOpenTasks(db, state, open.map((each) => (each.id === task.id ? { ...each, status: "in_progress" as const } : each)), task.id);
+    const note = await noteOpenTasks(
+      db,
+      state,
+      open.map((each) => (each.id === task.id ? { ...each, status: "in_progress" as const } : each)),
+      task.id,
+    );
     // The task's start and its message in the log go out together, pipelined in the
     // transaction (one round trip, not two); a task that ended meanwhile rolls its message back.
     const begun = await db
       .transaction(async (tx) => {
         const [updated] = await Promise.all([
           setTaskStatus(tx, task.id, "in_progress"),
-          appendMessages(tx, state.conversation.id, [...(note ? [note] : []), { role: "user", content: taskMessage(task), taskId: task.id }], held),
+          appendMessages(
+            tx,
+            state.conversation.id,
+            [...(note ? [note] : []), { role: "user", content: taskMessage(task), taskId: task.id }],
+            held,
+          ),
         ]);
         if (!updated) tx.rollback();
         return updated;
@@ -216,9 +289,15 @@ function listOpenTasks(db: Db, agentId: string): Promise<Task[]> {
  * its instructions: those stay the same, so each request extends the one before it and the
  * provider's prompt cache serves all of it. `open`: newest first, as the turn will find them.
  */
-async function noteOpenTasks(db: Db, state: SessionState, open: readonly Pick<Task, "id" | "title" | "status">[], focus: string | null): Promise<NewMessage | null> {
+async function noteOpenTasks(
+  db: Db,
+  state: SessionState,
+  open: readonly Pick<Task, "id" | "title" | "status">[],
+  focus: string | null,
+): Promise<NewMessage | null> {
   const note = formatOpenTasks([...open].reverse(), focus);
-  if (state.tasksNote === undefined) state.tasksNote = await latestInContext(db, state.conversation.id, OPEN_TASKS_LIKE);
+  if (state.tasksNote === undefined)
+    state.tasksNote = await latestInContext(db, state.conversation.id, OPEN_TASKS_LIKE);
   // With no note to correct, and no task open beside the one the input is about, the input says it all.
   const onlyFocus = open.length === 0 || (open.length === 1 && open[0]!.id === focus);
   if (state.tasksNote === null && onlyFocus) return null;
@@ -226,7 +305,12 @@ async function noteOpenTasks(db: Db, state: SessionState, open: readonly Pick<Ta
 }
 
 /** Appends notes (the nulls left out) in order, and remembers the note on open tasks among them. */
-async function appendNotes(db: Db, state: SessionState, notes: (NewMessage | null)[], options: { heldBy: string }): Promise<void> {
+async function appendNotes(
+  db: Db,
+  state: SessionState,
+  notes: (NewMessage | null)[],
+  options: { heldBy: string },
+): Promise<void> {
   const present = notes.filter((note) => note !== null);
   await appendMessages(db, state.conversation.id, present, options);
   for (const note of present) if (note.content.startsWith(OPEN_TASKS_LIKE.slice(0, -1))) state.tasksNote = note.content;
@@ -248,12 +332,18 @@ async function focusOn(db: Db, state: SessionState, focus: string | null, story:
 async function openTaskOf(db: Db, agentId: string, taskId: string | null): Promise<string | null> {
   if (!taskId) return null;
   const task = await getTask(db, taskId);
-  return task && task.agentId === agentId && (openTaskStatuses as readonly string[]).includes(task.status) ? task.id : null;
+  return task && task.agentId === agentId && (openTaskStatuses as readonly string[]).includes(task.status)
+    ? task.id
+    : null;
 }
 
 /** Delegated work still open, a question unanswered or a call waiting for the person: the task is waiting, not stalled. */
 async function hasWorkUnderWay(db: Db, taskId: string): Promise<boolean> {
-  return (await listOpenSubtasks(db, taskId)).length > 0 || (await hasOpenQuestion(db, taskId)) || (await hasUnresolvedApprovalOfTask(db, taskId));
+  return (
+    (await listOpenSubtasks(db, taskId)).length > 0 ||
+    (await hasOpenQuestion(db, taskId)) ||
+    (await hasUnresolvedApprovalOfTask(db, taskId))
+  );
 }
 
 /**
@@ -272,7 +362,13 @@ async function logAwaitsModel(db: Db, conversationId: string): Promise<boolean> 
  * A turn's tools: the role's tools, each recording its result, under the agent's tool
  * policies (a denied tool is not offered; an `ask` tool's calls wait for the person).
  */
-async function sessionTools(deps: EngineDeps, state: SessionState, recorder: StepRecorder, offer: (context: ToolContext) => ToolSet, only?: readonly string[]) {
+async function sessionTools(
+  deps: EngineDeps,
+  state: SessionState,
+  recorder: StepRecorder,
+  offer: (context: ToolContext) => ToolSet,
+  only?: readonly string[],
+) {
   const { db } = deps;
   const context: ToolContext = {
     db,
@@ -285,7 +381,11 @@ async function sessionTools(deps: EngineDeps, state: SessionState, recorder: Ste
     storyTaskId: () => state.storyTask,
     effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
   };
-  return toolsForTurn(db, state.agent, offer(context), { wrap: (tools) => recorder.wrapTools(tools), log: deps.log, only });
+  return toolsForTurn(db, state.agent, offer(context), {
+    wrap: (tools) => recorder.wrapTools(tools),
+    log: deps.log,
+    only,
+  });
 }
 
 /**
@@ -333,7 +433,12 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
   });
   state.startTail = messages.at(-1)?.id ?? state.startTail;
   if (state.agent.role === "lead" && !state.briefed) {
-    await appendMessage(deps.db, state.conversation.id, { role: "user", content: BRIEFING_DECISION_PROMPT }, { heldBy: state.session.id });
+    await appendMessage(
+      deps.db,
+      state.conversation.id,
+      { role: "user", content: BRIEFING_DECISION_PROMPT },
+      { heldBy: state.session.id },
+    );
     state.focus = null;
     // The same tools as every turn, in the same order (the request extends the one before it:
     // the prompt cache), of which only the briefing tool runs: the prompt says so, and so do the others' results.
@@ -352,7 +457,8 @@ const LOOKS_INWARD = new Set(["getTeamStatus", "searchKnowledge"]);
 function quietCheckIns(messages: readonly Message[]): boolean {
   let checkIns = 0;
   for (const message of messages) {
-    if (message.role === "summary" || (message.toolCalls ?? []).some((call) => !LOOKS_INWARD.has(call.toolName))) return false;
+    if (message.role === "summary" || (message.toolCalls ?? []).some((call) => !LOOKS_INWARD.has(call.toolName)))
+      return false;
     if (message.role === "tool") continue;
     if (message.role !== "user" || parseOpenTasks(message.content)) continue;
     const input = parseLogInput(message.content);
@@ -372,7 +478,9 @@ function quietCheckIns(messages: readonly Message[]): boolean {
  */
 async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
   // The turn's span names the task it serves; its model and tool calls nest under it.
-  await inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () => runTurnSteps(deps, state, turn));
+  await inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () =>
+    runTurnSteps(deps, state, turn),
+  );
 }
 
 /** `only`: the tools that may run in this turn (the others are offered all the same, and answer that they cannot run now). */
@@ -387,7 +495,12 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   // The recorder tells the context what it wrote, so a round reads the log only when someone else wrote to it.
   const history = new ContextReader(db, state.conversation.id);
   const readFacts = (focusTaskId: string | null) =>
-    readNextCallFacts(db, { teamId: state.team.id, agentId: state.agent.id, conversationId: state.conversation.id, focusTaskId });
+    readNextCallFacts(db, {
+      teamId: state.team.id,
+      agentId: state.agent.id,
+      conversationId: state.conversation.id,
+      focusTaskId,
+    });
   // The next call's facts, read the moment a tool's result is on its way: the SDK's own work
   // after a tool then overlaps the round trip. Used only if nothing changed since (no later
   // call wrote to the database, the focus is the same); a later result reads them again.
@@ -422,24 +535,31 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     const firstRead = history.hasRead ? null : history.read();
     const ready = early?.focus === focus && early.effectsRun === recorder.effectsRun ? early.facts : null;
     early = null;
-    const [facts] = await Promise.all([
-      ready ?? readFacts(focus),
-      checkBudgets(deps, state),
-      recorder.announced(),
-    ]);
+    const [facts] = await Promise.all([ready ?? readFacts(focus), checkBudgets(deps, state), recorder.announced()]);
     const read = firstRead ? await firstRead : await history.readUnlessAt(facts.tail);
     const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members });
     const inputWaits = turn.takesInput && facts.inputWaits;
     let context = read;
     if (inputWaits) {
       await recorder.settled();
-      if ((await moveQueuedInput(db, state.agent.id, state.conversation.id, { taskId: focus }, { heldBy: state.session.id })).length > 0) context = await history.read();
+      if (
+        (
+          await moveQueuedInput(
+            db,
+            state.agent.id,
+            state.conversation.id,
+            { taskId: focus },
+            { heldBy: state.session.id },
+          )
+        ).length > 0
+      )
+        context = await history.read();
     }
     const messages = await loadContextForCall(
       {
         db,
         model: state.model,
-            agentId: state.agent.id,
+        agentId: state.agent.id,
         teamId: state.agent.teamId,
         workSessionId: state.session.id,
         taskId: state.storyTask,
@@ -486,7 +606,10 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       tools,
       toolApproval,
       // OpenAI's Responses API can limit the callable tools without changing the ones offered.
-      providerOptions: turn.only && state.model.kind === "openai" && turn.only.every((name) => name in tools) ? { openai: { allowedTools: { toolNames: [...turn.only] } } } : undefined,
+      providerOptions:
+        turn.only && state.model.kind === "openai" && turn.only.every((name) => name in tools)
+          ? { openai: { allowedTools: { toolNames: [...turn.only] } } }
+          : undefined,
       toolCallConcurrency: 1,
       stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
       prepareStep: async ({ stepNumber }) => {
@@ -509,7 +632,13 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
         if (asked.length > 0 && (await recorder.stored())) {
           // Under the ids the log stored them with (see StepRecorder.storedId).
           const requests = recorder.holdForDecision(asked);
-          await requestApprovals(db, deps.jobs, { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null }, requests, step.text);
+          await requestApprovals(
+            db,
+            deps.jobs,
+            { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null },
+            requests,
+            step.text,
+          );
           for (const request of requests) {
             awaitingDecision.add(request.toolCallId);
             heldForPerson.add(request.toolCallId);
@@ -528,7 +657,12 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
   const waitsForPerson = recorder.heldForDecision > 0;
-  if (last?.finishReason === "tool-calls" && !waitsForPerson && state.steps - turnStartSteps >= config.maxStepsPerSession && !state.shuttingDown()) {
+  if (
+    last?.finishReason === "tool-calls" &&
+    !waitsForPerson &&
+    state.steps - turnStartSteps >= config.maxStepsPerSession &&
+    !state.shuttingDown()
+  ) {
     throw new StepLimitReached(config.maxStepsPerSession);
   }
 }

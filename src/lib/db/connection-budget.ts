@@ -54,7 +54,12 @@ export async function readConnectionRoom(sql: postgres.Sql): Promise<ConnectionR
  * fewer free slots than this process may open, or too few in all for a web server and two
  * workers. Reserved slots count as taken: Cadre should not rely on connecting as a superuser.
  */
-export function describeConnectionRoom(role: ProcessRole, budget: ConnectionBudget, room: ConnectionRoom, poolSize: number): { line: string; warning: string | null } {
+export function describeConnectionRoom(
+  role: ProcessRole,
+  budget: ConnectionBudget,
+  room: ConnectionRoom,
+  poolSize: number,
+): { line: string; warning: string | null } {
   const usable = room.maxConnections - room.reserved;
   const free = Math.max(0, usable - room.inUse);
   const line =
@@ -62,12 +67,19 @@ export function describeConnectionRoom(role: ProcessRole, budget: ConnectionBudg
     `(DATABASE_POOL_SIZE=${poolSize}: ${budget.queries} for queries, ${budget.jobs} for the job queue, ${DEDICATED[role]} dedicated); ` +
     `the server allows ${room.maxConnections} (${room.reserved} reserved), ${room.inUse} in use.`;
   const webAndTwoWorkers = connectionBudget("web", poolSize).total + 2 * connectionBudget("worker", poolSize).total;
-  const fix = "Raise max_connections on the server or lower DATABASE_POOL_SIZE (at least 4); until then requests may wait or answer 503 when connections run out.";
+  const fix =
+    "Raise max_connections on the server or lower DATABASE_POOL_SIZE (at least 4); until then requests may wait or answer 503 when connections run out.";
   if (free < budget.total) {
-    return { line, warning: `only ${free} connections are free on the database and this ${role === "web" ? "web server" : "worker"} may need ${budget.total}. ${fix}` };
+    return {
+      line,
+      warning: `only ${free} connections are free on the database and this ${role === "web" ? "web server" : "worker"} may need ${budget.total}. ${fix}`,
+    };
   }
   if (usable < webAndTwoWorkers) {
-    return { line, warning: `the database allows ${usable} connections, fewer than a web server and two workers may open (${webAndTwoWorkers}). ${fix}` };
+    return {
+      line,
+      warning: `the database allows ${usable} connections, fewer than a web server and two workers may open (${webAndTwoWorkers}). ${fix}`,
+    };
   }
   return { line, warning: null };
 }
@@ -76,7 +88,11 @@ export function describeConnectionRoom(role: ProcessRole, budget: ConnectionBudg
  * Says at start-up how many connections this process may open and warns when the server has
  * too little room. Never fails the start: a check that cannot run is one line too.
  */
-export async function reportConnectionRoom(sql: postgres.Sql, role: ProcessRole, log: (line: string) => void): Promise<void> {
+export async function reportConnectionRoom(
+  sql: postgres.Sql,
+  role: ProcessRole,
+  log: (line: string) => void,
+): Promise<void> {
   const poolSize = env().DATABASE_POOL_SIZE;
   const budget = connectionBudget(role, poolSize);
   try {
@@ -84,6 +100,8 @@ export async function reportConnectionRoom(sql: postgres.Sql, role: ProcessRole,
     log(`[${role}] ${line}`);
     if (warning) log(`[${role}] warning: ${warning}`);
   } catch (error) {
-    log(`[${role}] database: this process may open up to ${budget.total} connections; could not read the server's limit (${error instanceof Error ? error.message.split("\n")[0] : String(error)}).`);
+    log(
+      `[${role}] database: this process may open up to ${budget.total} connections; could not read the server's limit (${error instanceof Error ? error.message.split("\n")[0] : String(error)}).`,
+    );
   }
 }

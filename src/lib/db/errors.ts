@@ -21,13 +21,23 @@ export function isDataException(error: unknown): boolean {
 export function databaseNotReadyYet(error: unknown): string | null {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
-  if (code === "53300" || code === "53400" || /too many clients|too many connections|remaining connection slots are reserved/i.test(message)) {
+  if (
+    code === "53300" ||
+    code === "53400" ||
+    /too many clients|too many connections|remaining connection slots are reserved/i.test(message)
+  ) {
     return "it has no connections to spare (too many clients)";
   }
-  if (code === "57P03" || /the database system is (starting up|shutting down|in recovery)|not yet accepting connections/i.test(message)) return "it is starting up";
+  if (
+    code === "57P03" ||
+    /the database system is (starting up|shutting down|in recovery)|not yet accepting connections/i.test(message)
+  )
+    return "it is starting up";
   if (code === "ECONNREFUSED" || /ECONNREFUSED/.test(message)) return "nothing answers there yet (connection refused)";
-  if (code === "CONNECT_TIMEOUT" || code === "ETIMEDOUT" || /CONNECT_TIMEOUT|ETIMEDOUT/.test(message)) return "it did not answer in time";
-  if (code === "ECONNRESET" || code === "EAI_AGAIN" || /ECONNRESET|EAI_AGAIN/.test(message)) return "the connection dropped";
+  if (code === "CONNECT_TIMEOUT" || code === "ETIMEDOUT" || /CONNECT_TIMEOUT|ETIMEDOUT/.test(message))
+    return "it did not answer in time";
+  if (code === "ECONNRESET" || code === "EAI_AGAIN" || /ECONNRESET|EAI_AGAIN/.test(message))
+    return "the connection dropped";
   return null;
 }
 
@@ -41,8 +51,10 @@ export function databaseUnavailableReason(error: unknown): string | null {
     const why = databaseNotReadyYet(current);
     if (why) return why;
     const code = (current as { code?: unknown }).code;
-    if (code === "57P01" || code === "57P02" || (typeof code === "string" && code.startsWith("08"))) return "it closed the connection";
-    if (code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED" || code === "CONNECTION_DESTROYED") return "the connection closed";
+    if (code === "57P01" || code === "57P02" || (typeof code === "string" && code.startsWith("08")))
+      return "it closed the connection";
+    if (code === "CONNECTION_CLOSED" || code === "CONNECTION_ENDED" || code === "CONNECTION_DESTROYED")
+      return "the connection closed";
     current = (current as { cause?: unknown }).cause;
   }
   return null;

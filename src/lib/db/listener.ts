@@ -31,7 +31,12 @@ const DEFAULT_HEARTBEAT_MS = 5_000;
  * first LISTEN is in place (throws when it cannot be, as at start-up), then checks every few
  * seconds and after the connection closes, and listens again as soon as the server lets it.
  */
-export async function listenWithRecovery(url: string, channel: string, onNotify: (payload: string) => void, options: ListenOptions): Promise<Listener> {
+export async function listenWithRecovery(
+  url: string,
+  channel: string,
+  onNotify: (payload: string) => void,
+  options: ListenOptions,
+): Promise<Listener> {
   let stopped = false;
   let lost = false;
   let checking: Promise<void> | undefined;
@@ -39,7 +44,9 @@ export async function listenWithRecovery(url: string, channel: string, onNotify:
 
   // `onnotify` is the connection option postgres.js's own listen() uses; its types leave it out.
   // tests/integration/connection-limit.test.ts fails if a release stops honouring it.
-  const connectionOptions: postgres.Options<Record<string, never>> & { onnotify: (channel: string, payload: string) => void } = {
+  const connectionOptions: postgres.Options<Record<string, never>> & {
+    onnotify: (channel: string, payload: string) => void;
+  } = {
     max: 1,
     idle_timeout: 0,
     max_lifetime: null,
@@ -67,7 +74,9 @@ export async function listenWithRecovery(url: string, channel: string, onNotify:
     checking ??= (async () => {
       try {
         // On a connection that closed, this query opens a new one, which listens to nothing.
-        const [row] = await sql<{ listening: boolean }[]>`select ${channel} = any(array(select pg_listening_channels())) as listening`;
+        const [row] = await sql<
+          { listening: boolean }[]
+        >`select ${channel} = any(array(select pg_listening_channels())) as listening`;
         if (row?.listening) return;
         await listen();
         if (stopped) return;
@@ -78,7 +87,9 @@ export async function listenWithRecovery(url: string, channel: string, onNotify:
         if (stopped || lost) return;
         lost = true;
         const why = databaseUnavailableReason(error) ?? describeForLog(error);
-        options.log(`lost the LISTEN for ${options.purpose} (${why}); trying again every ${Math.round(heartbeatMs / 1000)} s.`);
+        options.log(
+          `lost the LISTEN for ${options.purpose} (${why}); trying again every ${Math.round(heartbeatMs / 1000)} s.`,
+        );
       } finally {
         checking = undefined;
       }

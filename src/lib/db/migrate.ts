@@ -12,7 +12,9 @@ export async function migrateDatabase(url: string): Promise<void> {
   } catch (error) {
     // Drizzle's "Failed query: <sql>" says which statement; its cause says why (e.g. "too many clients already").
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : undefined;
-    throw new Error(`Could not apply migrations to ${redactUrl(url)}: ${cause ?? (error as Error).message}`, { cause: error });
+    throw new Error(`Could not apply migrations to ${redactUrl(url)}: ${cause ?? (error as Error).message}`, {
+      cause: error,
+    });
   } finally {
     await close();
   }

@@ -181,9 +181,7 @@ export const messages = pgTable(
     taskId: uuid("task_id"),
     previousMessageId: uuid("previous_message_id"),
     // clock_timestamp, not now(): now() is the transaction's start and would tie for rows written together.
-    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
-      .default(sql`clock_timestamp()`)
-      .notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).default(sql`clock_timestamp()`).notNull(),
   },
   (t) => [
     check("messages_role_check", oneOf("role", messageRoles)),
@@ -201,7 +199,9 @@ export const messages = pgTable(
       foreignColumns: [t.conversationId, t.id],
     }).onDelete("cascade"),
     // One result per tool call: a redelivered step cannot record (or cause) an effect twice.
-    uniqueIndex("messages_one_result_per_tool_call_idx").on(t.conversationId, t.toolCallId).where(sql`tool_call_id is not null`),
+    uniqueIndex("messages_one_result_per_tool_call_idx")
+      .on(t.conversationId, t.toolCallId)
+      .where(sql`tool_call_id is not null`),
     // The team timeline pages each conversation backwards by time (keyset on created_at, id).
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
     // A story's steps: the messages of its tasks.
@@ -313,9 +313,7 @@ export const knowledgeItems = pgTable(
     /** The page the fact came from (a search result or a page the agent read), when there is one. */
     sourceUrl: text("source_url"),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }),
-    searchVector: tsvector("search_vector")
-      .notNull()
-      .generatedAlwaysAs(sql`to_tsvector('english', content)`),
+    searchVector: tsvector("search_vector").notNull().generatedAlwaysAs(sql`to_tsvector('english', content)`),
     createdAt: createdAt(),
   },
   (t) => [
@@ -346,9 +344,7 @@ export const knowledgeSources = pgTable(
     messageId: uuid("message_id").references(() => messages.id, { onDelete: "set null" }),
     url: text("url"),
     // clock_timestamp: sources added in one transaction keep the order they were reported in.
-    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
-      .default(sql`clock_timestamp()`)
-      .notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).default(sql`clock_timestamp()`).notNull(),
   },
   (t) => [
     index("knowledge_sources_item_idx").on(t.knowledgeItemId, t.createdAt),
@@ -408,7 +404,10 @@ export const usage = pgTable(
   (t) => [
     check("usage_purpose_check", oneOf("purpose", usagePurposes)),
     // A price is whole or absent: input and output rates together, a cached rate only with them.
-    check("usage_price_check", sql`(input_usd_per_mtok is null) = (output_usd_per_mtok is null) and (cached_input_usd_per_mtok is null or input_usd_per_mtok is not null)`),
+    check(
+      "usage_price_check",
+      sql`(input_usd_per_mtok is null) = (output_usd_per_mtok is null) and (cached_input_usd_per_mtok is null or input_usd_per_mtok is not null)`,
+    ),
     index("usage_agent_created_idx").on(t.agentId, t.createdAt),
     index("usage_team_created_idx").on(t.teamId, t.createdAt),
     index("usage_work_session_idx").on(t.workSessionId).where(sql`work_session_id is not null`),
@@ -468,9 +467,7 @@ export const agentInputs = pgTable(
     content: text("content").notNull(),
     /** The recipient's task this input is about (a report on work delegated from it), so the session focuses on it. */
     taskId: uuid("task_id").references((): AnyPgColumn => tasks.id, { onDelete: "set null" }),
-    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
-      .default(sql`clock_timestamp()`)
-      .notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).default(sql`clock_timestamp()`).notNull(),
   },
   (t) => [index("agent_inputs_agent_created_idx").on(t.agentId, t.createdAt)],
 );
@@ -545,9 +542,7 @@ export const approvals = pgTable(
     executionStartedAt: timestamp("execution_started_at", { withTimezone: true, mode: "date" }),
     resolvedAt: timestamp("resolved_at", { withTimezone: true, mode: "date" }),
     // clock_timestamp, not now(): the calls of one step are stored in one transaction, in their order.
-    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" })
-      .default(sql`clock_timestamp()`)
-      .notNull(),
+    createdAt: timestamp("created_at", { withTimezone: true, mode: "date" }).default(sql`clock_timestamp()`).notNull(),
   },
   (t) => [
     check("approvals_status_check", oneOf("status", approvalStatuses)),
@@ -607,7 +602,10 @@ export const notificationChannels = pgTable(
   },
   (t) => [
     check("notification_channels_type_check", oneOf("type", notificationChannelTypes)),
-    check("notification_channels_target_check", sql`(type = 'webhook' and url is not null) or (type = 'email' and recipient is not null)`),
+    check(
+      "notification_channels_target_check",
+      sql`(type = 'webhook' and url is not null) or (type = 'email' and recipient is not null)`,
+    ),
     index("notification_channels_team_idx").on(t.teamId),
   ],
 );
@@ -680,7 +678,10 @@ export const mcpServers = pgTable(
   },
   (t) => [
     check("mcp_servers_transport_check", oneOf("transport", mcpTransports)),
-    check("mcp_servers_target_check", sql`(transport = 'http' and url is not null) or (transport = 'stdio' and command is not null)`),
+    check(
+      "mcp_servers_target_check",
+      sql`(transport = 'http' and url is not null) or (transport = 'stdio' and command is not null)`,
+    ),
     check("mcp_servers_name_check", sql`name ~ '^[A-Za-z0-9_-]{1,40}$'`),
     uniqueIndex("mcp_servers_team_name_idx").on(t.teamId, t.name),
   ],
@@ -701,7 +702,10 @@ export const modelPrices = pgTable(
     updatedAt: updatedAt(),
   },
   () => [
-    check("model_prices_nonnegative_check", sql`input_usd_per_mtok >= 0 and output_usd_per_mtok >= 0 and (cached_input_usd_per_mtok is null or cached_input_usd_per_mtok >= 0)`),
+    check(
+      "model_prices_nonnegative_check",
+      sql`input_usd_per_mtok >= 0 and output_usd_per_mtok >= 0 and (cached_input_usd_per_mtok is null or cached_input_usd_per_mtok >= 0)`,
+    ),
   ],
 );
 
@@ -755,7 +759,10 @@ export const webhookDeliveries = pgTable(
     signature: text("signature").notNull(),
     receivedAt: timestamp("received_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
   },
-  (t) => [primaryKey({ name: "webhook_deliveries_pkey", columns: [t.teamId, t.signature] }), index("webhook_deliveries_received_at_idx").on(t.receivedAt)],
+  (t) => [
+    primaryKey({ name: "webhook_deliveries_pkey", columns: [t.teamId, t.signature] }),
+    index("webhook_deliveries_received_at_idx").on(t.receivedAt),
+  ],
 );
 
 export type Team = InferSelectModel<typeof teams>;

@@ -5,5 +5,7 @@
  * person sends with a NUL is refused with a 400 instead: see http.ts.)
  */
 export function storable(text: string): string {
-  return text.replaceAll("\u0000", "").replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+  return text
+    .replaceAll("\u0000", "")
+    .replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }

@@ -15,7 +15,10 @@ const WAIT_CAP_SECONDS = 10;
  * 10). Any other error is thrown as it is; still no database after `giveUpAfterSeconds` throws
  * an Error whose message is one line (the caller prints it; no stack is worth showing).
  */
-export async function waitForDatabase(url: string, options: { log: (line: string) => void; giveUpAfterSeconds: number; connectTimeoutSeconds?: number }): Promise<void> {
+export async function waitForDatabase(
+  url: string,
+  options: { log: (line: string) => void; giveUpAfterSeconds: number; connectTimeoutSeconds?: number },
+): Promise<void> {
   const deadline = Date.now() + options.giveUpAfterSeconds * 1000;
   let waitSeconds = FIRST_WAIT_SECONDS;
   for (let attempt = 1; ; attempt++) {
@@ -33,7 +36,9 @@ export async function waitForDatabase(url: string, options: { log: (line: string
     const where = redactUrl(url);
     if (!why) throw failure; // a wrong password, a missing database: the caller says what to check
     if (Date.now() + waitSeconds * 1000 > deadline) {
-      throw new Error(`The database at ${where} is still not there after ${options.giveUpAfterSeconds} s: ${why}`, { cause: failure });
+      throw new Error(`The database at ${where} is still not there after ${options.giveUpAfterSeconds} s: ${why}`, {
+        cause: failure,
+      });
     }
     options.log(`Waiting for the database at ${where}: ${why}; trying again in ${waitSeconds} s (attempt ${attempt}).`);
     await new Promise((resolve) => setTimeout(resolve, waitSeconds * 1000));

@@ -1,5 +1,13 @@
 import type { Db } from "@/lib/db/client";
-import { listInboxItemsIn, listKnowledgeIn, listQuestionsIn, listTasksEndedIn, sumUsagePerDay, type DailyUsage, type Window } from "@/lib/db/queries/team-record";
+import {
+  listInboxItemsIn,
+  listKnowledgeIn,
+  listQuestionsIn,
+  listTasksEndedIn,
+  sumUsagePerDay,
+  type DailyUsage,
+  type Window,
+} from "@/lib/db/queries/team-record";
 import type { Team } from "@/lib/db/schema";
 import { exportFileName } from "./file-names";
 
@@ -25,7 +33,8 @@ export function dayCount(range: DigestRange): number {
 /** The UTC days of the range, in order. */
 export function daysOf(range: DigestRange): string[] {
   const days: string[] = [];
-  for (let at = Date.parse(`${range.from}T00:00:00Z`); at <= Date.parse(`${range.to}T00:00:00Z`); at += DAY_MS) days.push(new Date(at).toISOString().slice(0, 10));
+  for (let at = Date.parse(`${range.from}T00:00:00Z`); at <= Date.parse(`${range.to}T00:00:00Z`); at += DAY_MS)
+    days.push(new Date(at).toISOString().slice(0, 10));
   return days;
 }
 
@@ -53,7 +62,10 @@ type Day = {
  */
 export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Date = new Date()): Promise<string> {
   const days = daysOf(range);
-  const window: Window = { from: new Date(`${range.from}T00:00:00Z`), to: new Date(Date.parse(`${range.to}T00:00:00Z`) + DAY_MS) };
+  const window: Window = {
+    from: new Date(`${range.from}T00:00:00Z`),
+    to: new Date(Date.parse(`${range.to}T00:00:00Z`) + DAY_MS),
+  };
   const [ended, inbox, questions, knowledge, usage] = await Promise.all([
     listTasksEndedIn(db, team.id, window),
     listInboxItemsIn(db, team.id, window),
@@ -62,7 +74,12 @@ export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Da
     sumUsagePerDay(db, team.id, window),
   ]);
 
-  const byDay = new Map<string, Day>(days.map((day) => [day, { finished: [], failed: [], cancelled: [], briefings: [], questions: [], alerts: [], knowledge: [], usage: [] }]));
+  const byDay = new Map<string, Day>(
+    days.map((day) => [
+      day,
+      { finished: [], failed: [], cancelled: [], briefings: [], questions: [], alerts: [], knowledge: [], usage: [] },
+    ]),
+  );
   const dayOf = (at: Date) => byDay.get(at.toISOString().slice(0, 10));
 
   for (const { task, agentName } of ended) {
@@ -74,7 +91,8 @@ export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Da
   }
   for (const { item, agentName } of inbox) {
     const day = dayOf(item.createdAt);
-    if (item.type === "briefing") day?.briefings.push(`#### ${inline(item.title)}\n\n*From ${inline(agentName)}*${quoted(item.content, "")}`);
+    if (item.type === "briefing")
+      day?.briefings.push(`#### ${inline(item.title)}\n\n*From ${inline(agentName)}*${quoted(item.content, "")}`);
     else if (item.type === "alert") day?.alerts.push(`- **${inline(item.title)}** — ${inline(item.summary)}`);
   }
   for (const { question, askerName, recipientName } of questions) {
@@ -91,10 +109,18 @@ export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Da
   }
   for (const item of knowledge) {
     // Every agent that reported it, and every page it came from.
-    const reporters = [...new Set(item.sources.length > 0 ? item.sources.map((source) => source.agentName) : [item.agentName])];
-    const urls = [...new Set([item.sourceUrl, ...item.sources.map((source) => source.url)].filter((url): url is string => Boolean(url)))];
+    const reporters = [
+      ...new Set(item.sources.length > 0 ? item.sources.map((source) => source.agentName) : [item.agentName]),
+    ];
+    const urls = [
+      ...new Set(
+        [item.sourceUrl, ...item.sources.map((source) => source.url)].filter((url): url is string => Boolean(url)),
+      ),
+    ];
     const from = urls.length > 0 ? ` Sources: ${urls.map((url) => `<${url}>`).join(", ")}` : "";
-    dayOf(item.createdAt)?.knowledge.push(`- *${item.type}* (${reporters.map(inline).join(", ")}, confidence ${item.confidence.toFixed(2)}): ${inline(item.content)}${from}`);
+    dayOf(item.createdAt)?.knowledge.push(
+      `- *${item.type}* (${reporters.map(inline).join(", ")}, confidence ${item.confidence.toFixed(2)}): ${inline(item.content)}${from}`,
+    );
   }
   for (const row of usage) byDay.get(row.day)?.usage.push(row);
 
@@ -131,7 +157,11 @@ export async function teamDigest(db: Db, team: Team, range: DigestRange, now: Da
     out.push("", `## ${weekday(date)}`, ...sections);
   }
   if (quiet === days.length) out.push("", "Nothing happened in these days.");
-  else if (quiet > 0) out.push("", `*${quiet} ${quiet === 1 ? "day" : "days"} with nothing to report ${quiet === 1 ? "is" : "are"} left out.*`);
+  else if (quiet > 0)
+    out.push(
+      "",
+      `*${quiet} ${quiet === 1 ? "day" : "days"} with nothing to report ${quiet === 1 ? "is" : "are"} left out.*`,
+    );
   return `${out.join("\n")}\n`;
 }
 
@@ -143,16 +173,30 @@ function daySections(day: Day): string[] {
   section("Tasks finished", day.finished);
   section("Tasks failed", day.failed);
   section("Tasks cancelled", day.cancelled);
-  section("Briefings", day.briefings.map((briefing) => briefing.trimEnd()), "\n\n");
+  section(
+    "Briefings",
+    day.briefings.map((briefing) => briefing.trimEnd()),
+    "\n\n",
+  );
   section("Questions and answers", day.questions);
   section("Alerts", day.alerts);
   section("Knowledge learned", day.knowledge);
   if (day.usage.length > 0) {
-    const total = day.usage.reduce((sum, row) => ({ calls: sum.calls + row.calls, input: sum.input + row.inputTokens, output: sum.output + row.outputTokens }), { calls: 0, input: 0, output: 0 });
+    const total = day.usage.reduce(
+      (sum, row) => ({
+        calls: sum.calls + row.calls,
+        input: sum.input + row.inputTokens,
+        output: sum.output + row.outputTokens,
+      }),
+      { calls: 0, input: 0, output: 0 },
+    );
     section("Usage", [
       "| Agent | Model calls | Input tokens | Output tokens |",
       "| --- | ---: | ---: | ---: |",
-      ...day.usage.map((row) => `| ${cell(row.agentName)} | ${row.calls} | ${formatTokens(row.inputTokens)} | ${formatTokens(row.outputTokens)} |`),
+      ...day.usage.map(
+        (row) =>
+          `| ${cell(row.agentName)} | ${row.calls} | ${formatTokens(row.inputTokens)} | ${formatTokens(row.outputTokens)} |`,
+      ),
       `| **Total** | ${total.calls} | ${formatTokens(total.input)} | ${formatTokens(total.output)} |`,
     ]);
   }
@@ -167,7 +211,20 @@ function weekday(date: string): string {
 }
 
 const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+const MONTHS = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
 
 /** Text for one line: whitespace collapsed, nothing that would start markup of its own at the line's start. */
 function inline(text: string): string {

@@ -23,5 +23,9 @@ export function exportFileName(team: Pick<Team, "name">, what: string, extension
 
 /** A download's headers: the file name, and no cache (a record is as of the moment it was asked for). */
 export function attachmentHeaders(fileName: string, contentType: string): HeadersInit {
-  return { "content-type": contentType, "content-disposition": `attachment; filename="${fileName}"`, "cache-control": "no-store" };
+  return {
+    "content-type": contentType,
+    "content-disposition": `attachment; filename="${fileName}"`,
+    "cache-control": "no-store",
+  };
 }

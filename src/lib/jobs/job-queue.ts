@@ -54,7 +54,11 @@ export class JobQueue {
   static async start(
     connectionString: string,
     role: JobQueueRole,
-    options: { quiet?: boolean; notificationRetryDelaySeconds?: number; /** pg-boss's pool (connectionBudget().jobs); its LISTEN connection comes on top. */ poolSize?: number } = {},
+    options: {
+      quiet?: boolean;
+      notificationRetryDelaySeconds?: number /** pg-boss's pool (connectionBudget().jobs); its LISTEN connection comes on top. */;
+      poolSize?: number;
+    } = {},
   ): Promise<JobQueue> {
     const boss = new PgBoss({
       connectionString,
@@ -75,7 +79,8 @@ export class JobQueue {
     });
     await boss.start();
     // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
-    const notificationRetryDelaySeconds = options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
+    const notificationRetryDelaySeconds =
+      options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
     await ensureQueues(boss, { notificationRetryDelaySeconds });
     holder.queue = new JobQueue(boss, notificationRetryDelaySeconds);
     return holder.queue;
@@ -109,16 +114,23 @@ export class JobQueue {
   }
 
   async workChatResumes(handler: (job: Job<ChatResumePayload>) => Promise<void>): Promise<void> {
-    await this.boss.work<ChatResumePayload>(CHAT_RESUME_QUEUE, { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 2 }, async ([job]) => {
-      if (job) await handler(job);
-    });
+    await this.boss.work<ChatResumePayload>(
+      CHAT_RESUME_QUEUE,
+      { batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 2 },
+      async ([job]) => {
+        if (job) await handler(job);
+      },
+    );
   }
 
   /** `timeZone`: the IANA zone the cron is read in (null: UTC), so "0 8 * * *" stays 08:00 across a DST change. */
   async scheduleLead(agentId: string, cron: string, timeZone: string | null = null): Promise<void> {
     // LEAD_SCHEDULE=off (or an agent's schedule "off") turns proactive runs off.
     if (cron.trim().toLowerCase() === "off") return this.unscheduleLead(agentId);
-    await this.boss.schedule(LEAD_SCHEDULE_QUEUE, cron, { agentId } satisfies LeadSchedulePayload, { key: agentId, tz: timeZone ?? "UTC" });
+    await this.boss.schedule(LEAD_SCHEDULE_QUEUE, cron, { agentId } satisfies LeadSchedulePayload, {
+      key: agentId,
+      tz: timeZone ?? "UTC",
+    });
   }
 
   async unscheduleLead(agentId: string): Promise<void> {
@@ -133,7 +145,12 @@ export class JobQueue {
    * agents woken than this worker runs at once) drains at once: see `fetchers`.
    */
   async workAgentWakes(concurrency: number, handler: (job: Job<AgentWakePayload>) => Promise<void>): Promise<void> {
-    await this.fetchers<AgentWakePayload>(AGENT_WAKE_QUEUE, concurrency, { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS }, handler);
+    await this.fetchers<AgentWakePayload>(
+      AGENT_WAKE_QUEUE,
+      concurrency,
+      { pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: IDLE_POLL_SECONDS },
+      handler,
+    );
   }
 
   /**
@@ -176,7 +193,10 @@ export class JobQueue {
    * queues it once.
    */
   async sendNotification(db: Db, notificationId: string): Promise<void> {
-    await this.boss.send(NOTIFICATION_QUEUE, { notificationId } satisfies NotificationPayload, { db: fromDrizzle(db, sql), id: notificationId });
+    await this.boss.send(NOTIFICATION_QUEUE, { notificationId } satisfies NotificationPayload, {
+      db: fromDrizzle(db, sql),
+      id: notificationId,
+    });
   }
 
   /**
@@ -195,17 +215,28 @@ export class JobQueue {
         pollingIntervalSeconds: 2,
         // A retry has no NOTIFY: polling is what finds it. Every 10 s (a retry lands at most
         // that much after its delay), or every 2 s when the delay is shortened (tests).
-        notifyPollingIntervalSeconds: this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 2 : 10,
+        notifyPollingIntervalSeconds:
+          this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 2 : 10,
       },
       async (job) => {
         const { notificationId } = notificationPayload.parse(job.data);
-        await deliver({ notificationId, attempt: job.retryCount + 1, lastAttempt: job.retryCount >= job.retryLimit, signal: job.signal });
+        await deliver({
+          notificationId,
+          attempt: job.retryCount + 1,
+          lastAttempt: job.retryCount >= job.retryLimit,
+          signal: job.signal,
+        });
       },
     );
-    const giveUpPolling = this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 5 : IDLE_POLL_SECONDS;
-    await this.boss.work<NotificationPayload>(NOTIFICATION_GIVE_UP_QUEUE, { batchSize: 1, pollingIntervalSeconds: giveUpPolling }, async ([job]) => {
-      if (job) await giveUp(notificationPayload.parse(job.data).notificationId);
-    });
+    const giveUpPolling =
+      this.notificationRetryDelaySeconds < DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS ? 5 : IDLE_POLL_SECONDS;
+    await this.boss.work<NotificationPayload>(
+      NOTIFICATION_GIVE_UP_QUEUE,
+      { batchSize: 1, pollingIntervalSeconds: giveUpPolling },
+      async ([job]) => {
+        if (job) await giveUp(notificationPayload.parse(job.data).notificationId);
+      },
+    );
   }
 
   private stopping = false;

@@ -9,7 +9,10 @@ import { estimateTokens, tokensOfChars } from "./token-estimate";
 export type CutOff = "aborted" | "timeout";
 
 /** A usage row's keys and purpose: what the call is for, not what it spent. */
-export type CallRow = Omit<NewUsage, "id" | "inputTokens" | "outputTokens" | "cachedTokens" | "durationMs" | "finishReason" | "estimated">;
+export type CallRow = Omit<
+  NewUsage,
+  "id" | "inputTokens" | "outputTokens" | "cachedTokens" | "durationMs" | "finishReason" | "estimated"
+>;
 
 type Attempt = {
   /** The usage row's id, written as the request goes out. */
@@ -55,8 +58,16 @@ export class CallUsage {
    * estimate is kept with them (token-estimate.ts), so a long context is not serialized again.
    */
   estimateInput(event: Pick<LanguageModelCallStartEvent, "instructions" | "messages" | "tools">): void {
-    const instructions = event.instructions === undefined ? "" : typeof event.instructions === "string" ? event.instructions : JSON.stringify(event.instructions);
-    this.inputEstimate = estimateTokens(instructions) + estimateTokens(event.messages) + (event.tools ? estimateTokens(JSON.stringify(event.tools)) : 0);
+    const instructions =
+      event.instructions === undefined
+        ? ""
+        : typeof event.instructions === "string"
+          ? event.instructions
+          : JSON.stringify(event.instructions);
+    this.inputEstimate =
+      estimateTokens(instructions) +
+      estimateTokens(event.messages) +
+      (event.tools ? estimateTokens(JSON.stringify(event.tools)) : 0);
   }
 
   /** An attempt's request is going out: its row, estimated. None when it was stopped before (the request is never sent). */
@@ -64,13 +75,29 @@ export class CallUsage {
     const id = randomUUID();
     if (params.abortSignal?.aborted) {
       this.current = null;
-      return { id, inputTokens: 0, startedAt: Date.now(), started: Promise.resolve(), outputChars: 0, streamedCalls: new Set(), done: true };
+      return {
+        id,
+        inputTokens: 0,
+        startedAt: Date.now(),
+        started: Promise.resolve(),
+        outputChars: 0,
+        streamedCalls: new Set(),
+        done: true,
+      };
     }
     const inputTokens = this.inputEstimate ?? estimateTokens(JSON.stringify(params.prompt));
-    const started = recordUsageStart(this.db, { ...this.row, id, inputTokens, outputTokens: 0 }).catch((error: unknown) =>
-      this.log(`Could not record the start of a ${this.row.purpose} model call`, error),
+    const started = recordUsageStart(this.db, { ...this.row, id, inputTokens, outputTokens: 0 }).catch(
+      (error: unknown) => this.log(`Could not record the start of a ${this.row.purpose} model call`, error),
     );
-    const attempt: Attempt = { id, inputTokens, startedAt: Date.now(), started, outputChars: 0, streamedCalls: new Set(), done: false };
+    const attempt: Attempt = {
+      id,
+      inputTokens,
+      startedAt: Date.now(),
+      started,
+      outputChars: 0,
+      streamedCalls: new Set(),
+      done: false,
+    };
     this.current = attempt;
     return attempt;
   }

@@ -8,7 +8,10 @@ import { chooseModel, type ModelChoice } from "./provider";
 import { logError } from "@/lib/log";
 
 const draftSchema = z.object({
-  instructions: z.string().min(1).describe("The lead's standing instructions (system prompt), in the second person, as short Markdown bullets"),
+  instructions: z
+    .string()
+    .min(1)
+    .describe("The lead's standing instructions (system prompt), in the second person, as short Markdown bullets"),
 });
 
 /**
@@ -43,6 +46,10 @@ export async function draftLeadInstructions(
   } catch (error) {
     // The error itself, not its message: the log keeps its cause and stack.
     logError("Drafting lead instructions failed:", error);
-    throw new CadreError("unavailable:model", `Could not draft the instructions. ${describeModelError(error)} You can still write them yourself.`, { cause: error });
+    throw new CadreError(
+      "unavailable:model",
+      `Could not draft the instructions. ${describeModelError(error)} You can still write them yourself.`,
+      { cause: error },
+    );
   }
 }

@@ -45,11 +45,16 @@ export function describeModelError(error: unknown): string {
   const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
   if (APICallError.isInstance(root)) {
     const status = root.statusCode;
-    if (status === 401 || status === 403) return `The model server refused the credentials (HTTP ${status}). Check OPENAI_API_KEY.`;
-    if (status === 404) return `The model server does not know this model (HTTP 404). Check LLM_MODEL or the agent's model override.`;
-    if (status === 429) return "The model server is rate-limiting requests (HTTP 429). Wait a little and try again, or raise your plan's limits.";
-    if (status !== undefined && status >= 500) return `The model server failed (HTTP ${status}). Try again in a moment.`;
-    if (status !== undefined && status < 300) return `The model server's answer was cut off or malformed (${root.message}). Try again; if it keeps happening, check the server's logs.`;
+    if (status === 401 || status === 403)
+      return `The model server refused the credentials (HTTP ${status}). Check OPENAI_API_KEY.`;
+    if (status === 404)
+      return `The model server does not know this model (HTTP 404). Check LLM_MODEL or the agent's model override.`;
+    if (status === 429)
+      return "The model server is rate-limiting requests (HTTP 429). Wait a little and try again, or raise your plan's limits.";
+    if (status !== undefined && status >= 500)
+      return `The model server failed (HTTP ${status}). Try again in a moment.`;
+    if (status !== undefined && status < 300)
+      return `The model server's answer was cut off or malformed (${root.message}). Try again; if it keeps happening, check the server's logs.`;
     if (status !== undefined) return `The model server rejected the request (HTTP ${status}): ${root.message}`;
     return `Could not reach the model server at ${safeUrl(root.url)}: ${root.message}. Check OPENAI_BASE_URL and that the server is running.`;
   }

@@ -81,8 +81,12 @@ type CommonOption =
 /** Omit over each branch of a union, so "prompt or messages, not both" survives. */
 type WithoutCommon<T> = T extends unknown ? Omit<T, CommonOption> : never;
 
-type GenerateOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<typeof generateText<TOOLS, Context, OUTPUT>>[0];
-type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<typeof streamText<TOOLS, Context, OUTPUT>>[0];
+type GenerateOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<
+  typeof generateText<TOOLS, Context, OUTPUT>
+>[0];
+type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Parameters<
+  typeof streamText<TOOLS, Context, OUTPUT>
+>[0];
 
 /**
  * `generateText` with what every model call needs: the per-call timeout, bounded retries,
@@ -90,20 +94,29 @@ type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Para
  * (prompt, tools, output, prepareStep, stopWhen, callbacks); its `onLanguageModelCallEnd`
  * runs alongside the usage write.
  */
-export function generateModelText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string>>(
+export function generateModelText<
+  TOOLS extends ToolSet = {},
+  OUTPUT extends OutputInterface = OutputInterface<string, string>,
+>(
   call: ModelCall,
   options: WithoutCommon<GenerateOptions<TOOLS, OUTPUT>>,
 ): Promise<GenerateTextResult<TOOLS, Context, OUTPUT>> {
   // Putting back the keys WithoutCommon took out gives the full options; TypeScript cannot follow that through the generics.
-  return generateText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions) } as GenerateOptions<TOOLS, OUTPUT>);
+  return generateText({
+    ...options,
+    ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions),
+  } as GenerateOptions<TOOLS, OUTPUT>);
 }
 
 /** `streamText` with the same common part as generateModelText. A timeout ends the stream with an error part (onError), not an abort. */
-export function streamModelText<TOOLS extends ToolSet = {}, OUTPUT extends OutputInterface = OutputInterface<string, string, never>>(
-  call: ModelCall,
-  options: WithoutCommon<StreamOptions<TOOLS, OUTPUT>>,
-): StreamTextResult<TOOLS, Context, OUTPUT> {
-  return streamText({ ...options, ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions) } as StreamOptions<TOOLS, OUTPUT>);
+export function streamModelText<
+  TOOLS extends ToolSet = {},
+  OUTPUT extends OutputInterface = OutputInterface<string, string, never>,
+>(call: ModelCall, options: WithoutCommon<StreamOptions<TOOLS, OUTPUT>>): StreamTextResult<TOOLS, Context, OUTPUT> {
+  return streamText({
+    ...options,
+    ...commonOptions(call, options.onLanguageModelCallEnd, options.providerOptions),
+  } as StreamOptions<TOOLS, OUTPUT>);
 }
 
 function commonOptions<TOOLS extends ToolSet>(
@@ -123,7 +136,10 @@ function commonOptions<TOOLS extends ToolSet>(
     telemetry: modelCallTelemetry(call),
     onLanguageModelCallStart: (event: LanguageModelCallStartEvent) => usage.estimateInput(event),
     onLanguageModelCallEnd: async (event: LanguageModelCallEndEvent<TOOLS>) => {
-      await Promise.all([call.usageStoredByCaller ? undefined : recordCallUsage(call, usage, event, log), onCallEnd?.(event)]);
+      await Promise.all([
+        call.usageStoredByCaller ? undefined : recordCallUsage(call, usage, event, log),
+        onCallEnd?.(event),
+      ]);
     },
   };
 }
@@ -137,12 +153,18 @@ const usageOfCalls = new WeakMap<ModelCall, CallUsage>();
  * cache: the instructions, the tools and the history up to the last call. A call for no
  * conversation (drafting) has none.
  */
-function withCacheKey(call: ModelCall, providerOptions: SharedV4ProviderOptions | undefined): SharedV4ProviderOptions | undefined {
+function withCacheKey(
+  call: ModelCall,
+  providerOptions: SharedV4ProviderOptions | undefined,
+): SharedV4ProviderOptions | undefined {
   if (!call.model.cacheKeys || !call.conversationId) return providerOptions;
   // An extraction over the log starts with other instructions: its own key, so it does not
   // crowd the machine that serves the conversation. A summary is the conversation's next request.
   const own = call.purpose === "extraction" ? "-extraction" : "";
-  return { ...providerOptions, openai: { ...providerOptions?.openai, promptCacheKey: `cadre-${call.conversationId}${own}` } };
+  return {
+    ...providerOptions,
+    openai: { ...providerOptions?.openai, promptCacheKey: `cadre-${call.conversationId}${own}` },
+  };
 }
 
 /** What a usage row of `call` names: its agent, team, conversation, work session and task. */
@@ -163,13 +185,25 @@ function callRow(call: ModelCall): CallRow {
  * the row the call's start wrote (see CallUsage) when `call` stores its own rows
  * (usageStoredByCaller), else it is a row of its own.
  */
-export function usageRowOf(call: ModelCall, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
+export function usageRowOf(
+  call: ModelCall,
+  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">,
+): NewUsage {
   return settledRow(call, usageOfCalls.get(call), event);
 }
 
-function settledRow(call: ModelCall, usage: CallUsage | undefined, event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">): NewUsage {
+function settledRow(
+  call: ModelCall,
+  usage: CallUsage | undefined,
+  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">,
+): NewUsage {
   return {
-    ...modelUsageRow({ ...callRow(call), finishReason: event.finishReason, usage: event.usage, durationMs: Math.round(event.performance.responseTimeMs) }),
+    ...modelUsageRow({
+      ...callRow(call),
+      finishReason: event.finishReason,
+      usage: event.usage,
+      durationMs: Math.round(event.performance.responseTimeMs),
+    }),
     id: usage?.takeRowId(),
   };
 }
@@ -178,7 +212,12 @@ function settledRow(call: ModelCall, usage: CallUsage | undefined, event: Pick<L
  * The SDK swallows errors thrown by its callbacks, so a usage row that cannot be written
  * is reported here rather than lost without a word.
  */
-async function recordCallUsage(call: ModelCall, usage: CallUsage, event: LanguageModelCallEndEvent<ToolSet>, log: (message: string, error?: unknown) => void): Promise<void> {
+async function recordCallUsage(
+  call: ModelCall,
+  usage: CallUsage,
+  event: LanguageModelCallEndEvent<ToolSet>,
+  log: (message: string, error?: unknown) => void,
+): Promise<void> {
   const row = settledRow(call, usage, event);
   try {
     await recordUsage(call.db, row);
@@ -218,12 +257,17 @@ function guardedModel(model: LanguageModel, timeoutMs: number, usage: CallUsage)
       wrapStream: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
         const attempt = usage.start(params);
-        const result = await deadline.race(inner.doStream({ ...params, abortSignal: deadline.signal })).catch(async (error: unknown) => {
-          deadline.clear();
-          await usage.ended(attempt, deadline.cutOff());
-          throw deadline.explain(error);
-        });
-        const watch: StreamWatch = { part: (part) => usage.saw(attempt, part), end: (cutOff) => usage.ended(attempt, cutOff) };
+        const result = await deadline
+          .race(inner.doStream({ ...params, abortSignal: deadline.signal }))
+          .catch(async (error: unknown) => {
+            deadline.clear();
+            await usage.ended(attempt, deadline.cutOff());
+            throw deadline.explain(error);
+          });
+        const watch: StreamWatch = {
+          part: (part) => usage.saw(attempt, part),
+          end: (cutOff) => usage.ended(attempt, cutOff),
+        };
         return { ...result, stream: deadline.guard(result.stream, watch).pipeThrough(uniqueCallIdsInStream()) };
       },
     },
@@ -334,7 +378,9 @@ class Deadline {
 
   /** A timed-out call fails as a timeout whatever the model threw when aborted; anything else as it was. */
   explain(error: unknown): unknown {
-    return this.timedOut && !ModelTimeoutError.isInstance(error) ? new ModelTimeoutError(this.timeoutMs, { cause: error }) : error;
+    return this.timedOut && !ModelTimeoutError.isInstance(error)
+      ? new ModelTimeoutError(this.timeoutMs, { cause: error })
+      : error;
   }
 
   /**
@@ -344,7 +390,10 @@ class Deadline {
    * each part, and the end of a stream that stopped without the provider's finish (its usage
    * row is settled before the SDK hears of the end).
    */
-  guard(stream: ReadableStream<LanguageModelV4StreamPart>, watch: StreamWatch): ReadableStream<LanguageModelV4StreamPart> {
+  guard(
+    stream: ReadableStream<LanguageModelV4StreamPart>,
+    watch: StreamWatch,
+  ): ReadableStream<LanguageModelV4StreamPart> {
     const reader = stream.getReader();
     return new ReadableStream<LanguageModelV4StreamPart>({
       pull: async (controller) => {

@@ -33,15 +33,25 @@ export async function listAvailableModels(
       headers: config.OPENAI_API_KEY ? { authorization: `Bearer ${config.OPENAI_API_KEY}` } : {},
       signal: AbortSignal.timeout(LIST_TIMEOUT_MS),
     });
-    if (!response.ok) throw new Error(`The model server answered ${response.status} ${response.statusText} to GET /models.`);
+    if (!response.ok)
+      throw new Error(`The model server answered ${response.status} ${response.statusText} to GET /models.`);
     const { data } = modelsResponse.parse(await response.json());
     const list: ModelList = { models: [...new Set(data.map((model) => model.id))].sort(), source: "server" };
     cached = { key, at: now, list };
     return list;
   } catch (error) {
     logError("Listing the server's models failed:", error);
-    const reason = error instanceof DOMException && error.name === "TimeoutError" ? `no answer from ${baseUrl}/models within 2 s` : error instanceof Error ? error.message : String(error);
-    return { models: [], source: "none", error: `Could not list the server's models (${reason}). Type a model name instead.` };
+    const reason =
+      error instanceof DOMException && error.name === "TimeoutError"
+        ? `no answer from ${baseUrl}/models within 2 s`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    return {
+      models: [],
+      source: "none",
+      error: `Could not list the server's models (${reason}). Type a model name instead.`,
+    };
   }
 }
 

@@ -22,14 +22,22 @@ function recordingTools() {
       },
     });
   const tools = {
-    tavilySearch: recorded("tavilySearch", { query: z.string() }, {
-      results: [{ title: "NVDA beats estimates", url: "https://example.com/nvda", content: "Revenue rose 94%." }],
-    }),
-    readWebPage: recorded("readWebPage", { url: z.string() }, {
-      url: "https://example.com/nvda",
-      title: "NVDA beats estimates",
-      content: "# NVDA beats estimates\n\nRevenue rose 94% on data-centre demand.\nGuidance was raised.",
-    }),
+    tavilySearch: recorded(
+      "tavilySearch",
+      { query: z.string() },
+      {
+        results: [{ title: "NVDA beats estimates", url: "https://example.com/nvda", content: "Revenue rose 94%." }],
+      },
+    ),
+    readWebPage: recorded(
+      "readWebPage",
+      { url: z.string() },
+      {
+        url: "https://example.com/nvda",
+        title: "NVDA beats estimates",
+        content: "# NVDA beats estimates\n\nRevenue rose 94% on data-centre demand.\nGuidance was raised.",
+      },
+    ),
     addKnowledgeItem: recorded(
       "addKnowledgeItem",
       { type: z.enum(["fact", "technique", "pattern", "lesson"]), content: z.string(), confidence: z.number() },
@@ -70,7 +78,11 @@ describe("OfflineModel", () => {
 
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "reportToLead"]);
     expect(calls[0]?.input).toEqual({ query: "Research NVDA earnings" });
-    expect(calls[1]?.input).toEqual({ type: "fact", content: "NVDA beats estimates: Revenue rose 94%.", confidence: 0.6 });
+    expect(calls[1]?.input).toEqual({
+      type: "fact",
+      content: "NVDA beats estimates: Revenue rose 94%.",
+      confidence: 0.6,
+    });
     expect(calls[2]?.input).toEqual({ result: "Findings: NVDA beats estimates: Revenue rose 94%." });
     expect(result.text).toBe("Reported to the lead.");
     expect(new Set(result.steps.flatMap((step) => step.toolCalls.map((call) => call.toolCallId))).size).toBe(3);
@@ -87,7 +99,8 @@ describe("OfflineModel", () => {
       stopWhen: stepCountIs(6),
     });
 
-    const finding = "NVDA beats estimates: Revenue rose 94% on data-centre demand. Guidance was raised. (source: https://example.com/nvda)";
+    const finding =
+      "NVDA beats estimates: Revenue rose 94% on data-centre demand. Guidance was raised. (source: https://example.com/nvda)";
     expect(calls).toEqual([
       { name: "tavilySearch", input: { query: "Research NVDA earnings" } },
       { name: "readWebPage", input: { url: "https://example.com/nvda" } },
@@ -110,35 +123,59 @@ describe("OfflineModel", () => {
       model,
       instructions: "You are Scout, a subordinate.",
       messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
-      tools: { tavilySearch: tools.tavilySearch, readWebPage, addKnowledgeItem: tools.addKnowledgeItem, reportToLead: tools.reportToLead },
+      tools: {
+        tavilySearch: tools.tavilySearch,
+        readWebPage,
+        addKnowledgeItem: tools.addKnowledgeItem,
+        reportToLead: tools.reportToLead,
+      },
       stopWhen: stepCountIs(6),
     });
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "reportToLead"]);
-    expect(calls[2]?.input).toEqual({ type: "fact", content: "NVDA beats estimates: Revenue rose 94%. (source: https://example.com/nvda)", confidence: 0.6 });
+    expect(calls[2]?.input).toEqual({
+      type: "fact",
+      content: "NVDA beats estimates: Revenue rose 94%. (source: https://example.com/nvda)",
+      confidence: 0.6,
+    });
   });
 
   it("reads no page when the search found none or is not configured", async () => {
     const noPage = recordingTools();
     const tavilySearch = tool({
       inputSchema: z.object({ query: z.string() }),
-      execute: async () => ({ results: [{ title: "A script", url: "javascript:alert(1)", content: "Nothing to read." }] }),
+      execute: async () => ({
+        results: [{ title: "A script", url: "javascript:alert(1)", content: "Nothing to read." }],
+      }),
     });
     await generateText({
       model,
       instructions: "You are Scout, a subordinate.",
       messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
-      tools: { tavilySearch, readWebPage: noPage.tools.readWebPage, addKnowledgeItem: noPage.tools.addKnowledgeItem, reportToLead: noPage.tools.reportToLead },
+      tools: {
+        tavilySearch,
+        readWebPage: noPage.tools.readWebPage,
+        addKnowledgeItem: noPage.tools.addKnowledgeItem,
+        reportToLead: noPage.tools.reportToLead,
+      },
       stopWhen: stepCountIs(6),
     });
     expect(noPage.calls.map((call) => call.name)).toEqual(["addKnowledgeItem", "reportToLead"]);
 
     const offline = recordingTools();
-    const searchOff = tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "Web search is not configured (TAVILY_API_KEY is not set)." });
+    const searchOff = tool({
+      inputSchema: z.object({ query: z.string() }),
+      execute: async () => "Web search is not configured (TAVILY_API_KEY is not set).",
+    });
     await generateText({
       model,
       instructions: "You are Scout, a subordinate.",
       messages: [{ role: "user", content: "Task: Research NVDA earnings" }],
-      tools: { tavilySearch: searchOff, readWebPage: offline.tools.readWebPage, addKnowledgeItem: offline.tools.addKnowledgeItem, reportToLead: offline.tools.reportToLead },
+      tools: {
+        tavilySearch: searchOff,
+        readWebPage: offline.tools.readWebPage,
+        addKnowledgeItem: offline.tools.addKnowledgeItem,
+        reportToLead: offline.tools.reportToLead,
+      },
       stopWhen: stepCountIs(6),
     });
     expect(offline.calls.map((call) => call.name)).toEqual(["addKnowledgeItem", "reportToLead"]);
@@ -180,7 +217,9 @@ describe("OfflineModel", () => {
         // Named for the task, and honest about being a demo.
         title: "Demo briefing: Research NVDA",
         summary: "NVDA beat estimates.",
-        content: expect.stringMatching(/^> A demo briefing by Cadre's built-in offline model: .+\n\n## What the team found\n\nNVDA beat estimates\. Guidance was raised\.$/),
+        content: expect.stringMatching(
+          /^> A demo briefing by Cadre's built-in offline model: .+\n\n## What the team found\n\nNVDA beat estimates\. Guidance was raised\.$/,
+        ),
       },
     });
     expect(briefed.text).toBe("Briefing sent.");
@@ -188,16 +227,27 @@ describe("OfflineModel", () => {
 
   it("without web search, reports and briefs as an honest demo, named for the task", async () => {
     const scout = recordingTools();
-    const searchOff = tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "Web search is not configured (TAVILY_API_KEY is not set), so no search was made." });
+    const searchOff = tool({
+      inputSchema: z.object({ query: z.string() }),
+      execute: async () => "Web search is not configured (TAVILY_API_KEY is not set), so no search was made.",
+    });
     await generateText({
       model,
       instructions: "You are Scout, a subordinate.",
-      messages: [{ role: "user", content: `Task from your lead (task id: ${TASK_ID}): Research solid-state batteries` }],
-      tools: { tavilySearch: searchOff, addKnowledgeItem: scout.tools.addKnowledgeItem, reportToLead: scout.tools.reportToLead },
+      messages: [
+        { role: "user", content: `Task from your lead (task id: ${TASK_ID}): Research solid-state batteries` },
+      ],
+      tools: {
+        tavilySearch: searchOff,
+        addKnowledgeItem: scout.tools.addKnowledgeItem,
+        reportToLead: scout.tools.reportToLead,
+      },
       stopWhen: stepCountIs(6),
     });
     const report = String(scout.calls.find((call) => call.name === "reportToLead")?.input.result);
-    expect(report).toBe('No findings: web search is not configured, so nothing was looked up for "Research solid-state batteries": set TAVILY_API_KEY for sourced findings.');
+    expect(report).toBe(
+      'No findings: web search is not configured, so nothing was looked up for "Research solid-state batteries": set TAVILY_API_KEY for sourced findings.',
+    );
 
     const lead = recordingTools();
     await generateText({
@@ -235,12 +285,20 @@ describe("OfflineModel", () => {
         "## Your open tasks",
         `- [in_progress] Research NVDA (task id: ${TASK_ID})`,
       ].join("\n"),
-      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Research NVDA\n\nEarnings and guidance.` }],
+      messages: [
+        {
+          role: "user",
+          content: `Task from the person (task id: ${TASK_ID}): Research NVDA\n\nEarnings and guidance.`,
+        },
+      ],
       tools: { delegateToAgent, createInboxItem, tavilySearch, addKnowledgeItem },
       stopWhen: stepCountIs(6),
     });
     expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "addKnowledgeItem", "createInboxItem"]);
-    expect(calls[2]?.input).toMatchObject({ title: "Demo briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94%." });
+    expect(calls[2]?.input).toMatchObject({
+      title: "Demo briefing: Research NVDA",
+      summary: "NVDA beats estimates: Revenue rose 94%.",
+    });
     expect(result.text).toBe("Briefing sent.");
   });
 
@@ -249,8 +307,16 @@ describe("OfflineModel", () => {
     const { createInboxItem, tavilySearch, addKnowledgeItem } = tools;
     await generateText({
       model,
-      instructions: 'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
-      messages: [{ role: "user", content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<typeof resumeTaskMessage>[0]) }],
+      instructions:
+        'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
+      messages: [
+        {
+          role: "user",
+          content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<
+            typeof resumeTaskMessage
+          >[0]),
+        },
+      ],
       tools: { createInboxItem, tavilySearch, addKnowledgeItem },
       stopWhen: stepCountIs(1),
     });
@@ -263,11 +329,21 @@ describe("OfflineModel", () => {
     await generateText({
       model,
       instructions: `You are the lead of team Markets (your id: ${LEAD_ID}).\nSubordinates:\n- Scout (id: ${SCOUT_ID})`,
-      messages: [{ role: "user", content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<typeof resumeTaskMessage>[0]) }],
+      messages: [
+        {
+          role: "user",
+          content: resumeTaskMessage({ id: TASK_ID, title: "Research NVDA" } as Parameters<
+            typeof resumeTaskMessage
+          >[0]),
+        },
+      ],
       tools: { delegateToAgent, createInboxItem },
       stopWhen: stepCountIs(1),
     });
-    expect(calls[0]).toMatchObject({ name: "delegateToAgent", input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Research NVDA" } });
+    expect(calls[0]).toMatchObject({
+      name: "delegateToAgent",
+      input: { agentId: SCOUT_ID, title: "Research NVDA", description: "Research NVDA" },
+    });
   });
 
   it("has a lead with no subordinates read the page it found before briefing", async () => {
@@ -275,13 +351,22 @@ describe("OfflineModel", () => {
     const { delegateToAgent, createInboxItem, tavilySearch, readWebPage, addKnowledgeItem } = tools;
     const result = await generateText({
       model,
-      instructions: 'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
+      instructions:
+        'You are Lead, the lead of the team "Markets".\n## Your subordinates\n(none yet: do the work yourself with your tools)',
       messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Research NVDA` }],
       tools: { delegateToAgent, createInboxItem, tavilySearch, readWebPage, addKnowledgeItem },
       stopWhen: stepCountIs(6),
     });
-    expect(calls.map((call) => call.name)).toEqual(["tavilySearch", "readWebPage", "addKnowledgeItem", "createInboxItem"]);
-    expect(calls[3]?.input).toMatchObject({ title: "Demo briefing: Research NVDA", summary: "NVDA beats estimates: Revenue rose 94% on data-centre demand." });
+    expect(calls.map((call) => call.name)).toEqual([
+      "tavilySearch",
+      "readWebPage",
+      "addKnowledgeItem",
+      "createInboxItem",
+    ]);
+    expect(calls[3]?.input).toMatchObject({
+      title: "Demo briefing: Research NVDA",
+      summary: "NVDA beats estimates: Revenue rose 94% on data-centre demand.",
+    });
     expect(String(calls[3]?.input.content)).toContain("(source: https://example.com/nvda)");
     expect(result.text).toBe("Briefing sent.");
   });
@@ -317,11 +402,18 @@ describe("OfflineModel", () => {
     const result = await generateText({
       model,
       instructions: `You are the lead (your id: ${LEAD_ID}).`,
-      messages: [{ role: "user", content: `Subordinate Scout asks (question id: ${QUESTION_ID}, agent id: ${SCOUT_ID}): which quarter?` }],
+      messages: [
+        {
+          role: "user",
+          content: `Subordinate Scout asks (question id: ${QUESTION_ID}, agent id: ${SCOUT_ID}): which quarter?`,
+        },
+      ],
       tools: { answerSubordinate },
       stopWhen: stepCountIs(3),
     });
-    expect(calls).toEqual([{ questionId: QUESTION_ID, answer: "Offline model: use your best judgement and report what you find." }]);
+    expect(calls).toEqual([
+      { questionId: QUESTION_ID, answer: "Offline model: use your best judgement and report what you find." },
+    ]);
     expect(result.text).toBe("Answered the subordinate.");
   });
 
@@ -354,7 +446,10 @@ describe("OfflineModel", () => {
 
     expect(await result.text).toBe("I've created a task for the team: Please research solar panel prices.");
     expect(calls).toEqual([
-      { name: "createTask", input: { title: "Please research solar panel prices", description: "Please research solar panel prices" } },
+      {
+        name: "createTask",
+        input: { title: "Please research solar panel prices", description: "Please research solar panel prices" },
+      },
     ]);
   });
 
@@ -401,9 +496,14 @@ describe("OfflineModel", () => {
   it("stops when aborted", async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(generateText({ model, prompt: "hello", abortSignal: controller.signal, maxRetries: 0 })).rejects.toThrow();
     await expect(
-      model.doGenerate({ prompt: [{ role: "user", content: [{ type: "text", text: "hi" }] }], abortSignal: controller.signal }),
+      generateText({ model, prompt: "hello", abortSignal: controller.signal, maxRetries: 0 }),
+    ).rejects.toThrow();
+    await expect(
+      model.doGenerate({
+        prompt: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+        abortSignal: controller.signal,
+      }),
     ).rejects.toMatchObject({ name: "AbortError" });
   });
 
@@ -419,7 +519,9 @@ describe("OfflineModel", () => {
     const asked = await generateText({
       model,
       instructions: "You are Lead, the lead of the team.",
-      messages: [{ role: "user", content: `Task from the person (task id: ${TASK_ID}): Compare the offers\n\nask me first` }],
+      messages: [
+        { role: "user", content: `Task from the person (task id: ${TASK_ID}): Compare the offers\n\nask me first` },
+      ],
       tools: { askPerson, tavilySearch, createInboxItem },
       stopWhen: stepCountIs(3),
     });
@@ -442,8 +544,21 @@ describe("OfflineModel", () => {
       instructions: "You are Scout, a subordinate.",
       messages: [
         { role: "user", content: "Task: Research NVDA earnings" },
-        { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "tavilySearch", input: { query: "NVDA" } }] },
-        { role: "tool", content: [{ type: "tool-result", toolCallId: "c1", toolName: "tavilySearch", output: { type: "text", value: "Denied by the person: not now" } }] },
+        {
+          role: "assistant",
+          content: [{ type: "tool-call", toolCallId: "c1", toolName: "tavilySearch", input: { query: "NVDA" } }],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "c1",
+              toolName: "tavilySearch",
+              output: { type: "text", value: "Denied by the person: not now" },
+            },
+          ],
+        },
       ],
       tools: { tavilySearch: tools.tavilySearch, reportToLead: tools.reportToLead },
       stopWhen: stepCountIs(3),

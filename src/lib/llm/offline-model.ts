@@ -52,7 +52,12 @@ export class OfflineModel implements LanguageModelV4 {
     // Ids must differ across the calls of one conversation (stored results are matched by id),
     // yet stay reproducible: derive them from the prompt that produced the call.
     const toolCallId = `offline-${hash(`${options.prompt.length}:${promptChars}:${JSON.stringify(options.prompt)}`)}`;
-    return result([{ type: "tool-call", toolCallId, toolName: decision.toolName, input }], "tool-calls", promptChars, input.length);
+    return result(
+      [{ type: "tool-call", toolCallId, toolName: decision.toolName, input }],
+      "tool-calls",
+      promptChars,
+      input.length,
+    );
   }
 
   async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
@@ -95,12 +100,16 @@ export function isOfflineModel(model: unknown): boolean {
 function decide(options: LanguageModelV4CallOptions): Decision {
   const { prompt } = options;
   if (options.responseFormat?.type === "json") {
-    return { kind: "text", text: JSON.stringify(structuredAnswer(options.responseFormat.schema, lastUserText(prompt))) };
+    return {
+      kind: "text",
+      text: JSON.stringify(structuredAnswer(options.responseFormat.schema, lastUserText(prompt))),
+    };
   }
   const last = prompt.at(-1);
   const wantsSummary = /summar/i.test(systemText(prompt)) || /summar/i.test(lastUserText(prompt));
   // A summary asked for as the conversation's next turn offers its tools, none of which may be called.
-  if (wantsSummary && (!options.tools?.length || options.toolChoice?.type === "none")) return { kind: "text", text: summary(prompt) };
+  if (wantsSummary && (!options.tools?.length || options.toolChoice?.type === "none"))
+    return { kind: "text", text: summary(prompt) };
   if (last?.role === "tool") return afterToolResults(options, last);
   if (last?.role === "user") return answerUser(options, messageText(last));
   return { kind: "text", text: "Nothing to do." };
@@ -111,16 +120,25 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   const results = message.content.flatMap((part) => (part.type === "tool-result" ? [part] : []));
   // A call the person denied (or that was withdrawn) is not tried again.
   const refused = results.find((part) => /^(Denied by the person|\(not run)/.test(outputText(part.output)));
-  if (refused) return { kind: "text", text: `I did not run ${refused.toolName}: ${truncate(outputText(refused.output), 300).replace(/\.$/, "")}. I will not try it again.` };
-  const failed = results.find((part) => part.output.type.startsWith("error") || part.output.type === "execution-denied");
-  if (failed) return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
+  if (refused)
+    return {
+      kind: "text",
+      text: `I did not run ${refused.toolName}: ${truncate(outputText(refused.output), 300).replace(/\.$/, "")}. I will not try it again.`,
+    };
+  const failed = results.find(
+    (part) => part.output.type.startsWith("error") || part.output.type === "execution-denied",
+  );
+  if (failed)
+    return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
   const names = results.map((part) => part.toolName);
   const searched = results.find((part) => part.toolName === "tavilySearch");
   // A search found pages: read the first one before recording anything.
   const firstUrl = searched ? firstResultUrl(searched.output) : undefined;
   if (firstUrl && offered(options, "readWebPage")) return tool("readWebPage", { url: firstUrl });
   const read = results.find((part) => part.toolName === "readWebPage");
-  const readFinding = read ? (pageFinding(read.output) ?? searchFindingWithSource(options.prompt) ?? truncate(outputText(read.output), 300)) : undefined;
+  const readFinding = read
+    ? (pageFinding(read.output) ?? searchFindingWithSource(options.prompt) ?? truncate(outputText(read.output), 300))
+    : undefined;
   if (searched && offered(options, "addKnowledgeItem")) {
     // Without a search key there is no finding to record, only the lesson that search is off.
     if (/not configured/i.test(outputText(searched.output))) {
@@ -131,19 +149,39 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
         confidence: 1,
       });
     }
-    return tool("addKnowledgeItem", { type: "fact", content: truncate(firstFinding(searched.output), 300), confidence: 0.6 });
+    return tool("addKnowledgeItem", {
+      type: "fact",
+      content: truncate(firstFinding(searched.output), 300),
+      confidence: 0.6,
+    });
   }
   if (readFinding && offered(options, "addKnowledgeItem")) {
-    return tool("addKnowledgeItem", { type: "fact", content: readFinding, confidence: pageFinding(read!.output) ? 0.7 : 0.6 });
+    return tool("addKnowledgeItem", {
+      type: "fact",
+      content: readFinding,
+      confidence: pageFinding(read!.output) ? 0.7 : 0.6,
+    });
   }
   if (searched || read || names.includes("addKnowledgeItem")) {
-    const recorded = names.includes("addKnowledgeItem") ? lastToolInput(options.prompt, "addKnowledgeItem")?.content : undefined;
-    const findings = typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : readFinding ?? "";
+    const recorded = names.includes("addKnowledgeItem")
+      ? lastToolInput(options.prompt, "addKnowledgeItem")?.content
+      : undefined;
+    const findings =
+      typeof recorded === "string" ? recorded : searched ? outputText(searched.output) : (readFinding ?? "");
     if (offered(options, "reportToLead")) {
-      return tool("reportToLead", { result: truncate(isSearchOff(findings) ? `No findings: ${lowerFirst(findings)}` : `Findings: ${findings}`, 500) });
+      return tool("reportToLead", {
+        result: truncate(isSearchOff(findings) ? `No findings: ${lowerFirst(findings)}` : `Findings: ${findings}`, 500),
+      });
     }
     if (offered(options, "createInboxItem")) {
-      return tool("createInboxItem", demoBriefing(briefingTopic(options.prompt) ?? taskTitle(lastUserText(options.prompt)), findings, "What I found"));
+      return tool(
+        "createInboxItem",
+        demoBriefing(
+          briefingTopic(options.prompt) ?? taskTitle(lastUserText(options.prompt)),
+          findings,
+          "What I found",
+        ),
+      );
     }
     return { kind: "text", text: `Recorded what I found: ${truncate(findings, 300)}` };
   }
@@ -156,7 +194,10 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   }
   if (names.includes("createTask")) {
     const title = lastToolInput(options.prompt, "createTask")?.title;
-    return { kind: "text", text: `I've created a task for the team: ${typeof title === "string" ? title : "new task"}.` };
+    return {
+      kind: "text",
+      text: `I've created a task for the team: ${typeof title === "string" ? title : "new task"}.`,
+    };
   }
   if (names.includes("answerSubordinate")) return { kind: "text", text: "Answered the subordinate." };
   if (names.includes("askPerson")) return { kind: "text", text: "Asked the person; waiting for their answer." };
@@ -171,21 +212,41 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   const input = parseLogInput(text);
   if (input?.kind === "report" && offered(options, "createInboxItem")) {
     const findings = input.result.replace(/^(?:No findings|Findings): /, "");
-    return tool("createInboxItem", demoBriefing(briefingTopic(options.prompt) ?? `what ${input.agentName} reported`, findings, "What the team found"));
+    return tool(
+      "createInboxItem",
+      demoBriefing(
+        briefingTopic(options.prompt) ?? `what ${input.agentName} reported`,
+        findings,
+        "What the team found",
+      ),
+    );
   }
   if (input?.kind === "failed" || input?.kind === "cancelled" || input?.kind === "removed") {
-    const why = input.kind === "failed" ? `could not finish its task: ${input.reason}` : input.kind === "cancelled" ? "had its task cancelled." : "was removed from the team.";
+    const why =
+      input.kind === "failed"
+        ? `could not finish its task: ${input.reason}`
+        : input.kind === "cancelled"
+          ? "had its task cancelled."
+          : "was removed from the team.";
     return { kind: "text", text: `${input.agentName} ${why}` };
   }
   if (input?.kind === "question" && offered(options, "answerSubordinate")) {
-    return tool("answerSubordinate", { questionId: input.questionId, answer: "Offline model: use your best judgement and report what you find." });
+    return tool("answerSubordinate", {
+      questionId: input.questionId,
+      answer: "Offline model: use your best judgement and report what you find.",
+    });
   }
-  if (input?.kind === "answer" && offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
+  if (input?.kind === "answer" && offered(options, "tavilySearch"))
+    return tool("tavilySearch", { query: truncate(input.answer, 120) });
   if (input?.kind === "person-answer") {
     // The person's answer is the work: hand it on like a task.
     const subordinate = firstSubordinateId(system);
     if (offered(options, "delegateToAgent") && subordinate) {
-      return tool("delegateToAgent", { agentId: subordinate, title: truncate(input.answer, 80), description: `The person answered: ${input.answer}` });
+      return tool("delegateToAgent", {
+        agentId: subordinate,
+        title: truncate(input.answer, 80),
+        description: `The person answered: ${input.answer}`,
+      });
     }
     if (offered(options, "tavilySearch")) return tool("tavilySearch", { query: truncate(input.answer, 120) });
     return { kind: "text", text: `The person answered: ${truncate(input.answer, 300)}` };
@@ -194,9 +255,18 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   if (/^The person decided on the calls you were waiting for/.test(text)) {
     const results = options.prompt.findLast((message) => message.role === "tool");
     // The calls still read as waiting where they stand (the log moved on): the note says what came of them.
-    const waiting = results?.role === "tool" && results.content.some((part) => part.type === "tool-result" && outputText(part.output) === AWAITING_APPROVAL_RESULT);
+    const waiting =
+      results?.role === "tool" &&
+      results.content.some(
+        (part) => part.type === "tool-result" && outputText(part.output) === AWAITING_APPROVAL_RESULT,
+      );
     if (results?.role === "tool" && !waiting) return afterToolResults(options, results);
-    return { kind: "text", text: /: Denied by the person/.test(text) ? "The person denied the call; I will not try it again." : "Noted the person's decisions." };
+    return {
+      kind: "text",
+      text: /: Denied by the person/.test(text)
+        ? "The person denied the call; I will not try it again."
+        : "Noted the person's decisions.",
+    };
   }
   if (ASK_PERSON_WORDS.test(text) && offered(options, "askPerson") && (!input || input.kind === "task")) {
     return tool("askPerson", { question: `Before I start on "${taskTitle(text)}": what matters most to you here?` });
@@ -205,7 +275,11 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
   const subordinateId = firstSubordinateId(system);
   if (offered(options, "delegateToAgent") && subordinateId && looksLikeTask) {
-    return tool("delegateToAgent", { agentId: subordinateId, title: taskTitle(text), description: taskDescription(text) });
+    return tool("delegateToAgent", {
+      agentId: subordinateId,
+      title: taskTitle(text),
+      description: taskDescription(text),
+    });
   }
   const canPassOn = offered(options, "reportToLead") || offered(options, "createInboxItem");
   if (offered(options, "tavilySearch") && looksLikeTask && canPassOn) {
@@ -223,7 +297,8 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
  */
 function structuredAnswer(schema: JSONSchema7 | undefined, request: string): unknown {
   if (schema?.properties && "instructions" in schema.properties) {
-    const mission = /mission\s*:\s*(.+)/i.exec(request)?.[1]?.trim() || truncate(request.trim(), 300) || "the team's mission";
+    const mission =
+      /mission\s*:\s*(.+)/i.exec(request)?.[1]?.trim() || truncate(request.trim(), 300) || "the team's mission";
     return {
       instructions: [
         `You lead a team whose mission is: ${mission}`,
@@ -242,13 +317,21 @@ function emptyValue(schema: JSONSchema7 | boolean | undefined): unknown {
   if (schema.enum?.length) return schema.enum[0];
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
-    case "array": return [];
-    case "string": return "";
-    case "number": case "integer": return 0;
-    case "boolean": return false;
-    case "null": return null;
+    case "array":
+      return [];
+    case "string":
+      return "";
+    case "number":
+    case "integer":
+      return 0;
+    case "boolean":
+      return false;
+    case "null":
+      return null;
     default:
-      return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([key, value]) => [key, emptyValue(value)]));
+      return Object.fromEntries(
+        Object.entries(schema.properties ?? {}).map(([key, value]) => [key, emptyValue(value)]),
+      );
   }
 }
 
@@ -342,15 +425,23 @@ function lastToolResult(prompt: LanguageModelV4Prompt, toolName: string): Langua
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 function outputText(output: LanguageModelV4ToolResultOutput): string {
   switch (output.type) {
-    case "text": case "error-text": return output.value;
-    case "json": case "error-json": return typeof output.value === "string" ? output.value : JSON.stringify(output.value);
-    case "execution-denied": return output.reason ?? "denied";
-    case "content": return output.value.map((part) => (part.type === "text" ? part.text : "")).join("");
+    case "text":
+    case "error-text":
+      return output.value;
+    case "json":
+    case "error-json":
+      return typeof output.value === "string" ? output.value : JSON.stringify(output.value);
+    case "execution-denied":
+      return output.reason ?? "denied";
+    case "content":
+      return output.value.map((part) => (part.type === "text" ? part.text : "")).join("");
   }
 }
 
@@ -367,7 +458,10 @@ function messageText(message: LanguageModelV4Message): string {
 }
 
 function systemText(prompt: LanguageModelV4Prompt): string {
-  return prompt.filter((message) => message.role === "system").map(messageText).join("\n");
+  return prompt
+    .filter((message) => message.role === "system")
+    .map(messageText)
+    .join("\n");
 }
 
 /**
@@ -396,12 +490,20 @@ function isSearchOff(findings: string): boolean {
  * A briefing that says what it is: a demo by the built-in offline model, which repeats what
  * the team recorded (or that nothing could be looked up) and thinks about none of it.
  */
-function demoBriefing(topic: string, findings: string, heading: string): { title: string; summary: string; content: string } {
+function demoBriefing(
+  topic: string,
+  findings: string,
+  heading: string,
+): { title: string; summary: string; content: string } {
   const searchOff = isSearchOff(findings);
-  const found = searchOff ? `Nothing: web search is not configured (TAVILY_API_KEY), so no sources were searched for "${topic}".` : findings;
+  const found = searchOff
+    ? `Nothing: web search is not configured (TAVILY_API_KEY), so no sources were searched for "${topic}".`
+    : findings;
   return {
     title: truncate(`Demo briefing: ${topic}`, 120),
-    summary: searchOff ? "A demo by the built-in offline model: web search is not configured, so nothing was looked up." : firstSentence(findings),
+    summary: searchOff
+      ? "A demo by the built-in offline model: web search is not configured, so nothing was looked up."
+      : firstSentence(findings),
     content: [
       "> A demo briefing by Cadre's built-in offline model: it repeats what the team recorded and does not think about it. " +
         "Connect a model (OPENAI_API_KEY, or OPENAI_BASE_URL and LLM_MODEL) for real briefings.",

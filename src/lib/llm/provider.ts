@@ -21,14 +21,21 @@ const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
  */
 export function chooseModel(
   override?: string | null,
-  config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL"> & Partial<Pick<Env, "PROMPT_CACHE_KEY">> = env(),
+  config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL"> &
+    Partial<Pick<Env, "PROMPT_CACHE_KEY">> = env(),
 ): ModelChoice {
   const modelId = override?.trim() || config.LLM_MODEL || DEFAULT_OPENAI_MODEL;
-  const cacheKeys = (openAiItself: boolean) => (config.PROMPT_CACHE_KEY === "on" ? true : config.PROMPT_CACHE_KEY === "off" ? false : openAiItself);
+  const cacheKeys = (openAiItself: boolean) =>
+    config.PROMPT_CACHE_KEY === "on" ? true : config.PROMPT_CACHE_KEY === "off" ? false : openAiItself;
   if (config.OPENAI_BASE_URL) {
     // Local servers ignore the key, but the client insists on sending one.
     const provider = createOpenAI({ baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY ?? "not-needed" });
-    return { model: provider.chat(modelId), modelId, kind: "openai-compatible", cacheKeys: cacheKeys(new URL(config.OPENAI_BASE_URL).hostname === "api.openai.com") };
+    return {
+      model: provider.chat(modelId),
+      modelId,
+      kind: "openai-compatible",
+      cacheKeys: cacheKeys(new URL(config.OPENAI_BASE_URL).hostname === "api.openai.com"),
+    };
   }
   if (config.OPENAI_API_KEY) {
     const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY });

@@ -38,10 +38,23 @@ function settingsKey(server: McpServer): string {
  * rather than the client's own error), then every request the client makes is checked again
  * as it connects (policyFetch), since the name may resolve elsewhere by then.
  */
-export async function openMcpConnection(server: McpServer, timeoutMs = MCP_CONNECT_TIMEOUT_MS, policy: OutboundPolicy = outboundPolicy()): Promise<McpConnection> {
+export async function openMcpConnection(
+  server: McpServer,
+  timeoutMs = MCP_CONNECT_TIMEOUT_MS,
+  policy: OutboundPolicy = outboundPolicy(),
+): Promise<McpConnection> {
   if (server.transport === "http") await checkedAddresses(new URL(server.url!), policy);
-  const stdio = server.transport === "stdio" ? new WatchedStdioTransport({ command: server.command!, args: server.args, env: server.env, stderr: "pipe" }) : null;
-  const transport = stdio ?? { type: "http" as const, url: server.url!, headers: server.headers, redirect: "error" as const, fetch: policyFetch(policy) };
+  const stdio =
+    server.transport === "stdio"
+      ? new WatchedStdioTransport({ command: server.command!, args: server.args, env: server.env, stderr: "pipe" })
+      : null;
+  const transport = stdio ?? {
+    type: "http" as const,
+    url: server.url!,
+    headers: server.headers,
+    redirect: "error" as const,
+    fetch: policyFetch(policy),
+  };
   let client: MCPClient | undefined;
   try {
     client = await createMCPClient({
@@ -89,7 +102,10 @@ class WatchedStdioTransport extends StdioMCPTransport {
     child?.stderr?.on("data", (chunk: string) => {
       const lines = (pending + chunk).split(/\r?\n/);
       pending = (lines.pop() ?? "").slice(-1000);
-      const last = lines.map((line) => line.trim()).filter(Boolean).at(-1);
+      const last = lines
+        .map((line) => line.trim())
+        .filter(Boolean)
+        .at(-1);
       if (last) this.lastStderrLine = last;
     });
     child?.stderr?.on("end", () => {
@@ -140,14 +156,21 @@ function pooledEntry(server: McpServer): PooledEntry {
   failures.delete(server.id);
   // A failed connection is not kept: the next call after the back-off tries again.
   connection.catch((error: unknown) => {
-    failures.set(server.id, { key, until: Date.now() + MCP_RETRY_AFTER_MS, reason: error instanceof Error ? error.message : String(error) });
+    failures.set(server.id, {
+      key,
+      until: Date.now() + MCP_RETRY_AFTER_MS,
+      reason: error instanceof Error ? error.message : String(error),
+    });
     if (pool().get(server.id) === entry) pool().delete(server.id);
   });
   return entry;
 }
 
 /** Runs `use` on the server's connection, counted as in flight, so retiring the connection waits for it. */
-export async function withMcpConnection<T>(server: McpServer, use: (connection: McpConnection) => Promise<T>): Promise<T> {
+export async function withMcpConnection<T>(
+  server: McpServer,
+  use: (connection: McpConnection) => Promise<T>,
+): Promise<T> {
   let entry = pooledEntry(server);
   // A stdio server that exited since its last call (a crash between turns) is started again
   // before this call rather than failing it with the client's "closed client".
@@ -205,5 +228,7 @@ export async function closeMcpConnections(): Promise<void> {
   const entries = [...pool().values()];
   pool().clear();
   failures.clear();
-  await Promise.all(entries.map((entry) => entry.connection.then((connection) => connection.client.close()).catch(() => {})));
+  await Promise.all(
+    entries.map((entry) => entry.connection.then((connection) => connection.client.close()).catch(() => {})),
+  );
 }

@@ -24,7 +24,8 @@ export function mcpToolNames(serverName: string, tools: readonly { name: string 
   for (const [index, name] of given.entries()) {
     if (name !== undefined) continue;
     let free = plain[index]!;
-    for (let suffix = 2; taken.has(free); suffix += 1) free = `${plain[index]!.slice(0, 64 - `_${suffix}`.length)}_${suffix}`;
+    for (let suffix = 2; taken.has(free); suffix += 1)
+      free = `${plain[index]!.slice(0, 64 - `_${suffix}`.length)}_${suffix}`;
     taken.add(free);
     given[index] = free;
   }
@@ -34,7 +35,10 @@ export function mcpToolNames(serverName: string, tools: readonly { name: string 
 }
 
 /** The tools whose name was changed to keep it apart from another's (see mcpToolNames), for Test connection to say so. */
-export function renamedMcpTools(serverName: string, tools: readonly { name: string }[]): { tool: string; as: string }[] {
+export function renamedMcpTools(
+  serverName: string,
+  tools: readonly { name: string }[],
+): { tool: string; as: string }[] {
   const names = mcpToolNames(serverName, tools);
   return tools.flatMap((tool) => {
     const given = names.get(tool.name)!;

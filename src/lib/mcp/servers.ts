@@ -1,7 +1,15 @@
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
-import { clearMcpServerError, createMcpServer, deleteMcpServer, listMcpServers, recordMcpServerState, requireMcpServer, updateMcpServer } from "@/lib/db/queries/mcp-servers";
+import {
+  clearMcpServerError,
+  createMcpServer,
+  deleteMcpServer,
+  listMcpServers,
+  recordMcpServerState,
+  requireMcpServer,
+  updateMcpServer,
+} from "@/lib/db/queries/mcp-servers";
 import { updateAgent } from "@/lib/db/queries/agents";
 import { writeUnderAgent, writeUnderTeam } from "@/lib/db/queries/teams";
 import type { Agent, McpServer, McpToolInfo, ToolScope } from "@/lib/db/schema";
@@ -24,8 +32,13 @@ const name = z
   .trim()
   .regex(/^[A-Za-z0-9_-]{1,40}$/, "1 to 40 letters, digits, - or _ (it prefixes the server's tools: NAME__TOOL)")
   // NAME__TOOL is split at its first "__": a name with "__" in it, or ending in "_", would split wrong.
-  .refine((value) => !value.includes("__") && !value.endsWith("_"), "no double underscore and no _ at the end (NAME__TOOL is split at the first __)");
-const secrets = z.record(z.string().trim().min(1).max(200), z.string().max(8000)).refine((value) => Object.keys(value).length <= 50, "at most 50 entries");
+  .refine(
+    (value) => !value.includes("__") && !value.endsWith("_"),
+    "no double underscore and no _ at the end (NAME__TOOL is split at the first __)",
+  );
+const secrets = z
+  .record(z.string().trim().min(1).max(200), z.string().max(8000))
+  .refine((value) => Object.keys(value).length <= 50, "at most 50 entries");
 /** A header name is an HTTP token (RFC 9110 §5.1). */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /**
@@ -36,9 +49,17 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const headers = secrets.superRefine((value, context) => {
   for (const [headerName, headerValue] of Object.entries(value)) {
     if (!HEADER_NAME.test(headerName)) {
-      context.addIssue({ code: "custom", path: [headerName], message: "not a valid header name (letters, digits and ! # $ % & ' * + - . ^ _ ` | ~ only)" });
+      context.addIssue({
+        code: "custom",
+        path: [headerName],
+        message: "not a valid header name (letters, digits and ! # $ % & ' * + - . ^ _ ` | ~ only)",
+      });
     } else if (/[\r\n\0]/.test(headerValue)) {
-      context.addIssue({ code: "custom", path: [headerName], message: "a header value may not contain a line break (CR or LF) or NUL" });
+      context.addIssue({
+        code: "custom",
+        path: [headerName],
+        message: "a header value may not contain a line break (CR or LF) or NUL",
+      });
     }
   }
 });
@@ -65,7 +86,10 @@ export const newMcpServerBody = z.discriminatedUnion("transport", [
 /** Changes; `headers` or `env`, when given, replace the stored ones whole (values are never sent back to be edited). */
 export const mcpServerChangesBody = z.strictObject({
   name: name.optional(),
-  url: z.url({ protocol: /^https?$/ }).max(2000).optional(),
+  url: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional(),
   headers: headers.optional(),
   command: z.string().trim().min(1).max(1000).optional(),
   args: z.array(z.string().max(4000)).max(100).optional(),
@@ -77,7 +101,10 @@ export const mcpServerChangesBody = z.strictObject({
 });
 
 function nameTaken(error: unknown, serverName: string | undefined): never {
-  if (isUniqueViolation(error)) throw new CadreError("conflict:mcp_server_name", `This team already has an MCP server named "${serverName}".`, { cause: error });
+  if (isUniqueViolation(error))
+    throw new CadreError("conflict:mcp_server_name", `This team already has an MCP server named "${serverName}".`, {
+      cause: error,
+    });
   throw error;
 }
 
@@ -88,10 +115,17 @@ function requireReachableUrl(url: string | undefined, options: { allowPrivate?: 
   if (problem) throw new CadreError("bad_request:mcp_server", `url ${problem}.`);
 }
 
-export async function addMcpServer(db: Db, teamId: string, input: z.input<typeof newMcpServerBody>, options: { allowPrivate?: boolean } = {}): Promise<McpServer> {
+export async function addMcpServer(
+  db: Db,
+  teamId: string,
+  input: z.input<typeof newMcpServerBody>,
+  options: { allowPrivate?: boolean } = {},
+): Promise<McpServer> {
   const body = newMcpServerBody.parse(input);
   if (body.transport === "http") requireReachableUrl(body.url, options);
-  return writeUnderTeam(db, teamId, (tx) => createMcpServer(tx, { teamId, ...body })).catch((error: unknown) => nameTaken(error, body.name));
+  return writeUnderTeam(db, teamId, (tx) => createMcpServer(tx, { teamId, ...body })).catch((error: unknown) =>
+    nameTaken(error, body.name),
+  );
 }
 
 export async function changeMcpServer(
@@ -102,11 +136,20 @@ export async function changeMcpServer(
 ): Promise<McpServer> {
   requireReachableUrl(changes.url, options);
   const server = await requireMcpServer(db, serverId);
-  if (server.transport === "http" && (changes.command !== undefined || changes.args !== undefined || changes.env !== undefined)) {
-    throw new CadreError("bad_request:mcp_server", "An HTTP server has a url and headers; command, args and env are for stdio servers.");
+  if (
+    server.transport === "http" &&
+    (changes.command !== undefined || changes.args !== undefined || changes.env !== undefined)
+  ) {
+    throw new CadreError(
+      "bad_request:mcp_server",
+      "An HTTP server has a url and headers; command, args and env are for stdio servers.",
+    );
   }
   if (server.transport === "stdio" && (changes.url !== undefined || changes.headers !== undefined)) {
-    throw new CadreError("bad_request:mcp_server", "A stdio server has a command, args and env; url and headers are for HTTP servers.");
+    throw new CadreError(
+      "bad_request:mcp_server",
+      "A stdio server has a command, args and env; url and headers are for HTTP servers.",
+    );
   }
   const { clearError, ...settings } = changes;
   const updated = await writeUnderTeam(db, server.teamId, async (tx) => {
@@ -148,7 +191,12 @@ export async function testMcpServer(db: Db, serverId: string, policy?: OutboundP
     const connection = await openMcpConnection(server, TEST_CONNECTION_TIMEOUT_MS, policy);
     await connection.client.close().catch(() => {});
     await recordMcpServerState(db, serverId, { tools: connection.tools });
-    return { ok: true, tools: connection.tools, renamed: renamedMcpTools(server.name, connection.tools), ms: Date.now() - started };
+    return {
+      ok: true,
+      tools: connection.tools,
+      renamed: renamedMcpTools(server.name, connection.tools),
+      ms: Date.now() - started,
+    };
   } catch (error) {
     const reason = redactSecrets(describeMcpError(error), server);
     await recordMcpServerState(db, serverId, { error: reason });
@@ -159,7 +207,18 @@ export async function testMcpServer(db: Db, serverId: string, policy?: OutboundP
 export const toolScopeBody = z.strictObject({
   /** null: every tool of the agent's role and every MCP server of its team. */
   scope: z
-    .strictObject({ allow: z.array(z.string().trim().min(1).max(200).regex(/^[A-Za-z0-9_*-]+$/, "tool names: letters, digits, _, - (and SERVER__* for a whole server)")).max(500) })
+    .strictObject({
+      allow: z
+        .array(
+          z
+            .string()
+            .trim()
+            .min(1)
+            .max(200)
+            .regex(/^[A-Za-z0-9_*-]+$/, "tool names: letters, digits, _, - (and SERVER__* for a whole server)"),
+        )
+        .max(500),
+    })
     .nullable(),
 });
 

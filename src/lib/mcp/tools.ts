@@ -1,11 +1,23 @@
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
-import { clearMcpServerError, listEnabledMcpServerIds, listMcpServers, recordMcpServerState } from "@/lib/db/queries/mcp-servers";
+import {
+  clearMcpServerError,
+  listEnabledMcpServerIds,
+  listMcpServers,
+  recordMcpServerState,
+} from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/agents/tools/search-tools";
 import { logError } from "@/lib/log";
 import { maskUrl } from "@/lib/redact";
-import { forgetMcpConnection, mcpConnection, pruneMcpConnections, recentMcpFailure, withMcpConnection, type McpConnection } from "./connections";
+import {
+  forgetMcpConnection,
+  mcpConnection,
+  pruneMcpConnections,
+  recentMcpFailure,
+  withMcpConnection,
+  type McpConnection,
+} from "./connections";
 import { MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
 
 // The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
@@ -22,13 +34,18 @@ type Log = (message: string, error?: unknown) => void;
  * reached offers nothing this turn and its state says why (the team page shows it), so a
  * server that is down never keeps the agent from working with the rest.
  */
-export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolScope">, log: Log): Promise<{ tools: ToolSet; meta: Map<string, McpToolMeta> }> {
+export async function mcpToolsFor(
+  db: Db,
+  agent: Pick<Agent, "teamId" | "toolScope">,
+  log: Log,
+): Promise<{ tools: ToolSet; meta: Map<string, McpToolMeta> }> {
   const tools: ToolSet = {};
   const meta = new Map<string, McpToolMeta>();
   // Connections of servers deleted or turned off since (here or in another process) close now.
   await pruneMcpConnections((ids) => listEnabledMcpServerIds(db, ids));
   const servers = (await listMcpServers(db, agent.teamId, { enabledOnly: true })).filter(
-    (server) => !agent.toolScope || agent.toolScope.allow.some((name) => name.startsWith(`${server.name}${MCP_SEPARATOR}`)),
+    (server) =>
+      !agent.toolScope || agent.toolScope.allow.some((name) => name.startsWith(`${server.name}${MCP_SEPARATOR}`)),
   );
   await Promise.all(
     servers.map(async (server) => {
@@ -57,7 +74,8 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
         tools[name] = {
           description: `[MCP server ${server.name}] ${info.description}`.slice(0, 1024),
           inputSchema: definition.inputSchema,
-          execute: (input: unknown, options: { abortSignal?: AbortSignal }) => callMcpTool(db, server, info, input, options.abortSignal),
+          execute: (input: unknown, options: { abortSignal?: AbortSignal }) =>
+            callMcpTool(db, server, info, input, options.abortSignal),
         } as ToolSet[string];
       }
     }),
@@ -72,7 +90,13 @@ export async function mcpToolsFor(db: Db, agent: Pick<Agent, "teamId" | "toolSco
  * and failed after it was sent may have done its part: the model is told so, not to retry.
  * The person's Stop still ends the call at once.
  */
-export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, input: unknown, abortSignal?: AbortSignal): Promise<string> {
+export async function callMcpTool(
+  db: Db,
+  server: McpServer,
+  tool: McpToolInfo,
+  input: unknown,
+  abortSignal?: AbortSignal,
+): Promise<string> {
   const timeout = AbortSignal.timeout(server.callTimeoutMs);
   const signal = abortSignal ? AbortSignal.any([abortSignal, timeout]) : timeout;
   let sent = false;
@@ -82,7 +106,11 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
       sent = true;
       used = connection;
       const result = await abortable(
-        connection.client.callTool({ name: tool.name, arguments: (input ?? {}) as Record<string, unknown>, options: { signal, timeout: server.callTimeoutMs } }),
+        connection.client.callTool({
+          name: tool.name,
+          arguments: (input ?? {}) as Record<string, unknown>,
+          options: { signal, timeout: server.callTimeoutMs },
+        }),
         signal,
       );
       const text = callResultText(result);
@@ -114,7 +142,8 @@ export async function callMcpTool(db: Db, server: McpServer, tool: McpToolInfo, 
  * the log says why once.
  */
 function notRecorded(server: McpServer): (error: unknown) => void {
-  return (error) => logError(`[mcp] could not record the state of server "${server.name}"; the team page may show it stale:`, error);
+  return (error) =>
+    logError(`[mcp] could not record the state of server "${server.name}"; the team page may show it stale:`, error);
 }
 
 /** The exit of a stdio server's command, once the exit has been seen (it lands a moment after the pipe closes). */
@@ -129,7 +158,10 @@ async function exitOf(connection: McpConnection | undefined): Promise<string | n
 }
 
 /** An error's text without the server's secrets: a bad header value, or its URL's path and query, must not end up on a page. */
-export function redactSecrets(text: string, server: Pick<McpServer, "headers" | "env"> & { url?: string | null }): string {
+export function redactSecrets(
+  text: string,
+  server: Pick<McpServer, "headers" | "env"> & { url?: string | null },
+): string {
   let redacted = server.url ? text.split(server.url).join(maskUrl(server.url)) : text;
   for (const value of [...Object.values(server.headers), ...Object.values(server.env)]) {
     if (value.length >= 4) redacted = redacted.split(value).join("••••");

@@ -29,8 +29,17 @@ export const channelFields = {
     .string()
     .trim()
     .max(2000, "url: at most 2000 characters")
-    .pipe(z.url({ protocol: /^https?$/, message: "url must be an http:// or https:// URL, such as a Slack incoming-webhook URL" })),
-  recipient: z.string().trim().max(320).pipe(z.email({ message: "recipient must be an email address, such as ops@example.com" })),
+    .pipe(
+      z.url({
+        protocol: /^https?$/,
+        message: "url must be an http:// or https:// URL, such as a Slack incoming-webhook URL",
+      }),
+    ),
+  recipient: z
+    .string()
+    .trim()
+    .max(320)
+    .pipe(z.email({ message: "recipient must be an email address, such as ops@example.com" })),
   kinds: z
     .array(z.enum(notificationKinds, { message: `kinds may hold only ${notificationKinds.join(", ")}` }))
     .min(1, `kinds: choose at least one of ${notificationKinds.join(", ")}`)
@@ -68,7 +77,9 @@ export async function createNotificationChannel(
   if (input.type === "email") requireSmtp(options);
   else requireDeliverableUrl(input.url, options);
   const values = input.type === "webhook" ? { ...input, secret: generateWebhookSecret() } : input;
-  const { secret, ...channel } = await writeUnderTeam(db, teamId, (tx) => insertNotificationChannel(tx, teamId, values));
+  const { secret, ...channel } = await writeUnderTeam(db, teamId, (tx) =>
+    insertNotificationChannel(tx, teamId, values),
+  );
   return secret ? { channel, secret } : { channel };
 }
 
@@ -116,6 +127,9 @@ export async function listTeamNotifications(
   teamId: string,
 ): Promise<{ channels: PublicNotificationChannel[]; deliveries: NotificationDelivery[] }> {
   await requireTeam(db, teamId);
-  const [channels, deliveries] = await Promise.all([listNotificationChannels(db, teamId), listNotificationDeliveries(db, teamId)]);
+  const [channels, deliveries] = await Promise.all([
+    listNotificationChannels(db, teamId),
+    listNotificationDeliveries(db, teamId),
+  ]);
   return { channels, deliveries };
 }

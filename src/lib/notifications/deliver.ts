@@ -36,7 +36,8 @@ export async function workNotifications(db: Db, jobs: JobQueue, log: Log): Promi
       }
     },
     async (notificationId) => {
-      if (await giveUpOnNotification(db, notificationId, WORKER_DIED)) log(`[notifications] gave up on notification ${notificationId}: ${WORKER_DIED}`);
+      if (await giveUpOnNotification(db, notificationId, WORKER_DIED))
+        log(`[notifications] gave up on notification ${notificationId}: ${WORKER_DIED}`);
     },
   );
 }
@@ -75,19 +76,38 @@ export async function deliverNotification(
     const permanent = error instanceof DeliveryError && error.permanent;
     await recordNotificationFailure(db, notificationId, message, { final: permanent || attempt.lastAttempt });
     if (permanent) return "failed";
-    throw new DeliveryError(`notification ${notificationId} to "${channel.name}", attempt ${attempt.attempt}: ${message}`, { cause: error });
+    throw new DeliveryError(
+      `notification ${notificationId} to "${channel.name}", attempt ${attempt.attempt}: ${message}`,
+      { cause: error },
+    );
   }
   await markNotificationSent(db, notificationId);
   return "sent";
 }
 
-function sendThroughChannel(channel: NotificationChannel, notification: Notification, settings: DeliverySettings, signal: AbortSignal): Promise<void> {
+function sendThroughChannel(
+  channel: NotificationChannel,
+  notification: Notification,
+  settings: DeliverySettings,
+  signal: AbortSignal,
+): Promise<void> {
   switch (channel.type) {
     case "webhook":
-      if (!channel.url || !channel.secret) throw new DeliveryError("This webhook channel has no URL or secret: delete it and add it again.", { permanent: true });
-      return postWebhookNotification({ url: channel.url, secret: channel.secret }, notification, signal, settings.outbound);
+      if (!channel.url || !channel.secret)
+        throw new DeliveryError("This webhook channel has no URL or secret: delete it and add it again.", {
+          permanent: true,
+        });
+      return postWebhookNotification(
+        { url: channel.url, secret: channel.secret },
+        notification,
+        signal,
+        settings.outbound,
+      );
     case "email":
-      if (!channel.recipient) throw new DeliveryError("This email channel has no recipient: delete it and add it again.", { permanent: true });
+      if (!channel.recipient)
+        throw new DeliveryError("This email channel has no recipient: delete it and add it again.", {
+          permanent: true,
+        });
       return sendEmailNotification(settings.smtp, channel.recipient, notification, signal);
   }
 }

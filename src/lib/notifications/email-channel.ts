@@ -45,7 +45,9 @@ export async function sendEmailNotification(
     });
   } catch (error) {
     const reason = error instanceof Error ? error.message.replace(/\s+/g, " ").slice(0, 300) : String(error);
-    throw new DeliveryError(`could not send the email to ${recipient} through ${smtpServer(smtp.url)}: ${reason}`, { cause: error });
+    throw new DeliveryError(`could not send the email to ${recipient} through ${smtpServer(smtp.url)}: ${reason}`, {
+      cause: error,
+    });
   } finally {
     signal?.removeEventListener("abort", abort);
     transport.close();

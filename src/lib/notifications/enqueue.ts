@@ -23,12 +23,23 @@ export function inboxItemLink(itemId: string): string {
 export async function enqueueNotifications(db: Db, jobs: JobQueue, item: InboxItem): Promise<number> {
   const channelIds = await listChannelIdsForKind(db, item.teamId, item.type);
   if (channelIds.length === 0) return 0;
-  const payload: NotificationPayload = { type: item.type, title: item.title, summary: item.summary, link: inboxItemLink(item.id) };
+  const payload: NotificationPayload = {
+    type: item.type,
+    title: item.title,
+    summary: item.summary,
+    link: inboxItemLink(item.id),
+  };
   // A savepoint when the caller holds a transaction (it should): the rows and their jobs stand or fall together either way.
   const queued = await db.transaction(async (tx) => {
     const rows = await insertNotifications(
       tx,
-      channelIds.map((channelId) => ({ channelId, teamId: item.teamId, inboxItemId: item.id, kind: item.type, payload })),
+      channelIds.map((channelId) => ({
+        channelId,
+        teamId: item.teamId,
+        inboxItemId: item.id,
+        kind: item.type,
+        payload,
+      })),
     );
     for (const row of rows) await jobs.sendNotification(tx, row.id);
     return rows;
@@ -53,7 +64,9 @@ export async function enqueueTestNotification(
     link: `${publicUrl()}/teams/${channel.teamId}`,
   };
   return db.transaction(async (tx) => {
-    const [row] = await insertNotifications(tx, [{ channelId: channel.id, teamId: channel.teamId, inboxItemId: null, kind: "test", payload }]);
+    const [row] = await insertNotifications(tx, [
+      { channelId: channel.id, teamId: channel.teamId, inboxItemId: null, kind: "test", payload },
+    ]);
     await jobs.sendNotification(tx, row!.id);
     return row!;
   });

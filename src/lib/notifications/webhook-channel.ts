@@ -1,7 +1,13 @@
 import type { Notification } from "@/lib/db/schema";
 import { signedWebhookHeaders } from "@/lib/webhooks";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
-import { isPublicAddress, outboundPolicy, outboundRequest, OutboundUrlRefused, type OutboundPolicy } from "@/lib/outbound-url";
+import {
+  isPublicAddress,
+  outboundPolicy,
+  outboundRequest,
+  OutboundUrlRefused,
+  type OutboundPolicy,
+} from "@/lib/outbound-url";
 import { maskUrl } from "@/lib/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
@@ -20,12 +26,26 @@ export const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", deliver
 
 const ERROR_BODY_CHARS = 200;
 
-export type WebhookNotificationBody = { id: string; type: string; title: string; summary: string; link: string; text: string };
+export type WebhookNotificationBody = {
+  id: string;
+  type: string;
+  title: string;
+  summary: string;
+  link: string;
+  text: string;
+};
 
 /** What a receiver gets: the same bytes on every attempt (the payload was fixed when the notification was made). */
 export function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
   const { type, title, summary, link } = notification.payload;
-  return JSON.stringify({ id: notification.id, type, title, summary, link, text: slackText(notification.payload) } satisfies WebhookNotificationBody);
+  return JSON.stringify({
+    id: notification.id,
+    type,
+    title,
+    summary,
+    link,
+    text: slackText(notification.payload),
+  } satisfies WebhookNotificationBody);
 }
 
 /** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
@@ -82,16 +102,25 @@ export async function postWebhookNotification(
     return;
   }
   // What a private address answers is not the receiver's to say on a page: only a public one's words are quoted.
-  const excerpt = isPublicAddress(answer.address) ? await readExcerpt(response) : (await response.body?.cancel().catch(() => {}), "");
+  const excerpt = isPublicAddress(answer.address)
+    ? await readExcerpt(response)
+    : (await response.body?.cancel().catch(() => {}), "");
   const location = response.headers.get("location");
   // A 301/302/303 would turn the POST into a GET elsewhere: say so rather than follow it.
-  const redirect = response.status >= 300 && response.status < 400 ? ` (a redirect to ${location ? maskUrl(URL.parse(location, answer.url)?.href ?? location) : "?"}; use the final URL)` : "";
-  throw new DeliveryError(`HTTP ${response.status} from ${maskUrl(answer.url)}${redirect}${excerpt ? `: ${excerpt}` : ""}`);
+  const redirect =
+    response.status >= 300 && response.status < 400
+      ? ` (a redirect to ${location ? maskUrl(URL.parse(location, answer.url)?.href ?? location) : "?"}; use the final URL)`
+      : "";
+  throw new DeliveryError(
+    `HTTP ${response.status} from ${maskUrl(answer.url)}${redirect}${excerpt ? `: ${excerpt}` : ""}`,
+  );
 }
 
 function describeFetchFailure(error: unknown, target: string, timeout: AbortSignal): string {
-  if (timeout.aborted || isTimeout(error)) return `no answer from ${target} within ${WEBHOOK_NOTIFICATION_TIMEOUT_MS / 1000} s`;
-  if (error instanceof Error && error.name === "AbortError") return `the attempt to reach ${target} was interrupted (the worker stopped); it is retried`;
+  if (timeout.aborted || isTimeout(error))
+    return `no answer from ${target} within ${WEBHOOK_NOTIFICATION_TIMEOUT_MS / 1000} s`;
+  if (error instanceof Error && error.name === "AbortError")
+    return `the attempt to reach ${target} was interrupted (the worker stopped); it is retried`;
   const code = networkErrorCode(error);
   return `could not connect to ${target}: ${code ?? (error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error))}`;
 }

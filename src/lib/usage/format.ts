@@ -11,7 +11,12 @@ export function formatTokensShort(value: number): string {
   return String(value);
 }
 
-const trim = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1).replace(/\.0$/, "") : value.toFixed(2).replace(/\.?0+$/, ""));
+const trim = (value: number) =>
+  value >= 100
+    ? value.toFixed(0)
+    : value >= 10
+      ? value.toFixed(1).replace(/\.0$/, "")
+      : value.toFixed(2).replace(/\.?0+$/, "");
 
 /**
  * US dollars: cents from a dollar up, up to four decimals below (a day of a small model costs
@@ -19,7 +24,8 @@ const trim = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ?
  */
 export function formatUsd(value: number): string {
   if (value === 0) return "$0.00";
-  if (Math.abs(value) >= 1) return `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  if (Math.abs(value) >= 1)
+    return `$${value.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
   if (Math.abs(value) < 0.0001) return "<$0.0001";
   return `$${value.toFixed(4).replace(/0{1,2}$/, "")}`;
 }
@@ -45,7 +51,9 @@ export type CacheFigures = { inputTokens: number; cachedTokens: number; cachedSh
 export function describeCache(figures: CacheFigures, options: { short?: boolean } = {}): string | null {
   if (figures.inputTokens <= 0) return null;
   if (figures.cachedTokens <= 0) return options.short ? "none" : "none cached";
-  const share = options.short ? formatShare(figures.cachedShare) : `${formatShare(figures.cachedShare)} of input cached`;
+  const share = options.short
+    ? formatShare(figures.cachedShare)
+    : `${formatShare(figures.cachedShare)} of input cached`;
   return figures.savedUsd > 0 ? `${share} · saved ${formatUsd(figures.savedUsd)}` : share;
 }
 

@@ -2,7 +2,14 @@ import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { deleteModelPrice, listModelPrices, upsertModelPrice } from "@/lib/db/queries/model-prices";
 import { CadreError } from "@/lib/errors";
-import { MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, normalizeModelId, priceList, type TokenPrice, type PriceListEntry } from "./prices";
+import {
+  MODEL_ID_MAX_LENGTH,
+  MODEL_ID_PATTERN,
+  normalizeModelId,
+  priceList,
+  type TokenPrice,
+  type PriceListEntry,
+} from "./prices";
 
 /** The largest price taken, in US dollars per million tokens: far above any model's, within the column (numeric(12,4)). */
 export const MAX_USD_PER_MTOK = 1_000_000;
@@ -11,9 +18,15 @@ const usdPerMtok = (what: string) =>
   z
     .number({ error: `${what} must be a number of US dollars per million tokens.` })
     .min(0, `${what} cannot be negative.`)
-    .max(MAX_USD_PER_MTOK, `${what} is at most ${MAX_USD_PER_MTOK.toLocaleString("en-US")} US dollars per million tokens.`)
+    .max(
+      MAX_USD_PER_MTOK,
+      `${what} is at most ${MAX_USD_PER_MTOK.toLocaleString("en-US")} US dollars per million tokens.`,
+    )
     // The column keeps 4 decimals: a finer price would be stored rounded, unlike what was sent.
-    .refine((value) => Math.abs(value * 10_000 - Math.round(value * 10_000)) < 1e-6, `${what} takes at most 4 decimals (0.0001 US dollars per million tokens).`);
+    .refine(
+      (value) => Math.abs(value * 10_000 - Math.round(value * 10_000)) < 1e-6,
+      `${what} takes at most 4 decimals (0.0001 US dollars per million tokens).`,
+    );
 
 /** A model's price as the price table editor sends it. No cached rate (null or absent): cached input costs the input rate. */
 export const modelPriceBody = z.strictObject({
@@ -43,8 +56,16 @@ export function listPrices(db: Db): Promise<PriceListEntry[]> {
 }
 
 /** Sets the person's price for a model (over its built-in one, if any). */
-export async function setModelPrice(db: Db, model: string, body: z.infer<typeof modelPriceBody>): Promise<PriceListEntry> {
-  const price: TokenPrice = { inputUsdPerMtok: body.inputUsdPerMtok, cachedInputUsdPerMtok: body.cachedInputUsdPerMtok ?? null, outputUsdPerMtok: body.outputUsdPerMtok };
+export async function setModelPrice(
+  db: Db,
+  model: string,
+  body: z.infer<typeof modelPriceBody>,
+): Promise<PriceListEntry> {
+  const price: TokenPrice = {
+    inputUsdPerMtok: body.inputUsdPerMtok,
+    cachedInputUsdPerMtok: body.cachedInputUsdPerMtok ?? null,
+    outputUsdPerMtok: body.outputUsdPerMtok,
+  };
   const row = await upsertModelPrice(db, model, price);
   return priceList([row]).find((entry) => entry.model === model)!;
 }

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { describeCache, formatShare, formatUsd } from "./format";
-import { BUILT_IN_PRICES, cachedShare, costOf, PriceTable, priceCandidates, priceList, roundUsd, savedByCache } from "./prices";
+import {
+  BUILT_IN_PRICES,
+  cachedShare,
+  costOf,
+  PriceTable,
+  priceCandidates,
+  priceList,
+  roundUsd,
+  savedByCache,
+} from "./prices";
 
 describe("model prices", () => {
   it("price a dated snapshot and a provider-prefixed id as their model, and nothing by prefix", () => {
@@ -22,21 +31,37 @@ describe("model prices", () => {
   });
 
   it("let the person's price win at each id, most specific id first", () => {
-    const custom = (model: string, input: number) => ({ model, inputUsdPerMtok: input, cachedInputUsdPerMtok: null, outputUsdPerMtok: 1 });
+    const custom = (model: string, input: number) => ({
+      model,
+      inputUsdPerMtok: input,
+      cachedInputUsdPerMtok: null,
+      outputUsdPerMtok: 1,
+    });
     const prices = new PriceTable([custom("gpt-4o", 3), custom("gpt-4o-2024-05-13", 5), custom("llama3.1:8b", 0)]);
     expect(prices.priceOf("gpt-4o")).toMatchObject({ source: "custom", price: { inputUsdPerMtok: 3 } });
     expect(prices.priceOf("gpt-4o-2024-08-06")).toMatchObject({ source: "custom", matched: "gpt-4o" });
     expect(prices.priceOf("gpt-4o-2024-05-13")).toMatchObject({ source: "custom", price: { inputUsdPerMtok: 5 } });
     expect(prices.priceOf("gpt-4.1")).toMatchObject({ source: "built-in" });
     // A local model priced by the person: $0 input, $1 per million output tokens.
-    expect(prices.costOf("llama3.1:8b", { inputTokens: 1000, outputTokens: 1000, cachedTokens: 0 })).toBeCloseTo(0.001, 12);
+    expect(prices.costOf("llama3.1:8b", { inputTokens: 1000, outputTokens: 1000, cachedTokens: 0 })).toBeCloseTo(
+      0.001,
+      12,
+    );
   });
 
   it("charge cached input at the cached rate, and at the input rate when there is none", () => {
     const price = { inputUsdPerMtok: 2, cachedInputUsdPerMtok: 0.5, outputUsdPerMtok: 8 };
     // 1M input of which 400k cached, 100k output: 600k × $2 + 400k × $0.5 + 100k × $8.
-    expect(costOf(price, { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 100_000 })).toBeCloseTo(1.2 + 0.2 + 0.8, 10);
-    expect(costOf({ ...price, cachedInputUsdPerMtok: null }, { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 0 })).toBeCloseTo(2, 10);
+    expect(costOf(price, { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 100_000 })).toBeCloseTo(
+      1.2 + 0.2 + 0.8,
+      10,
+    );
+    expect(
+      costOf(
+        { ...price, cachedInputUsdPerMtok: null },
+        { inputTokens: 1_000_000, cachedTokens: 400_000, outputTokens: 0 },
+      ),
+    ).toBeCloseTo(2, 10);
     // A provider reporting more cached than input tokens does not make the cost negative.
     expect(costOf(price, { inputTokens: 10, cachedTokens: 50, outputTokens: 0 })).toBeCloseTo(5e-6, 12);
   });
@@ -48,7 +73,10 @@ describe("model prices", () => {
     expect(savedByCache(price, tokens)).toBeCloseTo(0.6, 10);
     expect(cachedShare(tokens)).toBeCloseTo(0.4, 10);
     // The cost plus the saving is what the same call costs with nothing cached.
-    expect(costOf(price, tokens) + savedByCache(price, tokens)).toBeCloseTo(costOf(price, { ...tokens, cachedTokens: 0 }), 10);
+    expect(costOf(price, tokens) + savedByCache(price, tokens)).toBeCloseTo(
+      costOf(price, { ...tokens, cachedTokens: 0 }),
+      10,
+    );
     // No cached rate: cached input costs what other input costs, so nothing was saved.
     expect(savedByCache({ ...price, cachedInputUsdPerMtok: null }, tokens)).toBe(0);
     // A cached rate above the input rate saves nothing rather than a negative amount.
@@ -67,7 +95,12 @@ describe("model prices", () => {
   });
 
   it("put the cache in words: the share of input cached and what it saved, none, or nothing to say", () => {
-    const figures = (inputTokens: number, cachedTokens: number, savedUsd: number) => ({ inputTokens, cachedTokens, cachedShare: cachedShare({ inputTokens, cachedTokens }), savedUsd });
+    const figures = (inputTokens: number, cachedTokens: number, savedUsd: number) => ({
+      inputTokens,
+      cachedTokens,
+      cachedShare: cachedShare({ inputTokens, cachedTokens }),
+      savedUsd,
+    });
     expect(describeCache(figures(12_400, 7_688, 0.41))).toBe("62% of input cached · saved $0.41");
     expect(describeCache(figures(12_400, 7_688, 0.41), { short: true })).toBe("62% · saved $0.41");
     expect(describeCache(figures(12_400, 7_688, 0))).toBe("62% of input cached");
@@ -80,7 +113,9 @@ describe("model prices", () => {
   });
 
   it("price calls at the price their rows kept, else at today's", () => {
-    const prices = new PriceTable([{ model: "gpt-4.1", inputUsdPerMtok: 5, cachedInputUsdPerMtok: null, outputUsdPerMtok: 20 }]);
+    const prices = new PriceTable([
+      { model: "gpt-4.1", inputUsdPerMtok: 5, cachedInputUsdPerMtok: null, outputUsdPerMtok: 20 },
+    ]);
     const tokens = { inputTokens: 1_000_000, cachedTokens: 0, outputTokens: 0 };
     expect(prices.costOf("gpt-4.1", tokens, BUILT_IN_PRICES["gpt-4.1"])).toBe(2);
     expect(prices.costOf("gpt-4.1", tokens, null)).toBe(5);
@@ -96,9 +131,18 @@ describe("model prices", () => {
   });
 
   it("list built-in and custom prices together", () => {
-    const list = priceList([{ model: "gpt-4o", inputUsdPerMtok: 3, cachedInputUsdPerMtok: null, outputUsdPerMtok: 12 }, { model: "Mistral-Large", inputUsdPerMtok: 2, cachedInputUsdPerMtok: null, outputUsdPerMtok: 6 }]);
-    expect(list.find((entry) => entry.model === "gpt-4o")).toMatchObject({ builtIn: BUILT_IN_PRICES["gpt-4o"], custom: { inputUsdPerMtok: 3 } });
-    expect(list.find((entry) => entry.model === "mistral-large")).toMatchObject({ builtIn: null, custom: { outputUsdPerMtok: 6 } });
+    const list = priceList([
+      { model: "gpt-4o", inputUsdPerMtok: 3, cachedInputUsdPerMtok: null, outputUsdPerMtok: 12 },
+      { model: "Mistral-Large", inputUsdPerMtok: 2, cachedInputUsdPerMtok: null, outputUsdPerMtok: 6 },
+    ]);
+    expect(list.find((entry) => entry.model === "gpt-4o")).toMatchObject({
+      builtIn: BUILT_IN_PRICES["gpt-4o"],
+      custom: { inputUsdPerMtok: 3 },
+    });
+    expect(list.find((entry) => entry.model === "mistral-large")).toMatchObject({
+      builtIn: null,
+      custom: { outputUsdPerMtok: 6 },
+    });
     expect(list.find((entry) => entry.model === "gpt-5")).toMatchObject({ custom: null });
   });
 

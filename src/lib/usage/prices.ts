@@ -27,7 +27,11 @@ export const BUILT_IN_PRICES: Readonly<Record<string, TokenPrice>> = {
 
 /** The price columns of a row (a model_prices row has more). */
 function priceOfRow(row: TokenPrice): TokenPrice {
-  return { inputUsdPerMtok: row.inputUsdPerMtok, cachedInputUsdPerMtok: row.cachedInputUsdPerMtok, outputUsdPerMtok: row.outputUsdPerMtok };
+  return {
+    inputUsdPerMtok: row.inputUsdPerMtok,
+    cachedInputUsdPerMtok: row.cachedInputUsdPerMtok,
+    outputUsdPerMtok: row.outputUsdPerMtok,
+  };
 }
 
 /** The built-in price of exactly this id (own keys only: `constructor` is no model). */
@@ -61,7 +65,11 @@ export function priceCandidates(model: string): string[] {
 }
 
 export type PriceSource = "custom" | "built-in";
-export type PriceMatch = { price: TokenPrice; source: PriceSource; /** The id whose price applies (e.g. gpt-4o for gpt-4o-2024-08-06). */ matched: string };
+export type PriceMatch = {
+  price: TokenPrice;
+  source: PriceSource /** The id whose price applies (e.g. gpt-4o for gpt-4o-2024-08-06). */;
+  matched: string;
+};
 
 /**
  * The prices in force: the person's rows over the built-in defaults. At each candidate id
@@ -123,7 +131,11 @@ export class PriceTable {
  * read at the moment of the call without loading the table.
  */
 export function priceLookup(model: string): { rank: number; model: string; builtIn: TokenPrice | null }[] {
-  return priceCandidates(model).map((candidate, rank) => ({ rank, model: candidate, builtIn: builtInPrice(candidate) }));
+  return priceCandidates(model).map((candidate, rank) => ({
+    rank,
+    model: candidate,
+    builtIn: builtInPrice(candidate),
+  }));
 }
 
 /**
@@ -151,7 +163,9 @@ export function costOf(price: TokenPrice, tokens: TokenCounts): number {
   const cached = cachedPart(tokens);
   const uncached = tokens.inputTokens - cached;
   const cachedRate = price.cachedInputUsdPerMtok ?? price.inputUsdPerMtok;
-  return (uncached * price.inputUsdPerMtok + cached * cachedRate + tokens.outputTokens * price.outputUsdPerMtok) / 1_000_000;
+  return (
+    (uncached * price.inputUsdPerMtok + cached * cachedRate + tokens.outputTokens * price.outputUsdPerMtok) / 1_000_000
+  );
 }
 
 /** The share of input the provider served from its prompt cache, 0 to 1; 0 when there was no input. */
@@ -176,7 +190,8 @@ export type PriceListEntry = { model: string; builtIn: TokenPrice | null; custom
 /** Every built-in and custom price, by model id: what the editor shows (custom over built-in, reset goes back). */
 export function priceList(customRows: readonly ({ model: string } & TokenPrice)[]): PriceListEntry[] {
   const entries = new Map<string, PriceListEntry>();
-  for (const [model, price] of Object.entries(BUILT_IN_PRICES)) entries.set(model, { model, builtIn: price, custom: null });
+  for (const [model, price] of Object.entries(BUILT_IN_PRICES))
+    entries.set(model, { model, builtIn: price, custom: null });
   for (const row of customRows) {
     const id = normalizeModelId(row.model);
     entries.set(id, { model: id, builtIn: builtInPrice(id), custom: priceOfRow(row) });

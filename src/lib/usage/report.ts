@@ -35,9 +35,20 @@ const DELETED_TEAMS_KEY = "deleted";
 const REMOVED_AGENTS_KEY = "removed";
 
 /** `price`: where the model's price comes from today (the price editor's row); its calls cost what their rows kept. */
-export type ModelUsage = { model: string; price: { matched: string; source: PriceSource } | null; figures: UsageFigures };
+export type ModelUsage = {
+  model: string;
+  price: { matched: string; source: PriceSource } | null;
+  figures: UsageFigures;
+};
 export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
-export type TeamUsage = { key: string; teamId: string | null; teamName: string; figures: UsageFigures; agents: AgentUsage[]; models: ModelUsage[] };
+export type TeamUsage = {
+  key: string;
+  teamId: string | null;
+  teamName: string;
+  figures: UsageFigures;
+  agents: AgentUsage[];
+  models: ModelUsage[];
+};
 /** One UTC day: its totals (with the cache's part of its input) and each team's share (keyed by TeamUsage.key; teams with none are absent). */
 export type DayUsage = {
   day: string;
@@ -68,7 +79,19 @@ export const REPORT_DAYS_DEFAULT = 30;
 export const REPORT_DAYS_MAX = 366;
 
 export function emptyFigures(): UsageFigures {
-  return { calls: 0, estimatedCalls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, tokens: 0, costUsd: 0, unpricedTokens: 0, unpricedModels: [] };
+  return {
+    calls: 0,
+    estimatedCalls: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    cachedShare: 0,
+    savedUsd: 0,
+    tokens: 0,
+    costUsd: 0,
+    unpricedTokens: 0,
+    unpricedModels: [],
+  };
 }
 
 /** Adds one model's tokens (their cost, null when it has no price, and what the cache saved) to some figures. */
@@ -107,9 +130,15 @@ function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
  * present), priced here: at the price each call kept, the one in force when it was made, else
  * (rows from before rows kept prices, models that had none) with the table in force now.
  */
-export async function usageReport(db: Db, options: { days?: number; teamId?: string | null; prices?: PriceTable } = {}): Promise<UsageReport> {
+export async function usageReport(
+  db: Db,
+  options: { days?: number; teamId?: string | null; prices?: PriceTable } = {},
+): Promise<UsageReport> {
   const days = options.days ?? REPORT_DAYS_DEFAULT;
-  const [rows, prices] = await Promise.all([listUsageByDay(db, { days, teamId: options.teamId }), options.prices ?? loadPriceTable(db)]);
+  const [rows, prices] = await Promise.all([
+    listUsageByDay(db, { days, teamId: options.teamId }),
+    options.prices ?? loadPriceTable(db),
+  ]);
 
   const series = new Map<string, DayUsage>();
   const cells = new Map<string, DayTeamAgentUsage>();
@@ -118,7 +147,20 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
   const totals = emptyFigures();
 
   for (const row of rows) {
-    const day = entry(series, row.day, (): DayUsage => ({ day: row.day, tokens: 0, costUsd: 0, inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0, byTeam: {} }));
+    const day = entry(
+      series,
+      row.day,
+      (): DayUsage => ({
+        day: row.day,
+        tokens: 0,
+        costUsd: 0,
+        inputTokens: 0,
+        cachedTokens: 0,
+        cachedShare: 0,
+        savedUsd: 0,
+        byTeam: {},
+      }),
+    );
     if (row.calls === 0) continue; // a day with no usage
     const match = prices.priceOf(row.model);
     const cost = prices.costOf(row.model, row, row.price);
@@ -142,7 +184,17 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
 
     const agentId = agentGone ? null : row.agentId;
     const agentKey = row.agentId === null ? NO_TEAM_KEY : agentGone ? REMOVED_AGENTS_KEY : row.agentId;
-    add(entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({ day: row.day, teamKey, agentId, figures: emptyFigures() })).figures, row, cost, saved);
+    add(
+      entry(cells, `${row.day} ${teamKey} ${agentKey}`, () => ({
+        day: row.day,
+        teamKey,
+        agentId,
+        figures: emptyFigures(),
+      })).figures,
+      row,
+      cost,
+      saved,
+    );
 
     const team = entry(teams, teamKey, () => ({
       key: teamKey,
@@ -156,13 +208,28 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     }));
     add(team.figures, row, cost, saved);
     add(
-      entry(team.agentMap, agentKey, () => ({ agentId, agentName: row.agentName ?? (agentGone ? REMOVED_AGENTS : NO_AGENT_NAME), role: row.agentRole, figures: emptyFigures() })).figures,
+      entry(team.agentMap, agentKey, () => ({
+        agentId,
+        agentName: row.agentName ?? (agentGone ? REMOVED_AGENTS : NO_AGENT_NAME),
+        role: row.agentRole,
+        figures: emptyFigures(),
+      })).figures,
       row,
       cost,
       saved,
     );
-    add(entry(team.modelMap, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost, saved);
-    add(entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures, row, cost, saved);
+    add(
+      entry(team.modelMap, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures,
+      row,
+      cost,
+      saved,
+    );
+    add(
+      entry(models, row.model, () => ({ model: row.model, price, figures: emptyFigures() })).figures,
+      row,
+      cost,
+      saved,
+    );
     add(totals, row, cost, saved);
   }
 
@@ -180,7 +247,8 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
   for (const model of models.values()) roundDollars(model.figures);
   roundDollars(totals);
 
-  const byTokens = <T extends { figures: UsageFigures }>(items: Iterable<T>) => [...items].sort((a, b) => b.figures.tokens - a.figures.tokens);
+  const byTokens = <T extends { figures: UsageFigures }>(items: Iterable<T>) =>
+    [...items].sort((a, b) => b.figures.tokens - a.figures.tokens);
   const seriesList = [...series.values()];
   return {
     days,
@@ -188,7 +256,11 @@ export async function usageReport(db: Db, options: { days?: number; teamId?: str
     to: seriesList.at(-1)?.day ?? "",
     series: seriesList,
     rows: [...cells.values()],
-    teams: byTokens(teams.values()).map(({ agentMap, modelMap, ...team }) => ({ ...team, agents: byTokens(agentMap.values()), models: byTokens(modelMap.values()) })),
+    teams: byTokens(teams.values()).map(({ agentMap, modelMap, ...team }) => ({
+      ...team,
+      agents: byTokens(agentMap.values()),
+      models: byTokens(modelMap.values()),
+    })),
     models: byTokens(models.values()),
     totals,
   };

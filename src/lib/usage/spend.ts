@@ -29,7 +29,17 @@ export type Spend = {
 };
 
 export function spendOf(rows: readonly ModelTokens[], prices: PriceTable): Spend {
-  const spend: Spend = { calls: 0, estimatedCalls: 0, tokens: 0, costUsd: 0, unpricedModels: [], inputTokens: 0, cachedTokens: 0, cachedShare: 0, savedUsd: 0 };
+  const spend: Spend = {
+    calls: 0,
+    estimatedCalls: 0,
+    tokens: 0,
+    costUsd: 0,
+    unpricedModels: [],
+    inputTokens: 0,
+    cachedTokens: 0,
+    cachedShare: 0,
+    savedUsd: 0,
+  };
   for (const row of rows) {
     spend.calls += row.calls;
     spend.estimatedCalls += row.estimatedCalls;

@@ -17,7 +17,10 @@ export type App = Pick<EngineDeps, "db" | "jobs" | "config" | "chooseModel" | "l
 export type CreatedTeam = { teamId: string; leadId: string; subIds: string[]; secret: string | null };
 
 /** POST /api/teams (with the lead's instructions given) + POST /api/teams/:id/agents per subordinate. */
-export async function createTeam(app: App, input: { name: string; leadName: string; subNames: string[]; webhooks: boolean }): Promise<CreatedTeam> {
+export async function createTeam(
+  app: App,
+  input: { name: string; leadName: string; subNames: string[]; webhooks: boolean },
+): Promise<CreatedTeam> {
   const { team, lead } = await createTeamWithLead(app.db, {
     name: input.name,
     mission: "Track solar prices and brief the person.",
@@ -25,7 +28,8 @@ export async function createTeam(app: App, input: { name: string; leadName: stri
     leadInstructions: "Delegate research, answer questions, brief on news.",
   });
   const subIds: string[] = [];
-  for (const name of input.subNames) subIds.push((await createSubordinate(app.db, team.id, { name, instructions: `${name} researches.` })).id);
+  for (const name of input.subNames)
+    subIds.push((await createSubordinate(app.db, team.id, { name, instructions: `${name} researches.` })).id);
   let secret: string | null = null;
   if (input.webhooks) {
     secret = generateWebhookSecret();
@@ -68,7 +72,12 @@ export async function removeAgent(app: App, agentId: string): Promise<RemovedTas
       sql`select id, parent_task_id, status, source from tasks where agent_id = ${agentId}`,
     );
     await removeSubordinate(tx, app.jobs, agentId);
-    return rows.map((row) => ({ id: row.id, parentTaskId: row.parent_task_id, status: row.status, source: row.source }));
+    return rows.map((row) => ({
+      id: row.id,
+      parentTaskId: row.parent_task_id,
+      status: row.status,
+      source: row.source,
+    }));
   });
 }
 

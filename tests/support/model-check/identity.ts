@@ -6,7 +6,12 @@ import type { FakeChatMessage } from "../fake-openai";
 import { SUMMARY_PREFIX } from "@/lib/agents/model-messages";
 import { hash32 } from "./random";
 
-type StoredLike = { role: string; content: string; toolCalls: { toolCallId: string }[] | null; toolCallId: string | null };
+type StoredLike = {
+  role: string;
+  content: string;
+  toolCalls: { toolCallId: string }[] | null;
+  toolCallId: string | null;
+};
 
 /** The text of a wire message, whether its content is a string or an array of parts. */
 export function wireText(message: FakeChatMessage): string {
@@ -53,7 +58,10 @@ export function storedIdentity(message: StoredLike): number {
  * of stored messages the call never saw, and how many messages it saw that were not
  * stored before the answer.
  */
-export function compareContext(stored: readonly number[], seen: readonly number[]): { unseen: number[]; missing: number } {
+export function compareContext(
+  stored: readonly number[],
+  seen: readonly number[],
+): { unseen: number[]; missing: number } {
   const remaining = new Map<number, number>();
   for (const id of seen) remaining.set(id, (remaining.get(id) ?? 0) + 1);
   const unseen: number[] = [];

@@ -3,7 +3,18 @@
 import { eq, inArray, or } from "drizzle-orm";
 import { parseLogInput, type SubordinateOutcome } from "@/lib/agents/formats";
 import type { Db } from "@/lib/db/client";
-import { agentInputs, agents, conversations, inboxItems, messages, questions, tasks, teams, type Message, type Task } from "@/lib/db/schema";
+import {
+  agentInputs,
+  agents,
+  conversations,
+  inboxItems,
+  messages,
+  questions,
+  tasks,
+  teams,
+  type Message,
+  type Task,
+} from "@/lib/db/schema";
 import { compareContext, storedIdentity } from "./identity";
 
 /** A task of a removed subordinate, as it was just before the removal. */
@@ -25,11 +36,24 @@ export type ScenarioState = {
 };
 
 /** The team's rows, read in one snapshot (a stalled team may still be writing). */
-export async function loadScenarioState(db: Db, teamId: string, leadId: string, removedTasks: RemovedTask[]): Promise<ScenarioState> {
-  return db.transaction((tx) => readScenarioState(tx, teamId, leadId, removedTasks), { isolationLevel: "repeatable read", accessMode: "read only" });
+export async function loadScenarioState(
+  db: Db,
+  teamId: string,
+  leadId: string,
+  removedTasks: RemovedTask[],
+): Promise<ScenarioState> {
+  return db.transaction((tx) => readScenarioState(tx, teamId, leadId, removedTasks), {
+    isolationLevel: "repeatable read",
+    accessMode: "read only",
+  });
 }
 
-async function readScenarioState(db: Db, teamId: string, leadId: string, removedTasks: RemovedTask[]): Promise<ScenarioState> {
+async function readScenarioState(
+  db: Db,
+  teamId: string,
+  leadId: string,
+  removedTasks: RemovedTask[],
+): Promise<ScenarioState> {
   const [team] = await db.select().from(teams).where(eq(teams.id, teamId));
   const agentRows = await db.select().from(agents).where(eq(agents.teamId, teamId));
   const agentIds = agentRows.map((agent) => agent.id);
@@ -37,13 +61,19 @@ async function readScenarioState(db: Db, teamId: string, leadId: string, removed
   const ids = agentIds.length > 0 ? agentIds : none;
   const [taskRows, questionRows, inboxRows, inputRows, conversationRows] = await Promise.all([
     db.select().from(tasks).where(inArray(tasks.agentId, ids)),
-    db.select().from(questions).where(or(inArray(questions.agentId, ids), inArray(questions.recipientAgentId, ids))),
+    db
+      .select()
+      .from(questions)
+      .where(or(inArray(questions.agentId, ids), inArray(questions.recipientAgentId, ids))),
     db.select().from(inboxItems).where(eq(inboxItems.teamId, teamId)),
     db.select().from(agentInputs).where(inArray(agentInputs.agentId, ids)),
     db.select().from(conversations).where(inArray(conversations.agentId, ids)),
   ]);
   const conversationIds = conversationRows.map((conversation) => conversation.id);
-  const messageRows = conversationIds.length > 0 ? await db.select().from(messages).where(inArray(messages.conversationId, conversationIds)) : [];
+  const messageRows =
+    conversationIds.length > 0
+      ? await db.select().from(messages).where(inArray(messages.conversationId, conversationIds))
+      : [];
   const byConversation = new Map<string, Message[]>(conversationIds.map((id) => [id, []]));
   for (const message of messageRows) byConversation.get(message.conversationId)!.push(message);
   return {
@@ -61,7 +91,8 @@ async function readScenarioState(db: Db, teamId: string, leadId: string, removed
 }
 
 const FINAL = new Set(["completed", "failed", "cancelled"]);
-const snippet = (text: string, length = 70) => JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
+const snippet = (text: string, length = 70) =>
+  JSON.stringify(text.length > length ? `${text.slice(0, length)}…` : text);
 
 function agentName(state: ScenarioState, agentId: string): string {
   return state.agents.find((agent) => agent.id === agentId)?.name ?? agentId.slice(0, 8);
@@ -96,7 +127,10 @@ export function tasksFinalOrWaitingVisibly(state: ScenarioState): string[] {
             return input?.kind === "question" && input.questionId === question.id;
           })
         : state.inbox.some((item) => item.type === "question" && item.taskId === task.id);
-      if (!visible) out.push(`${taskLabel(state, task)} waits on question ${question.id.slice(0, 8)}, which is not in ${question.recipientAgentId ? `${agentName(state, question.recipientAgentId)}'s log` : "the inbox"}`);
+      if (!visible)
+        out.push(
+          `${taskLabel(state, task)} waits on question ${question.id.slice(0, 8)}, which is not in ${question.recipientAgentId ? `${agentName(state, question.recipientAgentId)}'s log` : "the inbox"}`,
+        );
     }
   }
   return out;
@@ -109,18 +143,33 @@ export function outcomesReachedLeadOnce(state: ScenarioState): string[] {
   for (const message of background(state, state.leadId)) {
     if (message.role !== "user") continue;
     const input = parseLogInput(message.content);
-    if (input && (input.kind === "report" || input.kind === "failed" || input.kind === "cancelled" || input.kind === "removed") && input.taskId) {
+    if (
+      input &&
+      (input.kind === "report" || input.kind === "failed" || input.kind === "cancelled" || input.kind === "removed") &&
+      input.taskId
+    ) {
       outcomes.set(input.taskId, [...(outcomes.get(input.taskId) ?? []), input]);
     }
   }
   const byId = new Map(state.tasks.map((task) => [task.id, task]));
   const expected = new Map<string, { status: string; parentTaskId: string | null; removed: boolean; label: string }>();
   for (const task of state.tasks) {
-    if (task.source === "lead") expected.set(task.id, { status: task.status, parentTaskId: task.parentTaskId, removed: false, label: taskLabel(state, task) });
+    if (task.source === "lead")
+      expected.set(task.id, {
+        status: task.status,
+        parentTaskId: task.parentTaskId,
+        removed: false,
+        label: taskLabel(state, task),
+      });
   }
   for (const task of state.removedTasks) {
     if (task.source === "lead" && !byId.has(task.id)) {
-      expected.set(task.id, { status: task.status, parentTaskId: task.parentTaskId, removed: true, label: `task ${task.id.slice(0, 8)} of a removed subordinate` });
+      expected.set(task.id, {
+        status: task.status,
+        parentTaskId: task.parentTaskId,
+        removed: true,
+        label: `task ${task.id.slice(0, 8)} of a removed subordinate`,
+      });
     }
   }
   for (const [taskId, task] of expected) {
@@ -132,11 +181,15 @@ export function outcomesReachedLeadOnce(state: ScenarioState): string[] {
     const parent = task.parentTaskId ? byId.get(task.parentTaskId) : undefined;
     const parentGone = parent !== undefined && (parent.status === "cancelled" || parent.status === "failed");
     const endedWithParent = parentGone && (task.removed || task.status === "cancelled");
-    if (heard.length > 1) out.push(`${task.label} reached the lead ${heard.length} times (${heard.map((h) => h.kind).join(", ")})`);
-    else if (heard.length === 0 && !endedWithParent) out.push(`${task.label} ended ${task.removed ? "by removal" : task.status} but the lead never heard`);
+    if (heard.length > 1)
+      out.push(`${task.label} reached the lead ${heard.length} times (${heard.map((h) => h.kind).join(", ")})`);
+    else if (heard.length === 0 && !endedWithParent)
+      out.push(`${task.label} ended ${task.removed ? "by removal" : task.status} but the lead never heard`);
     else if (heard.length === 1 && !task.removed) {
       const kind = heard[0]!.kind;
-      const fits = { completed: ["report"], failed: ["failed"], cancelled: ["cancelled", "removed"] }[task.status as "completed" | "failed" | "cancelled"];
+      const fits = { completed: ["report"], failed: ["failed"], cancelled: ["cancelled", "removed"] }[
+        task.status as "completed" | "failed" | "cancelled"
+      ];
       if (!fits.includes(kind)) out.push(`${task.label} ended ${task.status} but the lead heard "${kind}"`);
     }
   }
@@ -154,7 +207,8 @@ export function noAgentWithIdleWork(state: ScenarioState): string[] {
       if (task.status === "pending") out.push(`${taskLabel(state, task)} is pending and nothing runs it`);
       if (task.status === "in_progress") {
         const openChildren = state.tasks.filter((child) => child.parentTaskId === task.id && !FINAL.has(child.status));
-        if (openChildren.length === 0 && !openQuestionTasks.has(task.id)) out.push(`${taskLabel(state, task)} is in_progress with nothing open under it and no session`);
+        if (openChildren.length === 0 && !openQuestionTasks.has(task.id))
+          out.push(`${taskLabel(state, task)} is in_progress with nothing open under it and no session`);
       }
     }
     for (const input of state.inputs.filter((i) => i.agentId === agent.id)) {
@@ -162,8 +216,16 @@ export function noAgentWithIdleWork(state: ScenarioState): string[] {
     }
     if (agent.wakeRequestedAt) out.push(`${agent.name} has its wake-up flag set and no session`);
     const tail = background(state, agent.id).at(-1);
-    if (tail && (tail.role === "user" || tail.role === "tool" || tail.role === "summary" || (tail.role === "assistant" && (tail.toolCalls?.length ?? 0) > 0))) {
-      out.push(`${agent.name}'s log ends with ${tail.role} ${snippet(tail.content || JSON.stringify(tail.toolCalls))} and nothing answers it`);
+    if (
+      tail &&
+      (tail.role === "user" ||
+        tail.role === "tool" ||
+        tail.role === "summary" ||
+        (tail.role === "assistant" && (tail.toolCalls?.length ?? 0) > 0))
+    ) {
+      out.push(
+        `${agent.name}'s log ends with ${tail.role} ${snippet(tail.content || JSON.stringify(tail.toolCalls))} and nothing answers it`,
+      );
     }
   }
   return out;
@@ -175,7 +237,8 @@ export function everyFailureHasOneAlert(state: ScenarioState): string[] {
   for (const task of state.tasks) {
     if (task.status !== "failed") continue;
     const alerts = state.inbox.filter((item) => item.type === "alert" && item.taskId === task.id).length;
-    if (alerts !== 1) out.push(`${taskLabel(state, task)} failed (${snippet(task.result ?? "", 50)}) with ${alerts} alerts`);
+    if (alerts !== 1)
+      out.push(`${taskLabel(state, task)} failed (${snippet(task.result ?? "", 50)}) with ${alerts} alerts`);
   }
   return out;
 }
@@ -192,9 +255,11 @@ export function chainsWhole(state: ScenarioState): string[] {
     }
     const roots = rows.filter((m) => m.previousMessageId === null);
     const next = new Map<string, Message[]>();
-    for (const row of rows) if (row.previousMessageId) next.set(row.previousMessageId, [...(next.get(row.previousMessageId) ?? []), row]);
+    for (const row of rows)
+      if (row.previousMessageId) next.set(row.previousMessageId, [...(next.get(row.previousMessageId) ?? []), row]);
     if (roots.length !== 1) out.push(`${label} has ${roots.length} roots`);
-    for (const [id, successors] of next) if (successors.length > 1) out.push(`${label} forks after message ${id.slice(0, 8)}`);
+    for (const [id, successors] of next)
+      if (successors.length > 1) out.push(`${label} forks after message ${id.slice(0, 8)}`);
     const chain: Message[] = [];
     const seen = new Set<string>();
     for (let current = roots[0]; current && !seen.has(current.id); current = next.get(current.id)?.[0]) {
@@ -202,7 +267,10 @@ export function chainsWhole(state: ScenarioState): string[] {
       chain.push(current);
     }
     if (chain.length !== rows.length) out.push(`${label}: the chain covers ${chain.length} of ${rows.length} messages`);
-    if (chain.at(-1)?.id !== conversation.lastMessageId) out.push(`${label}: the chain ends at ${chain.at(-1)?.id.slice(0, 8)}, the tail is ${conversation.lastMessageId?.slice(0, 8)}`);
+    if (chain.at(-1)?.id !== conversation.lastMessageId)
+      out.push(
+        `${label}: the chain ends at ${chain.at(-1)?.id.slice(0, 8)}, the tail is ${conversation.lastMessageId?.slice(0, 8)}`,
+      );
     if (chain.length === rows.length) state.messages.set(conversation.id, chain);
   }
   return out;
@@ -217,7 +285,8 @@ export function oneResultPerToolCall(state: ScenarioState): string[] {
     const results = new Map<string, number[]>();
     rows.forEach((row, index) => {
       for (const call of row.toolCalls ?? []) callAt.set(call.toolCallId, index);
-      if (row.role === "tool" && row.toolCallId) results.set(row.toolCallId, [...(results.get(row.toolCallId) ?? []), index]);
+      if (row.role === "tool" && row.toolCallId)
+        results.set(row.toolCallId, [...(results.get(row.toolCallId) ?? []), index]);
     });
     const who = agentName(state, conversation.agentId);
     for (const [id, at] of callAt) {
@@ -225,7 +294,8 @@ export function oneResultPerToolCall(state: ScenarioState): string[] {
       if (found.length !== 1) out.push(`${who}: tool call ${id} has ${found.length} results`);
       else if (found[0]! < at) out.push(`${who}: the result of tool call ${id} comes before the call`);
     }
-    for (const id of results.keys()) if (!callAt.has(id)) out.push(`${who}: a result for tool call ${id}, which no message made`);
+    for (const id of results.keys())
+      if (!callAt.has(id)) out.push(`${who}: a result for tool call ${id}, which no message made`);
   }
   return out;
 }
@@ -246,7 +316,9 @@ export function answersFollowTheirContext(state: ScenarioState, answers: Readonl
     for (const row of state.messages.get(conversation.id) ?? []) {
       if (row.role === "summary") context = [];
       if (row.role === "assistant") {
-        const keys = [...(row.toolCalls ?? []).map((call) => call.toolCallId), TOKEN.exec(row.content)?.[1]].filter((key): key is string => !!key);
+        const keys = [...(row.toolCalls ?? []).map((call) => call.toolCallId), TOKEN.exec(row.content)?.[1]].filter(
+          (key): key is string => !!key,
+        );
         for (const key of keys) {
           stored.set(key, (stored.get(key) ?? 0) + 1);
           const seen = answers.get(key);
@@ -254,7 +326,9 @@ export function answersFollowTheirContext(state: ScenarioState, answers: Readonl
           const { unseen, missing } = compareContext(context.map(storedIdentity), seen);
           for (const index of unseen) {
             const message = context[index]!;
-            out.push(`${who}: answer ${key} is stored after ${message.role} ${snippet(message.content || (message.toolCallId ?? ""))}, which its call never saw`);
+            out.push(
+              `${who}: answer ${key} is stored after ${message.role} ${snippet(message.content || (message.toolCallId ?? ""))}, which its call never saw`,
+            );
           }
           if (missing > 0) out.push(`${who}: answer ${key}'s call saw ${missing} message(s) not stored before it`);
           break;
@@ -263,7 +337,8 @@ export function answersFollowTheirContext(state: ScenarioState, answers: Readonl
       context.push(row);
     }
   }
-  for (const [key, count] of stored) if (count > 1 && answers.has(key)) out.push(`answer ${key} is stored ${count} times`);
+  for (const [key, count] of stored)
+    if (count > 1 && answers.has(key)) out.push(`answer ${key} is stored ${count} times`);
   return out;
 }
 
@@ -276,17 +351,28 @@ export const invariants = {
   "6 one result per call": oneResultPerToolCall,
 } as const;
 
-export type InvariantName = keyof typeof invariants | "7 answer follows its context" | "0 stalled" | "0 worker crashed" | "0 model called after quiet";
+export type InvariantName =
+  | keyof typeof invariants
+  | "7 answer follows its context"
+  | "0 stalled"
+  | "0 worker crashed"
+  | "0 model called after quiet";
 
 /** All invariants; the chain check runs first (it puts messages in chain order for the others). */
-export function checkInvariants(state: ScenarioState, answers: ReadonlyMap<string, number[]>): { invariant: InvariantName; message: string }[] {
+export function checkInvariants(
+  state: ScenarioState,
+  answers: ReadonlyMap<string, number[]>,
+): { invariant: InvariantName; message: string }[] {
   const out: { invariant: InvariantName; message: string }[] = [];
-  const push = (invariant: InvariantName, messages: string[]) => out.push(...messages.map((message) => ({ invariant, message })));
+  const push = (invariant: InvariantName, messages: string[]) =>
+    out.push(...messages.map((message) => ({ invariant, message })));
   push("5 chains whole", chainsWhole(state));
-  for (const [name, check] of Object.entries(invariants) as [keyof typeof invariants, (s: ScenarioState) => string[]][]) {
+  for (const [name, check] of Object.entries(invariants) as [
+    keyof typeof invariants,
+    (s: ScenarioState) => string[],
+  ][]) {
     if (name !== "5 chains whole") push(name, check(state));
   }
   push("7 answer follows its context", answersFollowTheirContext(state, answers));
   return out;
 }
-

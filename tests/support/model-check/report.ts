@@ -12,14 +12,21 @@ export function describeLogs(state: ScenarioState): string[] {
   for (const agent of state.agents) {
     lines.push(`${agent.name} (${agent.id.slice(0, 8)}):`);
     for (const task of state.tasks.filter((t) => t.agentId === agent.id)) {
-      lines.push(`  task ${task.id.slice(0, 8)} ${task.status} "${task.title}" parent ${task.parentTaskId?.slice(0, 8) ?? "-"} result ${cut(task.result ?? "")}`);
+      lines.push(
+        `  task ${task.id.slice(0, 8)} ${task.status} "${task.title}" parent ${task.parentTaskId?.slice(0, 8) ?? "-"} result ${cut(task.result ?? "")}`,
+      );
     }
     const conversation = state.conversations.find((c) => c.agentId === agent.id && c.mode === "background");
     for (const message of conversation ? (state.messages.get(conversation.id) ?? []) : []) {
-      const calls = (message.toolCalls ?? []).map((call) => `${call.toolName}#${call.toolCallId}(${JSON.stringify(call.args).slice(0, 80)})`).join(" ");
-      lines.push(`  ${message.role}${message.toolCallId ? `#${message.toolCallId}` : ""}: ${cut(message.content)}${calls ? ` ${calls}` : ""}`);
+      const calls = (message.toolCalls ?? [])
+        .map((call) => `${call.toolName}#${call.toolCallId}(${JSON.stringify(call.args).slice(0, 80)})`)
+        .join(" ");
+      lines.push(
+        `  ${message.role}${message.toolCallId ? `#${message.toolCallId}` : ""}: ${cut(message.content)}${calls ? ` ${calls}` : ""}`,
+      );
     }
-    for (const input of state.inputs.filter((i) => i.agentId === agent.id)) lines.push(`  (queued) ${cut(input.content)}`);
+    for (const input of state.inputs.filter((i) => i.agentId === agent.id))
+      lines.push(`  (queued) ${cut(input.content)}`);
   }
   return lines;
 }
@@ -27,7 +34,10 @@ export function describeLogs(state: ScenarioState): string[] {
 /** A violation's message with ids, names and numbers taken out: violations of one kind read the same. */
 export function violationKind(violation: Violation): string {
   // A stall's or a crash's details differ every time; what kind it is comes first.
-  const head = violation.invariant === "0 stalled" || violation.invariant === "0 worker crashed" ? violation.message.split(":")[0]! : violation.message;
+  const head =
+    violation.invariant === "0 stalled" || violation.invariant === "0 worker crashed"
+      ? violation.message.split(":")[0]!
+      : violation.message;
   const message = head
     .replace(/[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}/g, "<id>")
     .replace(/mc-[^-\s]+-\d+-[a-z0-9]+/g, "<answer>")
@@ -56,7 +66,10 @@ export function formatFailure(result: ScenarioResult, withLogs = false): string 
  * how many scenarios, and example seeds — those no worker death touched first (the
  * others marked *).
  */
-export function summarizeByKind(violations: readonly (Violation & { seed: number })[], disturbed: ReadonlySet<number>): string[] {
+export function summarizeByKind(
+  violations: readonly (Violation & { seed: number })[],
+  disturbed: ReadonlySet<number>,
+): string[] {
   const kinds = new Map<string, { count: number; seeds: number[]; disturbed: number }>();
   for (const v of violations) {
     const kind = violationKind(v);
@@ -69,7 +82,10 @@ export function summarizeByKind(violations: readonly (Violation & { seed: number
   return [...kinds.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([kind, group]) => {
-      const seeds = [...group.seeds.filter((seed) => !disturbed.has(seed)), ...group.seeds.filter((seed) => disturbed.has(seed)).map((seed) => `${seed}*`)];
+      const seeds = [
+        ...group.seeds.filter((seed) => !disturbed.has(seed)),
+        ...group.seeds.filter((seed) => disturbed.has(seed)).map((seed) => `${seed}*`),
+      ];
       const note = group.disturbed ? ` (${group.disturbed} while a worker died)` : "";
       return `  ${kind}\n      ×${group.count} in ${group.seeds.length} scenario(s)${note}, seeds ${seeds.slice(0, 6).join(", ")}`;
     });

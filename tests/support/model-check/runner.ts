@@ -76,7 +76,12 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
       };
       const consider = async (taskId: string, status: string) => {
         if (!titles.has(taskId)) {
-          titles.set(taskId, world.db.execute<{ title: string }>(sql`select title from tasks where id = ${taskId}`).then((rows) => rows[0]?.title ?? null));
+          titles.set(
+            taskId,
+            world.db
+              .execute<{ title: string }>(sql`select title from tasks where id = ${taskId}`)
+              .then((rows) => rows[0]?.title ?? null),
+          );
         }
         const title = await titles.get(taskId);
         if (!title?.startsWith(`${trigger.job} `)) return;
@@ -92,7 +97,8 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
   const perform = async (action: Action): Promise<void> => {
     await sleep(action.at - (Date.now() - started));
     if ("when" in action && action.when) {
-      if (!(await reached(action.when))) return note(`skip ${action.kind}: ${action.when.job} never ${action.when.status}`);
+      if (!(await reached(action.when)))
+        return note(`skip ${action.kind}: ${action.when.job} never ${action.when.status}`);
     }
     switch (action.kind) {
       case "assign": {
@@ -105,7 +111,8 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
         return;
       }
       case "cancel": {
-        const taskId = "work" in action.target ? userTasks.get(action.target.work) : (await jobTask(action.target.job))?.id;
+        const taskId =
+          "work" in action.target ? userTasks.get(action.target.work) : (await jobTask(action.target.job))?.id;
         const name = "work" in action.target ? action.target.work : action.target.job;
         if (!taskId) return note(`skip cancel ${name}: no task yet`);
         await app.cancel(world, taskId);
@@ -114,7 +121,9 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
       case "stop": {
         const agentId = agentIds[action.agent]!;
         await app.stop(world, agentId);
-        return note(`stop ${action.agent === 0 ? scenario.leadName : scenario.subNames[action.agent - 1]}${action.when ? ` (${action.when.job} ${action.when.status})` : ""}`);
+        return note(
+          `stop ${action.agent === 0 ? scenario.leadName : scenario.subNames[action.agent - 1]}${action.when ? ` (${action.when.job} ${action.when.status})` : ""}`,
+        );
       }
       case "pause": {
         await app.setPaused(world, team.teamId, true);
@@ -128,7 +137,11 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
         return note(`remove ${scenario.subNames[action.sub]}${action.when ? ` (${action.when.job} in progress)` : ""}`);
       }
       case "webhook": {
-        await app.deliverWebhook(world, team.teamId, team.secret!, { name: "feed", ping: action.ping, ...(action.work ? { work: action.work } : {}) });
+        await app.deliverWebhook(world, team.teamId, team.secret!, {
+          name: "feed",
+          ping: action.ping,
+          ...(action.work ? { work: action.work } : {}),
+        });
         return note(`webhook ${action.ping}${action.work ? ` asking for ${action.work}` : ""}`);
       }
     }
@@ -136,7 +149,11 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
   await Promise.all(
     scenario.actions.map((action) =>
       // The cause too: a failed query's message names only the statement, its cause says why (a deadlock, a lost connection).
-      perform(action).catch((error: unknown) => note(`${action.kind} threw: ${error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}` : String(error)}`)),
+      perform(action).catch((error: unknown) =>
+        note(
+          `${action.kind} threw: ${error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}` : String(error)}`,
+        ),
+      ),
     ),
   );
 
@@ -145,7 +162,10 @@ export async function runScenario(context: RunnerContext, seed: number): Promise
   const violations: Violation[] = [];
   if (!quiet) {
     const waited = Date.now() - waitStarted;
-    const why = waited >= context.maxMs ? `still busy ${Math.round(waited / 1000)} s after the last action` : `busy with nothing changing for ${context.stallMs / 1000} s`;
+    const why =
+      waited >= context.maxMs
+        ? `still busy ${Math.round(waited / 1000)} s after the last action`
+        : `busy with nothing changing for ${context.stallMs / 1000} s`;
     violations.push({ invariant: "0 stalled", message: `${why}: ${await context.monitor.describeBusy(agentIds)}` });
   }
   note(quiet ? "quiet" : "stalled");

@@ -73,7 +73,15 @@ export function generateScenario(seed: number): Scenario {
   const newJob = (): string => {
     jobCount += 1;
     const key = `J${jobCount}`;
-    const behaviour = rng.weighted<JobBehaviour>({ report: 44, ask: 14, silent: 8, modelError: 8, stepLimit: 4, budget: 5, malformed: 12 });
+    const behaviour = rng.weighted<JobBehaviour>({
+      report: 44,
+      ask: 14,
+      silent: 8,
+      modelError: 8,
+      stepLimit: 4,
+      budget: 5,
+      malformed: 12,
+    });
     jobs[key] = { key, sub: rng.int(0, subCount - 1), behaviour, steps: jobSteps(rng, behaviour) };
     return key;
   };
@@ -107,7 +115,12 @@ export function generateScenario(seed: number): Scenario {
     webhooks += 1;
     const withWork = rng.chance(0.6);
     if (withWork) newWork(`W${webhooks}`, 1);
-    actions.push({ kind: "webhook", at: rng.int(0, 1200), work: withWork ? `W${webhooks}` : undefined, ping: `p${webhooks}` });
+    actions.push({
+      kind: "webhook",
+      at: rng.int(0, 1200),
+      work: withWork ? `W${webhooks}` : undefined,
+      ping: `p${webhooks}`,
+    });
   }
 
   const jobKeys = Object.keys(jobs);
@@ -119,8 +132,12 @@ export function generateScenario(seed: number): Scenario {
   };
 
   if (rng.chance(0.22)) {
-    const target: TaskRef = jobKeys.length > 0 && rng.chance(0.7) ? { job: rng.pick(jobKeys) } : { work: rng.pick(workKeys) };
-    const when = "job" in target && rng.chance(0.5) ? { job: target.job, status: rng.pick(["pending", "in_progress"] as const) } : undefined;
+    const target: TaskRef =
+      jobKeys.length > 0 && rng.chance(0.7) ? { job: rng.pick(jobKeys) } : { work: rng.pick(workKeys) };
+    const when =
+      "job" in target && rng.chance(0.5)
+        ? { job: target.job, status: rng.pick(["pending", "in_progress"] as const) }
+        : undefined;
     actions.push({ kind: "cancel", at: rng.int(50, 1500), target, when });
   }
   if (rng.chance(0.2)) {
@@ -152,9 +169,17 @@ function jobSteps(rng: Rng, behaviour: JobBehaviour): SubStep[] {
   const taskIdForm = () => rng.weighted({ exact: 60, none: 25, garbage: 15 });
   switch (behaviour) {
     case "report":
-      return [...maybe(0.4, { kind: "search" }), ...maybe(0.3, { kind: "record" }), { kind: "report", taskId: taskIdForm() }];
+      return [
+        ...maybe(0.4, { kind: "search" }),
+        ...maybe(0.3, { kind: "record" }),
+        { kind: "report", taskId: taskIdForm() },
+      ];
     case "ask":
-      return [...maybe(0.4, { kind: "search" }), { kind: "ask" }, { kind: "report", taskId: rng.pick(["exact", "none"] as const) }];
+      return [
+        ...maybe(0.4, { kind: "search" }),
+        { kind: "ask" },
+        { kind: "report", taskId: rng.pick(["exact", "none"] as const) },
+      ];
     case "silent":
       // Ends its turn without reporting: the engine reports for it.
       return [{ kind: "search" }, ...maybe(0.5, { kind: "record" })];
@@ -167,7 +192,10 @@ function jobSteps(rng: Rng, behaviour: JobBehaviour): SubStep[] {
     case "malformed":
       return rng.pick<SubStep[]>([
         [{ kind: "malformed" }, { kind: "report", taskId: "exact" }],
-        [{ kind: "report", taskId: "exact", missingResult: true }, { kind: "report", taskId: "exact" }],
+        [
+          { kind: "report", taskId: "exact", missingResult: true },
+          { kind: "report", taskId: "exact" },
+        ],
         [{ kind: "search" }, { kind: "report", taskId: "garbage" }],
       ]);
   }
@@ -175,15 +203,23 @@ function jobSteps(rng: Rng, behaviour: JobBehaviour): SubStep[] {
 
 /** The scenario in a few lines, for a failure report. */
 export function describeScenario(scenario: Scenario): string[] {
-  const lines = [`team "${scenario.teamName}": lead ${scenario.leadName}, subordinates ${scenario.subNames.join(", ")}`];
+  const lines = [
+    `team "${scenario.teamName}": lead ${scenario.leadName}, subordinates ${scenario.subNames.join(", ")}`,
+  ];
   for (const work of Object.values(scenario.works)) {
     const steps = work.steps.map((step) =>
-      step.kind === "delegate" ? `delegate ${step.job}${step.malformed ? ` (malformed ${step.malformed} first)` : ""}` : step.kind === "fail" ? `model fails ${step.status}` : step.kind,
+      step.kind === "delegate"
+        ? `delegate ${step.job}${step.malformed ? ` (malformed ${step.malformed} first)` : ""}`
+        : step.kind === "fail"
+          ? `model fails ${step.status}`
+          : step.kind,
     );
     lines.push(`${work.key}: ${steps.join(", ") || "(lead does it alone)"}`);
   }
   for (const job of Object.values(scenario.jobs)) {
-    lines.push(`${job.key} → ${scenario.subNames[job.sub]}: ${job.behaviour} [${job.steps.map(describeSubStep).join(", ")}]`);
+    lines.push(
+      `${job.key} → ${scenario.subNames[job.sub]}: ${job.behaviour} [${job.steps.map(describeSubStep).join(", ")}]`,
+    );
   }
   return lines;
 }

@@ -85,7 +85,9 @@ export class ScriptedModel {
     if (entry.checked) this.lateCalls.push(entry.scenario.seed);
     const context = readContext(request);
     // The wrap-up offers a lead's usual tools (its request extends the one before it), so it is told by its prompt.
-    const wrapUp = /Decide whether to brief the person/.test(context.messages.findLast((message) => message.role === "user")?.text ?? "");
+    const wrapUp = /Decide whether to brief the person/.test(
+      context.messages.findLast((message) => message.role === "user")?.text ?? "",
+    );
     const decision = tools.includes("reportToLead")
       ? this.subordinate(entry, agent - 1, context)
       : tools.includes("delegateToAgent") && !wrapUp
@@ -103,11 +105,15 @@ export class ScriptedModel {
   /** The scenario (by team name) and the agent (0 = lead, i = subordinate i - 1) a system prompt belongs to. */
   private identify(system: string): { entry: ScenarioEntry; agent: number } | null {
     const match = /You are (.+?), (?:the lead|a member) of the team "(.+?)"/.exec(system);
-    const entry = match ? this.scenarios.get(match[2]!) : [...this.scenarios.values()].find((e) => system.includes(`"${e.scenario.teamName}"`));
+    const entry = match
+      ? this.scenarios.get(match[2]!)
+      : [...this.scenarios.values()].find((e) => system.includes(`"${e.scenario.teamName}"`));
     if (!entry) return null;
     const name = match?.[1];
     if (name === entry.scenario.leadName) return { entry, agent: 0 };
-    const sub = entry.scenario.subNames.findIndex((subName) => name === subName || (!name && system.includes(`You are ${subName},`)));
+    const sub = entry.scenario.subNames.findIndex(
+      (subName) => name === subName || (!name && system.includes(`You are ${subName},`)),
+    );
     return { entry, agent: sub >= 0 ? sub + 1 : 0 };
   }
 
@@ -137,7 +143,11 @@ export class ScriptedModel {
       if (job.steps[progress - 1]?.kind === "loop") progress -= 1;
       if (progress >= job.steps.length) continue;
       // After a question, the job waits for the lead's answer.
-      if (job.steps[progress - 1]?.kind === "ask" && !context.messages.some((m) => m.role === "user" && m.text.includes(`«answer:${job.key}»`))) continue;
+      if (
+        job.steps[progress - 1]?.kind === "ask" &&
+        !context.messages.some((m) => m.role === "user" && m.text.includes(`«answer:${job.key}»`))
+      )
+        continue;
       return this.subordinateStep(job, job.steps[progress]!, progress, taskId);
     }
     return this.text("idle", `Nothing left to do for ${entry.scenario.subNames[sub]}.`);
@@ -151,13 +161,25 @@ export class ScriptedModel {
         return this.call(tag, index, "searchKnowledge", { query: `${tag} background` });
       case "spend": {
         const decision = this.call(tag, index, "searchKnowledge", { query: `${tag} everything` });
-        return { ...decision, reply: { ...decision.reply, usage: { prompt_tokens: this.options.spendTokens, completion_tokens: 10 } } };
+        return {
+          ...decision,
+          reply: { ...decision.reply, usage: { prompt_tokens: this.options.spendTokens, completion_tokens: 10 } },
+        };
       }
       case "record":
-        return this.call(tag, index, "addKnowledgeItem", { type: "fact", content: `${tag}: a finding worth keeping.`, confidence: 0.7 });
+        return this.call(tag, index, "addKnowledgeItem", {
+          type: "fact",
+          content: `${tag}: a finding worth keeping.`,
+          confidence: 0.7,
+        });
       case "report": {
         const id = step.taskId === "exact" ? { taskId } : step.taskId === "garbage" ? { taskId: `task-${tag}` } : {};
-        return this.call(tag, index, "reportToLead", step.missingResult ? id : { result: `Findings for ${tag}: prices fell. «report:${tag}»`, ...id });
+        return this.call(
+          tag,
+          index,
+          "reportToLead",
+          step.missingResult ? id : { result: `Findings for ${tag}: prices fell. «report:${tag}»`, ...id },
+        );
       }
       case "ask":
         return this.call(tag, index, "requestInput", { question: `«question:${tag}» Which years count?`, taskId });
@@ -165,7 +187,10 @@ export class ScriptedModel {
         return { reply: { fault: "status", status: step.status }, keys: [] };
       case "malformed": {
         const id = this.key(tag, index);
-        return { reply: { fault: "malformed-tool-call", id, name: "searchKnowledge", arguments: `{"query": "${tag} broken` }, keys: [id] };
+        return {
+          reply: { fault: "malformed-tool-call", id, name: "searchKnowledge", arguments: `{"query": "${tag} broken` },
+          keys: [id],
+        };
       }
     }
   }
@@ -202,7 +227,8 @@ export class ScriptedModel {
       const input = message.input;
       if (input?.kind !== "report" || !input.taskId) continue;
       const tag = `b${input.taskId.slice(0, 8)}`;
-      if (hash32(scenario.seed, input.taskId) / 2 ** 32 >= scenario.briefChance || progressOf(context, tag) > 0) continue;
+      if (hash32(scenario.seed, input.taskId) / 2 ** 32 >= scenario.briefChance || progressOf(context, tag) > 0)
+        continue;
       return this.call(tag, 0, "createInboxItem", {
         title: `${input.agentName} reported`,
         summary: "A subordinate finished a task.",
@@ -228,7 +254,11 @@ export class ScriptedModel {
       case "delegate": {
         const job = entry.scenario.jobs[step.job]!;
         const agentId = step.malformed === "agentId" ? entry.scenario.subNames[job.sub]! : entry.subIds[job.sub]!;
-        const args: Record<string, string> = { agentId, title: `${job.key} research`, description: `Look into ${job.key}.` };
+        const args: Record<string, string> = {
+          agentId,
+          title: `${job.key} research`,
+          description: `Look into ${job.key}.`,
+        };
         if (step.malformed === "title") delete args.title;
         return this.call(tag, index, "delegateToAgent", args);
       }
@@ -239,7 +269,11 @@ export class ScriptedModel {
   private briefing(entry: ScenarioEntry, context: Context): Decision {
     if (context.messages.at(-1)?.role === "tool") return this.text("wrap", "Briefed.");
     if (hash32(entry.scenario.seed, "wrap", context.messages.length) / 2 ** 32 < 0.2) {
-      return this.call("wrap", 0, "createInboxItem", { title: "Where things stand", summary: "Work moved on.", content: "## Status\nWork moved on." });
+      return this.call("wrap", 0, "createInboxItem", {
+        title: "Where things stand",
+        summary: "Work moved on.",
+        content: "## Status\nWork moved on.",
+      });
     }
     return this.text("wrap", "No briefing needed.");
   }
@@ -255,10 +289,25 @@ function readContext(request: FakeChatRequest): Context {
     } else if (message.role === "assistant") {
       const calls = (message.tool_calls ?? []).map((call) => ({ id: call.id, tag: parseTag(call.id) }));
       const token = TOKEN.exec(text)?.[1];
-      messages.push({ role: "assistant", text, input: null, marker: splitMarker(text) !== null, calls, textTag: token ? parseTag(token) : null });
+      messages.push({
+        role: "assistant",
+        text,
+        input: null,
+        marker: splitMarker(text) !== null,
+        calls,
+        textTag: token ? parseTag(token) : null,
+      });
     } else if (message.role === "tool") {
       results.set(message.tool_call_id ?? "", text);
-      messages.push({ role: "tool", text, input: null, marker: false, calls: [], textTag: null, toolCallId: message.tool_call_id });
+      messages.push({
+        role: "tool",
+        text,
+        input: null,
+        marker: false,
+        calls: [],
+        textTag: null,
+        toolCallId: message.tool_call_id,
+      });
     }
   }
   return { messages, results };
@@ -284,11 +333,19 @@ function progressOf(context: Context, tag: string): number {
 
 /** Work that came in at `index` is over once a session-ending marker or its cancellation follows. */
 function closedAfter(context: Context, index: number, taskId: string | null): boolean {
-  return context.messages.slice(index + 1).some((message) => message.marker || (taskId !== null && message.input?.kind === "task-cancelled" && message.input.taskId === taskId));
+  return context.messages
+    .slice(index + 1)
+    .some(
+      (message) =>
+        message.marker ||
+        (taskId !== null && message.input?.kind === "task-cancelled" && message.input.taskId === taskId),
+    );
 }
 
 function toolProperties(request: FakeChatRequest, name: string): string[] {
-  const parameters = request.tools?.find((tool) => tool.function.name === name)?.function.parameters as { properties?: object } | undefined;
+  const parameters = request.tools?.find((tool) => tool.function.name === name)?.function.parameters as
+    | { properties?: object }
+    | undefined;
   return Object.keys(parameters?.properties ?? {});
 }
 
@@ -296,9 +353,11 @@ function toolProperties(request: FakeChatRequest, name: string): string[] {
 function webhookBody(body: string): { work?: string; ping?: string } {
   try {
     const parsed = JSON.parse(body) as { work?: unknown; ping?: unknown };
-    return { work: typeof parsed.work === "string" ? parsed.work : undefined, ping: typeof parsed.ping === "string" ? parsed.ping : undefined };
+    return {
+      work: typeof parsed.work === "string" ? parsed.work : undefined,
+      ping: typeof parsed.ping === "string" ? parsed.ping : undefined,
+    };
   } catch {
     return {};
   }
 }
-

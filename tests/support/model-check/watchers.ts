@@ -41,7 +41,15 @@ export class QuietMonitor {
   wait(teamId: string, agentIds: string[], limits: { stallMs: number; maxMs: number }): Promise<boolean> {
     return new Promise((resolve) => {
       const now = Date.now();
-      this.waiting.set(teamId, { agentIds, since: null, fingerprint: "", lastChange: now, stallMs: limits.stallMs, deadline: now + limits.maxMs, resolve });
+      this.waiting.set(teamId, {
+        agentIds,
+        since: null,
+        fingerprint: "",
+        lastChange: now,
+        stallMs: limits.stallMs,
+        deadline: now + limits.maxMs,
+        resolve,
+      });
       this.timer ??= setInterval(() => void this.look(), Math.max(50, Math.floor(this.stableMs / 2)));
     });
   }
@@ -68,7 +76,11 @@ export class QuietMonitor {
       // A dead worker's job counts only while its agent has work waiting (a task, input, a
       // wake-up, a log awaiting a reply): pg-boss will retry it, and that may be the only way
       // back (say a reaper's nudge whose worker died before it claimed the session).
-      const busy = new Set(busyRows.filter((row) => !row.job_id || !this.deadJobs.has(row.job_id) || row.has_work).map((row) => row.agent_id));
+      const busy = new Set(
+        busyRows
+          .filter((row) => !row.job_id || !this.deadJobs.has(row.job_id) || row.has_work)
+          .map((row) => row.agent_id),
+      );
       // What changed in a team: each agent's log tails, tasks, queued input and wake-up flag.
       const prints = await this.db.execute<{ team_id: string; print: string }>(sql`
         select a.team_id::text,

@@ -41,7 +41,11 @@ export class WorkerPool {
     });
     worker.child.once("exit", (code, signal) => {
       if (this.stopping || this.killing.has(worker) || !this.live.includes(worker)) return;
-      this.crashes.push({ at: Date.now(), pid: worker.child.pid, output: `exited on its own (${signal ?? `code ${code}`}):\n${worker.output.join("").slice(-1500)}` });
+      this.crashes.push({
+        at: Date.now(),
+        pid: worker.child.pid,
+        output: `exited on its own (${signal ?? `code ${code}`}):\n${worker.output.join("").slice(-1500)}`,
+      });
       void this.retire(worker).then(() => this.start());
     });
     return worker;
@@ -54,7 +58,10 @@ export class WorkerPool {
   }
 
   async waitReady(timeoutMs = 60_000): Promise<void> {
-    await waitFor(async () => this.live.every((worker) => this.isReady(worker)), { timeoutMs, what: "the workers to be ready" }).catch((error: Error) => {
+    await waitFor(async () => this.live.every((worker) => this.isReady(worker)), {
+      timeoutMs,
+      what: "the workers to be ready",
+    }).catch((error: Error) => {
       throw new Error(`${error.message}\n${this.output()}`);
     });
   }
@@ -83,7 +90,9 @@ export class WorkerPool {
    */
   async killOne(): Promise<string> {
     const ready = this.live.filter((worker) => this.isReady(worker));
-    const rows = await this.db.execute<{ worker: string; n: string }>(sql`select worker, count(*) as n from work_sessions where status = 'running' group by worker`);
+    const rows = await this.db.execute<{ worker: string; n: string }>(
+      sql`select worker, count(*) as n from work_sessions where status = 'running' group by worker`,
+    );
     const running = new Map(rows.map((row) => [row.worker, Number(row.n)]));
     const sessionsOf = (worker: WorkerProcess) => running.get(`${os.hostname()}:${worker.child.pid}`) ?? 0;
     const victim = ready.sort((a, b) => sessionsOf(b) - sessionsOf(a))[0];
@@ -107,7 +116,9 @@ export class WorkerPool {
 
   /** The tail of every worker's output, for a failure message. */
   output(chars = 4000): string {
-    return [...this.dead, ...this.live].map((w) => `[pid ${w.child.pid}]\n${w.output.join("").slice(-chars)}`).join("\n---\n");
+    return [...this.dead, ...this.live]
+      .map((w) => `[pid ${w.child.pid}]\n${w.output.join("").slice(-chars)}`)
+      .join("\n---\n");
   }
 
   async stopAll(): Promise<void> {
@@ -131,7 +142,8 @@ export async function postgresCpuSeconds(databaseName: string): Promise<number> 
   for (const entry of await readdir("/proc").catch(() => [] as string[])) {
     if (!/^\d+$/.test(entry)) continue;
     const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.startsWith("postgres:") && cmdline.includes(` ${databaseName} `)) seconds += await processCpuSeconds(Number(entry));
+    if (cmdline.startsWith("postgres:") && cmdline.includes(` ${databaseName} `))
+      seconds += await processCpuSeconds(Number(entry));
   }
   return seconds;
 }

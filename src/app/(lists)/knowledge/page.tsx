@@ -25,11 +25,19 @@ export default async function KnowledgePage({ searchParams }: Props) {
   const q = one(params.q).slice(0, 400);
   const agentId = isUuid(one(params.agentId)) ? one(params.agentId) : "";
   const teamId = isUuid(one(params.teamId)) ? one(params.teamId) : "";
-  const type = (knowledgeItemTypes as readonly string[]).includes(one(params.type)) ? (one(params.type) as KnowledgeItemType) : undefined;
+  const type = (knowledgeItemTypes as readonly string[]).includes(one(params.type))
+    ? (one(params.type) as KnowledgeItemType)
+    : undefined;
 
   const [agents, items] = await Promise.all([
     listAgentDirectory(db()),
-    searchKnowledgeItems(db(), { q: q || undefined, agentId: agentId || undefined, teamId: teamId || undefined, type, limit: 200 }).then((found) => withKnowledgeSources(db(), found)),
+    searchKnowledgeItems(db(), {
+      q: q || undefined,
+      agentId: agentId || undefined,
+      teamId: teamId || undefined,
+      type,
+      limit: 200,
+    }).then((found) => withKnowledgeSources(db(), found)),
   ]);
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   const filtered = Boolean(q || agentId || teamId || type);
@@ -41,7 +49,10 @@ export default async function KnowledgePage({ searchParams }: Props) {
       <header className="page-header">
         <div>
           <h1>Knowledge</h1>
-          <p className="lede">What your agents have learned: facts, techniques, patterns and lessons, each once, with every agent and page that reported it.</p>
+          <p className="lede">
+            What your agents have learned: facts, techniques, patterns and lessons, each once, with every agent and page
+            that reported it.
+          </p>
         </div>
       </header>
       <form className="filters" role="search" action="/knowledge">
@@ -100,7 +111,11 @@ export default async function KnowledgePage({ searchParams }: Props) {
       </p>
       {items.length === 0 ? (
         <EmptyState title={filtered ? "Nothing matches" : "No knowledge yet"}>
-          <p>{filtered ? "Try other words, or clear the filters." : "Agents record what they learn while they work; ask a team lead for research to get started."}</p>
+          <p>
+            {filtered
+              ? "Try other words, or clear the filters."
+              : "Agents record what they learn while they work; ask a team lead for research to get started."}
+          </p>
         </EmptyState>
       ) : (
         <ul className="knowledge-list">

@@ -10,7 +10,14 @@ import { db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { listTeams } from "@/lib/db/queries/teams";
 import { isUuid } from "@/lib/ids";
-import { describeCache, formatShare, formatTokens, formatTokensShort, formatUsd, type CacheFigures } from "@/lib/usage/format";
+import {
+  describeCache,
+  formatShare,
+  formatTokens,
+  formatTokensShort,
+  formatUsd,
+  type CacheFigures,
+} from "@/lib/usage/format";
 import { PriceTable, priceList } from "@/lib/usage/prices";
 import { usageReport, type TeamUsage, type UsageFigures, type UsageReport } from "@/lib/usage/report";
 
@@ -28,7 +35,9 @@ function Cost({ figures }: { figures: UsageFigures }) {
   return (
     <>
       {formatUsd(figures.costUsd)}
-      {figures.unpricedTokens > 0 && <span className="meta cost-unpriced">+ {formatTokensShort(figures.unpricedTokens)} tokens unpriced</span>}
+      {figures.unpricedTokens > 0 && (
+        <span className="meta cost-unpriced">+ {formatTokensShort(figures.unpricedTokens)} tokens unpriced</span>
+      )}
     </>
   );
 }
@@ -58,14 +67,23 @@ function FigureCells({ figures, cache }: { figures: UsageFigures } & CacheColumn
 }
 
 // Tokens and cost first: on a phone they are what shows before the table scrolls sideways.
-const figureHeadings = (cache: boolean) => ["Tokens", "Cost", ...(cache ? ["Input cached"] : []), "Calls", "Input", "Output"];
+const figureHeadings = (cache: boolean) => [
+  "Tokens",
+  "Cost",
+  ...(cache ? ["Input cached"] : []),
+  "Calls",
+  "Input",
+  "Output",
+];
 
 /** One team's agents over the period; calls for no agent (drafting) have a row of their own. */
 function TeamTable({ team, days, cache }: { team: TeamUsage; days: number } & CacheColumn) {
   const headingId = `usage-team-${team.key}`;
   return (
     <section aria-labelledby={headingId} className="subsection usage-team">
-      <h3 id={headingId}>{team.teamId ? <Link href={`/teams/${team.teamId}`}>{team.teamName}</Link> : team.teamName}</h3>
+      <h3 id={headingId}>
+        {team.teamId ? <Link href={`/teams/${team.teamId}`}>{team.teamName}</Link> : team.teamName}
+      </h3>
       {/* The team's cache in words, above its table: on a phone the table's column is off to the side. */}
       {cache && <p className="meta usage-team-cache">{describeCache(team.figures)}</p>}
       <div className="table-scroll">
@@ -197,7 +215,8 @@ export default async function UsagePage({ searchParams }: Props) {
   await requirePageSession();
   const params = await searchParams;
   const teams = await listTeams(db());
-  const teamId = teams.some((team) => team.id === one(params.teamId)) && isUuid(one(params.teamId)) ? one(params.teamId) : null;
+  const teamId =
+    teams.some((team) => team.id === one(params.teamId)) && isUuid(one(params.teamId)) ? one(params.teamId) : null;
   const customPrices = await listModelPrices(db());
   const report = await usageReport(db(), { days: DAYS, teamId, prices: new PriceTable(customPrices) });
   const chosen = teams.find((team) => team.id === teamId);
@@ -211,8 +230,9 @@ export default async function UsagePage({ searchParams }: Props) {
         <div>
           <h1>Usage and cost</h1>
           <p className="lede">
-            Tokens and their cost over the last {DAYS} days (UTC days), per team, agent and day. Each call costs what its model&apos;s price was
-            when it was made: a price you change below applies to the calls after it (and to past calls of a model that had no price).
+            Tokens and their cost over the last {DAYS} days (UTC days), per team, agent and day. Each call costs what
+            its model&apos;s price was when it was made: a price you change below applies to the calls after it (and to
+            past calls of a model that had no price).
           </p>
         </div>
       </header>
@@ -267,28 +287,36 @@ export default async function UsagePage({ searchParams }: Props) {
           </dl>
           {cache && (
             <p className="hint cache-explained">
-              <strong>Cached</strong> input is input the provider had already seen at the start of a recent request — the agent&apos;s
-              instructions and the conversation so far — and charges less for. Over these {DAYS} days {formatShare(totals.cachedShare)} of all input
-              was cached
-              {totals.savedUsd > 0 ? <>, which saved {formatUsd(totals.savedUsd)} against the full input price.</> : "."}
+              <strong>Cached</strong> input is input the provider had already seen at the start of a recent request —
+              the agent&apos;s instructions and the conversation so far — and charges less for. Over these {DAYS} days{" "}
+              {formatShare(totals.cachedShare)} of all input was cached
+              {totals.savedUsd > 0 ? (
+                <>, which saved {formatUsd(totals.savedUsd)} against the full input price.</>
+              ) : (
+                "."
+              )}
             </p>
           )}
           {totals.estimatedCalls > 0 && (
             <p className="hint estimated-summary">
-              {formatTokens(totals.estimatedCalls)} {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} cut off before the provider
-              counted {totals.estimatedCalls === 1 ? "its" : "their"} tokens (stopped, timed out, or its worker died mid-call). The provider may bill
-              them all the same, so they are counted with an estimate: the input that was sent and the output received so far.
+              {formatTokens(totals.estimatedCalls)}{" "}
+              {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} cut off before the provider counted{" "}
+              {totals.estimatedCalls === 1 ? "its" : "their"} tokens (stopped, timed out, or its worker died mid-call).
+              The provider may bill them all the same, so they are counted with an estimate: the input that was sent and
+              the output received so far.
             </p>
           )}
           {totals.unpricedModels.length > 0 && (
             <p className="notice unpriced-summary">
-              No price for {totals.unpricedModels.map((model, index) => (
+              No price for{" "}
+              {totals.unpricedModels.map((model, index) => (
                 <span key={model}>
                   {index > 0 && ", "}
                   <code>{model}</code>
                 </span>
               ))}
-              : {formatTokens(totals.unpricedTokens)} tokens are counted without a cost. <a href="#prices">Set a price</a>
+              : {formatTokens(totals.unpricedTokens)} tokens are counted without a cost.{" "}
+              <a href="#prices">Set a price</a>
             </p>
           )}
 
@@ -320,11 +348,15 @@ export default async function UsagePage({ searchParams }: Props) {
       <section aria-labelledby="prices-heading" className="section" id="prices">
         <h2 id="prices-heading">Price table</h2>
         <p className="hint">
-          US dollars per million tokens. The built-in prices are OpenAI&apos;s list prices (August 2025); yours override them and price other
-          models. A dated snapshot (gpt-4o-2024-08-06) or a provider-prefixed id (openai/gpt-4o) takes its model&apos;s price; a model with no
-          price counts tokens only.
+          US dollars per million tokens. The built-in prices are OpenAI&apos;s list prices (August 2025); yours override
+          them and price other models. A dated snapshot (gpt-4o-2024-08-06) or a provider-prefixed id (openai/gpt-4o)
+          takes its model&apos;s price; a model with no price counts tokens only.
         </p>
-        <PriceTableEditor entries={priceList(customPrices)} usedModels={report.models.flatMap((model) => (model.price ? [model.price.matched] : []))} unpriced={totals.unpricedModels} />
+        <PriceTableEditor
+          entries={priceList(customPrices)}
+          usedModels={report.models.flatMap((model) => (model.price ? [model.price.matched] : []))}
+          unpriced={totals.unpricedModels}
+        />
       </section>
     </div>
   );

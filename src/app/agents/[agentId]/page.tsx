@@ -3,7 +3,13 @@ import Link from "next/link";
 import { AgentActivityLine } from "@/components/agent-activity";
 import { activityState } from "@/lib/activity";
 import { notFound } from "next/navigation";
-import { AssignTaskForm, CancelTaskButton, RetryTaskButton, StopSessionButton, TaskTree } from "@/components/agent-controls";
+import {
+  AssignTaskForm,
+  CancelTaskButton,
+  RetryTaskButton,
+  StopSessionButton,
+  TaskTree,
+} from "@/components/agent-controls";
 import { CachedInputStat } from "@/components/cached-input-stat";
 import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
@@ -29,7 +35,10 @@ import { CadreError } from "@/lib/errors";
 import { getWorkLogPage } from "@/lib/work-log-page";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ agentId: string }>; searchParams: Promise<Record<string, string | string[] | undefined>> };
+type Props = {
+  params: Promise<{ agentId: string }>;
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+};
 
 /** Ended tasks shown beside the open ones: the page stays fast however long the agent has worked. */
 const ENDED_TASKS_LIMIT = 50;
@@ -63,37 +72,52 @@ export default async function AgentPage({ params, searchParams }: Props) {
   const around = typeof linked === "string" && isUuid(linked) ? linked : undefined;
   const agent = await findAgent(agentId);
   if (!agent) notFound();
-  const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] = await Promise.all([
-    getTeam(db(), agent.teamId),
-    listTasksForAgentPage(db(), agent.id, ENDED_TASKS_LIMIT),
-    listSessions(db(), agent.id, 10),
-    getUsageTotals(db(), agent.id),
-    getConversationByMode(db(), agent.id, "background"),
-    listAgentApprovals(db(), agent.id),
-    getAgentUsageByModel(db(), agent.id),
-    loadPriceTable(db()),
-    workLogAround(agent.id, around),
-    getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
-  ]);
+  const [team, { tasks, endedCount }, sessions, usage, background, approvals, usageByModel, prices, log, teamActivity] =
+    await Promise.all([
+      getTeam(db(), agent.teamId),
+      listTasksForAgentPage(db(), agent.id, ENDED_TASKS_LIMIT),
+      listSessions(db(), agent.id, 10),
+      getUsageTotals(db(), agent.id),
+      getConversationByMode(db(), agent.id, "background"),
+      listAgentApprovals(db(), agent.id),
+      getAgentUsageByModel(db(), agent.id),
+      loadPriceTable(db()),
+      workLogAround(agent.id, around),
+      getTeamActivity(db(), [agent.teamId]).then((teams) => teams.get(agent.teamId) ?? []),
+    ]);
   const activity = teamActivity.find((each) => each.agentId === agent.id);
   const subordinateIds = teamActivity.filter((each) => each.parentAgentId === agent.id).map((each) => each.agentId);
   const spend = spendOf(usageByModel, prices);
-  const delegating = await listTasksWithSubtasks(db(), tasks.map((task) => task.id));
+  const delegating = await listTasksWithSubtasks(
+    db(),
+    tasks.map((task) => task.id),
+  );
   const running = sessions.find((session) => session.status === "running");
   const open = new Set<string>(openTaskStatuses);
   // Ids an agent wrote or was given read as names: its teammates and its tasks.
   const names: Record<string, Named> = Object.fromEntries([
-    ...teamActivity.map((each): [string, Named] => [each.agentId, { name: each.name, href: `/agents/${each.agentId}` }]),
-    ...tasks.map((task): [string, Named] => [task.id, { name: `“${task.title}”`, href: `/agents/${agent.id}#task-${task.id}` }]),
+    ...teamActivity.map((each): [string, Named] => [
+      each.agentId,
+      { name: each.name, href: `/agents/${each.agentId}` },
+    ]),
+    ...tasks.map((task): [string, Named] => [
+      task.id,
+      { name: `“${task.title}”`, href: `/agents/${agent.id}#task-${task.id}` },
+    ]),
   ]);
 
   return (
     <div className="page">
-      <LiveRefresh tables={["tasks", "work_sessions", "messages", "agents", "approvals"]} agentIds={[agent.id]} mode="background" />
+      <LiveRefresh
+        tables={["tasks", "work_sessions", "messages", "agents", "approvals"]}
+        agentIds={[agent.id]}
+        mode="background"
+      />
       {subordinateIds.length > 0 && <LiveRefresh tables={["work_sessions"]} agentIds={subordinateIds} />}
       <nav aria-label="Breadcrumb" className="crumbs">
         <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
-        {team && <Link href={`/teams/${team.id}`}>{team.name}</Link>} <span aria-hidden="true">/</span> <span>{agent.name}</span>
+        {team && <Link href={`/teams/${team.id}`}>{team.name}</Link>} <span aria-hidden="true">/</span>{" "}
+        <span>{agent.name}</span>
       </nav>
       <header className="page-header">
         <div>
@@ -135,7 +159,9 @@ export default async function AgentPage({ params, searchParams }: Props) {
           <CachedInputStat figures={spend} />
           <div>
             <dt>Cost</dt>
-            <dd>{usage.calls > 0 && spend.unpricedModels.length === usageByModel.length ? "—" : formatUsd(spend.costUsd)}</dd>
+            <dd>
+              {usage.calls > 0 && spend.unpricedModels.length === usageByModel.length ? "—" : formatUsd(spend.costUsd)}
+            </dd>
           </div>
           <div>
             <dt>Model time</dt>
@@ -144,13 +170,14 @@ export default async function AgentPage({ params, searchParams }: Props) {
         </dl>
         {spend.unpricedModels.length > 0 && (
           <p className="hint">
-            No price for {spend.unpricedModels.join(", ")}: {spend.unpricedModels.length === 1 ? "its" : "their"} calls count as tokens only.{" "}
-            <Link href="/usage#prices">Set a price</Link>
+            No price for {spend.unpricedModels.join(", ")}: {spend.unpricedModels.length === 1 ? "its" : "their"} calls
+            count as tokens only. <Link href="/usage#prices">Set a price</Link>
           </p>
         )}
         {spend.estimatedCalls > 0 && (
           <p className="hint">
-            {number(spend.estimatedCalls)} of these calls {spend.estimatedCalls === 1 ? "was" : "were"} cut off before the provider counted
+            {number(spend.estimatedCalls)} of these calls {spend.estimatedCalls === 1 ? "was" : "were"} cut off before
+            the provider counted
             {spend.estimatedCalls === 1 ? " its" : " their"} tokens: estimated from what was sent and received.
           </p>
         )}
@@ -165,7 +192,11 @@ export default async function AgentPage({ params, searchParams }: Props) {
         )}
         {tasks.length === 0 ? (
           <EmptyState title="No tasks">
-            <p>{agent.role === "lead" ? "Ask the lead for research in the chat and it creates one." : "The lead delegates tasks to this agent."}</p>
+            <p>
+              {agent.role === "lead"
+                ? "Ask the lead for research in the chat and it creates one."
+                : "The lead delegates tasks to this agent."}
+            </p>
           </EmptyState>
         ) : (
           <ul className="task-list">
@@ -178,7 +209,9 @@ export default async function AgentPage({ params, searchParams }: Props) {
                     from {taskGiver(task.source)} · <LocalTime value={task.createdAt.toISOString()} relative />
                   </span>
                   {open.has(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
-                  {(task.status === "failed" || task.status === "cancelled") && <RetryTaskButton taskId={task.id} title={task.title} />}
+                  {(task.status === "failed" || task.status === "cancelled") && (
+                    <RetryTaskButton taskId={task.id} title={task.title} />
+                  )}
                 </div>
                 {task.description && task.description !== task.title && (
                   <details className="task-detail">
@@ -212,12 +245,19 @@ export default async function AgentPage({ params, searchParams }: Props) {
           <ul className="session-list">
             {sessions.map((session) => (
               <li key={session.id}>
-                <StatusBadge status={session.status} /> <LocalTime value={session.startedAt.toISOString()} /> · {session.steps} step
+                <StatusBadge status={session.status} /> <LocalTime value={session.startedAt.toISOString()} /> ·{" "}
+                {session.steps} step
                 {session.steps === 1 ? "" : "s"} ·{" "}
                 <Link href={`/sessions/${session.id}`} className="meta-link">
                   Trace
                 </Link>
-                {session.error && <ErrorText error={session.error} retried={session.status === "interrupted"} className="session-error" />}
+                {session.error && (
+                  <ErrorText
+                    error={session.error}
+                    retried={session.status === "interrupted"}
+                    className="session-error"
+                  />
+                )}
               </li>
             ))}
           </ul>

@@ -8,7 +8,11 @@ export const dynamic = "force-dynamic";
  */
 const unknownPath = route(async (request: Request): Promise<Response> => {
   const { pathname } = new URL(request.url);
-  return errorResponse(404, "not_found:route", `There is no API at ${request.method} ${pathname}. The README lists the HTTP API.`);
+  return errorResponse(
+    404,
+    "not_found:route",
+    `There is no API at ${request.method} ${pathname}. The README lists the HTTP API.`,
+  );
 });
 
 export const GET = unknownPath;

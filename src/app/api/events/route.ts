@@ -17,7 +17,9 @@ const headers = {
  * subscription ends with the request, and a reader that falls behind is dropped
  * (liveEventStream in src/lib/events.ts).
  */
-export const GET = route(async (request: Request): Promise<Response> => new Response(liveEventStream(request), { headers }));
+export const GET = route(
+  async (request: Request): Promise<Response> => new Response(liveEventStream(request), { headers }),
+);
 
 /**
  * HEAD /api/events: the headers alone. Without it Next answers HEAD by calling GET and

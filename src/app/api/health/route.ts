@@ -9,9 +9,16 @@ export const dynamic = "force-dynamic";
  * database answers: `{ status: "ok" | "degraded", database, workers, backlog }`, where
  * `degraded` means work waits and no worker is alive (src/lib/health.ts); 503 when it does not.
  */
-export const GET = route(async (): Promise<Response> => {
-  const result = await checkHealth();
-  if (result.ok) return Response.json(result.health, { headers: { "cache-control": "no-store" } });
-  logError("Health check: the database does not answer:", result.reason);
-  return errorResponse(503, "unavailable:database", `The database does not answer (${result.reason}). Check DATABASE_URL and that Postgres is running.`);
-}, { public: true });
+export const GET = route(
+  async (): Promise<Response> => {
+    const result = await checkHealth();
+    if (result.ok) return Response.json(result.health, { headers: { "cache-control": "no-store" } });
+    logError("Health check: the database does not answer:", result.reason);
+    return errorResponse(
+      503,
+      "unavailable:database",
+      `The database does not answer (${result.reason}). Check DATABASE_URL and that Postgres is running.`,
+    );
+  },
+  { public: true },
+);

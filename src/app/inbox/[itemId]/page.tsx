@@ -47,13 +47,15 @@ export default async function BriefingPage({ params }: Props) {
           <div>
             <h1>{inboxTitle(item.title, item.approval)}</h1>
             <p className="meta">
-              <span className={`pill pill-${item.type}`}>{item.type}</span> {waiting && <span className="pill pill-waiting">waits for you</span>} from{" "}
-              {item.agentName} ·{" "}
-              <Link href={`/teams/${item.teamId}`}>{item.teamName}</Link> · <LocalTime value={item.createdAt.toISOString()} />
+              <span className={`pill pill-${item.type}`}>{item.type}</span>{" "}
+              {waiting && <span className="pill pill-waiting">waits for you</span>} from {item.agentName} ·{" "}
+              <Link href={`/teams/${item.teamId}`}>{item.teamName}</Link> ·{" "}
+              <LocalTime value={item.createdAt.toISOString()} />
             </p>
             {task && (
               <p className="meta">
-                {item.type === "briefing" ? "Answers the task" : "About the task"} <Link href={`/agents/${task.agentId}`}>“{task.title}”</Link> ·{" "}
+                {item.type === "briefing" ? "Answers the task" : "About the task"}{" "}
+                <Link href={`/agents/${task.agentId}`}>“{task.title}”</Link> ·{" "}
                 <Link href={`/teams/${item.teamId}/timeline?story=${task.id}`}>See the whole story</Link>
               </p>
             )}

@@ -48,8 +48,9 @@ export default async function SessionPage({ params }: Props) {
     <div className="page">
       {running && <LiveRefresh tables={["messages", "work_sessions"]} agentIds={[agent.id]} mode="background" />}
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${agent.teamId}`}>{agent.teamName}</Link>{" "}
-        <span aria-hidden="true">/</span> <Link href={`/agents/${agent.id}`}>{agent.name}</Link> <span aria-hidden="true">/</span> <span>Session</span>
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
+        <Link href={`/teams/${agent.teamId}`}>{agent.teamName}</Link> <span aria-hidden="true">/</span>{" "}
+        <Link href={`/agents/${agent.id}`}>{agent.name}</Link> <span aria-hidden="true">/</span> <span>Session</span>
       </nav>
       <header className="page-header">
         <div>
@@ -73,12 +74,19 @@ export default async function SessionPage({ params }: Props) {
         </div>
       </header>
       {(trace.marker || session.error) && (
-        <div className={session.status === "failed" || session.status === "interrupted" ? "notice notice-danger" : "notice"} role="status">
+        <div
+          className={
+            session.status === "failed" || session.status === "interrupted" ? "notice notice-danger" : "notice"
+          }
+          role="status"
+        >
           {/* The marker the session left says how it ended; the session's error, when it adds to it, says why. */}
           {trace.marker && <ProblemText problem={describeMarker(trace.marker)} />}
-          {session.error && (!trace.marker || describeMarker(trace.marker).summary !== describeProblem(session.error, { retried: false }).summary) && (
-            <ErrorText error={session.error} retried={session.status === "interrupted"} />
-          )}
+          {session.error &&
+            (!trace.marker ||
+              describeMarker(trace.marker).summary !== describeProblem(session.error, { retried: false }).summary) && (
+              <ErrorText error={session.error} retried={session.status === "interrupted"} />
+            )}
         </div>
       )}
 
@@ -106,7 +114,9 @@ export default async function SessionPage({ params }: Props) {
             <dt>Tool calls</dt>
             <dd>
               {number(totals.toolCalls)}
-              {totals.failedToolCalls > 0 && <span className="wf-failed-count"> ({totals.failedToolCalls} failed)</span>}
+              {totals.failedToolCalls > 0 && (
+                <span className="wf-failed-count"> ({totals.failedToolCalls} failed)</span>
+              )}
             </dd>
           </div>
         </dl>
@@ -114,7 +124,11 @@ export default async function SessionPage({ params }: Props) {
 
       <section aria-labelledby="trace-heading" className="section">
         <h2 id="trace-heading">Trace</h2>
-        {trace.truncated && <p className="hint">This session wrote more than a trace shows: only its first 2,000 log rows are laid out.</p>}
+        {trace.truncated && (
+          <p className="hint">
+            This session wrote more than a trace shows: only its first 2,000 log rows are laid out.
+          </p>
+        )}
         <SessionWaterfall trace={trace} />
       </section>
     </div>

@@ -24,11 +24,17 @@ export function chatTools(context: ToolContext) {
   if (context.agent.role !== "lead") {
     return {
       createTask: tool({
-        description: "Hand work that takes longer than a chat reply to your own background work: a task for yourself. Reply with a short acknowledgement after.",
+        description:
+          "Hand work that takes longer than a chat reply to your own background work: a task for yourself. Reply with a short acknowledgement after.",
         inputSchema: ownTaskInput,
         execute: ({ title, description }, { toolCallId }) =>
           context.effect(toolCallId, async (tx) => {
-            const task = await assignTask(tx, context.jobs, { agentId: context.agent.id, source: "user", title, description });
+            const task = await assignTask(tx, context.jobs, {
+              agentId: context.agent.id,
+              source: "user",
+              title,
+              description,
+            });
             return { created: true, taskId: task.id, assignedTo: context.agent.name };
           }),
       }),
@@ -43,7 +49,9 @@ export function chatTools(context: ToolContext) {
         const members = await listTeamAgents(context.db, context.team.id);
         // A name instead of an id is understood; an id that is no member's is refused with the team list.
         const wanted = agentId?.trim().toLowerCase() || context.agent.id;
-        const assignee = members.find((member) => member.id === wanted) ?? members.find((member) => member.name.trim().toLowerCase() === wanted);
+        const assignee =
+          members.find((member) => member.id === wanted) ??
+          members.find((member) => member.name.trim().toLowerCase() === wanted);
         if (!assignee) {
           return `Not created: "${agentId}" is not a member of your team. Members: ${members.map((member) => `${member.name} (id: ${member.id})`).join(", ")}.`;
         }

@@ -14,7 +14,9 @@ export function workTools(context: ToolContext): ToolSet {
   // One turn's tool set: what it searched and read is where the knowledge it adds came from.
   const sources = new TurnSources();
   const common = { ...searchTools(context, sources), ...knowledgeTools(context, sources) };
-  return context.agent.role === "lead" ? { ...common, ...teamLeadTools(context) } : { ...common, ...subordinateTools(context) };
+  return context.agent.role === "lead"
+    ? { ...common, ...teamLeadTools(context) }
+    : { ...common, ...subordinateTools(context) };
 }
 
 /**

@@ -27,12 +27,17 @@ const removeKnowledgeItemInput = z.object({ id: z.uuid() });
 export function knowledgeTools(context: ToolContext, sources = new TurnSources()) {
   return {
     addKnowledgeItem: tool({
-      description: "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
+      description:
+        "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
       inputSchema: addKnowledgeItemInput,
       execute: ({ type, content, confidence, sourceUrl }, { toolCallId }) =>
         context.effect(toolCallId, async (tx, call) => {
           // A fact the team knows already gains this agent as a source instead of a second item.
-          const { item, merged, sourceUrl: recorded } = await recordKnowledge(tx, {
+          const {
+            item,
+            merged,
+            sourceUrl: recorded,
+          } = await recordKnowledge(tx, {
             teamId: context.team.id,
             agentId: context.agent.id,
             type,
@@ -45,7 +50,9 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
           return {
             saved: true,
             id: item.id,
-            ...(merged ? { note: "Your team already knew this: you were added as one more source of the known item." } : {}),
+            ...(merged
+              ? { note: "Your team already knew this: you were added as one more source of the known item." }
+              : {}),
             ...(recorded ? { sourceUrl: recorded } : {}),
           };
         }),
@@ -54,9 +61,21 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
       description: "Search the knowledge your team has collected (full-text).",
       inputSchema: searchKnowledgeInput,
       execute: async ({ query }) => {
-        const items = await searchKnowledgeItems(context.db, { q: query, agentIds: await teamAgentIds(context), limit: 10 });
+        const items = await searchKnowledgeItems(context.db, {
+          q: query,
+          agentIds: await teamAgentIds(context),
+          limit: 10,
+        });
         if (items.length === 0) return "No knowledge items match.";
-        return { items: items.map(({ id, type, content, confidence, sourceUrl }) => ({ id, type, content, confidence, ...(sourceUrl ? { sourceUrl } : {}) })) };
+        return {
+          items: items.map(({ id, type, content, confidence, sourceUrl }) => ({
+            id,
+            type,
+            content,
+            confidence,
+            ...(sourceUrl ? { sourceUrl } : {}),
+          })),
+        };
       },
     }),
     removeKnowledgeItem: tool({
@@ -65,7 +84,8 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
       execute: async ({ id }, { toolCallId }) => {
         const item = await getKnowledgeItem(context.db, id);
         // Another team's item does not exist as far as this agent is concerned.
-        if (!item || !(await teamAgentIds(context)).includes(item.agentId)) return `No knowledge item ${id} in your team.`;
+        if (!item || !(await teamAgentIds(context)).includes(item.agentId))
+          return `No knowledge item ${id} in your team.`;
         return context.effect(toolCallId, async (tx) => {
           await deleteKnowledgeItem(tx, id);
           return { removed: true, id };

@@ -28,11 +28,17 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
         const client = tavily({ apiKey: context.search.tavilyApiKey, apiBaseURL: context.search.tavilyBaseUrl });
         try {
           // The client cannot be cancelled; race it so a Stop ends the session at once.
-          const response = await abortable(client.search(query, { maxResults: maxResults ?? 5, searchDepth: "basic" }), abortSignal);
+          const response = await abortable(
+            client.search(query, { maxResults: maxResults ?? 5, searchDepth: "basic" }),
+            abortSignal,
+          );
           const results = response.results.map((result) => ({
             title: result.title,
             url: result.url,
-            content: result.content.length > MAX_RESULT_CHARS ? `${result.content.slice(0, MAX_RESULT_CHARS)}…` : result.content,
+            content:
+              result.content.length > MAX_RESULT_CHARS
+                ? `${result.content.slice(0, MAX_RESULT_CHARS)}…`
+                : result.content,
           }));
           sources.searched(results);
           return { query, results };
@@ -44,7 +50,8 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
       },
     }),
     readWebPage: tool({
-      description: "Read one web page as text, such as a search result's url. Returns its url, title and content; a long page is cut.",
+      description:
+        "Read one web page as text, such as a search result's url. Returns its url, title and content; a long page is cut.",
       inputSchema: readWebPageInput,
       execute: async ({ url }, { abortSignal }) => {
         if (!context.search.tavilyApiKey) return PAGE_READING_NOT_CONFIGURED;
@@ -60,25 +67,34 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
           const refused = await abortable(pageRefusal(url, policy), signal);
           if (refused) return `${refused} Try another source, or work from what you have.`;
           const response = await abortable(
-            client.extract([url], { extractDepth: "basic", format: "markdown", timeout: Math.min(60, Math.max(1, Math.ceil(timeoutMs / 1000))) }),
+            client.extract([url], {
+              extractDepth: "basic",
+              format: "markdown",
+              timeout: Math.min(60, Math.max(1, Math.ceil(timeoutMs / 1000))),
+            }),
             signal,
           );
           const page = response.results.find((result) => result.rawContent?.trim());
           if (!page) return pageReadFailed(url, response.failedResults[0]?.error || "the page has no readable text");
           // Tavily follows redirects itself: where it ended up is checked as the address asked for was.
           const landed = page.url && page.url !== url ? await abortable(pageRefusal(page.url, policy), signal) : null;
-          if (landed) return `Reading ${maskUrl(url)} was refused: it redirected elsewhere, and ${landed} Its text is not returned; try another source, or work from what you have.`;
+          if (landed)
+            return `Reading ${maskUrl(url)} was refused: it redirected elsewhere, and ${landed} Its text is not returned; try another source, or work from what you have.`;
           const title = withoutNul(page.title ?? "").trim();
           sources.pageRead(page.url || url);
           return {
             url: page.url || url,
             ...(title ? { title } : {}),
-            content: clipPage(withoutNul(page.rawContent), context.search.pageReadMaxChars ?? DEFAULT_PAGE_READ_MAX_CHARS),
+            content: clipPage(
+              withoutNul(page.rawContent),
+              context.search.pageReadMaxChars ?? DEFAULT_PAGE_READ_MAX_CHARS,
+            ),
           };
         } catch (error) {
           if (abortSignal?.aborted) throw error;
           // A page that cannot be read is information for the agent, not the end of its session.
-          if (deadline.aborted) return pageReadFailed(url, `Tavily did not answer within ${Number((timeoutMs / 1000).toFixed(1))} seconds`);
+          if (deadline.aborted)
+            return pageReadFailed(url, `Tavily did not answer within ${Number((timeoutMs / 1000).toFixed(1))} seconds`);
           return pageReadFailed(url, error instanceof Error ? error.message : String(error));
         }
       },
@@ -87,7 +103,16 @@ export function searchTools(context: ToolContext, sources = new TurnSources()) {
 }
 
 /** Wrappers weaker models put around an address: quotes, backticks, Markdown's angle brackets. */
-const URL_WRAPPERS: [string, string][] = [['"', '"'], ["'", "'"], ["`", "`"], ["<", ">"], ["\u201c", "\u201d"], ["\u2018", "\u2019"], ["(", ")"], ["[", "]"]];
+const URL_WRAPPERS: [string, string][] = [
+  ['"', '"'],
+  ["'", "'"],
+  ["`", "`"],
+  ["<", ">"],
+  ["\u201c", "\u201d"],
+  ["\u2018", "\u2019"],
+  ["(", ")"],
+  ["[", "]"],
+];
 const URL_EXAMPLE = "such as https://example.com/page";
 
 /**
@@ -111,11 +136,16 @@ export function normalizePageUrl(raw: string): { url: string } | { problem: stri
   }
   const shown = JSON.stringify(raw.length > 100 ? `${raw.slice(0, 99)}…` : raw);
   if (!text) return { problem: `is empty: send the page's address, ${URL_EXAMPLE}` };
-  if (/\s/.test(text)) return { problem: `${shown} is not one web address (it has spaces): send the page's address alone, ${URL_EXAMPLE}` };
+  if (/\s/.test(text))
+    return {
+      problem: `${shown} is not one web address (it has spaces): send the page's address alone, ${URL_EXAMPLE}`,
+    };
   // "example.com:8080/x" has a port, not a scheme.
   const scheme = /^([a-z][a-z0-9+.-]*):(?!\d)/i.exec(text)?.[1]?.toLowerCase();
   if (scheme && scheme !== "http" && scheme !== "https") {
-    return { problem: `${shown} is a ${scheme}: address: only http:// and https:// pages can be read; send one ${URL_EXAMPLE}` };
+    return {
+      problem: `${shown} is a ${scheme}: address: only http:// and https:// pages can be read; send one ${URL_EXAMPLE}`,
+    };
   }
   let url: URL;
   try {

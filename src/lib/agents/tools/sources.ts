@@ -2,7 +2,9 @@
 // this turn (a tool set lives for one turn), so addKnowledgeItem can name its source even when
 // the model does not pass one.
 
-type Seen = { kind: "page"; url: string } | { kind: "search"; results: { url: string; title: string; content: string }[] };
+type Seen =
+  | { kind: "page"; url: string }
+  | { kind: "search"; results: { url: string; title: string; content: string }[] };
 
 const words = (text: string) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]{4,}/gu) ?? []);
 
@@ -25,7 +27,10 @@ export function urlNamedIn(text: string): string | null {
   for (const [found] of text.matchAll(/https?:\/\/[^\s<>"'`]+/gi)) {
     let candidate = found.replace(/[.,;:!?]+$/, "");
     // A closing bracket belongs to the address only when it opened one too (Wikipedia's "(band)").
-    while (/[)\]}]$/.test(candidate) && count(candidate, "([{"[")]}".indexOf(candidate.at(-1)!)]!) < count(candidate, candidate.at(-1)!)) {
+    while (
+      /[)\]}]$/.test(candidate) &&
+      count(candidate, "([{"[")]}".indexOf(candidate.at(-1)!)]!) < count(candidate, candidate.at(-1)!)
+    ) {
       candidate = candidate.slice(0, -1).replace(/[.,;:!?]+$/, "");
     }
     const url = webSourceUrl(candidate);

@@ -17,7 +17,8 @@ async function resolveTaskId(context: ToolContext, taskId: string | undefined): 
   const named = optionalId(taskId);
   if (named) {
     const task = await getTask(context.db, named);
-    if (task && task.agentId === context.agent.id && (task.status === "in_progress" || task.status === "waiting_input")) return task.id;
+    if (task && task.agentId === context.agent.id && (task.status === "in_progress" || task.status === "waiting_input"))
+      return task.id;
   }
   return context.focusTaskId();
 }
@@ -34,8 +35,10 @@ async function endedTask(db: Db, taskId: string, what: string): Promise<string> 
   return `${what}: the task "${task?.title ?? taskId}" is ${task?.status ?? "gone"} already. Drop it and go on with your other work.`;
 }
 
-const taskIdField = z.string().optional().describe("The task this is about; leave it out for the task you are working on");
-
+const taskIdField = z
+  .string()
+  .optional()
+  .describe("The task this is about; leave it out for the task you are working on");
 
 // Built once: a tool set is made for every turn, and a schema's construction and its JSON
 // Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
@@ -53,12 +56,23 @@ export function subordinateTools(context: ToolContext) {
         return context.effect(toolCallId, async (tx) => {
           const task = id ? await setTaskStatus(tx, id, "waiting_input") : null;
           if (id && !task) return await endedTask(tx, id, "Question not sent");
-          const asked = await createQuestion(tx, { agentId: context.agent.id, taskId: task?.id ?? null, recipientAgentId: lead.id, question });
+          const asked = await createQuestion(tx, {
+            agentId: context.agent.id,
+            taskId: task?.id ?? null,
+            recipientAgentId: lead.id,
+            question,
+          });
           await queueInput(
             tx,
             context.jobs,
             lead.id,
-            { kind: "question", agentName: context.agent.name, agentId: context.agent.id, questionId: asked.id, question },
+            {
+              kind: "question",
+              agentName: context.agent.name,
+              agentId: context.agent.id,
+              questionId: asked.id,
+              question,
+            },
             task?.parentTaskId ?? null,
           );
           return "Question sent to your lead. Stop here; you will be woken with the answer.";
@@ -74,11 +88,17 @@ export function subordinateTools(context: ToolContext) {
         // The task's completion, the report in the lead's queue and this result: once, together.
         return context.effect(toolCallId, async (tx) => {
           if (id) {
-            if (await endTask(tx, context.jobs, id, { status: "completed", result })) return "Report sent to your lead.";
+            if (await endTask(tx, context.jobs, id, { status: "completed", result }))
+              return "Report sent to your lead.";
             return await endedTask(tx, id, "Report not sent");
           }
           // No task to complete (a report on work outside any task): the lead still hears it.
-          await queueInput(tx, context.jobs, lead.id, { kind: "report", agentName: context.agent.name, taskId: null, result });
+          await queueInput(tx, context.jobs, lead.id, {
+            kind: "report",
+            agentName: context.agent.name,
+            taskId: null,
+            result,
+          });
           return "Report sent to your lead.";
         });
       },

@@ -21,14 +21,22 @@ import { optionalId } from "./tool-errors";
  */
 async function findSubordinate(context: ToolContext, idOrName: string | undefined): Promise<Agent | null> {
   if (!idOrName?.trim()) return null;
-  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter((member) => member.role === "subordinate");
+  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter(
+    (member) => member.role === "subordinate",
+  );
   const id = optionalId(idOrName);
   const wanted = idOrName.trim().toLowerCase();
-  return subordinates.find((member) => member.id === id) ?? subordinates.find((member) => member.name.trim().toLowerCase() === wanted) ?? null;
+  return (
+    subordinates.find((member) => member.id === id) ??
+    subordinates.find((member) => member.name.trim().toLowerCase() === wanted) ??
+    null
+  );
 }
 
 async function teamList(context: ToolContext): Promise<string> {
-  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter((member) => member.role === "subordinate");
+  const subordinates = (await listTeamAgents(context.db, context.team.id)).filter(
+    (member) => member.role === "subordinate",
+  );
   return subordinates.length ? subordinates.map((member) => `${member.name} (id: ${member.id})`).join(", ") : "none";
 }
 
@@ -38,7 +46,11 @@ async function teamList(context: ToolContext): Promise<string> {
  * question, or the only open question there is. Never a guess between several: the
  * answer would resume a task that did not ask.
  */
-async function findOpenQuestion(context: ToolContext, questionId: string | undefined, subordinate: Agent | null): Promise<Question | string> {
+async function findOpenQuestion(
+  context: ToolContext,
+  questionId: string | undefined,
+  subordinate: Agent | null,
+): Promise<Question | string> {
   const named = optionalId(questionId);
   if (named) {
     const question = await getQuestion(context.db, named);
@@ -51,7 +63,6 @@ async function findOpenQuestion(context: ToolContext, questionId: string | undef
   const listed = open.map((question) => `${question.id} ("${question.question.slice(0, 80)}")`).join(", ");
   return `Not sent: ${questionId ? `"${questionId}" is not an open question id` : "questionId is missing"}, and ${plural(open.length, "question")} ${open.length === 1 ? "is" : "are"} open. Call answerSubordinate again with questionId set to one of: ${listed}.`;
 }
-
 
 // Built once: a tool set is made for every turn, and a schema's construction and its JSON
 // Schema (see StepRecorder.wrapTools) cost more than the turn's first database reads.
@@ -66,7 +77,9 @@ const createInboxItemInput = z.object({
   summary: z.string().min(1).max(1000).describe("One or two sentences for the inbox"),
   content: z.string().min(1).max(20000).describe("The full briefing, in Markdown"),
   // Weaker models send "question" here too: a briefing it is (askPerson asks).
-  type: z.preprocess((value) => (value === "alert" ? "alert" : "briefing"), z.enum(["briefing", "alert"])).default("briefing"),
+  type: z
+    .preprocess((value) => (value === "alert" ? "alert" : "briefing"), z.enum(["briefing", "alert"]))
+    .default("briefing"),
 });
 const askPersonInput = z.object({
   question: z.string().min(1).max(4000),
@@ -86,10 +99,15 @@ export function teamLeadTools(context: ToolContext) {
       inputSchema: delegateToAgentInput,
       execute: async ({ agentId, title, description }, { toolCallId }) => {
         const subordinate = await findSubordinate(context, agentId);
-        if (!subordinate) return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
+        if (!subordinate)
+          return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
         const focus = context.focusTaskId();
         const parent = focus ? await getTask(context.db, focus) : null;
-        if (parent && parent.agentId === context.agent.id && !["pending", "in_progress", "waiting_input"].includes(parent.status)) {
+        if (
+          parent &&
+          parent.agentId === context.agent.id &&
+          !["pending", "in_progress", "waiting_input"].includes(parent.status)
+        ) {
           return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
         }
         return context.effect(toolCallId, async (tx) => {
@@ -105,7 +123,8 @@ export function teamLeadTools(context: ToolContext) {
       },
     }),
     getTeamStatus: tool({
-      description: "See your team: each member's id, role, whether it is working, and its recent tasks with their states.",
+      description:
+        "See your team: each member's id, role, whether it is working, and its recent tasks with their states.",
       inputSchema: getTeamStatusInput,
       execute: async () => {
         const members = await listTeamAgents(context.db, context.team.id);
@@ -119,7 +138,12 @@ export function teamLeadTools(context: ToolContext) {
               working: (await getRunningSession(context.db, member.id)) !== null,
               tasks: (await listTasksByAgent(context.db, member.id))
                 .slice(0, 8)
-                .map((task) => ({ id: task.id, title: task.title, status: task.status, result: task.result?.slice(0, 300) ?? null })),
+                .map((task) => ({
+                  id: task.id,
+                  title: task.title,
+                  status: task.status,
+                  result: task.result?.slice(0, 300) ?? null,
+                })),
             })),
           ),
           openQuestions: (await listOpenQuestionsFor(context.db, context.agent.id)).map((question) => ({
@@ -139,9 +163,21 @@ export function teamLeadTools(context: ToolContext) {
         context.effect(toolCallId, async (tx) => {
           // The task in focus is what the briefing answers; in the wrap-up's briefing turn, the work the session did last.
           const taskId = context.focusTaskId() ?? context.storyTaskId?.() ?? null;
-          const created = (await postToInbox(tx, context.jobs, { teamId: context.team.id, agentId: context.agent.id, type, title, summary, content, taskId }))!;
+          const created = (await postToInbox(tx, context.jobs, {
+            teamId: context.team.id,
+            agentId: context.agent.id,
+            type,
+            title,
+            summary,
+            content,
+            taskId,
+          }))!;
           const foreground = await getForegroundConversation(tx, context.agent.id);
-          await appendMessage(tx, foreground.id, { role: "assistant", content: formatBriefing(title, content), inboxItemId: created.id });
+          await appendMessage(tx, foreground.id, {
+            role: "assistant",
+            content: formatBriefing(title, content),
+            inboxItemId: created.id,
+          });
           return { sent: true, inboxItemId: created.id };
         }),
     }),
@@ -155,8 +191,13 @@ export function teamLeadTools(context: ToolContext) {
         const about = task && task.agentId === context.agent.id ? task.id : context.focusTaskId();
         return context.effect(toolCallId, async (tx) => {
           const asked = await askPerson(tx, context.jobs, context.agent, { question, taskId: about });
-          if (!asked) return "Not asked: the task you are working on has ended already. Drop it and go on with your other work.";
-          return { asked: true, questionId: asked.id, note: "Stop working on this task now; you will be woken with the person's answer." };
+          if (!asked)
+            return "Not asked: the task you are working on has ended already. Drop it and go on with your other work.";
+          return {
+            asked: true,
+            questionId: asked.id,
+            note: "Stop working on this task now; you will be woken with the person's answer.",
+          };
         });
       },
     }),
@@ -171,10 +212,17 @@ export function teamLeadTools(context: ToolContext) {
         const asker = await findSubordinate(context, question.agentId);
         if (!asker) return "Not sent: the subordinate who asked is no longer in your team.";
         return context.effect(toolCallId, async (tx) => {
-          if (!(await answerQuestion(tx, question.id, answer))) return "Not sent: that question was already answered or withdrawn.";
+          if (!(await answerQuestion(tx, question.id, answer)))
+            return "Not sent: that question was already answered or withdrawn.";
           // Only the task that asked resumes.
           if (question.taskId) await setTaskStatus(tx, question.taskId, "in_progress");
-          await queueInput(tx, context.jobs, asker.id, { kind: "answer", leadName: context.agent.name, questionId: question.id, answer }, question.taskId);
+          await queueInput(
+            tx,
+            context.jobs,
+            asker.id,
+            { kind: "answer", leadName: context.agent.name, questionId: question.id, answer },
+            question.taskId,
+          );
           return { sent: true, to: asker.name, questionId: question.id };
         });
       },

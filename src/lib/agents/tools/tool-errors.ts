@@ -10,7 +10,9 @@ export function describeToolError(error: unknown): string {
   if (InvalidToolInputError.isInstance(error)) {
     const issues = findZodIssues(error.cause);
     if (issues.length > 0) {
-      const fields = issues.map((issue) => `\`${issue.path.length ? issue.path.join(".") : "(the arguments)"}\`: ${issue.message}`);
+      const fields = issues.map(
+        (issue) => `\`${issue.path.length ? issue.path.join(".") : "(the arguments)"}\`: ${issue.message}`,
+      );
       return `Error: invalid arguments for ${error.toolName}. Fix ${fields.length === 1 ? "this field" : "these fields"} and call ${error.toolName} again: ${fields.join("; ")}.`;
     }
     return `Error: the arguments for ${error.toolName} are not a valid JSON object (${error.toolInput.slice(0, 200)}). Send a JSON object with the fields the tool describes.`;

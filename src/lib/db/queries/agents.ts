@@ -16,10 +16,17 @@ export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
  * deadlock between the two) gets its error before the deletion commits, and a plain read would
  * still see the agent. Waits at most `waitMs`, then fails like any lock timeout.
  */
-export async function agentAfterDeletions(db: Db, agentId: string, teamId: string | null, waitMs: number): Promise<"present" | "agent-deleted" | "team-deleted"> {
+export async function agentAfterDeletions(
+  db: Db,
+  agentId: string,
+  teamId: string | null,
+  waitMs: number,
+): Promise<"present" | "agent-deleted" | "team-deleted"> {
   return db.transaction(async (tx) => {
     await tx.execute(sql`select set_config('lock_timeout', ${`${waitMs}ms`}, true)`);
-    const agent = await tx.execute(sql`select 1 from agents a join teams t on t.id = a.team_id where a.id = ${agentId} for key share`);
+    const agent = await tx.execute(
+      sql`select 1 from agents a join teams t on t.id = a.team_id where a.id = ${agentId} for key share`,
+    );
     if (agent.length > 0) return "present";
     const team = teamId === null ? [] : await tx.execute(sql`select 1 from teams where id = ${teamId} for key share`);
     return teamId !== null && team.length === 0 ? "team-deleted" : "agent-deleted";
@@ -75,7 +82,14 @@ export async function createSubordinate(db: Db, teamId: string, input: NewSubord
   });
 }
 
-export type AgentChanges = Partial<{ name: string; instructions: string; model: string | null; schedule: string | null; scheduleTimeZone: string | null; toolScope: ToolScope | null }>;
+export type AgentChanges = Partial<{
+  name: string;
+  instructions: string;
+  model: string | null;
+  schedule: string | null;
+  scheduleTimeZone: string | null;
+  toolScope: ToolScope | null;
+}>;
 
 export async function updateAgent(db: Db, agentId: string, changes: AgentChanges): Promise<Agent> {
   const [agent] = await db

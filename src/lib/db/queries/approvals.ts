@@ -86,7 +86,13 @@ export async function hasDecidedUnresolvedApproval(db: Db, conversationId: strin
   const [row] = await db
     .select({ id: approvals.id })
     .from(approvals)
-    .where(and(eq(approvals.conversationId, conversationId), isNull(approvals.resolvedAt), sql`${approvals.status} <> 'pending'`))
+    .where(
+      and(
+        eq(approvals.conversationId, conversationId),
+        isNull(approvals.resolvedAt),
+        sql`${approvals.status} <> 'pending'`,
+      ),
+    )
     .limit(1);
   return row !== undefined;
 }
@@ -111,7 +117,11 @@ export async function withdrawApprovalsOfTask(db: Db, taskId: string, note: stri
     .returning();
 }
 
-export async function withdrawApprovalsOfConversation(db: Db, conversationId: string, note: string): Promise<Approval[]> {
+export async function withdrawApprovalsOfConversation(
+  db: Db,
+  conversationId: string,
+  note: string,
+): Promise<Approval[]> {
   return db
     .update(approvals)
     .set({ status: "withdrawn", decisionNote: note, decidedAt: sql`now()` })
@@ -121,16 +131,28 @@ export async function withdrawApprovalsOfConversation(db: Db, conversationId: st
 
 /** An agent's approvals, newest first (the chat and the agent page show them). */
 export function listAgentApprovals(db: Db, agentId: string, limit = 100): Promise<Approval[]> {
-  return db.select().from(approvals).where(eq(approvals.agentId, agentId)).orderBy(desc(approvals.createdAt)).limit(limit);
+  return db
+    .select()
+    .from(approvals)
+    .where(eq(approvals.agentId, agentId))
+    .orderBy(desc(approvals.createdAt))
+    .limit(limit);
 }
 
 export function listApprovalsByIds(db: Db, ids: readonly string[]): Promise<Approval[]> {
   if (ids.length === 0) return Promise.resolve([]);
-  return db.select().from(approvals).where(inArray(approvals.id, [...ids]));
+  return db
+    .select()
+    .from(approvals)
+    .where(inArray(approvals.id, [...ids]));
 }
 
 /** The approvals of some calls of a conversation (a step's), oldest first. */
-export function listApprovalsOfCalls(db: Db, conversationId: string, toolCallIds: readonly string[]): Promise<Approval[]> {
+export function listApprovalsOfCalls(
+  db: Db,
+  conversationId: string,
+  toolCallIds: readonly string[],
+): Promise<Approval[]> {
   if (toolCallIds.length === 0) return Promise.resolve([]);
   return db
     .select()
@@ -143,7 +165,10 @@ export function listApprovalsOfCalls(db: Db, conversationId: string, toolCallIds
  * The conversation's calls that were held for the person: `awaiting` those still waiting (their
  * calls have no result yet, on purpose), `held` all of them, decided or not (see toModelMessages).
  */
-export async function heldCallIds(db: Db, conversationId: string): Promise<{ awaiting: Set<string>; held: Set<string> }> {
+export async function heldCallIds(
+  db: Db,
+  conversationId: string,
+): Promise<{ awaiting: Set<string>; held: Set<string> }> {
   const rows = await db
     .select({ toolCallId: approvals.toolCallId, status: approvals.status })
     .from(approvals)

@@ -8,11 +8,17 @@ export async function createConversation(db: Db, agentId: string, mode: Conversa
 }
 
 /** The agent's most recent conversation, of one mode or of any. */
-export async function getLatestConversation(db: Db, agentId: string, mode?: ConversationMode): Promise<Conversation | null> {
+export async function getLatestConversation(
+  db: Db,
+  agentId: string,
+  mode?: ConversationMode,
+): Promise<Conversation | null> {
   const [conversation] = await db
     .select()
     .from(conversations)
-    .where(mode ? and(eq(conversations.agentId, agentId), eq(conversations.mode, mode)) : eq(conversations.agentId, agentId))
+    .where(
+      mode ? and(eq(conversations.agentId, agentId), eq(conversations.mode, mode)) : eq(conversations.agentId, agentId),
+    )
     .orderBy(desc(conversations.createdAt))
     .limit(1);
   return conversation ?? null;

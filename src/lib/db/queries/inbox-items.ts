@@ -1,7 +1,15 @@
 import { and, asc, count, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { approvals, inboxItems, questions, type Approval, type InboxItem, type InboxItemType, type Question } from "../schema";
+import {
+  approvals,
+  inboxItems,
+  questions,
+  type Approval,
+  type InboxItem,
+  type InboxItemType,
+  type Question,
+} from "../schema";
 import type { TimelinePosition } from "./timeline";
 import { atMicros, olderThan } from "./keyset";
 
@@ -27,7 +35,10 @@ export async function createInboxItem(db: Db, input: NewInboxItem): Promise<Inbo
  * Creates the item unless one with the same dedupe key exists; returns null then.
  * This is what makes an alert one per failed task, however often the failure is seen.
  */
-export async function createInboxItemOnce(db: Db, input: NewInboxItem & { dedupeKey: string }): Promise<InboxItem | null> {
+export async function createInboxItemOnce(
+  db: Db,
+  input: NewInboxItem & { dedupeKey: string },
+): Promise<InboxItem | null> {
   const [item] = await db
     .insert(inboxItems)
     .values(input)
@@ -44,16 +55,20 @@ export type InboxItemView = InboxItem & { question: Question | null; approval: A
  * keyset position (created_at, id), so items created in the same microsecond page without a
  * gap or a repeat.
  */
-export type InboxFilter = { type?: InboxItemType; teamId?: string; archived?: boolean; before?: TimelinePosition; limit?: number };
+export type InboxFilter = {
+  type?: InboxItemType;
+  teamId?: string;
+  archived?: boolean;
+  before?: TimelinePosition;
+  limit?: number;
+};
 
 export function inboxFilterWhere(filter: InboxFilter): SQL | undefined {
   return and(
     filter.archived ? isNotNull(inboxItems.archivedAt) : isNull(inboxItems.archivedAt),
     filter.type ? eq(inboxItems.type, filter.type) : undefined,
     filter.teamId ? eq(inboxItems.teamId, filter.teamId) : undefined,
-    filter.before
-      ? olderThan(inboxItems.createdAt, inboxItems.id, filter.before)
-      : undefined,
+    filter.before ? olderThan(inboxItems.createdAt, inboxItems.id, filter.before) : undefined,
   );
 }
 
@@ -83,7 +98,10 @@ export async function listInboxItems(db: Db, filter: InboxFilter = {}): Promise<
  * does not answer them), the longest-waiting first: what the team page's Overview asks for.
  */
 export async function listTeamItemsWaitingForPerson(db: Db, teamId: string, limit = 10): Promise<InboxItemView[]> {
-  const rows = await viewQuery(db, and(eq(inboxItems.teamId, teamId), or(eq(questions.status, "open"), eq(approvals.status, "pending"))))
+  const rows = await viewQuery(
+    db,
+    and(eq(inboxItems.teamId, teamId), or(eq(questions.status, "open"), eq(approvals.status, "pending"))),
+  )
     .orderBy(asc(inboxItems.createdAt), asc(inboxItems.id))
     .limit(limit);
   return rows.map(({ item, question, approval }) => ({ ...item, question, approval }));
@@ -130,11 +148,16 @@ export async function countInboxNeedingAttention(db: Db): Promise<{ unread: numb
 }
 
 /** The item that carries a question or an approval, marked read once the person acted on it. */
-export async function markInboxItemOfRead(db: Db, link: { questionId: string } | { approvalId: string }): Promise<void> {
+export async function markInboxItemOfRead(
+  db: Db,
+  link: { questionId: string } | { approvalId: string },
+): Promise<void> {
   await db
     .update(inboxItems)
     .set({ readAt: sql`coalesce(${inboxItems.readAt}, now())` })
-    .where("questionId" in link ? eq(inboxItems.questionId, link.questionId) : eq(inboxItems.approvalId, link.approvalId));
+    .where(
+      "questionId" in link ? eq(inboxItems.questionId, link.questionId) : eq(inboxItems.approvalId, link.approvalId),
+    );
 }
 
 export async function setInboxItemRead(db: Db, itemId: string, read: boolean): Promise<InboxItem> {
@@ -167,7 +190,10 @@ export async function setInboxItemArchived(db: Db, itemId: string, archived: boo
       .update(inboxItems)
       .set(
         archived
-          ? { archivedAt: sql`coalesce(${inboxItems.archivedAt}, now())`, readAt: sql`coalesce(${inboxItems.readAt}, now())` }
+          ? {
+              archivedAt: sql`coalesce(${inboxItems.archivedAt}, now())`,
+              readAt: sql`coalesce(${inboxItems.readAt}, now())`,
+            }
           : { archivedAt: null },
       )
       .where(eq(inboxItems.id, itemId))

@@ -1,6 +1,14 @@
 import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
-import { agents, conversations, knowledgeItems, knowledgeSources, type ConversationMode, type KnowledgeItem, type KnowledgeItemType } from "../schema";
+import {
+  agents,
+  conversations,
+  knowledgeItems,
+  knowledgeSources,
+  type ConversationMode,
+  type KnowledgeItem,
+  type KnowledgeItemType,
+} from "../schema";
 
 export type NewKnowledgeItem = {
   agentId: string;
@@ -22,12 +30,22 @@ export function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<Kn
   const { sourceMessageId, ...values } = input;
   return db.transaction(async (tx) => {
     const [item] = await tx.insert(knowledgeItems).values(values).returning(knowledgeColumns);
-    await addKnowledgeSource(tx, item!.id, { agentId: input.agentId, conversationId: input.sourceConversationId, messageId: sourceMessageId, url: input.sourceUrl });
+    await addKnowledgeSource(tx, item!.id, {
+      agentId: input.agentId,
+      conversationId: input.sourceConversationId,
+      messageId: sourceMessageId,
+      url: input.sourceUrl,
+    });
     return item!;
   });
 }
 
-export type NewKnowledgeSource = { agentId: string; conversationId?: string | null; messageId?: string | null; url?: string | null };
+export type NewKnowledgeSource = {
+  agentId: string;
+  conversationId?: string | null;
+  messageId?: string | null;
+  url?: string | null;
+};
 
 export async function addKnowledgeSource(db: Db, itemId: string, source: NewKnowledgeSource): Promise<void> {
   await db.insert(knowledgeSources).values({
@@ -43,17 +61,30 @@ export async function addKnowledgeSource(db: Db, itemId: string, source: NewKnow
  * A near-duplicate reported again: one more source; the item keeps the higher confidence and
  * gains the source's URL when it had none. Not an edit: `updated_at` stays (it means the person edited it).
  */
-export async function mergeKnowledgeSource(db: Db, itemId: string, source: NewKnowledgeSource & { confidence: number }): Promise<KnowledgeItem | null> {
+export async function mergeKnowledgeSource(
+  db: Db,
+  itemId: string,
+  source: NewKnowledgeSource & { confidence: number },
+): Promise<KnowledgeItem | null> {
   // The same agent saying it again in the same conversation (a tool call, then extraction) is not another source.
   const [known] = await db
     .select({ id: knowledgeSources.id })
     .from(knowledgeSources)
-    .where(and(eq(knowledgeSources.knowledgeItemId, itemId), eq(knowledgeSources.agentId, source.agentId), sql`${knowledgeSources.conversationId} is not distinct from ${source.conversationId ?? null}`))
+    .where(
+      and(
+        eq(knowledgeSources.knowledgeItemId, itemId),
+        eq(knowledgeSources.agentId, source.agentId),
+        sql`${knowledgeSources.conversationId} is not distinct from ${source.conversationId ?? null}`,
+      ),
+    )
     .limit(1);
   if (!known) await addKnowledgeSource(db, itemId, source);
   const [item] = await db
     .update(knowledgeItems)
-    .set({ confidence: sql`greatest(${knowledgeItems.confidence}, ${source.confidence})`, sourceUrl: sql`coalesce(${knowledgeItems.sourceUrl}, ${source.url ?? null})` })
+    .set({
+      confidence: sql`greatest(${knowledgeItems.confidence}, ${source.confidence})`,
+      sourceUrl: sql`coalesce(${knowledgeItems.sourceUrl}, ${source.url ?? null})`,
+    })
     .where(eq(knowledgeItems.id, itemId))
     .returning(knowledgeColumns);
   return item ?? null;
@@ -72,7 +103,10 @@ export type KnowledgeSourceView = {
 };
 
 /** The items with their sources, oldest report first. */
-export async function withKnowledgeSources<T extends { id: string }>(db: Db, items: T[]): Promise<(T & { sources: KnowledgeSourceView[] })[]> {
+export async function withKnowledgeSources<T extends { id: string }>(
+  db: Db,
+  items: T[],
+): Promise<(T & { sources: KnowledgeSourceView[] })[]> {
   if (items.length === 0) return [];
   const rows = await db
     .select({
@@ -88,7 +122,12 @@ export async function withKnowledgeSources<T extends { id: string }>(db: Db, ite
     .from(knowledgeSources)
     .innerJoin(agents, eq(agents.id, knowledgeSources.agentId))
     .leftJoin(conversations, eq(conversations.id, knowledgeSources.conversationId))
-    .where(inArray(knowledgeSources.knowledgeItemId, items.map((item) => item.id)))
+    .where(
+      inArray(
+        knowledgeSources.knowledgeItemId,
+        items.map((item) => item.id),
+      ),
+    )
     .orderBy(asc(knowledgeSources.createdAt), asc(knowledgeSources.id));
   const byItem = new Map<string, KnowledgeSourceView[]>();
   for (const { itemId, ...source } of rows) byItem.set(itemId, [...(byItem.get(itemId) ?? []), source]);
@@ -99,7 +138,14 @@ export async function withKnowledgeSources<T extends { id: string }>(db: Db, ite
  * `teamId`: knowledge has no team of its own; it is its agents' team's (the agent that reported
  * it first). `agentId`: items with a source from that agent.
  */
-export type KnowledgeSearch = { agentId?: string; agentIds?: string[]; teamId?: string; q?: string; type?: KnowledgeItemType; limit?: number };
+export type KnowledgeSearch = {
+  agentId?: string;
+  agentIds?: string[];
+  teamId?: string;
+  q?: string;
+  type?: KnowledgeItemType;
+  limit?: number;
+};
 
 /**
  * Knowledge items, best full-text match first when `q` is given (websearch syntax:
@@ -109,10 +155,13 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
   const conditions: SQL[] = [];
   // An agent's knowledge: every item it reported, first or again.
   if (search.agentId) {
-    conditions.push(sql`exists (select 1 from knowledge_sources s where s.knowledge_item_id = ${knowledgeItems.id} and s.agent_id = ${search.agentId})`);
+    conditions.push(
+      sql`exists (select 1 from knowledge_sources s where s.knowledge_item_id = ${knowledgeItems.id} and s.agent_id = ${search.agentId})`,
+    );
   }
   if (search.agentIds) conditions.push(sql`${knowledgeItems.agentId} = any(${sql.param(search.agentIds)}::uuid[])`);
-  if (search.teamId) conditions.push(sql`${knowledgeItems.agentId} in (select id from agents where team_id = ${search.teamId})`);
+  if (search.teamId)
+    conditions.push(sql`${knowledgeItems.agentId} in (select id from agents where team_id = ${search.teamId})`);
   if (search.type) conditions.push(eq(knowledgeItems.type, search.type));
   const q = search.q?.trim();
   const query = q ? sql`websearch_to_tsquery('english', ${q})` : undefined;
@@ -121,7 +170,10 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
     .select(knowledgeColumns)
     .from(knowledgeItems)
     .where(conditions.length ? and(...conditions) : undefined)
-    .orderBy(...(query ? [desc(sql`ts_rank(${knowledgeItems.searchVector}, ${query})`)] : []), desc(knowledgeItems.createdAt))
+    .orderBy(
+      ...(query ? [desc(sql`ts_rank(${knowledgeItems.searchVector}, ${query})`)] : []),
+      desc(knowledgeItems.createdAt),
+    )
     .limit(Math.min(search.limit ?? 100, 500));
 }
 
@@ -130,10 +182,19 @@ export async function getKnowledgeItem(db: Db, itemId: string): Promise<Knowledg
   return item ?? null;
 }
 
-export type KnowledgeChanges = { content?: string; type?: KnowledgeItemType; sourceUrl?: string | null; confidence?: number };
+export type KnowledgeChanges = {
+  content?: string;
+  type?: KnowledgeItemType;
+  sourceUrl?: string | null;
+  confidence?: number;
+};
 
 /** The person's edit (or a merge of a near-duplicate): the changed fields and `updated_at`; null when the item is gone. */
-export async function updateKnowledgeItem(db: Db, itemId: string, changes: KnowledgeChanges): Promise<KnowledgeItem | null> {
+export async function updateKnowledgeItem(
+  db: Db,
+  itemId: string,
+  changes: KnowledgeChanges,
+): Promise<KnowledgeItem | null> {
   const [item] = await db
     .update(knowledgeItems)
     .set({ ...changes, updatedAt: sql`now()` })
@@ -146,7 +207,9 @@ export async function updateKnowledgeItem(db: Db, itemId: string, changes: Knowl
 export async function deleteKnowledgeItem(db: Db, itemId: string, agentId?: string): Promise<boolean> {
   const deleted = await db
     .delete(knowledgeItems)
-    .where(agentId ? and(eq(knowledgeItems.id, itemId), eq(knowledgeItems.agentId, agentId)) : eq(knowledgeItems.id, itemId))
+    .where(
+      agentId ? and(eq(knowledgeItems.id, itemId), eq(knowledgeItems.agentId, agentId)) : eq(knowledgeItems.id, itemId),
+    )
     .returning({ id: knowledgeItems.id });
   return deleted.length > 0;
 }

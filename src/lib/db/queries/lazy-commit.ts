@@ -27,5 +27,7 @@ export function commitsLazily(db: Db, lazy = true): boolean {
 
 /** The `lazy_commit` FROM item itself, for a statement built once per variant (see prepared.ts). */
 export function lazyCommitClause(lazy: boolean): SQL {
-  return lazy ? sql`(select set_config('synchronous_commit', 'off', true)) as lazy_commit` : sql`(select 1) as lazy_commit`;
+  return lazy
+    ? sql`(select set_config('synchronous_commit', 'off', true)) as lazy_commit`
+    : sql`(select 1) as lazy_commit`;
 }

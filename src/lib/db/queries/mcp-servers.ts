@@ -38,7 +38,11 @@ export function listMcpServers(db: Db, teamId: string, options: { enabledOnly?: 
   return db
     .select()
     .from(mcpServers)
-    .where(options.enabledOnly ? and(eq(mcpServers.teamId, teamId), eq(mcpServers.enabled, true)) : eq(mcpServers.teamId, teamId))
+    .where(
+      options.enabledOnly
+        ? and(eq(mcpServers.teamId, teamId), eq(mcpServers.enabled, true))
+        : eq(mcpServers.teamId, teamId),
+    )
     .orderBy(asc(mcpServers.createdAt));
 }
 
@@ -62,10 +66,18 @@ export async function deleteMcpServer(db: Db, serverId: string): Promise<void> {
  * every call fails connects fine each time, and its error must stay on the page. The error
  * goes when a call succeeds or the person clears it (clearMcpServerError).
  */
-export async function recordMcpServerState(db: Db, serverId: string, state: { tools: McpToolInfo[] } | { error: string }): Promise<void> {
+export async function recordMcpServerState(
+  db: Db,
+  serverId: string,
+  state: { tools: McpToolInfo[] } | { error: string },
+): Promise<void> {
   await db
     .update(mcpServers)
-    .set("tools" in state ? { tools: state.tools, lastConnectedAt: sql`now()` } : { lastError: state.error, lastErrorAt: sql`now()` })
+    .set(
+      "tools" in state
+        ? { tools: state.tools, lastConnectedAt: sql`now()` }
+        : { lastError: state.error, lastErrorAt: sql`now()` },
+    )
     .where(eq(mcpServers.id, serverId));
 }
 

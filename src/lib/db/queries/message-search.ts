@@ -7,7 +7,6 @@ import { atMicros, olderThan } from "./keyset";
 /** Where a match sits in the newest-first order: its time in microseconds (Postgres keeps them; a JS Date would not), then its id. */
 export type SearchPosition = { atMicros: bigint; id: string };
 
-
 /** A message this short is its own snippet, whole; a longer one shows up to two fragments around its matches. */
 const WHOLE_SNIPPET_CHARS = 280;
 
@@ -27,7 +26,9 @@ export type MessageMatch = {
 
 /** The words of a search as Postgres reads them; zero nodes when it holds only stop words ("the", "and"). */
 export async function searchTermCount(db: Db, q: string): Promise<number> {
-  const [row] = await db.execute<{ nodes: number }>(sql`select numnode(websearch_to_tsquery('english', ${q})) as nodes`);
+  const [row] = await db.execute<{ nodes: number }>(
+    sql`select numnode(websearch_to_tsquery('english', ${q})) as nodes`,
+  );
   return Number(row?.nodes ?? 0);
 }
 
@@ -38,10 +39,11 @@ export async function searchTermCount(db: Db, q: string): Promise<number> {
  * those of `messages_content_search_idx`, so the index finds the rows. Snippets are made for
  * the page's rows only.
  */
-export async function searchTeamMessages(db: Db, input: { teamId: string; q: string; before?: SearchPosition; limit: number }): Promise<MessageMatch[]> {
-  const after = input.before
-    ? sql`and ${olderThan(sql`m.created_at`, sql`m.id`, input.before)}`
-    : sql``;
+export async function searchTeamMessages(
+  db: Db,
+  input: { teamId: string; q: string; before?: SearchPosition; limit: number },
+): Promise<MessageMatch[]> {
+  const after = input.before ? sql`and ${olderThan(sql`m.created_at`, sql`m.id`, input.before)}` : sql``;
   // The query is spelled out in place (not a CTE): as a stable expression of a parameter it can be the GIN index's condition.
   const query = sql`websearch_to_tsquery('english', ${input.q})`;
   return db.execute<MessageMatch>(sql`

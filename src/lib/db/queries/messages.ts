@@ -55,7 +55,12 @@ export async function appendMessages(
     const appended: Message[] = [];
     // The first append's lock holds until commit, so the rest follow it unbroken.
     for (const [index, message] of newMessages.entries()) {
-      appended.push(await appendOne(tx, conversationId, index === 0 ? message : { ...message, previousMessageId: undefined }, { ...options, lazyCommit: false }));
+      appended.push(
+        await appendOne(tx, conversationId, index === 0 ? message : { ...message, previousMessageId: undefined }, {
+          ...options,
+          lazyCommit: false,
+        }),
+      );
     }
     return appended;
   });
@@ -82,7 +87,10 @@ export type AppendOptions = {
 /** The writing session no longer holds its agent: another worker took the agent over (see AppendOptions.heldBy). */
 export class SessionTakenOver extends CadreError {
   constructor(sessionId: string) {
-    super("conflict:session_taken_over", `Work session ${sessionId} was taken over by another worker; it writes nothing more.`);
+    super(
+      "conflict:session_taken_over",
+      `Work session ${sessionId} was taken over by another worker; it writes nothing more.`,
+    );
   }
 }
 
@@ -109,10 +117,18 @@ type AppendValues = {
 
 type AppendVariant = `${"lazy" | "durable"}${"" | "-after"}${"" | "-held"}${"" | "-usage"}`;
 
-const appendStatement = statementVariants<AppendVariant, MessageRow & { tail: string | null; held: boolean }, AppendValues>((variant) => {
+const appendStatement = statementVariants<
+  AppendVariant,
+  MessageRow & { tail: string | null; held: boolean },
+  AppendValues
+>((variant) => {
   const value = (name: keyof AppendValues) => sql.placeholder(name);
-  const after = variant.includes("-after") ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid` : sql`true`;
-  const held = variant.includes("-held") ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')` : sql`true`;
+  const after = variant.includes("-after")
+    ? sql`c.last_message_id is not distinct from ${value("expected")}::uuid`
+    : sql`true`;
+  const held = variant.includes("-held")
+    ? sql`exists (select 1 from work_sessions s where s.id = ${value("heldBy")}::uuid and s.status = 'running')`
+    : sql`true`;
   const withUsage = variant.endsWith("-usage");
   // The usage row is written whatever the append finds: the call was made, and its cost counts
   // even when the conversation is gone (its agent removed meanwhile) or the answer is refused.
@@ -169,9 +185,19 @@ function toolCallsOf(calls: ReturnType<typeof sql.placeholder>): SQL {
                 from jsonb_array_elements(${calls}::jsonb) with ordinality as calls(call, n))`;
 }
 
-async function appendOne(db: Db, conversationId: string, message: NewMessage, options: AppendOptions): Promise<Message> {
+async function appendOne(
+  db: Db,
+  conversationId: string,
+  message: NewMessage,
+  options: AppendOptions,
+): Promise<Message> {
   const expected = message.previousMessageId;
-  const toolCalls = message.toolCalls && message.toolCalls.length > 0 ? JSON.stringify(message.toolCalls, (_key, value: unknown) => (typeof value === "string" ? storable(value) : value)) : null;
+  const toolCalls =
+    message.toolCalls && message.toolCalls.length > 0
+      ? JSON.stringify(message.toolCalls, (_key, value: unknown) =>
+          typeof value === "string" ? storable(value) : value,
+        )
+      : null;
   const variant: AppendVariant = `${commitsLazily(db, options.lazyCommit ?? false) ? "lazy" : "durable"}${expected === undefined ? "" : "-after"}${options.heldBy ? "-held" : ""}${options.usage ? "-usage" : ""}`;
   const rows = await appendStatement(variant)(db, {
     id: message.id ?? null,
@@ -205,13 +231,23 @@ async function appendOne(db: Db, conversationId: string, message: NewMessage, op
  * lazyCommit), for a row that a durable commit right after flushes too: a step's
  * assistant row, which its tool's result follows.
  */
-export async function appendMessage(db: Db, conversationId: string, message: NewMessage, options: AppendOptions = {}): Promise<Message> {
+export async function appendMessage(
+  db: Db,
+  conversationId: string,
+  message: NewMessage,
+  options: AppendOptions = {},
+): Promise<Message> {
   const [appended] = await appendMessages(db, conversationId, [message], options);
   return appended!;
 }
 
 /** Stores one tool result, linked to its call by toolCallId. Non-string results are stored as JSON. */
-export function addToolResultMessage(db: Db, conversationId: string, toolCallId: string, result: unknown): Promise<Message> {
+export function addToolResultMessage(
+  db: Db,
+  conversationId: string,
+  toolCallId: string,
+  result: unknown,
+): Promise<Message> {
   const content = typeof result === "string" ? result : JSON.stringify(result ?? null);
   return appendMessage(db, conversationId, { role: "tool", toolCallId, content });
 }
@@ -275,7 +311,9 @@ export function getBackgroundContext(db: Db, agentId: string): Promise<Message[]
 }
 
 async function readContext(db: Db, conversation: SQL): Promise<Message[]> {
-  const rows = await executePrepared<MessageRow & { depth: number }>(db, sql`
+  const rows = await executePrepared<MessageRow & { depth: number }>(
+    db,
+    sql`
     with recursive chain as (
       select ${messageColumns}, 0 as depth
         from conversations c join messages m on m.id = c.last_message_id
@@ -285,7 +323,8 @@ async function readContext(db: Db, conversation: SQL): Promise<Message[]> {
         from chain join messages m on m.id = chain.previous_message_id
        where chain.role <> 'summary'
     )
-    select * from chain order by depth desc`);
+    select * from chain order by depth desc`,
+  );
   return rows.map(toMessage);
 }
 
@@ -295,7 +334,9 @@ async function readContext(db: Db, conversation: SQL): Promise<Message[]> {
  * it is, not the log's length.
  */
 export async function latestInContext(db: Db, conversationId: string, like: string): Promise<string | null> {
-  const [row] = await executePrepared<{ role: MessageRole; content: string }>(db, sql`
+  const [row] = await executePrepared<{ role: MessageRole; content: string }>(
+    db,
+    sql`
     with recursive chain as (
       select m.role, m.content, m.previous_message_id
         from conversations c join messages m on m.id = c.last_message_id
@@ -305,7 +346,8 @@ export async function latestInContext(db: Db, conversationId: string, like: stri
         from chain join messages m on m.id = chain.previous_message_id
        where chain.role <> 'summary' and not (chain.role = 'user' and chain.content like ${like})
     )
-    select role, content from chain where role = 'summary' or (role = 'user' and content like ${like}) limit 1`);
+    select role, content from chain where role = 'summary' or (role = 'user' and content like ${like}) limit 1`,
+  );
   return row && row.role !== "summary" ? row.content : null;
 }
 
@@ -315,7 +357,9 @@ export async function latestInContext(db: Db, conversationId: string, like: stri
  * held for the person, withdrawn when its task ended), which answers nothing the model awaits.
  */
 export async function tailAnswersLastCall(db: Db, conversationId: string): Promise<boolean> {
-  const [row] = await executePrepared<{ answers: boolean }>(db, sql`
+  const [row] = await executePrepared<{ answers: boolean }>(
+    db,
+    sql`
     with recursive chain as (
       select m.role, m.tool_calls, m.previous_message_id, m.tool_call_id as tail_call
         from conversations c join messages m on m.id = c.last_message_id
@@ -326,7 +370,8 @@ export async function tailAnswersLastCall(db: Db, conversationId: string): Promi
        where chain.role = 'tool'
     )
     select coalesce(role = 'assistant' and tool_calls @> jsonb_build_array(jsonb_build_object('toolCallId', tail_call)), false) as answers
-      from chain where role <> 'tool' limit 1`);
+      from chain where role <> 'tool' limit 1`,
+  );
   return row?.answers ?? false;
 }
 
@@ -365,8 +410,14 @@ export async function listMessages(
     select * from chain order by depth desc`);
   if (rows.length === 0 && options.before) {
     // Nothing before it: the first message, or no message of this conversation at all.
-    const [cursor] = await db.execute<{ id: string }>(sql`select id from messages where id = ${options.before} and conversation_id = ${conversationId}`);
-    if (!cursor) throw new CadreError("not_found:message", `No message ${options.before} in this conversation: page back with the id of the oldest message a page returned.`);
+    const [cursor] = await db.execute<{ id: string }>(
+      sql`select id from messages where id = ${options.before} and conversation_id = ${conversationId}`,
+    );
+    if (!cursor)
+      throw new CadreError(
+        "not_found:message",
+        `No message ${options.before} in this conversation: page back with the id of the oldest message a page returned.`,
+      );
   }
   return rows.map(toMessage);
 }
@@ -375,9 +426,18 @@ export async function listMessages(
  * Every message after `afterMessageId` (from the first message when null), in chain order;
  * with `limit`, only the next that many: a page forwards, whose last id starts the next.
  */
-export async function getMessagesSince(db: Db, conversationId: string, afterMessageId: string | null, options: { limit?: number } = {}): Promise<Message[]> {
+export async function getMessagesSince(
+  db: Db,
+  conversationId: string,
+  afterMessageId: string | null,
+  options: { limit?: number } = {},
+): Promise<Message[]> {
   const variant = `${afterMessageId ? "after" : "from-start"}${options.limit === undefined ? "" : "-page"}` as const;
-  const rows = await messagesSinceStatement(variant)(db, { conversationId, afterMessageId, limit: options.limit ?? null });
+  const rows = await messagesSinceStatement(variant)(db, {
+    conversationId,
+    afterMessageId,
+    limit: options.limit ?? null,
+  });
   return rows.map(toMessage);
 }
 

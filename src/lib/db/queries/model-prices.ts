@@ -21,6 +21,9 @@ export async function upsertModelPrice(db: Db, model: string, price: TokenPrice)
 
 /** Removes a model's own price; false when it had none. */
 export async function deleteModelPrice(db: Db, model: string): Promise<boolean> {
-  const deleted = await db.delete(modelPrices).where(eq(modelPrices.model, model)).returning({ model: modelPrices.model });
+  const deleted = await db
+    .delete(modelPrices)
+    .where(eq(modelPrices.model, model))
+    .returning({ model: modelPrices.model });
   return deleted.length > 0;
 }

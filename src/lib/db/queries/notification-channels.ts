@@ -24,7 +24,11 @@ export type NewNotificationChannel =
   | { type: "webhook"; name: string; url: string; secret: string; kinds: NotificationKind[] }
   | { type: "email"; name: string; recipient: string; kinds: NotificationKind[] };
 
-export async function insertNotificationChannel(db: Db, teamId: string, input: NewNotificationChannel): Promise<NotificationChannel> {
+export async function insertNotificationChannel(
+  db: Db,
+  teamId: string,
+  input: NewNotificationChannel,
+): Promise<NotificationChannel> {
   const [channel] = await db
     .insert(notificationChannels)
     .values({ teamId, ...input })
@@ -34,11 +38,21 @@ export async function insertNotificationChannel(db: Db, teamId: string, input: N
 
 /** Oldest first, so a team's list does not reorder as channels are added. */
 export function listNotificationChannels(db: Db, teamId: string): Promise<PublicNotificationChannel[]> {
-  return db.select(publicColumns).from(notificationChannels).where(eq(notificationChannels.teamId, teamId)).orderBy(asc(notificationChannels.createdAt));
+  return db
+    .select(publicColumns)
+    .from(notificationChannels)
+    .where(eq(notificationChannels.teamId, teamId))
+    .orderBy(asc(notificationChannels.createdAt));
 }
 
-export async function getPublicNotificationChannel(db: Db, channelId: string): Promise<PublicNotificationChannel | null> {
-  const [channel] = await db.select(publicColumns).from(notificationChannels).where(eq(notificationChannels.id, channelId));
+export async function getPublicNotificationChannel(
+  db: Db,
+  channelId: string,
+): Promise<PublicNotificationChannel | null> {
+  const [channel] = await db
+    .select(publicColumns)
+    .from(notificationChannels)
+    .where(eq(notificationChannels.id, channelId));
   return channel ?? null;
 }
 
@@ -71,9 +85,19 @@ export async function listChannelIdsForKind(db: Db, teamId: string, kind: Notifi
   return rows.map((row) => row.id);
 }
 
-export type NotificationChannelChanges = Partial<{ name: string; url: string; recipient: string; kinds: NotificationKind[]; enabled: boolean }>;
+export type NotificationChannelChanges = Partial<{
+  name: string;
+  url: string;
+  recipient: string;
+  kinds: NotificationKind[];
+  enabled: boolean;
+}>;
 
-export async function updateNotificationChannel(db: Db, channelId: string, changes: NotificationChannelChanges): Promise<PublicNotificationChannel> {
+export async function updateNotificationChannel(
+  db: Db,
+  channelId: string,
+  changes: NotificationChannelChanges,
+): Promise<PublicNotificationChannel> {
   const [channel] = await db
     .update(notificationChannels)
     .set({ ...changes, updatedAt: sql`now()` })
@@ -85,7 +109,10 @@ export async function updateNotificationChannel(db: Db, channelId: string, chang
 
 /** Its delivery log goes with it (cascade). */
 export async function deleteNotificationChannel(db: Db, channelId: string): Promise<void> {
-  const deleted = await db.delete(notificationChannels).where(eq(notificationChannels.id, channelId)).returning({ id: notificationChannels.id });
+  const deleted = await db
+    .delete(notificationChannels)
+    .where(eq(notificationChannels.id, channelId))
+    .returning({ id: notificationChannels.id });
   if (deleted.length === 0) throw notFound("notification_channel", channelId);
 }
 
@@ -94,7 +121,11 @@ export async function deleteNotificationChannel(db: Db, channelId: string): Prom
  * teams.ts: a team deleted meanwhile makes this a 404, not a foreign-key violation), then
  * reads the channel again; 404 `not_found:notification_channel` when it is gone.
  */
-export function writeUnderNotificationChannel<T>(db: Db, channelId: string, write: (tx: Db, channel: NotificationChannel) => Promise<T>): Promise<T> {
+export function writeUnderNotificationChannel<T>(
+  db: Db,
+  channelId: string,
+  write: (tx: Db, channel: NotificationChannel) => Promise<T>,
+): Promise<T> {
   return db.transaction(async (tx) => {
     const [held] = await tx
       .select({ id: teams.id })

@@ -4,7 +4,13 @@ import { notificationChannels, notifications, type Notification, type Notificati
 
 export type NotificationPayload = Notification["payload"];
 
-export type NewNotification = { channelId: string; teamId: string; inboxItemId: string | null; kind: string; payload: NotificationPayload };
+export type NewNotification = {
+  channelId: string;
+  teamId: string;
+  inboxItemId: string | null;
+  kind: string;
+  payload: NotificationPayload;
+};
 
 export async function insertNotifications(db: Db, rows: NewNotification[]): Promise<Notification[]> {
   if (rows.length === 0) return [];
@@ -37,7 +43,12 @@ export async function markNotificationSent(db: Db, notificationId: string): Prom
 }
 
 /** Records why an attempt failed; `final` also gives up on it (status failed). A sent notification stays sent. */
-export async function recordNotificationFailure(db: Db, notificationId: string, error: string, options: { final: boolean }): Promise<void> {
+export async function recordNotificationFailure(
+  db: Db,
+  notificationId: string,
+  error: string,
+  options: { final: boolean },
+): Promise<void> {
   // status is always set (to itself when not final): the live-event trigger fires on updates
   // of status or attempts only, and the delivery log should show the error as it is recorded.
   const status: NotificationStatus = options.final ? "failed" : "pending";
@@ -62,7 +73,16 @@ export async function giveUpOnNotification(db: Db, notificationId: string, reaso
 
 export type NotificationDelivery = Pick<
   Notification,
-  "id" | "channelId" | "inboxItemId" | "kind" | "status" | "attempts" | "lastError" | "createdAt" | "lastAttemptAt" | "sentAt"
+  | "id"
+  | "channelId"
+  | "inboxItemId"
+  | "kind"
+  | "status"
+  | "attempts"
+  | "lastError"
+  | "createdAt"
+  | "lastAttemptAt"
+  | "sentAt"
 > & { channelName: string; title: string };
 
 /** The team's delivery log, newest first. */

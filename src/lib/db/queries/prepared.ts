@@ -22,7 +22,9 @@ export async function executePrepared<T>(db: Db, query: SQL): Promise<T[]> {
  * reads for the next call) cost more of this process's CPU than the round trip itself.
  * Rows come as postgres-js gives them: snake_case columns, timestamps as Dates, json parsed.
  */
-export function statement<T, Values extends Record<string, unknown>>(build: () => SQL): (db: Db, values: Values) => Promise<T[]> {
+export function statement<T, Values extends Record<string, unknown>>(
+  build: () => SQL,
+): (db: Db, values: Values) => Promise<T[]> {
   let built: Query | undefined;
   return (db, values) => {
     built ??= dialect.sqlToQuery(build());

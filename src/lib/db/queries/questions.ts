@@ -43,6 +43,10 @@ export async function withdrawQuestionsOfTask(db: Db, taskId: string): Promise<v
 }
 
 export async function hasOpenQuestion(db: Db, taskId: string): Promise<boolean> {
-  const [row] = await db.select({ id: questions.id }).from(questions).where(and(eq(questions.taskId, taskId), eq(questions.status, "open"))).limit(1);
+  const [row] = await db
+    .select({ id: questions.id })
+    .from(questions)
+    .where(and(eq(questions.taskId, taskId), eq(questions.status, "open")))
+    .limit(1);
   return row !== undefined;
 }

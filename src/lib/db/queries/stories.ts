@@ -28,7 +28,13 @@ export type StoryTaskRow = {
   atMicros: string;
 };
 
-export type StoryRootQuery = { teamId: string; agentId?: string; kind?: TimelineKind; before?: KeysetPosition; limit: number };
+export type StoryRootQuery = {
+  teamId: string;
+  agentId?: string;
+  kind?: TimelineKind;
+  before?: KeysetPosition;
+  limit: number;
+};
 
 const taskColumns = sql`t.id, t.root_task_id as "rootTaskId", t.parent_task_id as "parentTaskId", t.agent_id as "agentId", a.name as "agentName",
   a.role as "agentRole", t.source, t.title, t.description, t.status, t.result,

@@ -47,7 +47,9 @@ export function listTasksByAgent(db: Db, agentId: string, statuses?: readonly Ta
   return db
     .select()
     .from(tasks)
-    .where(statuses ? and(eq(tasks.agentId, agentId), inArray(tasks.status, [...statuses])) : eq(tasks.agentId, agentId))
+    .where(
+      statuses ? and(eq(tasks.agentId, agentId), inArray(tasks.status, [...statuses])) : eq(tasks.agentId, agentId),
+    )
     .orderBy(desc(tasks.createdAt))
     .prepare("list_tasks_by_agent")
     .execute();
@@ -58,7 +60,11 @@ export function listTasksByAgent(db: Db, agentId: string, statuses?: readonly Ta
  * ones (newest first), and how many ended ones there are in all. A page listing all of an
  * agent's 10 000 tasks took seconds to render.
  */
-export async function listTasksForAgentPage(db: Db, agentId: string, limit: number): Promise<{ tasks: Task[]; endedCount: number }> {
+export async function listTasksForAgentPage(
+  db: Db,
+  agentId: string,
+  limit: number,
+): Promise<{ tasks: Task[]; endedCount: number }> {
   const [open, ended, [counted]] = await Promise.all([
     listTasksByAgent(db, agentId, openTaskStatuses),
     db
@@ -135,15 +141,27 @@ export async function listOpenTaskTree(db: Db, taskId: string): Promise<Task[]> 
 }
 
 /** A task and everything delegated from it, at any depth, parents first, each with the name of the agent that did it. */
-export type TaskTreeNode = Pick<Task, "id" | "parentTaskId" | "agentId" | "title" | "status" | "result" | "source" | "createdAt" | "updatedAt"> & {
+export type TaskTreeNode = Pick<
+  Task,
+  "id" | "parentTaskId" | "agentId" | "title" | "status" | "result" | "source" | "createdAt" | "updatedAt"
+> & {
   agentName: string;
   depth: number;
 };
 
 export async function listTaskTree(db: Db, taskId: string): Promise<TaskTreeNode[]> {
   const rows = await db.execute<{
-    id: string; parent_task_id: string | null; agent_id: string; agent_name: string; title: string; status: TaskStatus;
-    result: string | null; source: Task["source"]; created_at: string; updated_at: string; depth: number;
+    id: string;
+    parent_task_id: string | null;
+    agent_id: string;
+    agent_name: string;
+    title: string;
+    status: TaskStatus;
+    result: string | null;
+    source: Task["source"];
+    created_at: string;
+    updated_at: string;
+    depth: number;
   }>(sql`
     with recursive tree as (
       select id, 0 as depth from tasks where id = ${taskId}
@@ -173,7 +191,10 @@ export async function listTaskTree(db: Db, taskId: string): Promise<TaskTreeNode
 /** Which of these tasks delegated anything: only they get a delegation tree to open. */
 export async function listTasksWithSubtasks(db: Db, taskIds: string[]): Promise<Set<string>> {
   if (taskIds.length === 0) return new Set();
-  const rows = await db.selectDistinct({ parentTaskId: tasks.parentTaskId }).from(tasks).where(inArray(tasks.parentTaskId, taskIds));
+  const rows = await db
+    .selectDistinct({ parentTaskId: tasks.parentTaskId })
+    .from(tasks)
+    .where(inArray(tasks.parentTaskId, taskIds));
   return new Set(rows.flatMap((row) => (row.parentTaskId ? [row.parentTaskId] : [])));
 }
 

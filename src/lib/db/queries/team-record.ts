@@ -29,11 +29,19 @@ const teamAgentIds = (teamId: string) => sql`(select id from agents where team_i
 
 export function listTeamAgentsForRecord(db: Db, teamId: string) {
   const { wakeRequestedAt: _wake, ...columns } = getTableColumns(agents);
-  return db.select(columns).from(agents).where(eq(agents.teamId, teamId)).orderBy(asc(agents.createdAt), asc(agents.id));
+  return db
+    .select(columns)
+    .from(agents)
+    .where(eq(agents.teamId, teamId))
+    .orderBy(asc(agents.createdAt), asc(agents.id));
 }
 
 export function listTeamTasks(db: Db, teamId: string) {
-  return db.select().from(tasks).where(inArray(tasks.agentId, teamAgentIds(teamId))).orderBy(asc(tasks.createdAt), asc(tasks.id));
+  return db
+    .select()
+    .from(tasks)
+    .where(inArray(tasks.agentId, teamAgentIds(teamId)))
+    .orderBy(asc(tasks.createdAt), asc(tasks.id));
 }
 
 export function listTeamConversations(db: Db, teamId: string) {
@@ -54,15 +62,27 @@ export function listTeamWorkSessions(db: Db, teamId: string) {
 }
 
 export function listTeamInboxItems(db: Db, teamId: string) {
-  return db.select().from(inboxItems).where(eq(inboxItems.teamId, teamId)).orderBy(asc(inboxItems.createdAt), asc(inboxItems.id));
+  return db
+    .select()
+    .from(inboxItems)
+    .where(eq(inboxItems.teamId, teamId))
+    .orderBy(asc(inboxItems.createdAt), asc(inboxItems.id));
 }
 
 export function listTeamQuestions(db: Db, teamId: string) {
-  return db.select().from(questions).where(inArray(questions.agentId, teamAgentIds(teamId))).orderBy(asc(questions.createdAt), asc(questions.id));
+  return db
+    .select()
+    .from(questions)
+    .where(inArray(questions.agentId, teamAgentIds(teamId)))
+    .orderBy(asc(questions.createdAt), asc(questions.id));
 }
 
 export function listTeamApprovals(db: Db, teamId: string) {
-  return db.select().from(approvals).where(eq(approvals.teamId, teamId)).orderBy(asc(approvals.createdAt), asc(approvals.id));
+  return db
+    .select()
+    .from(approvals)
+    .where(eq(approvals.teamId, teamId))
+    .orderBy(asc(approvals.createdAt), asc(approvals.id));
 }
 
 /** The team's knowledge, each item with its sources (every report of it: agent, conversation, message, URL). */
@@ -77,13 +97,21 @@ export async function listTeamKnowledge(db: Db, teamId: string) {
 }
 
 export function listTeamToolPolicies(db: Db, teamId: string) {
-  return db.select().from(toolPolicyRules).where(eq(toolPolicyRules.teamId, teamId)).orderBy(asc(toolPolicyRules.toolName), asc(toolPolicyRules.id));
+  return db
+    .select()
+    .from(toolPolicyRules)
+    .where(eq(toolPolicyRules.teamId, teamId))
+    .orderBy(asc(toolPolicyRules.toolName), asc(toolPolicyRules.id));
 }
 
 /** Notification channels without their signing secret; the URL masked (a Slack webhook's path is its credential). */
 export async function listTeamNotificationChannels(db: Db, teamId: string) {
   const { secret: _secret, ...columns } = getTableColumns(notificationChannels);
-  const channels = await db.select(columns).from(notificationChannels).where(eq(notificationChannels.teamId, teamId)).orderBy(asc(notificationChannels.createdAt));
+  const channels = await db
+    .select(columns)
+    .from(notificationChannels)
+    .where(eq(notificationChannels.teamId, teamId))
+    .orderBy(asc(notificationChannels.createdAt));
   return channels.map((channel) => ({ ...channel, url: channel.url === null ? null : maskUrl(channel.url) }));
 }
 
@@ -96,8 +124,12 @@ export async function listTeamMcpServersForRecord(db: Db, teamId: string) {
   const servers = await db
     .select({
       ...columns,
-      headerNames: sql<string[]>`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.headers}) k)`,
-      envNames: sql<string[]>`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.env}) k)`,
+      headerNames: sql<
+        string[]
+      >`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.headers}) k)`,
+      envNames: sql<
+        string[]
+      >`(select coalesce(jsonb_agg(k order by k), '[]'::jsonb) from jsonb_object_keys(${mcpServers.env}) k)`,
       argCount: sql<number>`jsonb_array_length(${mcpServers.args})`,
     })
     .from(mcpServers)
@@ -112,7 +144,9 @@ export async function listTeamMcpServersForRecord(db: Db, teamId: string) {
  * microseconds a JS Date would lose).
  */
 export function listTeamUsagePage(db: Db, teamId: string, afterId: string | null, limit: number): Promise<Usage[]> {
-  const after = afterId ? sql`(${usage.createdAt}, ${usage.id}) > (select u.created_at, u.id from usage u where u.id = ${afterId})` : undefined;
+  const after = afterId
+    ? sql`(${usage.createdAt}, ${usage.id}) > (select u.created_at, u.id from usage u where u.id = ${afterId})`
+    : undefined;
   return db
     .select()
     .from(usage)
@@ -130,7 +164,14 @@ export function listTasksEndedIn(db: Db, teamId: string, window: Window) {
     .select({ task: tasks, agentName: agents.name })
     .from(tasks)
     .innerJoin(agents, eq(agents.id, tasks.agentId))
-    .where(and(eq(agents.teamId, teamId), isNotNull(tasks.completedAt), gte(tasks.completedAt, window.from), lt(tasks.completedAt, window.to)))
+    .where(
+      and(
+        eq(agents.teamId, teamId),
+        isNotNull(tasks.completedAt),
+        gte(tasks.completedAt, window.from),
+        lt(tasks.completedAt, window.to),
+      ),
+    )
     .orderBy(asc(tasks.completedAt), asc(tasks.id));
 }
 
@@ -139,7 +180,9 @@ export function listInboxItemsIn(db: Db, teamId: string, window: Window) {
     .select({ item: inboxItems, agentName: agents.name })
     .from(inboxItems)
     .innerJoin(agents, eq(agents.id, inboxItems.agentId))
-    .where(and(eq(inboxItems.teamId, teamId), gte(inboxItems.createdAt, window.from), lt(inboxItems.createdAt, window.to)))
+    .where(
+      and(eq(inboxItems.teamId, teamId), gte(inboxItems.createdAt, window.from), lt(inboxItems.createdAt, window.to)),
+    )
     .orderBy(asc(inboxItems.createdAt), asc(inboxItems.id));
 }
 
@@ -153,7 +196,10 @@ export function listQuestionsIn(db: Db, teamId: string, window: Window) {
     .where(
       and(
         eq(agents.teamId, teamId),
-        or(and(gte(questions.createdAt, window.from), lt(questions.createdAt, window.to)), and(gte(questions.answeredAt, window.from), lt(questions.answeredAt, window.to))),
+        or(
+          and(gte(questions.createdAt, window.from), lt(questions.createdAt, window.to)),
+          and(gte(questions.answeredAt, window.from), lt(questions.answeredAt, window.to)),
+        ),
       ),
     )
     .orderBy(asc(questions.createdAt), asc(questions.id));
@@ -162,10 +208,24 @@ export function listQuestionsIn(db: Db, teamId: string, window: Window) {
 /** Knowledge first reported in the window, with its sources (a later report of an older item is not news). */
 export async function listKnowledgeIn(db: Db, teamId: string, window: Window) {
   const items = await db
-    .select({ id: knowledgeItems.id, type: knowledgeItems.type, content: knowledgeItems.content, confidence: knowledgeItems.confidence, sourceUrl: knowledgeItems.sourceUrl, createdAt: knowledgeItems.createdAt, agentName: agents.name })
+    .select({
+      id: knowledgeItems.id,
+      type: knowledgeItems.type,
+      content: knowledgeItems.content,
+      confidence: knowledgeItems.confidence,
+      sourceUrl: knowledgeItems.sourceUrl,
+      createdAt: knowledgeItems.createdAt,
+      agentName: agents.name,
+    })
     .from(knowledgeItems)
     .innerJoin(agents, eq(agents.id, knowledgeItems.agentId))
-    .where(and(eq(agents.teamId, teamId), gte(knowledgeItems.createdAt, window.from), lt(knowledgeItems.createdAt, window.to)))
+    .where(
+      and(
+        eq(agents.teamId, teamId),
+        gte(knowledgeItems.createdAt, window.from),
+        lt(knowledgeItems.createdAt, window.to),
+      ),
+    )
     .orderBy(asc(knowledgeItems.createdAt), asc(knowledgeItems.id));
   return withKnowledgeSources(db, items);
 }

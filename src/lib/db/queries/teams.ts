@@ -56,9 +56,18 @@ export async function requireTeam(db: Db, teamId: string): Promise<Team> {
   return team;
 }
 
-export type TeamChanges = Partial<{ name: string; mission: string; dailyTokenBudget: number | null; dailyCostBudgetUsd: number | null }>;
+export type TeamChanges = Partial<{
+  name: string;
+  mission: string;
+  dailyTokenBudget: number | null;
+  dailyCostBudgetUsd: number | null;
+}>;
 
-export async function updateTeam(db: Db, teamId: string, changes: TeamChanges & { status?: TeamStatus }): Promise<Team> {
+export async function updateTeam(
+  db: Db,
+  teamId: string,
+  changes: TeamChanges & { status?: TeamStatus },
+): Promise<Team> {
   const [team] = await db
     .update(teams)
     .set({ ...changes, updatedAt: sql`now()` })
@@ -74,22 +83,42 @@ export async function updateTeam(db: Db, teamId: string, changes: TeamChanges & 
  * a deadlock's victim runs again, and a second deletion then finds the team gone (404).
  */
 export async function deleteTeam(db: Db, teamId: string): Promise<void> {
-  const deleted = await retryingTransaction(db, (tx) => tx.delete(teams).where(eq(teams.id, teamId)).returning({ id: teams.id }));
+  const deleted = await retryingTransaction(db, (tx) =>
+    tx.delete(teams).where(eq(teams.id, teamId)).returning({ id: teams.id }),
+  );
   if (deleted.length === 0) throw notFound("team", teamId);
 }
 
 /** What deleting a team takes with it, counted for the confirmation that says so. */
-export type TeamContents = { agents: number; tasks: number; messages: number; knowledgeItems: number; inboxItems: number };
+export type TeamContents = {
+  agents: number;
+  tasks: number;
+  messages: number;
+  knowledgeItems: number;
+  inboxItems: number;
+};
 
 export async function countTeamContents(db: Db, teamId: string): Promise<TeamContents> {
-  const [row] = await db.execute<{ agents: number; tasks: number; messages: number; knowledge_items: number; inbox_items: number }>(sql`
+  const [row] = await db.execute<{
+    agents: number;
+    tasks: number;
+    messages: number;
+    knowledge_items: number;
+    inbox_items: number;
+  }>(sql`
     select (select count(*) from agents where team_id = ${teamId})::int as agents,
            (select count(*) from tasks t join agents a on a.id = t.agent_id where a.team_id = ${teamId})::int as tasks,
            (select count(*) from messages m join conversations c on c.id = m.conversation_id join agents a on a.id = c.agent_id
              where a.team_id = ${teamId})::int as messages,
            (select count(*) from knowledge_items k join agents a on a.id = k.agent_id where a.team_id = ${teamId})::int as knowledge_items,
            (select count(*) from inbox_items where team_id = ${teamId})::int as inbox_items`);
-  return { agents: row!.agents, tasks: row!.tasks, messages: row!.messages, knowledgeItems: row!.knowledge_items, inboxItems: row!.inbox_items };
+  return {
+    agents: row!.agents,
+    tasks: row!.tasks,
+    messages: row!.messages,
+    knowledgeItems: row!.knowledge_items,
+    inboxItems: row!.inbox_items,
+  };
 }
 
 /** The team's agents, lead first. */

@@ -34,7 +34,13 @@ export function timelineKindOfInput(kind: LogInput["kind"]): TimelineKind {
 /** A position on the timeline: microseconds since the epoch (Postgres keeps them; a JS Date would drop them) and an id for ties. */
 export type TimelinePosition = { atMicros: bigint; id: string };
 
-export type TimelineQuery = { teamId: string; agentId?: string; kind?: TimelineKind; before?: TimelinePosition; limit: number };
+export type TimelineQuery = {
+  teamId: string;
+  agentId?: string;
+  kind?: TimelineKind;
+  before?: TimelinePosition;
+  limit: number;
+};
 
 type RowBase = { key: string; atMicros: string; kind: TimelineKind; agentId: string };
 export type MessageRowData = {
@@ -180,11 +186,21 @@ export async function listToolResults(
   calls: readonly { conversationId: string; toolCallId: string }[],
 ): Promise<Map<string, { content: string; createdAt: string }>> {
   if (calls.length === 0) return new Map();
-  const rows = await db.execute<{ conversation_id: string; tool_call_id: string; content: string; created_at: string }>(sql`
+  const rows = await db.execute<{
+    conversation_id: string;
+    tool_call_id: string;
+    content: string;
+    created_at: string;
+  }>(sql`
     select m.conversation_id, m.tool_call_id, m.content, to_jsonb(m.created_at) #>> '{}' as created_at
       from jsonb_to_recordset(${JSON.stringify(calls)}::jsonb) as q("conversationId" uuid, "toolCallId" text)
       join messages m on m.conversation_id = q."conversationId" and m.tool_call_id = q."toolCallId"`);
-  return new Map(rows.map((row) => [`${row.conversation_id}:${row.tool_call_id}`, { content: row.content, createdAt: row.created_at }]));
+  return new Map(
+    rows.map((row) => [
+      `${row.conversation_id}:${row.tool_call_id}`,
+      { content: row.content, createdAt: row.created_at },
+    ]),
+  );
 }
 
 export type TaskLinkRow = {
@@ -199,7 +215,11 @@ export type TaskLinkRow = {
 };
 
 /** Tasks by id with the name of the agent each was given to (tasks of other teams are not returned). */
-export async function listTaskLinks(db: Db, teamId: string, taskIds: readonly string[]): Promise<Map<string, TaskLinkRow>> {
+export async function listTaskLinks(
+  db: Db,
+  teamId: string,
+  taskIds: readonly string[],
+): Promise<Map<string, TaskLinkRow>> {
   if (taskIds.length === 0) return new Map();
   const rows = await db.execute<TaskLinkRow>(sql`
     select t.id, t.title, t.status, t.agent_id as "agentId", a.name as "agentName", t.parent_task_id as "parentTaskId",
@@ -214,7 +234,10 @@ export async function listTaskLinks(db: Db, teamId: string, taskIds: readonly st
  * that one had ended (a second of grace: a session's closing marker is written in the
  * transaction that ends it, a moment after `ended_at`'s now()). Keyed `agentId@time`.
  */
-export async function findSessionsAt(db: Db, moments: readonly { agentId: string; at: string }[]): Promise<Map<string, string>> {
+export async function findSessionsAt(
+  db: Db,
+  moments: readonly { agentId: string; at: string }[],
+): Promise<Map<string, string>> {
   if (moments.length === 0) return new Map();
   const rows = await db.execute<{ agent_id: string; at: string; session_id: string }>(sql`
     select q."agentId" as agent_id, q.at, s.id as session_id

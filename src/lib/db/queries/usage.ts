@@ -46,7 +46,11 @@ type UsageWrite = "start" | "settle";
  * Written whatever happened to the agent meanwhile (see the schema: a usage row outlives its
  * agent and team), so a call that ends after its agent was removed still counts.
  */
-const writeUsageStatement = statementVariants<`${"lazy" | "durable"}-${UsageWrite}`, UsageRowWritten, Record<string, unknown>>((variant) => {
+const writeUsageStatement = statementVariants<
+  `${"lazy" | "durable"}-${UsageWrite}`,
+  UsageRowWritten,
+  Record<string, unknown>
+>((variant) => {
   const [commit, write] = variant.split("-") as ["lazy" | "durable", UsageWrite];
   return sql`${writeUsage(write, lazyCommitClause(commit === "lazy"))} returning id, team_id, created_at, input_usd_per_mtok, cached_input_usd_per_mtok, output_usd_per_mtok`;
 });
@@ -72,7 +76,8 @@ export const DELETED_TEAMS = "Deleted teams";
  * priceLookup): the person's price from model_prices, else the built-in one passed with it.
  */
 export function writeUsage(write: UsageWrite, from?: SQL): SQL {
-  const value = (name: keyof ReturnType<typeof usageKeys> | keyof ReturnType<typeof usageMeasures>) => sql.placeholder(name);
+  const value = (name: keyof ReturnType<typeof usageKeys> | keyof ReturnType<typeof usageMeasures>) =>
+    sql.placeholder(name);
   const onConflict =
     write === "start"
       ? sql`do nothing`
@@ -102,7 +107,12 @@ export function writeUsage(write: UsageWrite, from?: SQL): SQL {
 
 /** A usage row's own id, agent, team and conversation (named apart from the columns of a statement that writes it beside others). */
 export function usageKeys(input: NewUsage) {
-  return { usageId: input.id ?? null, usageAgentId: input.agentId, usageTeamId: input.teamId ?? null, usageConversationId: input.conversationId ?? null };
+  return {
+    usageId: input.id ?? null,
+    usageAgentId: input.agentId,
+    usageTeamId: input.teamId ?? null,
+    usageConversationId: input.conversationId ?? null,
+  };
 }
 
 /** A usage row's values after its keys, with their defaults, and how its price is found. */
@@ -146,7 +156,11 @@ export async function recordUsageStart(db: Db, input: NewUsage & { id: string })
 async function writeUsageRow(db: Db, input: NewUsage, write: UsageWrite): Promise<Usage> {
   const keys = usageKeys(input);
   const { usagePrice, ...measures } = usageMeasures(input);
-  const [row] = await writeUsageStatement(`${commitsLazily(db) ? "lazy" : "durable"}-${write}`)(db, { ...keys, ...measures, usagePrice });
+  const [row] = await writeUsageStatement(`${commitsLazily(db) ? "lazy" : "durable"}-${write}`)(db, {
+    ...keys,
+    ...measures,
+    usagePrice,
+  });
   const rate = (value: string | null | undefined) => (value == null ? null : Number(value));
   return {
     id: row?.id ?? input.id!,
@@ -170,10 +184,17 @@ export async function discardUsageStart(db: Db, id: string): Promise<void> {
 }
 
 const discardStatement = statementVariants<"lazy" | "durable", never, { id: string }>(
-  (variant) => sql`delete from usage u using ${lazyCommitClause(variant === "lazy")} where u.id = ${sql.placeholder("id")}::uuid and u.estimated`,
+  (variant) =>
+    sql`delete from usage u using ${lazyCommitClause(variant === "lazy")} where u.id = ${sql.placeholder("id")}::uuid and u.estimated`,
 );
 
-export type UsageTotals = { calls: number; inputTokens: number; outputTokens: number; cachedTokens: number; durationMs: number };
+export type UsageTotals = {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  durationMs: number;
+};
 
 export async function getUsageTotals(db: Db, agentId: string): Promise<UsageTotals> {
   const [row] = await db
@@ -206,9 +227,17 @@ export type ModelTokens = {
 };
 
 /** A kept price from its columns (numeric arrives as text in raw SQL, as a number through drizzle). */
-export function keptPrice(input: string | number | null, cached: string | number | null, output: string | number | null): TokenPrice | null {
+export function keptPrice(
+  input: string | number | null,
+  cached: string | number | null,
+  output: string | number | null,
+): TokenPrice | null {
   if (input === null || output === null) return null;
-  return { inputUsdPerMtok: Number(input), cachedInputUsdPerMtok: cached === null ? null : Number(cached), outputUsdPerMtok: Number(output) };
+  return {
+    inputUsdPerMtok: Number(input),
+    cachedInputUsdPerMtok: cached === null ? null : Number(cached),
+    outputUsdPerMtok: Number(output),
+  };
 }
 
 /** The kept price's columns, to select and group by beside a model. */
@@ -226,7 +255,12 @@ const modelTokenColumns = {
   outputTokens: sql<string>`coalesce(sum(${usage.outputTokens}), 0)::bigint`,
   cachedTokens: sql<string>`coalesce(sum(${usage.cachedTokens}), 0)::bigint`,
 };
-const modelTokenGroups = [usage.model, usage.inputUsdPerMtok, usage.cachedInputUsdPerMtok, usage.outputUsdPerMtok] as const;
+const modelTokenGroups = [
+  usage.model,
+  usage.inputUsdPerMtok,
+  usage.cachedInputUsdPerMtok,
+  usage.outputUsdPerMtok,
+] as const;
 
 const toModelTokens = (row: {
   model: string;
@@ -256,7 +290,12 @@ export async function getTeamUsageTodayByModel(db: Db, teamId: string): Promise<
   const rows = await db
     .select(modelTokenColumns)
     .from(usage)
-    .where(and(eq(usage.teamId, teamId), gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`)))
+    .where(
+      and(
+        eq(usage.teamId, teamId),
+        gte(usage.createdAt, sql`date_trunc('day', now() at time zone 'utc') at time zone 'utc'`),
+      ),
+    )
     .groupBy(...modelTokenGroups)
     .prepare("team_usage_today_by_model")
     .execute();
@@ -280,7 +319,10 @@ export type UsageByDayRow = {
  * and team with no name (agentName null), a deleted team's rows their team id with no name.
  * Reads the created_at index.
  */
-export async function listUsageByDay(db: Db, options: { days: number; teamId?: string | null }): Promise<UsageByDayRow[]> {
+export async function listUsageByDay(
+  db: Db,
+  options: { days: number; teamId?: string | null },
+): Promise<UsageByDayRow[]> {
   const teamId = options.teamId ?? null;
   const rows = await db.execute<{
     day: string;

@@ -1,7 +1,19 @@
 // Read-only queries that shape rows for the pages (names joined in), not for the engine.
 import { desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
-import { agents, approvals, conversations, inboxItems, questions, tasks, teams, type AgentRole, type ConversationMode, type InboxItemType, type Team } from "@/lib/db/schema";
+import {
+  agents,
+  approvals,
+  conversations,
+  inboxItems,
+  questions,
+  tasks,
+  teams,
+  type AgentRole,
+  type ConversationMode,
+  type InboxItemType,
+  type Team,
+} from "@/lib/db/schema";
 import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
 
 export type AgentListing = { id: string; name: string; role: AgentRole; teamId: string; teamName: string };
@@ -34,11 +46,22 @@ export async function listTeamSummaries(db: Db): Promise<TeamSummary[]> {
 }
 
 /** `approvalMode`: where a carried call was made (the chat or the work log); null without one. */
-export type InboxListing = InboxItemView & { teamName: string; agentName: string; approvalMode: ConversationMode | null };
+export type InboxListing = InboxItemView & {
+  teamName: string;
+  agentName: string;
+  approvalMode: ConversationMode | null;
+};
 
 function inboxListingQuery(db: Db) {
   return db
-    .select({ item: inboxItems, question: questions, approval: approvals, teamName: teams.name, agentName: agents.name, approvalMode: conversations.mode })
+    .select({
+      item: inboxItems,
+      question: questions,
+      approval: approvals,
+      teamName: teams.name,
+      agentName: agents.name,
+      approvalMode: conversations.mode,
+    })
     .from(inboxItems)
     .innerJoin(teams, eq(teams.id, inboxItems.teamId))
     .innerJoin(agents, eq(agents.id, inboxItems.agentId))
@@ -52,9 +75,20 @@ function inboxListingQuery(db: Db) {
  * agent each item came from, the question or approval it carries in its current state, and
  * its keyset position (`atMicros`).
  */
-export async function listInboxView(db: Db, filter: InboxFilter = {}): Promise<(InboxListing & { atMicros: string })[]> {
+export async function listInboxView(
+  db: Db,
+  filter: InboxFilter = {},
+): Promise<(InboxListing & { atMicros: string })[]> {
   const rows = await db
-    .select({ item: inboxItems, question: questions, approval: approvals, teamName: teams.name, agentName: agents.name, approvalMode: conversations.mode, atMicros: inboxAtMicros })
+    .select({
+      item: inboxItems,
+      question: questions,
+      approval: approvals,
+      teamName: teams.name,
+      agentName: agents.name,
+      approvalMode: conversations.mode,
+      atMicros: inboxAtMicros,
+    })
     .from(inboxItems)
     .innerJoin(teams, eq(teams.id, inboxItems.teamId))
     .innerJoin(agents, eq(agents.id, inboxItems.agentId))

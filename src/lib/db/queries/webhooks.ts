@@ -19,7 +19,10 @@ export async function setWebhookSecret(db: Db, teamId: string, secret: string): 
 
 /** True when there was a secret to delete. */
 export async function deleteWebhookSecret(db: Db, teamId: string): Promise<boolean> {
-  const deleted = await db.delete(webhookSecrets).where(eq(webhookSecrets.teamId, teamId)).returning({ teamId: webhookSecrets.teamId });
+  const deleted = await db
+    .delete(webhookSecrets)
+    .where(eq(webhookSecrets.teamId, teamId))
+    .returning({ teamId: webhookSecrets.teamId });
   return deleted.length > 0;
 }
 
@@ -38,5 +41,7 @@ export async function recordWebhookDelivery(db: Db, teamId: string, signature: s
 
 /** Forgets deliveries received more than `seconds` ago (by the database's clock, which stamped them). */
 export async function deleteWebhookDeliveriesOlderThan(db: Db, seconds: number): Promise<void> {
-  await db.delete(webhookDeliveries).where(sql`${webhookDeliveries.receivedAt} < now() - make_interval(secs => ${seconds})`);
+  await db
+    .delete(webhookDeliveries)
+    .where(sql`${webhookDeliveries.receivedAt} < now() - make_interval(secs => ${seconds})`);
 }

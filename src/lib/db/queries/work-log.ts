@@ -18,7 +18,15 @@ export type LogSessionRow = {
   modelMs: number;
 };
 
-export type LogCallRow = { sessionId: string; purpose: UsagePurpose; inputTokens: number; cachedTokens: number; outputTokens: number; durationMs: number; createdAt: string };
+export type LogCallRow = {
+  sessionId: string;
+  purpose: UsagePurpose;
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  durationMs: number;
+  createdAt: string;
+};
 
 const iso = (expression: string) => sql.raw(`to_jsonb(${expression}) #>> '{}'`);
 

@@ -5,7 +5,18 @@ import { statement } from "./prepared";
 import { workerHoldsLock } from "./workers";
 import type { Db } from "../client";
 import { notFound } from "@/lib/errors";
-import { agents, conversations, teams, workSessions, type Agent, type Conversation, type Message, type Team, type WorkSession, type WorkSessionStatus } from "../schema";
+import {
+  agents,
+  conversations,
+  teams,
+  workSessions,
+  type Agent,
+  type Conversation,
+  type Message,
+  type Team,
+  type WorkSession,
+  type WorkSessionStatus,
+} from "../schema";
 import { getBackgroundConversation } from "./conversations";
 import { getBackgroundContext, getConversationContext } from "./messages";
 
@@ -48,7 +59,8 @@ type WorkSessionRow = {
 };
 
 const claimStatement = statement<WorkSessionRow, { agentId: string; worker: string; staleAfterSeconds: number }>(
-  () => sql`select * from cadre_claim_session(${sql.placeholder("agentId")}::uuid, ${sql.placeholder("worker")}, ${sql.placeholder("staleAfterSeconds")}::float8)`,
+  () =>
+    sql`select * from cadre_claim_session(${sql.placeholder("agentId")}::uuid, ${sql.placeholder("worker")}, ${sql.placeholder("staleAfterSeconds")}::float8)`,
 );
 
 function toWorkSession(row: WorkSessionRow): WorkSession {
@@ -126,7 +138,10 @@ export async function getWorkSession(db: Db, sessionId: string): Promise<WorkSes
 }
 
 export async function isSessionStopRequested(db: Db, sessionId: string): Promise<boolean> {
-  const [row] = await db.select({ stopRequestedAt: workSessions.stopRequestedAt }).from(workSessions).where(eq(workSessions.id, sessionId));
+  const [row] = await db
+    .select({ stopRequestedAt: workSessions.stopRequestedAt })
+    .from(workSessions)
+    .where(eq(workSessions.id, sessionId));
   return row?.stopRequestedAt != null;
 }
 
@@ -135,7 +150,13 @@ export async function getLatestEndedSession(db: Db, agentId: string, exceptId: s
   const [session] = await db
     .select()
     .from(workSessions)
-    .where(and(eq(workSessions.agentId, agentId), sql`${workSessions.status} <> 'running'`, sql`${workSessions.id} <> ${exceptId}`))
+    .where(
+      and(
+        eq(workSessions.agentId, agentId),
+        sql`${workSessions.status} <> 'running'`,
+        sql`${workSessions.id} <> ${exceptId}`,
+      ),
+    )
     .orderBy(desc(workSessions.startedAt))
     .limit(1);
   return session ?? null;
@@ -150,7 +171,12 @@ export async function getRunningSession(db: Db, agentId: string): Promise<WorkSe
 }
 
 export function listSessions(db: Db, agentId: string, limit = 20): Promise<WorkSession[]> {
-  return db.select().from(workSessions).where(eq(workSessions.agentId, agentId)).orderBy(desc(workSessions.startedAt)).limit(limit);
+  return db
+    .select()
+    .from(workSessions)
+    .where(eq(workSessions.agentId, agentId))
+    .orderBy(desc(workSessions.startedAt))
+    .limit(limit);
 }
 
 /**
@@ -160,13 +186,20 @@ export function listSessions(db: Db, agentId: string, limit = 20): Promise<WorkS
  * Stop; the session's end says so. The person's Stop always wins: it clears the task, and a
  * cancel after a Stop does not replace it.
  */
-export async function requestSessionStop(db: Db, agentId: string, cancelledTaskId: string | null = null): Promise<WorkSession | null> {
+export async function requestSessionStop(
+  db: Db,
+  agentId: string,
+  cancelledTaskId: string | null = null,
+): Promise<WorkSession | null> {
   return db.transaction(async (tx) => {
     const [session] = await tx
       .update(workSessions)
       .set({
         stopRequestedAt: sql`coalesce(${workSessions.stopRequestedAt}, now())`,
-        cancelledTaskId: cancelledTaskId === null ? null : sql`case when ${workSessions.stopRequestedAt} is null then ${cancelledTaskId}::uuid else ${workSessions.cancelledTaskId} end`,
+        cancelledTaskId:
+          cancelledTaskId === null
+            ? null
+            : sql`case when ${workSessions.stopRequestedAt} is null then ${cancelledTaskId}::uuid else ${workSessions.cancelledTaskId} end`,
       })
       .where(and(eq(workSessions.agentId, agentId), eq(workSessions.status, "running")))
       .returning();
@@ -230,7 +263,10 @@ export function workToResumeOf(agent: SQL): SQL {
  * worker's backlog drain, which acts on it once the team may work again (a budget stop).
  */
 export async function keepWakeRequested(db: Db, agentId: string): Promise<void> {
-  await db.update(agents).set({ wakeRequestedAt: sql`coalesce(${agents.wakeRequestedAt}, clock_timestamp())` }).where(eq(agents.id, agentId));
+  await db
+    .update(agents)
+    .set({ wakeRequestedAt: sql`coalesce(${agents.wakeRequestedAt}, clock_timestamp())` })
+    .where(eq(agents.id, agentId));
 }
 
 /**
@@ -253,7 +289,10 @@ function awaitingWork(staleAfterSeconds: number) {
  * backlog a worker drains at start and now and then. A paused team's work waits for its
  * resume, which wakes its agents itself; the worker leaves out teams over their budget.
  */
-export async function listAgentsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<{ agentId: string; teamId: string }[]> {
+export async function listAgentsAwaitingWork(
+  db: Db,
+  staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS,
+): Promise<{ agentId: string; teamId: string }[]> {
   const rows = await db.execute<{ id: string; team_id: string }>(sql`
     select a.id, a.team_id from agents a join teams tm on tm.id = a.team_id and tm.status = 'active' where ${awaitingWork(staleAfterSeconds)}`);
   return rows.map((row) => ({ agentId: row.id, teamId: row.team_id }));
@@ -267,7 +306,10 @@ export type WaitingTeam = { teamId: string; leadId: string; agents: number; wait
  * not for a worker). An agent waits since the oldest of its wake-up, pending tasks and
  * queued input.
  */
-export async function listTeamsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<WaitingTeam[]> {
+export async function listTeamsAwaitingWork(
+  db: Db,
+  staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS,
+): Promise<WaitingTeam[]> {
   const rows = await db.execute<{ team_id: string; lead_id: string; agents: number; waiting_since: string }>(sql`
     with waiting as (
       select a.team_id,
@@ -282,10 +324,21 @@ export async function listTeamsAwaitingWork(db: Db, staleAfterSeconds = DEFAULT_
       from waiting w join agents lead on lead.team_id = w.team_id and lead.role = 'lead'
      group by w.team_id, lead.id
      order by waiting_since`);
-  return rows.map((row) => ({ teamId: row.team_id, leadId: row.lead_id, agents: row.agents, waitingSince: new Date(row.waiting_since) }));
+  return rows.map((row) => ({
+    teamId: row.team_id,
+    leadId: row.lead_id,
+    agents: row.agents,
+    waitingSince: new Date(row.waiting_since),
+  }));
 }
 
-export type SessionStart = { agent: Agent; team: Team; conversation: Conversation; context: Message[]; previous: WorkSession | null };
+export type SessionStart = {
+  agent: Agent;
+  team: Team;
+  conversation: Conversation;
+  context: Message[];
+  previous: WorkSession | null;
+};
 
 /**
  * What a work session starts from, in one round trip: its agent and team, the agent's work
@@ -307,5 +360,11 @@ export async function readSessionStart(db: Db, agentId: string, sessionId: strin
   if (!row) throw notFound("agent", agentId);
   if (row.conversation) return { agent: row.agent, team: row.team, conversation: row.conversation, context, previous };
   const conversation = await getBackgroundConversation(db, agentId);
-  return { agent: row.agent, team: row.team, conversation, context: await getConversationContext(db, conversation.id), previous };
+  return {
+    agent: row.agent,
+    team: row.team,
+    conversation,
+    context: await getConversationContext(db, conversation.id),
+    previous,
+  };
 }

@@ -15,7 +15,10 @@ export async function registerWorker(db: Db, workerId: string): Promise<void> {
   await db
     .insert(workers)
     .values({ id: workerId })
-    .onConflictDoUpdate({ target: workers.id, set: { startedAt: sql`now()`, heartbeatAt: sql`now()`, stoppedAt: null } });
+    .onConflictDoUpdate({
+      target: workers.id,
+      set: { startedAt: sql`now()`, heartbeatAt: sql`now()`, stoppedAt: null },
+    });
   await db.execute(sql`
     delete from workers
      where heartbeat_at < now() - ${FORGET_WORKERS_AFTER} and id <> ${workerId}`);
@@ -26,7 +29,11 @@ export async function registerWorker(db: Db, workerId: string): Promise<void> {
  * trigger watches inserts and stopped_at). A row that vanished is registered again.
  */
 export async function recordWorkerHeartbeat(db: Db, workerId: string): Promise<void> {
-  const rows = await db.update(workers).set({ heartbeatAt: sql`now()` }).where(eq(workers.id, workerId)).returning({ id: workers.id });
+  const rows = await db
+    .update(workers)
+    .set({ heartbeatAt: sql`now()` })
+    .where(eq(workers.id, workerId))
+    .returning({ id: workers.id });
   if (rows.length === 0) await registerWorker(db, workerId);
 }
 
@@ -75,5 +82,9 @@ export async function readWorkerLiveness(db: Db, staleSeconds: number): Promise<
            max(heartbeat_at) as last_seen_at,
            now() as now
       from workers`);
-  return { alive: row!.alive, lastSeenAt: row!.last_seen_at ? new Date(row!.last_seen_at) : null, now: new Date(row!.now) };
+  return {
+    alive: row!.alive,
+    lastSeenAt: row!.last_seen_at ? new Date(row!.last_seen_at) : null,
+    now: new Date(row!.now),
+  };
 }

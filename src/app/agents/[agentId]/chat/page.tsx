@@ -48,7 +48,10 @@ export default async function AgentChatPage({ params, searchParams }: Props) {
   // A link to one message (a knowledge source) opens the chat there, with everything after it;
   // a message that is not in this chat opens it as usual, at the newest.
   const { message: linked } = await searchParams;
-  const around = conversation && typeof linked === "string" && isUuid(linked) ? await listMessagesAround(db(), conversation.id, linked, "this chat").catch(() => null) : null;
+  const around =
+    conversation && typeof linked === "string" && isUuid(linked)
+      ? await listMessagesAround(db(), conversation.id, linked, "this chat").catch(() => null)
+      : null;
   const stored = around ?? (conversation ? await listMessages(db(), conversation.id, { limit: CHAT_PAGE_SIZE }) : []);
   const lead = agent.role === "lead" ? null : members.find((member) => member.id === agent.parentAgentId);
 
@@ -59,8 +62,9 @@ export default async function AgentChatPage({ params, searchParams }: Props) {
       {subordinateIds.length > 0 && <LiveRefresh tables={["work_sessions"]} agentIds={subordinateIds} />}
       <header className="chat-header">
         <nav aria-label="Breadcrumb" className="crumbs">
-          <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
-          <span aria-hidden="true">/</span> <Link href={`/agents/${agent.id}`}>{agent.name}</Link> <span aria-hidden="true">/</span> <span>Chat</span>
+          <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
+          <Link href={`/teams/${team.id}`}>{team.name}</Link> <span aria-hidden="true">/</span>{" "}
+          <Link href={`/agents/${agent.id}`}>{agent.name}</Link> <span aria-hidden="true">/</span> <span>Chat</span>
         </nav>
         <div className="chat-title">
           <h1>{agent.name}</h1>
@@ -73,7 +77,8 @@ export default async function AgentChatPage({ params, searchParams }: Props) {
         {activity && <AgentActivityLine activity={activity} />}
         {lead && (
           <p className="hint">
-            Reports to <Link href={`/agents/${lead.id}/chat`}>{lead.name}</Link>. Work you give {agent.name} here is its own task; its report goes to {lead.name}.
+            Reports to <Link href={`/agents/${lead.id}/chat`}>{lead.name}</Link>. Work you give {agent.name} here is its
+            own task; its report goes to {lead.name}.
           </p>
         )}
       </header>

@@ -6,7 +6,14 @@ export const updateAgentBody = z
     name: z.string().trim().min(1).max(120).optional(),
     instructions: z.string().max(20000).optional(),
     model: z.string().trim().min(1).max(200).nullable().optional(),
-    schedule: z.string().trim().min(1).max(120).refine(isCron, 'schedule must be a cron expression, such as "0 8 * * *"').nullable().optional(),
+    schedule: z
+      .string()
+      .trim()
+      .min(1)
+      .max(120)
+      .refine(isCron, 'schedule must be a cron expression, such as "0 8 * * *"')
+      .nullable()
+      .optional(),
     /** The IANA zone the schedule is read in; null: UTC. */
     scheduleTimeZone: z
       .string()
@@ -17,4 +24,7 @@ export const updateAgentBody = z
       .nullable()
       .optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, "Nothing to change: send name, instructions, model, schedule or scheduleTimeZone.");
+  .refine(
+    (body) => Object.keys(body).length > 0,
+    "Nothing to change: send name, instructions, model, schedule or scheduleTimeZone.",
+  );

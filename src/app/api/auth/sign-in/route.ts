@@ -13,7 +13,11 @@ export const dynamic = "force-dynamic";
  */
 export const POST = route(
   async (request: Request) => {
-    const cookies = await signIn(database().db, request, async () => (await parseJsonBody(request, signInBody, { maxBytes: SIGN_IN_BODY_LIMIT_BYTES })).password);
+    const cookies = await signIn(
+      database().db,
+      request,
+      async () => (await parseJsonBody(request, signInBody, { maxBytes: SIGN_IN_BODY_LIMIT_BYTES })).password,
+    );
     const headers = new Headers({ "cache-control": "no-store" });
     for (const cookie of cookies) headers.append("set-cookie", cookie);
     return Response.json({ signedIn: true }, { headers });

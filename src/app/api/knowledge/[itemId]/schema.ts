@@ -28,4 +28,6 @@ export const updateKnowledgeItemBody = z
     type: z.enum(knowledgeItemTypes).optional(),
     sourceUrl: sourceUrlSchema.nullable().optional(),
   })
-  .refine((body) => Object.values(body).some((value) => value !== undefined), { message: "Send `content`, `type` or `sourceUrl`." });
+  .refine((body) => Object.values(body).some((value) => value !== undefined), {
+    message: "Send `content`, `type` or `sourceUrl`.",
+  });

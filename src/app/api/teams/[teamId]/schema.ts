@@ -27,4 +27,7 @@ export const updateTeamBody = z
       .nullable()
       .optional(),
   })
-  .refine((body) => Object.keys(body).length > 0, "Nothing to change: send name, mission, status, dailyTokenBudget or dailyCostBudgetUsd.");
+  .refine(
+    (body) => Object.keys(body).length > 0,
+    "Nothing to change: send name, mission, status, dailyTokenBudget or dailyCostBudgetUsd.",
+  );

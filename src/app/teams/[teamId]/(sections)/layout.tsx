@@ -45,7 +45,9 @@ export default async function TeamSectionsLayout({ params, children }: TeamParam
       </header>
       {/* Notices about the whole team sit here, above the sections. */}
       <div className="team-notices">
-        {team.status === "paused" && <p className="notice">This team is paused: no scheduled runs, and new tasks wait until you resume it.</p>}
+        {team.status === "paused" && (
+          <p className="notice">This team is paused: no scheduled runs, and new tasks wait until you resume it.</p>
+        )}
       </div>
       <TeamTabs teamId={team.id} />
       {children}

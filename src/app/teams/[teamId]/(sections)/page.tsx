@@ -84,7 +84,10 @@ export default async function TeamOverviewPage({ params }: TeamParams) {
               </Link>
             </article>
           ) : (
-            <p className="hint">No briefing yet. When the lead has something you should know, its briefing shows here and lands in your inbox.</p>
+            <p className="hint">
+              No briefing yet. When the lead has something you should know, its briefing shows here and lands in your
+              inbox.
+            </p>
           )}
         </section>
       </div>
@@ -97,8 +100,12 @@ export default async function TeamOverviewPage({ params }: TeamParams) {
           <ul className="card-list overview-waiting">
             {waiting.slice(0, WAITING_SHOWN).map((item) => (
               <li key={item.id}>
-                {item.question && <QuestionCard question={toWire(item.question)} agentName={names.get(item.agentId) ?? "An agent"} />}
-                {item.approval && <ApprovalCard approval={toWire(item.approval)} agentName={names.get(item.agentId) ?? "An agent"} />}
+                {item.question && (
+                  <QuestionCard question={toWire(item.question)} agentName={names.get(item.agentId) ?? "An agent"} />
+                )}
+                {item.approval && (
+                  <ApprovalCard approval={toWire(item.approval)} agentName={names.get(item.agentId) ?? "An agent"} />
+                )}
               </li>
             ))}
           </ul>

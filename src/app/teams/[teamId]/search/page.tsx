@@ -42,15 +42,15 @@ export default async function SearchPageView({ params, searchParams }: Props) {
   return (
     <div className="page">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
-        <span aria-hidden="true">/</span> <span>Search</span>
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
+        <Link href={`/teams/${team.id}`}>{team.name}</Link> <span aria-hidden="true">/</span> <span>Search</span>
       </nav>
       <header className="page-header">
         <div>
           <h1>Search</h1>
           <p className="lede">
-            What you and {team.name}&apos;s agents said, in every chat and work log. Words match in any form (“perovskites” finds “perovskite”); use
-            “quotes” for a phrase and -word to leave a word out.
+            What you and {team.name}&apos;s agents said, in every chat and work log. Words match in any form
+            (“perovskites” finds “perovskite”); use “quotes” for a phrase and -word to leave a word out.
           </p>
         </div>
       </header>

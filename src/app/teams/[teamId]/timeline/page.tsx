@@ -12,7 +12,14 @@ import { getStory, getTeamStories } from "@/lib/stories";
 import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
 
 export const dynamic = "force-dynamic";
-type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ agent?: string | string[]; kind?: string | string[]; view?: string | string[]; story?: string | string[] }>;
+type Props = {
+  params: Promise<{ teamId: string }>;
+  searchParams: Promise<{
+    agent?: string | string[];
+    kind?: string | string[];
+    view?: string | string[];
+    story?: string | string[];
+  }>;
 };
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
@@ -60,23 +67,32 @@ export default async function TimelinePage({ params, searchParams }: Props) {
   return (
     <div className="page">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span> <Link href={`/teams/${team.id}`}>{team.name}</Link>{" "}
-        <span aria-hidden="true">/</span> <span>Timeline</span>
+        <Link href="/teams">Teams</Link> <span aria-hidden="true">/</span>{" "}
+        <Link href={`/teams/${team.id}`}>{team.name}</Link> <span aria-hidden="true">/</span> <span>Timeline</span>
       </nav>
       <header className="page-header">
         <div>
           <h1>Timeline</h1>
           <p className="lede">
-            {steps
-              ? <>Every step {team.name} took, newest first: each agent&apos;s work, the tasks it gives and gets, reports, questions, approvals, briefings and alerts.</>
-              : <>What {team.name} did, one story per request, newest first: the plan, each agent&apos;s work, the reports and what reached you.</>}
+            {steps ? (
+              <>
+                Every step {team.name} took, newest first: each agent&apos;s work, the tasks it gives and gets, reports,
+                questions, approvals, briefings and alerts.
+              </>
+            ) : (
+              <>
+                What {team.name} did, one story per request, newest first: the plan, each agent&apos;s work, the reports
+                and what reached you.
+              </>
+            )}
           </p>
         </div>
       </header>
       <ConversationSearchForm teamId={team.id} />
       {!steps && typeof query.story === "string" && !open && (
         <p className="notice" role="status">
-          That story is not in this team&apos;s timeline: its tasks may have been removed with their agent. Here are the team&apos;s stories.
+          That story is not in this team&apos;s timeline: its tasks may have been removed with their agent. Here are the
+          team&apos;s stories.
         </p>
       )}
       <nav className="timeline-views segmented" aria-label="Timeline view">
@@ -116,7 +132,10 @@ export default async function TimelinePage({ params, searchParams }: Props) {
             Show
           </button>
           {(agentId || kind) && (
-            <Link href={steps ? `/teams/${team.id}/timeline?view=steps` : `/teams/${team.id}/timeline`} className="button button-quiet">
+            <Link
+              href={steps ? `/teams/${team.id}/timeline?view=steps` : `/teams/${team.id}/timeline`}
+              className="button button-quiet"
+            >
               Clear
             </Link>
           )}

@@ -34,8 +34,13 @@ export const chatBody = z
       .flatMap((part) => (part.type === "text" && typeof part.text === "string" ? [part.text] : []))
       .join("")
       .trim();
-    if (last.role !== "user") ctx.addIssue({ code: "custom", message: "The last message must be the person's new message." });
+    if (last.role !== "user")
+      ctx.addIssue({ code: "custom", message: "The last message must be the person's new message." });
     else if (!text) ctx.addIssue({ code: "custom", message: "The message is empty." });
-    else if (text.length > MAX_CHAT_MESSAGE_CHARS) ctx.addIssue({ code: "custom", message: `The message is too long (at most ${MAX_CHAT_MESSAGE_CHARS} characters).` });
+    else if (text.length > MAX_CHAT_MESSAGE_CHARS)
+      ctx.addIssue({
+        code: "custom",
+        message: `The message is too long (at most ${MAX_CHAT_MESSAGE_CHARS} characters).`,
+      });
     return { text, regenerate: body.trigger === "regenerate-message" };
   });

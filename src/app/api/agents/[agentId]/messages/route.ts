@@ -15,6 +15,8 @@ export const GET = route(async (request: Request, { params }: Params) => {
   const { db } = await webEngine();
   await requireAgent(db, agentId);
   const conversation = await getConversationByMode(db, agentId, query.mode);
-  const messages = conversation ? await listMessages(db, conversation.id, { limit: query.limit, before: query.before }) : [];
+  const messages = conversation
+    ? await listMessages(db, conversation.id, { limit: query.limit, before: query.before })
+    : [];
   return Response.json({ messages: messages.map(toApiMessage) });
 });

@@ -14,5 +14,7 @@ export const GET = route(async (request: Request, { params }: Params) => {
   const range = parseSearchParams(request, digestQuery);
   const { db } = await webEngine();
   const team = await requireTeam(db, teamId);
-  return new Response(await teamDigest(db, team, range), { headers: attachmentHeaders(digestFileName(team, range), "text/markdown; charset=utf-8") });
+  return new Response(await teamDigest(db, team, range), {
+    headers: attachmentHeaders(digestFileName(team, range), "text/markdown; charset=utf-8"),
+  });
 });

@@ -18,5 +18,8 @@ export const POST = route(async (request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
   const body = await parseJsonBody(request, createChannelBody);
   const { db } = await webEngine();
-  return Response.json(await createNotificationChannel(db, teamId, body), { status: 201, headers: { "cache-control": "no-store" } });
+  return Response.json(await createNotificationChannel(db, teamId, body), {
+    status: 201,
+    headers: { "cache-control": "no-store" },
+  });
 });

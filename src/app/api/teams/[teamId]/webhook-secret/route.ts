@@ -22,7 +22,10 @@ export const POST = route(async (_request: Request, { params }: Params) => {
   const teamId = parseId((await params).teamId, "team");
   const { db } = await webEngine();
   const stored = await writeUnderTeam(db, teamId, (tx) => setWebhookSecret(tx, teamId, generateWebhookSecret()));
-  return Response.json({ secret: stored.secret, createdAt: stored.createdAt }, { status: 201, headers: { "cache-control": "no-store" } });
+  return Response.json(
+    { secret: stored.secret, createdAt: stored.createdAt },
+    { status: 201, headers: { "cache-control": "no-store" } },
+  );
 });
 
 /** DELETE → 204: the team stops accepting webhooks. 404 when it had no secret. */

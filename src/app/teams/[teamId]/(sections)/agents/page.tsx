@@ -35,7 +35,11 @@ export default async function TeamAgentsPage({ params }: TeamParams) {
 
   return (
     <>
-      <LiveRefresh tables={["work_sessions", "agents", "tasks", "messages"]} agentIds={agents.map((agent) => agent.id)} mode="background" />
+      <LiveRefresh
+        tables={["work_sessions", "agents", "tasks", "messages"]}
+        agentIds={agents.map((agent) => agent.id)}
+        mode="background"
+      />
       <section aria-labelledby="lead-heading" className="section">
         <h2 id="lead-heading">Lead</h2>
         {lead ? (

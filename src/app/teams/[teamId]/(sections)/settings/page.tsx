@@ -26,7 +26,11 @@ export async function generateMetadata({ params }: TeamParams): Promise<Metadata
 export default async function TeamSettingsPage({ params }: TeamParams) {
   await requirePageSession();
   const team = await teamOr404(params);
-  const [lead, webhook, contents] = await Promise.all([getTeamLead(db(), team.id), getWebhookSecretStatus(db(), team.id), countTeamContents(db(), team.id)]);
+  const [lead, webhook, contents] = await Promise.all([
+    getTeamLead(db(), team.id),
+    getWebhookSecretStatus(db(), team.id),
+    countTeamContents(db(), team.id),
+  ]);
   const lastRun = lead ? await getLastScheduledTask(db(), lead.id) : null;
   const week = lastDays(7);
 
@@ -36,7 +40,12 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
       <section aria-labelledby="settings-heading" className="section">
         <h2 id="settings-heading">Team settings</h2>
         {/* A fresh form when the saved values change (another tab, the API). */}
-        <TeamSettingsForm key={`${team.name}\n${team.mission}`} teamId={team.id} name={team.name} mission={team.mission} />
+        <TeamSettingsForm
+          key={`${team.name}\n${team.mission}`}
+          teamId={team.id}
+          name={team.name}
+          mission={team.mission}
+        />
       </section>
 
       {lead && (
@@ -44,7 +53,9 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
           <section aria-labelledby="schedule-heading" className="section" id="schedule">
             <h2 id="schedule-heading">Schedule</h2>
             <p className="hint">
-              When {lead.name}, the lead, works on the mission by itself{team.status === "paused" ? " (not while the team is paused)" : ""}. Runs are skipped while it is already working.
+              When {lead.name}, the lead, works on the mission by itself
+              {team.status === "paused" ? " (not while the team is paused)" : ""}. Runs are skipped while it is already
+              working.
             </p>
             {/* No key from the saved values: a remount on save would drop the form's "Saved." */}
             <LeadScheduleForm
@@ -58,7 +69,11 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
           <section aria-labelledby="model-heading" className="section" id="model">
             <h2 id="model-heading">Model</h2>
             <p className="hint">The model {lead.name} thinks with. Each subordinate can have its own (Agents, Edit).</p>
-            <LeadModelForm agentId={lead.id} model={lead.model} defaultModel={usingOfflineModel() ? undefined : chooseModel(null).modelId} />
+            <LeadModelForm
+              agentId={lead.id}
+              model={lead.model}
+              defaultModel={usingOfflineModel() ? undefined : chooseModel(null).modelId}
+            />
           </section>
         </div>
       )}
@@ -87,7 +102,10 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
       <section aria-labelledby="danger-heading" className="section danger-zone">
         <h2 id="danger-heading">Danger zone</h2>
         <div className="card danger-card">
-          <p>Deleting the team removes it with its agents, tasks, chats and knowledge. Pausing keeps everything and stops the work.</p>
+          <p>
+            Deleting the team removes it with its agents, tasks, chats and knowledge. Pausing keeps everything and stops
+            the work.
+          </p>
           <DeleteTeamButton teamId={team.id} teamName={team.name} contents={contents} />
         </div>
       </section>

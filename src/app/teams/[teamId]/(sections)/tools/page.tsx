@@ -46,7 +46,12 @@ export default async function TeamToolsPage({ params }: TeamParams) {
         <section aria-labelledby="scopes-heading" className="subsection">
           <h3 id="scopes-heading">Who may use which tools</h3>
           <ToolScopes
-            agents={agents.map((agent) => ({ id: agent.id, name: agent.name, role: agent.role, toolScope: agent.toolScope }))}
+            agents={agents.map((agent) => ({
+              id: agent.id,
+              name: agent.name,
+              role: agent.role,
+              toolScope: agent.toolScope,
+            }))}
             builtIn={toolCatalogue()}
             servers={mcpServers}
           />
