@@ -739,7 +739,8 @@ export const sessions = pgTable(
 
 /**
  * A team's webhook secret, kept apart from `teams` so no team listing can carry it. It is
- * stored as is: verifying an HMAC needs the secret itself (see CLAUDE.md, "Webhooks").
+ * stored as is: verifying an HMAC needs the secret itself (see
+ * docs/decisions/2026-11-23-inbound-webhooks.md).
  */
 export const webhookSecrets = pgTable("webhook_secrets", {
   teamId: uuid("team_id")
