@@ -106,7 +106,14 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
             <button type="submit" className="button button-primary" disabled={busy}>
               Save
             </button>
-            <button type="button" className="button button-quiet" onClick={() => (clearError(), setEditing(false))}>
+            <button
+              type="button"
+              className="button button-quiet"
+              onClick={() => {
+                clearError();
+                setEditing(false);
+              }}
+            >
               Cancel
             </button>
           </div>

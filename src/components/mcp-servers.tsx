@@ -3,7 +3,7 @@
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { api, type Wire } from "@/lib/api-client";
-import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
+import type { McpTransport } from "@/lib/db/schema";
 import type { McpServerView, McpTestResult } from "@/lib/mcp/servers";
 import { plural } from "@/lib/plural";
 import { useCoalesced, useLiveEvents } from "./live-events";

@@ -7,7 +7,6 @@ import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/activity";
-import { plural } from "@/lib/plural";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";

@@ -35,7 +35,10 @@ export function TeamSettingsForm({
         <span>Team name</span>
         <input
           value={name}
-          onChange={(event) => (setName(event.target.value), setSaved(false))}
+          onChange={(event) => {
+            setName(event.target.value);
+            setSaved(false);
+          }}
           maxLength={120}
           required
         />
@@ -44,7 +47,10 @@ export function TeamSettingsForm({
         <span>Mission</span>
         <textarea
           value={mission}
-          onChange={(event) => (setMission(event.target.value), setSaved(false))}
+          onChange={(event) => {
+            setMission(event.target.value);
+            setSaved(false);
+          }}
           rows={3}
           maxLength={4000}
           required

@@ -240,8 +240,14 @@ function StorySteps({ teamId, story, startOpen }: { teamId: string; story: Story
     if (!open) return;
     let current = true;
     api<{ entries: TimelineEntry[] }>(`/api/teams/${teamId}/stories/${story.id}/steps`).then(
-      (answer) => current && (setEntries(answer.entries), setError(null)),
-      (caught: unknown) => current && setError(`Couldn't load the steps: ${messageOf(caught)}`),
+      (answer) => {
+        if (!current) return;
+        setEntries(answer.entries);
+        setError(null);
+      },
+      (caught: unknown) => {
+        if (current) setError(`Couldn't load the steps: ${messageOf(caught)}`);
+      },
     );
     return () => {
       current = false;

@@ -89,7 +89,10 @@ function recordingModel(replies: ReturnType<typeof toolCallReply>[]) {
       parts.push({ type: "finish", finishReason: reply.finishReason, usage: reply.usage });
       return {
         stream: new ReadableStream({
-          start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()),
+          start: (controller) => {
+            for (const part of parts) controller.enqueue(part);
+            controller.close();
+          },
         }),
       } as never;
     },

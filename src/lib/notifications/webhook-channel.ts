@@ -102,9 +102,9 @@ export async function postWebhookNotification(
     return;
   }
   // What a private address answers is not the receiver's to say on a page: only a public one's words are quoted.
-  const excerpt = isPublicAddress(answer.address)
-    ? await readExcerpt(response)
-    : (await response.body?.cancel().catch(() => {}), "");
+  let excerpt = "";
+  if (isPublicAddress(answer.address)) excerpt = await readExcerpt(response);
+  else await response.body?.cancel().catch(() => {});
   const location = response.headers.get("location");
   // A 301/302/303 would turn the POST into a GET elsewhere: say so rather than follow it.
   const redirect =

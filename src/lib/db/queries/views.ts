@@ -11,7 +11,6 @@ import {
   teams,
   type AgentRole,
   type ConversationMode,
-  type InboxItemType,
   type Team,
 } from "@/lib/db/schema";
 import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
