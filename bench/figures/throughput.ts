@@ -25,7 +25,10 @@ export function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: n
     events.sort((a, b) => a.at - b.at || a.delta - b.delta);
     let current = 0;
     let max = 0;
-    for (const event of events) max = Math.max(max, (current += event.delta));
+    for (const event of events) {
+      current += event.delta;
+      max = Math.max(max, current);
+    }
     return max;
   };
   const byAgent = groupBy(sessions, (row) => row.agentId);

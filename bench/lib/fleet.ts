@@ -147,7 +147,10 @@ export async function maxSessionsPerAgent(database: BenchDatabase, fleet: readon
   for (const events of byAgent.values()) {
     events.sort((a, b) => a.at - b.at || a.delta - b.delta);
     let current = 0;
-    for (const event of events) max = Math.max(max, (current += event.delta));
+    for (const event of events) {
+      current += event.delta;
+      max = Math.max(max, current);
+    }
   }
   return max;
 }

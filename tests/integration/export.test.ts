@@ -317,7 +317,8 @@ describe("a team's record (JSON)", () => {
     const messages = record.conversations.find((conversation) => conversation.id === work.id)!.messages;
     expect(messages).toHaveLength(total);
     expect(messages.map((message) => message.content)).toEqual(Array.from({ length: total }, (_, i) => `message ${i}`));
-    messages.forEach((message, i) => expect(message.previousMessageId).toBe(i === 0 ? null : messages[i - 1]!.id));
+    for (const [i, message] of messages.entries())
+      expect(message.previousMessageId).toBe(i === 0 ? null : messages[i - 1]!.id);
   });
 
   it("answers 404 for a team that does not exist", async () => {

@@ -215,7 +215,7 @@ export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPoli
   const agents: Record<string, Record<string, ToolPolicy>> = {};
   for (const rule of rules) {
     if (rule.agentId === null) team[rule.toolName] = rule.policy;
-    else (agents[rule.agentId] ??= {})[rule.toolName] = rule.policy;
+    else agents[rule.agentId] = { ...agents[rule.agentId], [rule.toolName]: rule.policy };
   }
   return { tools: [...toolCatalogue(), ...mcpCatalogue(servers)], team, agents };
 }

@@ -120,7 +120,10 @@ function roundDollars(figures: { costUsd: number; savedUsd?: number }): void {
 
 function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   let value = map.get(key);
-  if (value === undefined) map.set(key, (value = create()));
+  if (value === undefined) {
+    value = create();
+    map.set(key, value);
+  }
   return value;
 }
 
@@ -178,7 +181,8 @@ export async function usageReport(
     day.cachedTokens += row.cachedTokens;
     day.cachedShare = cachedShare(day);
     day.savedUsd += saved;
-    const share = (day.byTeam[teamKey] ??= { tokens: 0, costUsd: 0 });
+    const share = day.byTeam[teamKey] ?? { tokens: 0, costUsd: 0 };
+    day.byTeam[teamKey] = share;
     share.tokens += row.inputTokens + row.outputTokens;
     share.costUsd += cost ?? 0;
 
