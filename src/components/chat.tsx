@@ -292,6 +292,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
     window.addEventListener("scroll", onScroll, { passive: true });
     return () => window.removeEventListener("scroll", onScroll);
   }, []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after each render of new messages, a status or an approval, which move the page's height
   useLayoutEffect(() => {
     if (keepScroll.current !== null) {
       window.scrollTo(0, document.documentElement.scrollHeight - keepScroll.current);

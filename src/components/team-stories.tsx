@@ -236,6 +236,7 @@ function StorySteps({ teamId, story, startOpen }: { teamId: string; story: Story
   // Steps are read when opened, and again when the story moved on while they were open.
   const version = `${story.status}:${story.parts.map((part) => `${part.status}${part.cost.tokens}`).join(",")}:${story.inbox.length}`;
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: version is the trigger: the steps are read again when the story moved on
   useEffect(() => {
     if (!open) return;
     let current = true;

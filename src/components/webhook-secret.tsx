@@ -56,11 +56,12 @@ export function CopyField({
 }) {
   const id = useId();
   const field = useRef<HTMLInputElement>(null);
-  const [copied, setCopied] = useState<"yes" | "no" | null>(null);
+  // What the last copy gave, for the value it copied: a new value (a rotated secret) says nothing yet.
+  const [copy, setCopy] = useState<{ of: string; copied: "yes" | "no" } | null>(null);
+  const copied = copy?.of === value ? copy.copied : null;
   useEffect(() => {
     if (autoFocus) field.current?.select();
   }, [autoFocus]);
-  useEffect(() => setCopied(null), [value]);
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
@@ -78,7 +79,7 @@ export function CopyField({
         <button
           type="button"
           className="button"
-          onClick={async () => setCopied((await copyText(value, field.current)) ? "yes" : "no")}
+          onClick={async () => setCopy({ of: value, copied: (await copyText(value, field.current)) ? "yes" : "no" })}
         >
           {buttonLabel}
         </button>
