@@ -404,6 +404,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
               </div>
               <div className="message-body">
                 {message.parts.map((part, index) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: a message's parts only grow at its end (streaming); a part's place is its identity
                   <MessagePart key={index} part={part} context={partContext} />
                 ))}
                 {isQuestion && inboxItemId && (

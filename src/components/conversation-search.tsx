@@ -1,7 +1,7 @@
 "use client";
 
 import Link from "next/link";
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import { api, messageOf } from "@/lib/api-client";
 import { plainSnippet } from "@/lib/plain-words";
 import { MATCH_END, MATCH_START } from "@/lib/search-marks";
@@ -41,9 +41,10 @@ function Snippet({ text }: { text: string }) {
   const parts = text.split(new RegExp(`(${MATCH_START}[^${MATCH_END}]*${MATCH_END})`));
   return (
     <p className="search-snippet">
-      {parts.map((part, index) =>
-        part.startsWith(MATCH_START) ? <mark key={index}>{part.slice(1, -1)}</mark> : <span key={index}>{part}</span>,
-      )}
+      {parts.map((part, index) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the pieces of one fixed text; their place is all that tells them apart
+        <Fragment key={index}>{part.startsWith(MATCH_START) ? <mark>{part.slice(1, -1)}</mark> : part}</Fragment>
+      ))}
     </p>
   );
 }

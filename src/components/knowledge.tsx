@@ -162,6 +162,7 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
         {several && (
           <ul className="knowledge-sources" aria-label={`Sources of “${name}”`}>
             {item.sources.map((source, index) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: sources come oldest first with no id of their own here, and hold no state
               <li key={index}>
                 <Link href={`/agents/${source.agentId}`}>{source.agentName}</Link>
                 {source.href && (

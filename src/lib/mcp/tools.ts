@@ -51,7 +51,7 @@ export async function mcpToolsFor(
     servers.map(async (server) => {
       // It failed to connect a moment ago: skipped for now, not waited for on every turn.
       if (recentMcpFailure(server)) return;
-      let connection;
+      let connection: McpConnection;
       try {
         connection = await mcpConnection(server);
       } catch (error) {

@@ -50,8 +50,8 @@ export function webhookNotificationBody(notification: Pick<Notification, "id" | 
 
 /** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
 export function slackText(payload: Notification["payload"]): string {
-  const escape = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-  return `*${escape(payload.title)}*\n${escape(payload.summary)}\n<${escape(payload.link)}|Open in Cadre>`;
+  const escapeMrkdwn = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return `*${escapeMrkdwn(payload.title)}*\n${escapeMrkdwn(payload.summary)}\n<${escapeMrkdwn(payload.link)}|Open in Cadre>`;
 }
 
 /**
