@@ -268,6 +268,7 @@ export function ApprovalCard({
               value={draft}
               rows={Math.min(14, Math.max(4, draft.split("\n").length + 1))}
               spellCheck={false}
+              // biome-ignore lint/a11y/noAutofocus: the person just pressed Edit: the field they asked for takes focus (Escape gives it back)
               autoFocus
               onChange={(event) => {
                 setDraft(event.target.value);
@@ -297,6 +298,7 @@ export function ApprovalCard({
               value={reason}
               rows={2}
               maxLength={2000}
+              // biome-ignore lint/a11y/noAutofocus: the person just pressed Deny: the field they asked for takes focus (Escape gives it back)
               autoFocus
               placeholder="Not this one: …"
               onChange={(event) => {

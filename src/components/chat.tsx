@@ -411,7 +411,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
                   <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />
                 )}
                 {message.role === "assistant" && busy && isLast && !text && (
-                  <span className="typing" aria-label="Thinking">
+                  <span className="typing" role="img" aria-label="Thinking">
                     <span />
                     <span />
                     <span />
@@ -433,7 +433,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
             <div className="message-meta">
               <span className="message-author">{agentName}</span>
             </div>
-            <span className="typing" aria-label="Thinking">
+            <span className="typing" role="img" aria-label="Thinking">
               <span />
               <span />
               <span />

@@ -11,28 +11,24 @@ import { ErrorNote, LocalTime } from "./ui";
 /** The search box: a plain GET form, so a search is a URL the person can keep. */
 export function ConversationSearchForm({ teamId, q = "" }: { teamId: string; q?: string }) {
   return (
-    <form
-      method="get"
-      action={`/teams/${teamId}/search`}
-      role="search"
-      aria-label="Search this team's conversations"
-      className="conversation-search"
-    >
-      <label className="field field-grow">
-        <span className="visually-hidden">Search chats and work logs</span>
-        <input
-          type="search"
-          name="q"
-          defaultValue={q}
-          placeholder="Search chats and work logs…"
-          maxLength={200}
-          required
-        />
-      </label>
-      <button type="submit" className="button">
-        Search
-      </button>
-    </form>
+    <search aria-label="Search this team's conversations">
+      <form method="get" action={`/teams/${teamId}/search`} className="conversation-search">
+        <label className="field field-grow">
+          <span className="visually-hidden">Search chats and work logs</span>
+          <input
+            type="search"
+            name="q"
+            defaultValue={q}
+            placeholder="Search chats and work logs…"
+            maxLength={200}
+            required
+          />
+        </label>
+        <button type="submit" className="button">
+          Search
+        </button>
+      </form>
+    </search>
   );
 }
 

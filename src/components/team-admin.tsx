@@ -121,6 +121,7 @@ export function AgentEditor({
 function ScheduleSummary({ schedule, settingsHref }: { schedule: LeadScheduleView; settingsHref: string }) {
   const { preview, lastRunAt, teamStatus } = schedule;
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a labelled group of lines of text, not of form controls (a fieldset's job)
     <div className="schedule-summary" role="group" aria-label="Schedule">
       <p className="meta">
         Scheduled runs:{" "}

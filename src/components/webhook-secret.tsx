@@ -243,9 +243,11 @@ export function WebhookSecretPanel({
           <code>name</code> (or a <code>{signing.nameHeader}</code> header) labels it in the lead&apos;s work log as{" "}
           <code>[webhook:NAME]</code>.
         </p>
-        <pre className="code-block" aria-label="Signing example (shell)">
-          <code>{example}</code>
-        </pre>
+        <figure className="code-figure" aria-label="Signing example (shell)">
+          <pre className="code-block">
+            <code>{example}</code>
+          </pre>
+        </figure>
       </details>
 
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}
