@@ -15,7 +15,7 @@ const TASKS_PER_AGENT = 3;
 const STEPS = 5;
 
 /** The most sessions of one agent that ever ran at the same moment, and of all agents together. */
-export function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: number; overall: number } {
+function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: number; overall: number } {
   const peak = (rows: readonly WorkSession[]) => {
     const events = rows.flatMap((row) => [
       { at: row.startedAt.getTime(), delta: 1 },

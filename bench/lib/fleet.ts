@@ -185,7 +185,7 @@ export function backendCpuBetween(before: Map<number, number>, after: Map<number
 }
 
 /** A process and everything it started, from /proc (the web server is a supervisor, `next start` and its server under it). */
-export function processTree(pid: number): number[] {
+function processTree(pid: number): number[] {
   const parents = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

@@ -20,7 +20,7 @@ function canonical(value: unknown): string {
   );
 }
 
-export function approvedWithChanges(approval: ApprovalData): boolean {
+function approvedWithChanges(approval: ApprovalData): boolean {
   return (
     approval.status === "approved" &&
     approval.approvedInput != null &&
@@ -34,7 +34,7 @@ function oneLine(text: string, max: number): string {
 }
 
 /** What the card is called for assistive technology: distinct when several wait on one page. */
-export function approvalLabel(approval: Pick<ApprovalData, "toolName" | "input">, agentName: string): string {
+function approvalLabel(approval: Pick<ApprovalData, "toolName" | "input">, agentName: string): string {
   return `${agentName} wants to ${toolAction(approval.toolName)}: ${oneLine(describeToolCall(approval.toolName, approval.input, "waiting"), 80)}`;
 }
 

@@ -22,7 +22,7 @@ export type KnowledgeRowData = {
   sources: KnowledgeSourceData[];
 };
 
-export type KnowledgeSourceData = {
+type KnowledgeSourceData = {
   agentId: string;
   agentName: string;
   url: string | null;

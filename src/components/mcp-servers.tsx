@@ -23,7 +23,7 @@ const DEFAULT_TIMEOUT_SECONDS = 30;
  * `NAME=value` lines (headers also `NAME: value`, as they are usually written) into a record;
  * blank lines are skipped, a line without a separator is an error that names it.
  */
-export function parsePairs(text: string, what: "header" | "environment variable"): Record<string, string> {
+function parsePairs(text: string, what: "header" | "environment variable"): Record<string, string> {
   const pairs: Record<string, string> = {};
   text.split(/\r?\n/).forEach((line, index) => {
     if (!line.trim()) return;

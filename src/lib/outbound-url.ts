@@ -256,7 +256,7 @@ export type OutboundResponse = {
   address: string;
 };
 
-export const MAX_REDIRECTS = 3;
+const MAX_REDIRECTS = 3;
 
 /**
  * One HTTP request under the policy: the host is resolved and checked, then the connection

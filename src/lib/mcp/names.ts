@@ -6,7 +6,7 @@ import type { ToolScope } from "@/lib/db/schema";
 export const MCP_SEPARATOR = "__";
 
 /** Provider tool names allow letters, digits, `_` and `-`, up to 64: anything else becomes `_`. */
-export function mcpToolName(serverName: string, toolName: string): string {
+function mcpToolName(serverName: string, toolName: string): string {
   return `${serverName}${MCP_SEPARATOR}${toolName}`.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
 }
 

@@ -21,12 +21,12 @@ import { maskUrl } from "@/lib/redact";
 // The body carries Slack's `text` beside Cadre's own fields, so a Slack incoming-webhook URL
 // works as the channel's URL with nothing in between (Slack ignores the other fields).
 
-export const WEBHOOK_NOTIFICATION_TIMEOUT_MS = 10_000;
-export const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", delivery: "x-cadre-delivery" } as const;
+const WEBHOOK_NOTIFICATION_TIMEOUT_MS = 10_000;
+const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", delivery: "x-cadre-delivery" } as const;
 
 const ERROR_BODY_CHARS = 200;
 
-export type WebhookNotificationBody = {
+type WebhookNotificationBody = {
   id: string;
   type: string;
   title: string;
@@ -36,7 +36,7 @@ export type WebhookNotificationBody = {
 };
 
 /** What a receiver gets: the same bytes on every attempt (the payload was fixed when the notification was made). */
-export function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
+function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
   const { type, title, summary, link } = notification.payload;
   return JSON.stringify({
     id: notification.id,
@@ -49,7 +49,7 @@ export function webhookNotificationBody(notification: Pick<Notification, "id" | 
 }
 
 /** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
-export function slackText(payload: Notification["payload"]): string {
+function slackText(payload: Notification["payload"]): string {
   const escapeMrkdwn = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
   return `*${escapeMrkdwn(payload.title)}*\n${escapeMrkdwn(payload.summary)}\n<${escapeMrkdwn(payload.link)}|Open in Cadre>`;
 }
