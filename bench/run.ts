@@ -210,7 +210,8 @@ try {
   // Each starts a worker of its own, on a model server that applies OpenAI's prompt cache rule
   // and a web whose answers are the size real ones are: after the workers above have stopped.
   if (selected.has("cost") || selected.has("cache")) {
-    const j = (jobs ??= await JobQueue.start(database.url, "web", { quiet: true }));
+    jobs ??= await JobQueue.start(database.url, "web", { quiet: true });
+    const j = jobs;
     await run("cost", "tokens and dollars per outcome: a research briefing, a check-in, a chat reply", () =>
       costFigure(database, j, log),
     );

@@ -10,7 +10,7 @@ import type { BenchDatabase } from "../lib/postgres";
 import { formatCount } from "../lib/stats";
 import type { FigureResult } from "../lib/table";
 
-export const COMPACTION_STEPS = 500;
+const COMPACTION_STEPS = 500;
 const BUDGET = 24_000;
 const UNLIMITED = Number.MAX_SAFE_INTEGER;
 

@@ -26,8 +26,7 @@ function openStream(url: string, ready: () => void): Stream {
       response.on("data", (chunk: string) => {
         const at = now();
         buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf("\n\n")) >= 0) {
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
           const event = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           if (event.includes("event: ready")) ready();

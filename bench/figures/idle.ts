@@ -9,7 +9,7 @@ import type { Workers } from "../lib/workers";
 import { buildId, startWeb } from "./ttfb";
 
 /** Measured before this figure's changes (pg-boss fetchers polling every 2 s), same setup: statements/s of 2 workers + the web process. */
-export const IDLE_BEFORE = {
+const IDLE_BEFORE = {
   perSecond: 21.2,
   note: "2 workers and the web process with one tab, 1 000 idle agents, 20 s, on commit 1b5367e (pg-boss fetchers polling every 2 s)",
 };

@@ -65,8 +65,7 @@ function runPeer(script: string, args: Record<string, string | number>): Peer {
   let errors = "";
   child.stdout.on("data", (chunk: Buffer) => {
     buffer += chunk.toString();
-    let end: number;
-    while ((end = buffer.indexOf("\n")) >= 0) {
+    for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
       const line = buffer.slice(0, end);
       buffer = buffer.slice(end + 1);
       if (line.startsWith("{")) collected.push(JSON.parse(line) as Record<string, unknown>);

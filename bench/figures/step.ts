@@ -7,7 +7,7 @@ import type { BenchDatabase } from "../lib/postgres";
 import { formatMs, now, summarize } from "../lib/stats";
 import type { FigureResult } from "../lib/table";
 
-export const STEPS = 50;
+const STEPS = 50;
 
 /**
  * What Cadre adds to each tool round of a 50-step session, with a model and a tool

@@ -15,7 +15,7 @@ const TASKS_PER_AGENT = 3;
 const STEPS = 5;
 
 /** The most sessions of one agent that ever ran at the same moment, and of all agents together. */
-export function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: number; overall: number } {
+function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: number; overall: number } {
   const peak = (rows: readonly WorkSession[]) => {
     const events = rows.flatMap((row) => [
       { at: row.startedAt.getTime(), delta: 1 },
@@ -25,7 +25,10 @@ export function peakConcurrency(sessions: readonly WorkSession[]): { perAgent: n
     events.sort((a, b) => a.at - b.at || a.delta - b.delta);
     let current = 0;
     let max = 0;
-    for (const event of events) max = Math.max(max, (current += event.delta));
+    for (const event of events) {
+      current += event.delta;
+      max = Math.max(max, current);
+    }
     return max;
   };
   const byAgent = groupBy(sessions, (row) => row.agentId);

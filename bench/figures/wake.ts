@@ -22,7 +22,7 @@ import type { Workers } from "../lib/workers";
  * start over the first few dozen: in process, the first ten wake-ups of a fresh process took
  * 1.2–1.4× as long (p50) as the ones after the twentieth. Until issue 15 this was 3.
  */
-export const WAKE_WARM_UPS = 20;
+const WAKE_WARM_UPS = 20;
 
 export async function wakeFigure(
   database: BenchDatabase,

@@ -147,7 +147,10 @@ export async function maxSessionsPerAgent(database: BenchDatabase, fleet: readon
   for (const events of byAgent.values()) {
     events.sort((a, b) => a.at - b.at || a.delta - b.delta);
     let current = 0;
-    for (const event of events) max = Math.max(max, (current += event.delta));
+    for (const event of events) {
+      current += event.delta;
+      max = Math.max(max, current);
+    }
   }
   return max;
 }
@@ -182,7 +185,7 @@ export function backendCpuBetween(before: Map<number, number>, after: Map<number
 }
 
 /** A process and everything it started, from /proc (the web server is a supervisor, `next start` and its server under it). */
-export function processTree(pid: number): number[] {
+function processTree(pid: number): number[] {
   const parents = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

@@ -28,7 +28,7 @@ export type HistorySpec = {
 };
 export type LoadedHistory = HistorySpec & { agentId: string; conversationId: string };
 
-export const SUMMARY_EVERY = 200;
+const SUMMARY_EVERY = 200;
 
 const roleCase = (summaries: boolean) => {
   // r: the message's place in its compaction period; 0 is a task, 199 a summary.

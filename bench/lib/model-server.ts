@@ -14,7 +14,7 @@ import { now } from "./stats";
  * work log (its turns), the lead's end-of-session briefing decision (a turn of the same log),
  * a chat reply, or one of the side calls that are conversations of their own.
  */
-export type CallKind = "work" | "briefing" | "chat" | "compaction" | "extraction";
+type CallKind = "work" | "briefing" | "chat" | "compaction" | "extraction";
 
 /** A call as the fake server sees it, with the moment it arrived. `kind` is "work" or "chat" for a script. */
 export type ModelCall = { agent: string; kind: CallKind; request: FakeChatRequest; arrivedAt: number };
@@ -49,11 +49,11 @@ export function promptIncludes(request: FakeChatRequest, text: string): boolean 
 }
 
 /** The agent a call is made for, by the name its instructions give it; "" when they name none (extraction). */
-export function agentOf(request: FakeChatRequest): string {
+function agentOf(request: FakeChatRequest): string {
   return /You are (.+?), (the lead|a member)/.exec(systemText(request))?.[1] ?? "";
 }
 
-export function kindOf(request: FakeChatRequest): CallKind {
+function kindOf(request: FakeChatRequest): CallKind {
   if (request.response_format) return "extraction";
   const system = systemText(request);
   const tools = toolNames(request);

@@ -32,13 +32,13 @@ export type PrefixReport = {
 };
 
 /** The tokens the cache serves of a common start of `chars` characters: whole blocks, from 1,024 tokens on. */
-export function cacheableTokens(chars: number): number {
+function cacheableTokens(chars: number): number {
   const tokens = Math.floor(chars / (CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN)) * CACHE_BLOCK_TOKENS;
   return tokens >= CACHE_MIN_TOKENS ? tokens : 0;
 }
 
 /** A conversation: an agent's work log (its turns and briefing decision) or its chat. Side calls have none. */
-export function conversationOf(call: MeasuredCall): string | null {
+function conversationOf(call: MeasuredCall): string | null {
   if (call.kind === "work" || call.kind === "briefing") return `${call.agent}'s work log`;
   if (call.kind === "chat") return `${call.agent}'s chat`;
   return null;

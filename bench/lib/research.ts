@@ -60,7 +60,7 @@ function seededRandom(seed: string): () => number {
 }
 
 /** Prose of exactly `chars` characters: sentences of everyday words and figures, in paragraphs. */
-export function prose(seed: string, chars: number): string {
+function prose(seed: string, chars: number): string {
   const random = seededRandom(seed);
   const pick = () => WORDS[Math.floor(random() * WORDS.length)]!;
   let text = "";
@@ -90,7 +90,7 @@ const slug = (text: string) =>
 // The web: Tavily's search and page reads at real sizes.
 
 /** Fake Tavily whose searches return five results of a few KB in all and whose pages read as 6–10 KB of Markdown. */
-export async function startResearchWeb(): Promise<FakeTavily> {
+async function startResearchWeb(): Promise<FakeTavily> {
   const domains = [
     "energy-insights.example",
     "pv-magazine.example",

@@ -106,7 +106,7 @@ export type RestartPolicy = {
   alertWindowMs: number;
 };
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = {
+const DEFAULT_RESTART_POLICY: RestartPolicy = {
   firstDelayMs: 1000,
   maxDelayMs: 30_000,
   steadyAfterMs: 60_000,

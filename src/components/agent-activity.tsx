@@ -27,7 +27,7 @@ function subscribe(listener: (now: number) => void): () => void {
  * The time since `since`, ticking every second. Not a live region: a screen reader reads it
  * when it reaches it, and is not interrupted every second.
  */
-export function Elapsed({ since }: { since: string }) {
+function Elapsed({ since }: { since: string }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => subscribe(setNow), []);
   return (

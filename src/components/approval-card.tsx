@@ -20,7 +20,7 @@ function canonical(value: unknown): string {
   );
 }
 
-export function approvedWithChanges(approval: ApprovalData): boolean {
+function approvedWithChanges(approval: ApprovalData): boolean {
   return (
     approval.status === "approved" &&
     approval.approvedInput != null &&
@@ -34,7 +34,7 @@ function oneLine(text: string, max: number): string {
 }
 
 /** What the card is called for assistive technology: distinct when several wait on one page. */
-export function approvalLabel(approval: Pick<ApprovalData, "toolName" | "input">, agentName: string): string {
+function approvalLabel(approval: Pick<ApprovalData, "toolName" | "input">, agentName: string): string {
   return `${agentName} wants to ${toolAction(approval.toolName)}: ${oneLine(describeToolCall(approval.toolName, approval.input, "waiting"), 80)}`;
 }
 
@@ -268,6 +268,7 @@ export function ApprovalCard({
               value={draft}
               rows={Math.min(14, Math.max(4, draft.split("\n").length + 1))}
               spellCheck={false}
+              // biome-ignore lint/a11y/noAutofocus: the person just pressed Edit: the field they asked for takes focus (Escape gives it back)
               autoFocus
               onChange={(event) => {
                 setDraft(event.target.value);
@@ -297,6 +298,7 @@ export function ApprovalCard({
               value={reason}
               rows={2}
               maxLength={2000}
+              // biome-ignore lint/a11y/noAutofocus: the person just pressed Deny: the field they asked for takes focus (Escape gives it back)
               autoFocus
               placeholder="Not this one: …"
               onChange={(event) => {

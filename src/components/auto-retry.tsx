@@ -16,7 +16,7 @@ export type AutoRetry = {
  * and its database answer again. `failuresBefore`: tries that already failed (a boundary
  * that is mounted afresh after each failed try keeps its count that way).
  */
-export function useAutoRetry(retry: () => void | Promise<unknown>, failing: boolean, failuresBefore = 0): AutoRetry {
+export function useAutoRetry(retry: () => unknown, failing: boolean, failuresBefore = 0): AutoRetry {
   const [failures, setFailures] = useState(failuresBefore);
   const [secondsLeft, setSecondsLeft] = useState<number | null>(null);
   const latest = useRef(retry);

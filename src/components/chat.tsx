@@ -292,6 +292,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
     window.addEventListener("scroll", onScroll, { passive: true });
     return () => window.removeEventListener("scroll", onScroll);
   }, []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after each render of new messages, a status or an approval, which move the page's height
   useLayoutEffect(() => {
     if (keepScroll.current !== null) {
       window.scrollTo(0, document.documentElement.scrollHeight - keepScroll.current);
@@ -403,13 +404,14 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
               </div>
               <div className="message-body">
                 {message.parts.map((part, index) => (
+                  // biome-ignore lint/suspicious/noArrayIndexKey: a message's parts only grow at its end (streaming); a part's place is its identity
                   <MessagePart key={index} part={part} context={partContext} />
                 ))}
                 {isQuestion && inboxItemId && (
                   <ChatQuestion itemId={inboxItemId} agentId={agentId} agentName={agentName} />
                 )}
                 {message.role === "assistant" && busy && isLast && !text && (
-                  <span className="typing" aria-label="Thinking">
+                  <span className="typing" role="img" aria-label="Thinking">
                     <span />
                     <span />
                     <span />
@@ -431,7 +433,7 @@ export function Chat({ agentId, agentName, agentRole, initialMessages, initialAp
             <div className="message-meta">
               <span className="message-author">{agentName}</span>
             </div>
-            <span className="typing" aria-label="Thinking">
+            <span className="typing" role="img" aria-label="Thinking">
               <span />
               <span />
               <span />

@@ -1,7 +1,7 @@
 "use client";
 
 import Link from "next/link";
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import { api, messageOf } from "@/lib/api-client";
 import { plainSnippet } from "@/lib/plain-words";
 import { MATCH_END, MATCH_START } from "@/lib/search-marks";
@@ -11,28 +11,24 @@ import { ErrorNote, LocalTime } from "./ui";
 /** The search box: a plain GET form, so a search is a URL the person can keep. */
 export function ConversationSearchForm({ teamId, q = "" }: { teamId: string; q?: string }) {
   return (
-    <form
-      method="get"
-      action={`/teams/${teamId}/search`}
-      role="search"
-      aria-label="Search this team's conversations"
-      className="conversation-search"
-    >
-      <label className="field field-grow">
-        <span className="visually-hidden">Search chats and work logs</span>
-        <input
-          type="search"
-          name="q"
-          defaultValue={q}
-          placeholder="Search chats and work logs…"
-          maxLength={200}
-          required
-        />
-      </label>
-      <button type="submit" className="button">
-        Search
-      </button>
-    </form>
+    <search aria-label="Search this team's conversations">
+      <form method="get" action={`/teams/${teamId}/search`} className="conversation-search">
+        <label className="field field-grow">
+          <span className="visually-hidden">Search chats and work logs</span>
+          <input
+            type="search"
+            name="q"
+            defaultValue={q}
+            placeholder="Search chats and work logs…"
+            maxLength={200}
+            required
+          />
+        </label>
+        <button type="submit" className="button">
+          Search
+        </button>
+      </form>
+    </search>
   );
 }
 
@@ -41,9 +37,10 @@ function Snippet({ text }: { text: string }) {
   const parts = text.split(new RegExp(`(${MATCH_START}[^${MATCH_END}]*${MATCH_END})`));
   return (
     <p className="search-snippet">
-      {parts.map((part, index) =>
-        part.startsWith(MATCH_START) ? <mark key={index}>{part.slice(1, -1)}</mark> : <span key={index}>{part}</span>,
-      )}
+      {parts.map((part, index) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the pieces of one fixed text; their place is all that tells them apart
+        <Fragment key={index}>{part.startsWith(MATCH_START) ? <mark>{part.slice(1, -1)}</mark> : part}</Fragment>
+      ))}
     </p>
   );
 }

@@ -29,7 +29,7 @@ export type InboxRow = {
 };
 
 /** An open question or a pending approval: the agent's work waits for the person. */
-export function waitsForPerson(item: Pick<InboxRow, "question" | "approval">): boolean {
+function waitsForPerson(item: Pick<InboxRow, "question" | "approval">): boolean {
   return item.question?.status === "open" || item.approval?.status === "pending";
 }
 
@@ -70,7 +70,7 @@ const FILTERS: { type: InboxItemType | null; label: string; empty: string; hint:
 export type InboxView = { type: InboxItemType | null; teamId: string | null; archived: boolean; before: string | null };
 
 /** The address of a view of the inbox: the filters kept, paging reset unless given. */
-export function inboxHref(view: Omit<InboxView, "before"> & { before?: string | null }): string {
+function inboxHref(view: Omit<InboxView, "before"> & { before?: string | null }): string {
   const query = new URLSearchParams();
   if (view.type) query.set("type", view.type);
   if (view.teamId) query.set("team", view.teamId);

@@ -22,7 +22,7 @@ export type KnowledgeRowData = {
   sources: KnowledgeSourceData[];
 };
 
-export type KnowledgeSourceData = {
+type KnowledgeSourceData = {
   agentId: string;
   agentName: string;
   url: string | null;
@@ -106,7 +106,14 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
             <button type="submit" className="button button-primary" disabled={busy}>
               Save
             </button>
-            <button type="button" className="button button-quiet" onClick={() => (clearError(), setEditing(false))}>
+            <button
+              type="button"
+              className="button button-quiet"
+              onClick={() => {
+                clearError();
+                setEditing(false);
+              }}
+            >
               Cancel
             </button>
           </div>
@@ -155,6 +162,7 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
         {several && (
           <ul className="knowledge-sources" aria-label={`Sources of “${name}”`}>
             {item.sources.map((source, index) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: sources come oldest first with no id of their own here, and hold no state
               <li key={index}>
                 <Link href={`/agents/${source.agentId}`}>{source.agentName}</Link>
                 {source.href && (

@@ -50,9 +50,15 @@ export function LeadScheduleForm({
       <ScheduleFields
         idPrefix="lead-schedule"
         choice={choice}
-        onChoice={(next) => (setChoice(next), setSaved(false))}
+        onChoice={(next) => {
+          setChoice(next);
+          setSaved(false);
+        }}
         timeZone={timeZone}
-        onTimeZone={(next) => (setTimeZone(next), setSaved(false))}
+        onTimeZone={(next) => {
+          setTimeZone(next);
+          setSaved(false);
+        }}
         defaultCron={defaultCron}
         lastRunAt={lastRunAt}
         legendHidden
@@ -94,7 +100,10 @@ export function LeadModelForm({
       <ModelField
         idPrefix="lead-model"
         value={model}
-        onChange={(next) => (setModel(next), setSaved(false))}
+        onChange={(next) => {
+          setModel(next);
+          setSaved(false);
+        }}
         defaultModel={defaultModel}
       />
       {error && <ErrorNote message={error} onDismiss={clearError} />}

@@ -10,6 +10,7 @@ import { lastVisitCookie } from "@/lib/last-visit";
 export function MarkSeenButton({ renderedAt }: { renderedAt: number }) {
   const router = useRouter();
   const markSeen = () => {
+    // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is not in every browser yet; lastVisitCookie builds the whole cookie
     document.cookie = lastVisitCookie(new Date(renderedAt));
     router.refresh();
   };

@@ -3,7 +3,7 @@ import rehypeSanitize from "rehype-sanitize";
 import remarkGfm from "remark-gfm";
 
 /** Only absolute http(s) URLs survive; anything else (javascript:, data:, relative) is dropped. */
-export function safeUrl(url: string): string {
+function safeUrl(url: string): string {
   try {
     const parsed = new URL(url);
     return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.toString() : "";

@@ -3,7 +3,7 @@
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { api, type Wire } from "@/lib/api-client";
-import type { McpToolInfo, McpTransport } from "@/lib/db/schema";
+import type { McpTransport } from "@/lib/db/schema";
 import type { McpServerView, McpTestResult } from "@/lib/mcp/servers";
 import { plural } from "@/lib/plural";
 import { useCoalesced, useLiveEvents } from "./live-events";
@@ -23,7 +23,7 @@ const DEFAULT_TIMEOUT_SECONDS = 30;
  * `NAME=value` lines (headers also `NAME: value`, as they are usually written) into a record;
  * blank lines are skipped, a line without a separator is an error that names it.
  */
-export function parsePairs(text: string, what: "header" | "environment variable"): Record<string, string> {
+function parsePairs(text: string, what: "header" | "environment variable"): Record<string, string> {
   const pairs: Record<string, string> = {};
   text.split(/\r?\n/).forEach((line, index) => {
     if (!line.trim()) return;

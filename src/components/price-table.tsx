@@ -76,7 +76,10 @@ function PriceRow({ entry, used }: { entry: PriceListEntry; used: boolean }) {
   const { busy, error, clearError, run } = useAction();
   const inForce = entry.custom ?? entry.builtIn;
   // Escape or Cancel drops the draft and gives focus back to Edit.
-  const form = useInlineForm<"edit">(() => (setDraft(draftOf(entry.model, inForce)), clearError()));
+  const form = useInlineForm<"edit">(() => {
+    setDraft(draftOf(entry.model, inForce));
+    clearError();
+  });
   const editing = form.open === "edit";
 
   const save = async (event: FormEvent) => {

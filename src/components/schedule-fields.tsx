@@ -170,7 +170,7 @@ export function ScheduleFields({
 export type ModelList = { models: string[]; source: "server" | "none"; error?: string };
 
 /** The model ids the configured server lists, fetched when a form opens; free text stays possible either way. */
-export function useModelList(): ModelList | null {
+function useModelList(): ModelList | null {
   const [list, setList] = useState<ModelList | null>(null);
   useEffect(() => {
     let live = true;

@@ -7,7 +7,6 @@ import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/activity";
-import { plural } from "@/lib/plural";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
@@ -122,6 +121,7 @@ export function AgentEditor({
 function ScheduleSummary({ schedule, settingsHref }: { schedule: LeadScheduleView; settingsHref: string }) {
   const { preview, lastRunAt, teamStatus } = schedule;
   return (
+    // biome-ignore lint/a11y/useSemanticElements: a labelled group of lines of text, not of form controls (a fieldset's job)
     <div className="schedule-summary" role="group" aria-label="Schedule">
       <p className="meta">
         Scheduled runs:{" "}

@@ -35,7 +35,10 @@ export function TeamSettingsForm({
         <span>Team name</span>
         <input
           value={name}
-          onChange={(event) => (setName(event.target.value), setSaved(false))}
+          onChange={(event) => {
+            setName(event.target.value);
+            setSaved(false);
+          }}
           maxLength={120}
           required
         />
@@ -44,7 +47,10 @@ export function TeamSettingsForm({
         <span>Mission</span>
         <textarea
           value={mission}
-          onChange={(event) => (setMission(event.target.value), setSaved(false))}
+          onChange={(event) => {
+            setMission(event.target.value);
+            setSaved(false);
+          }}
           rows={3}
           maxLength={4000}
           required
@@ -121,7 +127,8 @@ export function DeleteTeamButton({
         </div>
         {error && <ErrorNote message={error} onDismiss={clearError} />}
         <div className="form-actions">
-          {/* Focus starts on the safe choice. */}
+          {/* Focus starts on the safe choice (showModal focuses the dialog's autofocus element). */}
+          {/* biome-ignore lint/a11y/noAutofocus: inside a modal dialog, where autofocus is how HTML says where focus starts */}
           <button type="button" className="button" onClick={close} autoFocus>
             Keep the team
           </button>

@@ -236,12 +236,19 @@ function StorySteps({ teamId, story, startOpen }: { teamId: string; story: Story
   // Steps are read when opened, and again when the story moved on while they were open.
   const version = `${story.status}:${story.parts.map((part) => `${part.status}${part.cost.tokens}`).join(",")}:${story.inbox.length}`;
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: version is the trigger: the steps are read again when the story moved on
   useEffect(() => {
     if (!open) return;
     let current = true;
     api<{ entries: TimelineEntry[] }>(`/api/teams/${teamId}/stories/${story.id}/steps`).then(
-      (answer) => current && (setEntries(answer.entries), setError(null)),
-      (caught: unknown) => current && setError(`Couldn't load the steps: ${messageOf(caught)}`),
+      (answer) => {
+        if (!current) return;
+        setEntries(answer.entries);
+        setError(null);
+      },
+      (caught: unknown) => {
+        if (current) setError(`Couldn't load the steps: ${messageOf(caught)}`);
+      },
     );
     return () => {
       current = false;

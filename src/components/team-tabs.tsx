@@ -4,7 +4,7 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 
 /** The team page's sections, each at its own address (`""` is the Overview at /teams/:id). */
-export const TEAM_SECTIONS = [
+const TEAM_SECTIONS = [
   { path: "", label: "Overview" },
   { path: "agents", label: "Agents" },
   { path: "tools", label: "Tools" },

@@ -82,9 +82,12 @@ function PolicyRow(props: {
 
 /** A description written for the model names other tools (camelCase): shown as code, the technical names they are. */
 function CodeNames({ text }: { text: string }) {
-  return text
-    .split(/\b([a-z]+[A-Z][A-Za-z]*)\b/)
-    .map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
+  return (
+    text
+      .split(/\b([a-z]+[A-Z][A-Za-z]*)\b/)
+      // biome-ignore lint/suspicious/noArrayIndexKey: the pieces of one fixed text; their place is all that tells them apart
+      .map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part))
+  );
 }
 
 /**

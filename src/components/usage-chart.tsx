@@ -56,7 +56,7 @@ export function UsageChart({
     <figure className={compact ? "usage-chart usage-chart-compact" : "usage-chart"}>
       <div className="usage-chart-head">
         <figcaption className="usage-chart-caption">{label}</figcaption>
-        <div className="segmented" role="group" aria-label="Show">
+        <fieldset className="segmented" aria-label="Show">
           <button
             type="button"
             className="segmented-option"
@@ -73,7 +73,7 @@ export function UsageChart({
           >
             Cost
           </button>
-        </div>
+        </fieldset>
       </div>
       <div className="usage-chart-plot">
         <BarChart

@@ -56,11 +56,12 @@ export function CopyField({
 }) {
   const id = useId();
   const field = useRef<HTMLInputElement>(null);
-  const [copied, setCopied] = useState<"yes" | "no" | null>(null);
+  // What the last copy gave, for the value it copied: a new value (a rotated secret) says nothing yet.
+  const [copy, setCopy] = useState<{ of: string; copied: "yes" | "no" } | null>(null);
+  const copied = copy?.of === value ? copy.copied : null;
   useEffect(() => {
     if (autoFocus) field.current?.select();
   }, [autoFocus]);
-  useEffect(() => setCopied(null), [value]);
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
@@ -78,7 +79,7 @@ export function CopyField({
         <button
           type="button"
           className="button"
-          onClick={async () => setCopied((await copyText(value, field.current)) ? "yes" : "no")}
+          onClick={async () => setCopy({ of: value, copied: (await copyText(value, field.current)) ? "yes" : "no" })}
         >
           {buttonLabel}
         </button>
@@ -242,9 +243,11 @@ export function WebhookSecretPanel({
           <code>name</code> (or a <code>{signing.nameHeader}</code> header) labels it in the lead&apos;s work log as{" "}
           <code>[webhook:NAME]</code>.
         </p>
-        <pre className="code-block" aria-label="Signing example (shell)">
-          <code>{example}</code>
-        </pre>
+        <figure className="code-figure" aria-label="Signing example (shell)">
+          <pre className="code-block">
+            <code>{example}</code>
+          </pre>
+        </figure>
       </details>
 
       {error && <ErrorNote message={error} onDismiss={() => setError(null)} />}

@@ -177,6 +177,7 @@ export function WorkLog({
   }, [page]);
 
   const keepScroll = useRef<number | null>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after older entries are rendered above, to keep what the person reads in place
   useLayoutEffect(() => {
     if (keepScroll.current === null) return;
     window.scrollTo(0, document.documentElement.scrollHeight - keepScroll.current);

@@ -144,6 +144,7 @@ export function crossSiteReason(request: Request, options: { trustProxy?: boolea
 export function safeReturnPath(value: unknown): string {
   if (typeof value !== "string" || !value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\"))
     return "/";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses (a header or log line split by a return path)
   if (/[\u0000-\u001f\u007f]/.test(value) || value.length > 2000) return "/";
   if (value === SIGN_IN_PATH || value.startsWith(`${SIGN_IN_PATH}?`) || value.startsWith(`${SIGN_IN_PATH}/`))
     return "/";

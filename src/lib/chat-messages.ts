@@ -41,7 +41,7 @@ export function toApiMessage(message: Message): ApiMessage {
  * `error`: the reply ended in a model failure (its marker, said once, with a Retry);
  * `stopped`: the person stopped it.
  */
-export type ChatMetadata = {
+type ChatMetadata = {
   briefing?: boolean;
   question?: boolean;
   inboxItemId?: string;

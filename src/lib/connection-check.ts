@@ -10,7 +10,7 @@ import { chooseModel, usingOfflineModel } from "@/lib/llm/provider";
  * right after changing a setting and restarting.
  */
 
-export type ServiceState = "reachable" | "key_refused" | "model_missing" | "unreachable" | "not_configured" | "failed";
+type ServiceState = "reachable" | "key_refused" | "model_missing" | "unreachable" | "not_configured" | "failed";
 export type ServiceCheck = { state: ServiceState; message: string };
 export type ConnectionCheck = { model: ServiceCheck; search: ServiceCheck };
 
@@ -32,7 +32,7 @@ export async function checkConnections(config: CheckConfig = env(), timeoutMs = 
 }
 
 /** GET {base}/models with the key, then whether the model Cadre will ask for is listed. */
-export async function checkModelServer(config: CheckConfig, timeoutMs = TIMEOUT_MS): Promise<ServiceCheck> {
+async function checkModelServer(config: CheckConfig, timeoutMs = TIMEOUT_MS): Promise<ServiceCheck> {
   if (usingOfflineModel(config)) {
     return {
       state: "not_configured",
@@ -83,7 +83,7 @@ export async function checkModelServer(config: CheckConfig, timeoutMs = TIMEOUT_
 }
 
 /** One small search through the client the agents use (1 result). */
-export async function checkWebSearch(config: CheckConfig, timeoutMs = TIMEOUT_MS): Promise<ServiceCheck> {
+async function checkWebSearch(config: CheckConfig, timeoutMs = TIMEOUT_MS): Promise<ServiceCheck> {
   if (!config.TAVILY_API_KEY) {
     return {
       state: "not_configured",

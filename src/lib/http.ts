@@ -72,7 +72,7 @@ export function parseId(value: string, what: string): string {
 }
 
 /** The largest JSON body a route reads unless it says otherwise. */
-export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 function tooLarge(maxBytes: number): CadreError {
   return new CadreError("too_large:body", `The request body is larger than ${formatBytes(maxBytes)}.`);

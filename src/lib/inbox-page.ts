@@ -5,7 +5,7 @@ import type { InboxFilter } from "@/lib/db/queries/inbox-items";
 import { listInboxView, type InboxListing } from "@/lib/db/queries/views";
 import { decodeCursor, encodeCursor } from "@/lib/timeline";
 
-export const INBOX_PAGE_SIZE = 50;
+const INBOX_PAGE_SIZE = 50;
 
 export type InboxPage = {
   items: InboxListing[];

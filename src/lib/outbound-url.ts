@@ -256,7 +256,7 @@ export type OutboundResponse = {
   address: string;
 };
 
-export const MAX_REDIRECTS = 3;
+const MAX_REDIRECTS = 3;
 
 /**
  * One HTTP request under the policy: the host is resolved and checked, then the connection
@@ -341,7 +341,7 @@ async function requestOnce(
     callback(null, wanted.address, wanted.family);
   };
   const outgoing: Record<string, string> = {};
-  new Headers(headers).forEach((value, name) => (outgoing[name] = value));
+  for (const [name, value] of new Headers(headers)) outgoing[name] = value;
   if (body) outgoing["content-length"] = String(body.length);
   const client = url.protocol === "https:" ? https : http;
   return new Promise<OutboundResponse>((resolve, reject) => {

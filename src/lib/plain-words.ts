@@ -50,7 +50,7 @@ function nameOf(id: string, names: Names | undefined): string {
 
 /** The person's Stop and Cancel, told back to them. */
 export const STOPPED_BY_YOU = "Stopped by you.";
-export const CANCELLED_BY_YOU = "Cancelled by you.";
+const CANCELLED_BY_YOU = "Cancelled by you.";
 
 /** Wording of the engine's own, told back to the person. */
 const PERSON_WORDS: [string, string][] = [

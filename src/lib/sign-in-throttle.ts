@@ -101,10 +101,6 @@ export function refusalMessage(refusal: SignInRefusal): string {
 }
 
 const holder = globalThis as typeof globalThis & { cadreSignInThrottle?: SignInThrottle };
+holder.cadreSignInThrottle ??= new SignInThrottle({ perDevice: 5, perClient: 5, strangers: 20, windowMs: 60_000 });
 /** One per process (dev hot reloads keep it). */
-export const signInThrottle = (holder.cadreSignInThrottle ??= new SignInThrottle({
-  perDevice: 5,
-  perClient: 5,
-  strangers: 20,
-  windowMs: 60_000,
-}));
+export const signInThrottle = holder.cadreSignInThrottle;

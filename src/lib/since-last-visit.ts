@@ -7,7 +7,7 @@ import type { KnowledgeItemType } from "@/lib/db/schema";
 /** How many entries of each kind a team shows; the rest are counted ("and 12 more"). */
 export const SINCE_LAST_VISIT_LIMIT = 5;
 
-export type EndedTask = {
+type EndedTask = {
   id: string;
   title: string;
   status: "completed" | "failed";
@@ -16,8 +16,8 @@ export type EndedTask = {
   agentName: string;
   endedAt: string;
 };
-export type NewBriefing = { id: string; title: string; summary: string; agentName: string; createdAt: string };
-export type NewKnowledge = {
+type NewBriefing = { id: string; title: string; summary: string; agentName: string; createdAt: string };
+type NewKnowledge = {
   id: string;
   type: KnowledgeItemType;
   content: string;

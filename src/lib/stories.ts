@@ -31,7 +31,7 @@ export const STORY_PAGE_SIZE = 10;
 /** Where a story stands, in the person's words. */
 export type StoryStatus = "queued" | "working" | "waiting-for-you" | "done" | "failed" | "cancelled";
 
-export type StoryAgent = { id: string; name: string; role: AgentRole };
+type StoryAgent = { id: string; name: string; role: AgentRole };
 
 /** One task's part of a story: who did it, what they did (in words), how long it took, what it cost, what came of it. */
 export type StoryPart = {
@@ -53,7 +53,7 @@ export type StoryPart = {
   result: string | null;
 };
 
-export type StoryCost = {
+type StoryCost = {
   tokens: number;
   cachedTokens: number;
   usd: number /** Some calls were made with a model that has no price. */;

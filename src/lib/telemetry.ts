@@ -86,7 +86,7 @@ export function startTelemetry(options: {
  * collector is often run by someone else. Span names and URL-like attributes keep scheme, host
  * and path; `url.query` is dropped. Done in onEnding, while the span can still be changed.
  */
-export class UrlScrubber implements SpanProcessor {
+class UrlScrubber implements SpanProcessor {
   onStart(): void {}
   onEnding(span: SdkSpan): void {
     const name = withoutQueriesOrCredentials(span.name);
@@ -109,7 +109,7 @@ export class UrlScrubber implements SpanProcessor {
 }
 
 /** Every absolute URL in the text without its user name, password, query and fragment. */
-export function withoutQueriesOrCredentials(text: string): string {
+function withoutQueriesOrCredentials(text: string): string {
   return text.replace(
     /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#@]*@)?([^\s/?#]*)([^\s?#]*)(?:\?[^\s#]*)?(?:#\S*)?/gi,
     "$1$2$3",

@@ -215,6 +215,7 @@ export async function linkEntries(
   };
 
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
+  // biome-ignore lint/suspicious/useIterableCallbackReturn: the switch covers every row.source (TypeScript checks it against the return type)
   return rows.map((row): TimelineEntry => {
     const agent = agentsById.get(row.agentId) ?? { id: row.agentId, name: "(removed agent)", role: "subordinate" };
     const storyTaskId =

@@ -128,10 +128,7 @@ export async function receiveWebhook(
 }
 
 /** `[webhook:NAME] <body>`: JSON pretty-printed, anything else as text, cut to a size the lead can read. */
-export function webhookMessage(
-  nameHeader: string | null,
-  body: Uint8Array,
-): { name: string; body: string; text: string } {
+function webhookMessage(nameHeader: string | null, body: Uint8Array): { name: string; body: string; text: string } {
   const text = new TextDecoder("utf-8").decode(body);
   let parsed: unknown;
   try {

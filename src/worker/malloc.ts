@@ -8,7 +8,7 @@
  * stayed flat. With these it stays within 2 % (BENCHMARKS.md, memory). They change nothing
  * under other C libraries (musl, macOS).
  */
-export const WORKER_MALLOC_DEFAULTS = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" } as const;
+const WORKER_MALLOC_DEFAULTS = { MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" } as const;
 
 /** `env` with the malloc defaults where it sets none of its own. */
 export function withWorkerMallocDefaults(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -63,7 +63,7 @@ describe("Every agent's chat and its history, in a browser", () => {
       }
       if (/slow/i.test(text))
         return {
-          text: "Tidal power is " + "a steady, predictable source of energy that follows the moon. ".repeat(12),
+          text: `Tidal power is ${"a steady, predictable source of energy that follows the moon. ".repeat(12)}`,
           chunkDelayMs: 250,
         };
       return { text: "Recovered: here is my answer." };

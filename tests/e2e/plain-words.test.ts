@@ -38,7 +38,11 @@ const held = new Map<string, () => void>();
 const released = new Set<string>();
 function release(word: string): void {
   released.add(word);
-  for (const [query, go] of held) if (query.includes(word)) go(), held.delete(query);
+  for (const [query, go] of held) {
+    if (!query.includes(word)) continue;
+    go();
+    held.delete(query);
+  }
 }
 
 const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pathname, init);

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compactConversation, compactIfNeeded, estimateContextTokens, shouldCompact } from "@/lib/agents/compaction";
+import {
+  type CompactionOptions,
+  ContextReader,
+  compactConversation,
+  estimateTokens,
+  loadContextForCall,
+} from "@/lib/agents/compaction";
+import { toModelMessages } from "@/lib/agents/model-messages";
 import {
   appendMessages,
   getAllMessages,
@@ -23,6 +30,16 @@ afterAll(async () => {
 
 const offline: ModelChoice = { model: new OfflineModel(), modelId: "offline", kind: "offline" };
 
+/** The context for a model call, as a work session or the chat loads it; how many summaries that appended. */
+async function loadContext(options: Omit<CompactionOptions, "db">, conversationId: string) {
+  let compacted = 0;
+  const messages = await loadContextForCall(
+    { ...options, db: database.db, onCompacted: () => compacted++ },
+    new ContextReader(database.db, conversationId),
+  );
+  return { messages, compacted };
+}
+
 async function filledConversation(messages = 20) {
   const { lead } = await createTeamFixture(database.db);
   const conversation = await getBackgroundConversation(database.db, lead.id);
@@ -38,16 +55,22 @@ async function filledConversation(messages = 20) {
 }
 
 describe("compaction", () => {
-  it("shouldCompact is true over the budget and false under it", async () => {
-    const { conversation } = await filledConversation();
+  it("a model call's context is compacted over the budget and left alone under it", async () => {
+    const { lead, conversation } = await filledConversation();
     const context = await getConversationContext(database.db, conversation.id);
-    const size = estimateContextTokens(context, "instructions");
-    expect(
-      await shouldCompact({ db: database.db, budget: size - 1, instructions: "instructions" }, conversation.id),
-    ).toBe(true);
-    expect(
-      await shouldCompact({ db: database.db, budget: size + 100, instructions: "instructions" }, conversation.id),
-    ).toBe(false);
+    const size = estimateTokens("instructions") + estimateTokens(toModelMessages(context));
+    const options = { model: offline, agentId: lead.id, instructions: "instructions" };
+
+    const under = await loadContext({ ...options, budget: size + 100 }, conversation.id);
+    expect(under).toEqual({ messages: toModelMessages(context), compacted: 0 });
+    expect(await getConversationContext(database.db, conversation.id)).toEqual(context);
+
+    const over = await loadContext({ ...options, budget: size - 1 }, conversation.id);
+    expect(over.compacted).toBe(1);
+    const [summary, ...rest] = await getConversationContext(database.db, conversation.id);
+    expect(summary).toMatchObject({ role: "summary", previousMessageId: context.at(-1)!.id });
+    expect(rest).toEqual([]);
+    expect(over.messages).toEqual(toModelMessages([summary!]));
   });
 
   it("compactConversation appends a summary after the last message and deletes nothing", async () => {
@@ -79,17 +102,11 @@ describe("compaction", () => {
       },
     );
     const choice: ModelChoice = { model, modelId: "mock", kind: "offline" };
-    const first = await compactIfNeeded(
-      { db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" },
-      conversation.id,
-    );
+    const options = { model: choice, agentId: lead.id, budget: 10, instructions: "" };
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
+    expect((await getConversationContext(database.db, conversation.id)).map((m) => m.content)).toEqual(["S1"]);
     await appendMessages(database.db, conversation.id, [{ role: "user", content: `more ${"x ".repeat(100)}` }]);
-    const second = await compactIfNeeded(
-      { db: database.db, model: choice, agentId: lead.id, budget: 10, instructions: "" },
-      conversation.id,
-    );
-    expect(first!.content).toBe("S1");
-    expect(second!.content).toBe("S2");
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
     expect(seen[1]).toContain("EARLIER SUMMARY:\\nS1");
     const context = await getConversationContext(database.db, conversation.id);
     expect(context.map((m) => m.content)).toEqual(["S2"]);
@@ -102,17 +119,14 @@ describe("compaction", () => {
       { role: "user", content: "x ".repeat(400) },
       { role: "assistant", content: "", toolCalls: [{ toolCallId: "c1", toolName: "tavilySearch", args: {} }] },
     ]);
-    expect(
-      await compactIfNeeded(
-        { db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" },
-        conversation.id,
-      ),
-    ).toBeNull();
+    const options = { model: offline, agentId: lead.id, budget: 10, instructions: "" };
+    expect((await loadContext(options, conversation.id)).compacted).toBe(0);
+    expect((await getConversationContext(database.db, conversation.id)).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+    ]);
     await appendMessages(database.db, conversation.id, [{ role: "tool", toolCallId: "c1", content: "results" }]);
-    const summary = await compactIfNeeded(
-      { db: database.db, model: offline, agentId: lead.id, budget: 10, instructions: "" },
-      conversation.id,
-    );
-    expect(summary?.role).toBe("summary");
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
+    expect((await getConversationContext(database.db, conversation.id)).map((m) => m.role)).toEqual(["summary"]);
   });
 });

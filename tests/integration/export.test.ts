@@ -170,35 +170,29 @@ async function smallTeam() {
     .update(usage)
     .set({ createdAt: at("2026-03-02T10:00:00Z") })
     .where(eq(usage.id, spent!.id));
-  await db
-    .insert(mcpServers)
-    .values({
-      teamId: team.id,
-      name: "tools",
-      transport: "http",
-      url: "https://mcp.example/mcp?key=MCPQUERYSECRET",
-      headers: { Authorization: SECRETS[0]! },
-    });
-  await db
-    .insert(mcpServers)
-    .values({
-      teamId: team.id,
-      name: "local",
-      transport: "stdio",
-      command: "node",
-      args: ["server.js", "--token=ARGSECRET"],
-      env: { API_KEY: SECRETS[1]! },
-    });
-  await db
-    .insert(notificationChannels)
-    .values({
-      teamId: team.id,
-      type: "webhook",
-      name: "Slack",
-      url: "https://hooks.slack.com/services/T000/B000/SLACKURLSECRET",
-      secret: SECRETS[2]!,
-      kinds: ["briefing"],
-    });
+  await db.insert(mcpServers).values({
+    teamId: team.id,
+    name: "tools",
+    transport: "http",
+    url: "https://mcp.example/mcp?key=MCPQUERYSECRET",
+    headers: { Authorization: SECRETS[0]! },
+  });
+  await db.insert(mcpServers).values({
+    teamId: team.id,
+    name: "local",
+    transport: "stdio",
+    command: "node",
+    args: ["server.js", "--token=ARGSECRET"],
+    env: { API_KEY: SECRETS[1]! },
+  });
+  await db.insert(notificationChannels).values({
+    teamId: team.id,
+    type: "webhook",
+    name: "Slack",
+    url: "https://hooks.slack.com/services/T000/B000/SLACKURLSECRET",
+    secret: SECRETS[2]!,
+    kinds: ["briefing"],
+  });
   await db.insert(webhookSecrets).values({ teamId: team.id, secret: SECRETS[3]! });
   return { team, lead, scout, work, chat, done, broken, question, fact };
 }
@@ -323,7 +317,8 @@ describe("a team's record (JSON)", () => {
     const messages = record.conversations.find((conversation) => conversation.id === work.id)!.messages;
     expect(messages).toHaveLength(total);
     expect(messages.map((message) => message.content)).toEqual(Array.from({ length: total }, (_, i) => `message ${i}`));
-    messages.forEach((message, i) => expect(message.previousMessageId).toBe(i === 0 ? null : messages[i - 1]!.id));
+    for (const [i, message] of messages.entries())
+      expect(message.previousMessageId).toBe(i === 0 ? null : messages[i - 1]!.id);
   });
 
   it("answers 404 for a team that does not exist", async () => {

@@ -9,7 +9,6 @@ import os from "node:os";
 import path from "node:path";
 import { and, eq, like } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
 import { decideApproval } from "@/lib/agents/approvals";
 import { streamChatReply } from "@/lib/agents/chat";
 import { OUTCOME_UNKNOWN_RESULT } from "@/lib/agents/formats";

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  addToolResultMessage,
   appendMessage,
   appendMessages,
   createConversation,
@@ -11,7 +10,6 @@ import {
   getForegroundConversation,
   getLastMessage,
   getLatestConversation,
-  getMessagesAfterSummary,
   getMessagesSince,
   getOrCreateConversation,
   listMessages,
@@ -111,18 +109,21 @@ describe("appending", () => {
     ).rejects.toMatchObject({ code: "conflict:message_chain" });
   });
 
-  it("addToolResultMessage links a result to its call by toolCallId", async () => {
+  it("a tool result follows its call, linked by toolCallId", async () => {
     const conversation = await newConversation("background");
     const call = await appendMessage(database.db, conversation.id, {
       role: "assistant",
       content: "",
       toolCalls: [{ toolCallId: "call_42", toolName: "tavilySearch", args: { query: "NVDA price" } }],
     });
-    const result = await addToolResultMessage(database.db, conversation.id, "call_42", { price: 142.5 });
+    const result = await appendMessage(database.db, conversation.id, {
+      role: "tool",
+      toolCallId: "call_42",
+      content: '{"price":142.5}',
+    });
     expect(result.role).toBe("tool");
     expect(result.toolCallId).toBe(call.toolCalls![0]!.toolCallId);
     expect(result.previousMessageId).toBe(call.id);
-    expect(JSON.parse(result.content)).toEqual({ price: 142.5 });
   });
 });
 
@@ -146,7 +147,6 @@ describe("getConversationContext", () => {
     ]);
     const context = await getConversationContext(database.db, conversation.id);
     expect(context.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    expect(await getMessagesAfterSummary(database.db, conversation.id)).toEqual(context);
   });
 
   it("after 1 compaction: the summary and everything after it; nothing deleted", async () => {
@@ -165,7 +165,6 @@ describe("getConversationContext", () => {
     await appendMessage(database.db, conversation.id, { role: "user", content: "c" });
     const context = await getConversationContext(database.db, conversation.id);
     expect(context.map((m) => m.content)).toEqual(["S1", "c"]);
-    expect((await getMessagesAfterSummary(database.db, conversation.id)).map((m) => m.content)).toEqual(["c"]);
     expect(await getAllMessages(database.db, conversation.id)).toHaveLength(4);
   });
 
@@ -194,7 +193,6 @@ describe("getConversationContext", () => {
     await appendMessage(database.db, conversation.id, { role: "user", content: "a" });
     await appendMessage(database.db, conversation.id, { role: "summary", content: "S" });
     expect((await getConversationContext(database.db, conversation.id)).map((m) => m.content)).toEqual(["S"]);
-    expect(await getMessagesAfterSummary(database.db, conversation.id)).toEqual([]);
   });
 });
 
@@ -289,7 +287,7 @@ describe("a step's tool calls as stored", () => {
     const log = await getBackgroundConversation(database.db, lead.id);
     const first = await appendMessage(database.db, log.id, answer(["call_0", "call_1"]));
     expect(first.toolCalls!.map((call) => call.toolCallId)).toEqual(["call_0", "call_1"]);
-    await addToolResultMessage(database.db, log.id, "call_0", "done");
+    await appendMessage(database.db, log.id, { role: "tool", toolCallId: "call_0", content: "done" });
     // call_1 waits for the person: it has an approval and no result yet.
     await createApproval(database.db, {
       teamId: lead.teamId,
@@ -314,7 +312,7 @@ describe("a step's tool calls as stored", () => {
       "searchKnowledge",
     ]);
     // The new ids take results of their own.
-    await addToolResultMessage(database.db, log.id, zero!, "again");
+    await appendMessage(database.db, log.id, { role: "tool", toolCallId: zero!, content: "again" });
     const results = (await getAllMessages(database.db, log.id)).filter((message) => message.role === "tool");
     expect(results.map((message) => message.toolCallId)).toEqual(["call_0", zero]);
   });

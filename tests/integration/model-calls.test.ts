@@ -410,7 +410,10 @@ describe("a tool loop through the helper", () => {
           const parts = answers.shift()!;
           return {
             stream: new ReadableStream({
-              start: (controller) => (parts.forEach((part) => controller.enqueue(part)), controller.close()),
+              start: (controller) => {
+                for (const part of parts) controller.enqueue(part);
+                controller.close();
+              },
             }),
           };
         },
@@ -424,7 +427,10 @@ describe("a tool loop through the helper", () => {
         tools: {
           lookUp: tool({
             inputSchema: z.object({ query: z.string() }),
-            execute: async ({ query }, { toolCallId }) => (ran.push({ id: toolCallId, query }), `${query}: up`),
+            execute: async ({ query }, { toolCallId }) => {
+              ran.push({ id: toolCallId, query });
+              return `${query}: up`;
+            },
           }),
         },
         stopWhen: stepCountIs(3),

@@ -288,7 +288,12 @@ describe("Stop", () => {
   it("pressed before a session starts: the task is cancelled and nothing runs", async () => {
     const { lead } = await createTeamFixture(database.db);
     let calls = 0;
-    const engine = await engineWith({ model: sessionModel(() => (calls++, textReply("did it"))) });
+    const engine = await engineWith({
+      model: sessionModel(() => {
+        calls++;
+        return textReply("did it");
+      }),
+    });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Never mind" });
     const stopped = await stopAgent(database.db, engine.jobs, lead.id);
     expect(stopped.session).toBeNull();
@@ -611,7 +616,12 @@ describe("what a stranger found from outside", () => {
   it("a Stop whose worker died before it ended is honoured by the next session", async () => {
     const { lead } = await createTeamFixture(database.db);
     let calls = 0;
-    const engine = await engineWith({ model: sessionModel(() => (calls++, textReply("worked anyway"))) });
+    const engine = await engineWith({
+      model: sessionModel(() => {
+        calls++;
+        return textReply("worked anyway");
+      }),
+    });
     const task = await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Stop me" });
     // A session took the task, then its worker died mid-call; the person pressed Stop.
     const dead = (await claimSession(database.db, lead.id, "dead-worker"))!;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  countUnreadInboxItems,
+  countInboxNeedingAttention,
   createInboxItem,
   createKnowledgeItem,
   createSubordinate,
@@ -11,7 +11,6 @@ import {
   getBackgroundConversation,
   getUsageTotals,
   listInboxItems,
-  listPendingTasks,
   listTasksByAgent,
   listTeamAgents,
   markAllInboxItemsRead,
@@ -58,7 +57,10 @@ describe("tasks", () => {
     const { lead } = await createTeamFixture(database.db);
     const first = await createTask(database.db, { agentId: lead.id, source: "user", title: "First" });
     const second = await createTask(database.db, { agentId: lead.id, source: "user", title: "Second" });
-    expect((await listPendingTasks(database.db, lead.id)).map((t) => t.title)).toEqual(["First", "Second"]);
+    expect((await listTasksByAgent(database.db, lead.id, ["pending"])).map((t) => t.title)).toEqual([
+      "Second",
+      "First",
+    ]);
     const started = await setTaskStatus(database.db, first.id, "in_progress");
     expect(started?.startedAt).toBeInstanceOf(Date);
     const done = await setTaskStatus(database.db, first.id, "completed", "All done");
@@ -72,7 +74,7 @@ describe("tasks", () => {
 describe("inbox", () => {
   it("counts unread items and marks them read", async () => {
     const { team, lead } = await createTeamFixture(database.db);
-    const before = await countUnreadInboxItems(database.db);
+    const before = (await countInboxNeedingAttention(database.db)).unread;
     const item = await createInboxItem(database.db, {
       teamId: team.id,
       agentId: lead.id,
@@ -89,13 +91,13 @@ describe("inbox", () => {
       summary: "S",
       content: "C",
     });
-    expect(await countUnreadInboxItems(database.db)).toBe(before + 2);
+    expect((await countInboxNeedingAttention(database.db)).unread).toBe(before + 2);
     expect((await listInboxItems(database.db))[0]!.title).toBe("T2");
     const read = await setInboxItemRead(database.db, item.id, true);
     expect(read.readAt).toBeInstanceOf(Date);
-    expect(await countUnreadInboxItems(database.db)).toBe(before + 1);
+    expect((await countInboxNeedingAttention(database.db)).unread).toBe(before + 1);
     await markAllInboxItemsRead(database.db);
-    expect(await countUnreadInboxItems(database.db)).toBe(0);
+    expect((await countInboxNeedingAttention(database.db)).unread).toBe(0);
   });
 });
 

@@ -297,10 +297,10 @@ async function round(index: number): Promise<{ key: string; status: number; body
     },
     {
       key: "DELETE /api/model-prices/[...model]",
-      run: async () => (
-        await jitter(60),
-        api.modelPrice.DELETE(request("DELETE"), { params: Promise.resolve({ model: ["race", "model"] }) })
-      ),
+      run: async () => {
+        await jitter(60);
+        return api.modelPrice.DELETE(request("DELETE"), { params: Promise.resolve({ model: ["race", "model"] }) });
+      },
     },
     // Every other round keeps the secret, so the webhook gets as far as its write.
     ...(index % 2
@@ -426,15 +426,24 @@ async function round(index: number): Promise<{ key: string; status: number; body
   const deletes: Shot[] = [
     {
       key: "DELETE /api/agents/[agentId]",
-      run: async () => (await jitter(spread), api.agent.DELETE(request("DELETE"), params({ agentId: scout.id }))),
+      run: async () => {
+        await jitter(spread);
+        return api.agent.DELETE(request("DELETE"), params({ agentId: scout.id }));
+      },
     },
     {
       key: "DELETE /api/teams/[teamId]",
-      run: async () => (await jitter(spread * 2), api.team.DELETE(request("DELETE"), params({ teamId: team.id }))),
+      run: async () => {
+        await jitter(spread * 2);
+        return api.team.DELETE(request("DELETE"), params({ teamId: team.id }));
+      },
     },
     {
       key: "POST /api/tasks/[taskId]/cancel",
-      run: async () => (await jitter(spread), api.cancelTask.POST(request("POST"), params({ taskId: task.id }))),
+      run: async () => {
+        await jitter(spread);
+        return api.cancelTask.POST(request("POST"), params({ taskId: task.id }));
+      },
     },
   ];
   const shots = [...writes, ...deletes];

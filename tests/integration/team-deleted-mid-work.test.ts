@@ -55,7 +55,13 @@ async function holding(
     held(row!.pid as number);
     await released;
   });
-  return { pid: await pid, release: async () => (release(), await done) };
+  return {
+    pid: await pid,
+    release: async () => {
+      release();
+      await done;
+    },
+  };
 }
 
 /** Waits until a backend whose query matches `query` waits for a lock (one that a holder in `holders` holds, when given). */

@@ -14,7 +14,7 @@ import { eq } from "drizzle-orm";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestEngine, runUntilQuiet, type TestEngine } from "../support/engine";
-import { sessionModel, textReply, toolCallReply } from "../support/mock-model";
+import { sessionModel, toolCallReply } from "../support/mock-model";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 

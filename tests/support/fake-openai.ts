@@ -24,11 +24,11 @@ export type FakeChatRequest = {
 };
 
 /** Each request body as the server parsed it, in arrival order. */
-export type RecordedRequest = FakeChatRequest;
+type RecordedRequest = FakeChatRequest;
 
 export type FakeToolCall = { id?: string; name: string; arguments: object };
 
-export type FakeAnswer = {
+type FakeAnswer = {
   text?: string;
   toolCalls?: FakeToolCall[];
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
@@ -38,7 +38,7 @@ export type FakeAnswer = {
   chunkDelayMs?: number;
 };
 
-export type FakeFault =
+type FakeFault =
   | { fault: "status"; status: number; retryAfterSeconds?: number; body?: object }
   | { fault: "reset" }
   | { fault: "hang" }

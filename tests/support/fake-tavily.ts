@@ -6,15 +6,15 @@ import type { AddressInfo, Socket } from "node:net";
  * search (POST /search) and extract (POST /extract, what readWebPage calls).
  */
 
-export type FakeTavilySearchBody = { query: string; [key: string]: unknown };
+type FakeTavilySearchBody = { query: string; [key: string]: unknown };
 
-export type FakeTavilyResult = { title: string; url: string; content: string };
+type FakeTavilyResult = { title: string; url: string; content: string };
 
-export type FakeTavilyReply = { results: FakeTavilyResult[] } | { status: number; error: string };
+type FakeTavilyReply = { results: FakeTavilyResult[] } | { status: number; error: string };
 
 export type FakeTavilyHandler = (body: FakeTavilySearchBody) => FakeTavilyReply | Promise<FakeTavilyReply>;
 
-export type FakeTavilyRequest = {
+type FakeTavilyRequest = {
   path: string;
   /** The Authorization header as sent, e.g. "Bearer tvly-test". */
   authorization: string | undefined;
@@ -22,12 +22,12 @@ export type FakeTavilyRequest = {
 };
 
 /** What @tavily/core's extract sends: the urls, and its options in snake_case. */
-export type FakeTavilyExtractBody = { urls: string[]; [key: string]: unknown };
+type FakeTavilyExtractBody = { urls: string[]; [key: string]: unknown };
 
-export type FakeTavilyPage = { url: string; title?: string | null; content: string };
+type FakeTavilyPage = { url: string; title?: string | null; content: string };
 
 /** Pages read, and urls Tavily could not read (its `failed_results`); or the whole request failing. */
-export type FakeTavilyExtractReply =
+type FakeTavilyExtractReply =
   | { pages: FakeTavilyPage[]; failed?: { url: string; error: string }[] }
   | { status: number; error: string };
 
@@ -35,7 +35,7 @@ export type FakeTavilyExtractHandler = (
   body: FakeTavilyExtractBody,
 ) => FakeTavilyExtractReply | Promise<FakeTavilyExtractReply>;
 
-export type FakeTavilyExtractRequest = { path: string; authorization: string | undefined; body: FakeTavilyExtractBody };
+type FakeTavilyExtractRequest = { path: string; authorization: string | undefined; body: FakeTavilyExtractBody };
 
 export type FakeTavily = {
   url: string;
@@ -56,7 +56,7 @@ const defaultHandler: FakeTavilyHandler = ({ query }) => ({
 });
 
 /** Every url reads as a short page that names it. */
-export const defaultExtractHandler: FakeTavilyExtractHandler = ({ urls }) => ({
+const defaultExtractHandler: FakeTavilyExtractHandler = ({ urls }) => ({
   pages: urls.map((url) => ({
     url,
     title: `The page at ${url}`,

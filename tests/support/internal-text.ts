@@ -121,7 +121,7 @@ function matchAll(text: string, pattern: RegExp, detector: Finding["detector"], 
 }
 
 /** SQL and stack fragments: never on a page, not even inside a Details disclosure. */
-export function technicalFindings(text: string): Finding[] {
+function technicalFindings(text: string): Finding[] {
   const out: Finding[] = [];
   for (const pattern of SQL) matchAll(text, pattern, "sql", out);
   for (const pattern of STACK) matchAll(text, pattern, "stack", out);
@@ -129,7 +129,7 @@ export function technicalFindings(text: string): Finding[] {
 }
 
 /** Everything internal in a page's visible text. `withoutCode`: the same text without the settings lists' code, for tool names. */
-export function internalFindings(text: string, withoutCode: string, phrases = enginePhrases()): Finding[] {
+function internalFindings(text: string, withoutCode: string, phrases = enginePhrases()): Finding[] {
   const out: Finding[] = [];
   matchAll(text, UUID, "uuid", out);
   let rest = text;
@@ -148,7 +148,7 @@ export function internalFindings(text: string, withoutCode: string, phrases = en
 }
 
 /** The page's visible text, the same without the settings lists' code, and the text of every Details disclosure (open or not). */
-export async function pageTexts(page: Page): Promise<{ visible: string; withoutCode: string; disclosures: string }> {
+async function pageTexts(page: Page): Promise<{ visible: string; withoutCode: string; disclosures: string }> {
   return page.evaluate(() => {
     const visible = document.body.innerText;
     const style = document.createElement("style");

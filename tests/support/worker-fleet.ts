@@ -1,6 +1,6 @@
 // Real worker processes on a test database, with a scripted model and search behind local
 // fake servers, for the tests that kill workers at random (crash safety, approvals).
-import { sql } from "drizzle-orm";
+import type { SQL } from "drizzle-orm";
 import { afterAll, beforeAll } from "vitest";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { startFakeOpenAI, type FakeChatRequest, type FakeOpenAI, type FakeReply } from "./fake-openai";
@@ -18,7 +18,7 @@ export type WorkerFleet = {
   startWorker: () => WorkerProcess;
   /** SIGKILLs one worker that is ready (none ready: returns false) and starts its replacement. */
   killOne: () => Promise<boolean>;
-  count: (query: ReturnType<typeof sql>) => Promise<number>;
+  count: (query: SQL) => Promise<number>;
 };
 
 /**
@@ -62,7 +62,7 @@ export function useWorkerFleet(
       fleet.startWorker();
       return true;
     },
-    count: async (query: ReturnType<typeof sql>) => {
+    count: async (query: SQL) => {
       const [row] = await fleet.database.db.execute<{ n: string }>(query);
       return Number(row?.n ?? 0);
     },

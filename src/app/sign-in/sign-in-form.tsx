@@ -41,6 +41,7 @@ export function SignInForm({ returnTo }: { returnTo: string }) {
           type="password"
           autoComplete="current-password"
           required
+          // biome-ignore lint/a11y/noAutofocus: the page's one field, and signing in is all it is for
           autoFocus
           aria-invalid={error ? true : undefined}
           aria-describedby={error ? "sign-in-error" : undefined}

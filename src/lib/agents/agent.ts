@@ -30,7 +30,7 @@ export type SessionOutcome = {
 };
 
 /** What a "deleted" session's error says was deleted under it: expected, so no error at all. */
-export const DELETED_UNDER_SESSION = {
+const DELETED_UNDER_SESSION = {
   "team-deleted": "its team was deleted",
   "agent-deleted": "the agent was deleted",
 } as const;

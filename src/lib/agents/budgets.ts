@@ -121,7 +121,10 @@ const utcDay = () => new Date().toISOString().slice(0, 10);
 
 function ledgerOf(teamId: string): TeamLedger {
   let ledger = ledgers.get(teamId);
-  if (!ledger) ledgers.set(teamId, (ledger = { recorded: { tokens: 0, costUsd: 0 } }));
+  if (!ledger) {
+    ledger = { recorded: { tokens: 0, costUsd: 0 } };
+    ledgers.set(teamId, ledger);
+  }
   return ledger;
 }
 

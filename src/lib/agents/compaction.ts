@@ -12,25 +12,16 @@ import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "./prompts";
 // The estimate lives with the model calls, which estimate what a cut-off call was sent (llm/token-estimate.ts).
 export { estimateTokens };
 
-/** What a model call on this context would cost: the system prompt plus the messages. */
-export function estimateContextTokens(
-  context: readonly Message[],
-  instructions: string,
-  maxToolResultChars?: number,
-): number {
-  return estimateTokens(instructions) + estimateTokens(toModelMessages(context, { maxToolResultChars }));
-}
-
 /**
  * Where compaction starts: a little under the budget, because the estimate counts the
  * stored messages and the provider's prompt wraps each of them in a few more characters.
  */
-export function compactionThreshold(budget: number): number {
+function compactionThreshold(budget: number): number {
   return Math.floor(budget * 0.95);
 }
 
 /** The largest tool result a model call carries, so one huge page cannot blow the budget. */
-export function toolResultLimit(budget: number): number {
+function toolResultLimit(budget: number): number {
   return Math.max(400, Math.min(16_000, Math.floor(budget * 4 * 0.25)));
 }
 
@@ -64,17 +55,6 @@ export type CompactionOptions = {
   tools?: ToolSet;
 };
 
-export async function shouldCompact(
-  options: Pick<CompactionOptions, "db" | "budget" | "instructions">,
-  conversationId: string,
-): Promise<boolean> {
-  const context = await getConversationContext(options.db, conversationId);
-  return (
-    estimateContextTokens(context, options.instructions, toolResultLimit(options.budget)) >
-    compactionThreshold(options.budget)
-  );
-}
-
 /** Renders a context for the summarizer, each message cut so the whole fits the budget. */
 function renderForSummary(context: readonly Message[], budget: number): string {
   const perMessage = Math.max(200, Math.floor((budget * 4 * 0.6) / Math.max(1, context.length)));
@@ -105,10 +85,7 @@ function renderForSummary(context: readonly Message[], budget: number): string {
   return lines.join("\n\n");
 }
 
-export async function generateConversationSummary(
-  options: CompactionOptions,
-  context: readonly Message[],
-): Promise<string> {
+async function generateConversationSummary(options: CompactionOptions, context: readonly Message[]): Promise<string> {
   // A summary limited to a quarter of the budget: a longer one would crowd out the work itself.
   const limit = Math.floor(options.budget * 4 * 0.25);
   const cut = (text: string) => (text.length > limit ? `${text.slice(0, limit)} …(cut)` : text);
@@ -227,11 +204,6 @@ function hasCallWithoutResult(context: readonly Message[]): boolean {
     context.flatMap((message) => (message.role === "tool" && message.toolCallId ? [message.toolCallId] : [])),
   );
   return context.some((message) => message.toolCalls?.some((call) => !answered.has(call.toolCallId)));
-}
-
-export async function compactIfNeeded(options: CompactionOptions, conversationId: string): Promise<Message | null> {
-  if (!(await shouldCompact(options, conversationId))) return null;
-  return compactConversation(options, conversationId);
 }
 
 /**

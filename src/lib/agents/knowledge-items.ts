@@ -38,7 +38,7 @@ const MAX_JSON_STARTS = 50;
  * that holds a readable item wins; what parses of it is kept (at most MAX_ITEMS), the rest
  * dropped. An answer with nothing readable in it is no items.
  */
-export function readExtractionLeniently(text: string): ExtractedItem[] {
+function readExtractionLeniently(text: string): ExtractedItem[] {
   const openings = text.matchAll(/[[{]/g);
   for (let tried = 0; tried < MAX_JSON_STARTS; tried++) {
     const opening = openings.next();
@@ -93,7 +93,7 @@ function renderSession(messages: readonly Message[], maxChars: number): string {
 }
 
 /** A fact's text for comparison: lower case, punctuation gone, whitespace collapsed. */
-export function normalizeKnowledge(text: string): string {
+function normalizeKnowledge(text: string): string {
   return text
     .toLowerCase()
     .replace(/[^\p{L}\p{N}\s]/gu, " ")
@@ -123,7 +123,7 @@ const COMPARED_ITEMS = 2000;
  * The team's item that says the same as `content`, if any: the one place that decides what
  * "the same fact" is. Today by text (isNearDuplicate); recall by meaning (embeddings) plugs in here.
  */
-export async function findSameKnowledge(db: Db, teamId: string, content: string): Promise<KnowledgeItem | null> {
+async function findSameKnowledge(db: Db, teamId: string, content: string): Promise<KnowledgeItem | null> {
   const known = await searchKnowledgeItems(db, { teamId, limit: COMPARED_ITEMS });
   return known.find((item) => isNearDuplicate(item.content, content)) ?? null;
 }

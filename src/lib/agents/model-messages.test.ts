@@ -42,7 +42,7 @@ describe("stored messages ↔ ModelMessages", () => {
   it("converts tool calls to tool-call parts and results to tool-result parts with their tool names", () => {
     const model = toModelMessages(conversation);
     expect(model.map((m) => m.role)).toEqual(["user", "user", "assistant", "tool", "assistant"]);
-    expect(model[0]).toEqual({ role: "user", content: SUMMARY_PREFIX + "Earlier: the user wants NVDA news." });
+    expect(model[0]).toEqual({ role: "user", content: `${SUMMARY_PREFIX}Earlier: the user wants NVDA news.` });
     expect(model[2]).toEqual({
       role: "assistant",
       content: [

@@ -5,7 +5,7 @@
  * one. Client-safe, like schedule-preview.ts.
  */
 
-export const scheduleKinds = ["default", "hourly", "daily", "weekdays", "weekly", "advanced"] as const;
+const scheduleKinds = ["default", "hourly", "daily", "weekdays", "weekly", "advanced"] as const;
 export type ScheduleKind = (typeof scheduleKinds)[number];
 
 /** `time` is "HH:MM" (what an <input type="time"> holds); `day` 0–6 from Sunday, as cron counts. */

@@ -86,7 +86,7 @@ export function nextRuns(cron: string, timeZone: string | null, from: Date = new
 }
 
 /** "Wed 26 Nov, 08:00" read in the schedule's zone: the times a schedule promises, as its owner wrote them. */
-export function formatInZone(date: Date, timeZone: string | null): string {
+function formatInZone(date: Date, timeZone: string | null): string {
   return new Intl.DateTimeFormat("en-GB", {
     timeZone: timeZone ?? "UTC",
     weekday: "short",

@@ -36,9 +36,9 @@ export async function syncLeadSchedules(deps: EngineDeps, defaultCron: string): 
 export async function runScheduledLeadCheckIn(deps: EngineDeps, agentId: string): Promise<"started" | "skipped"> {
   const { db } = deps;
   const [lead] = await db.select().from(agents).where(eq(agents.id, agentId));
-  if (!lead || lead.role !== "lead") return "skipped";
+  if (lead?.role !== "lead") return "skipped";
   const team = await getTeam(db, lead.teamId);
-  if (!team || team.status !== "active" || (await getTeamLead(db, team.id))?.id !== lead.id) return "skipped";
+  if (team?.status !== "active" || (await getTeamLead(db, team.id))?.id !== lead.id) return "skipped";
   if (await getRunningSession(db, lead.id)) return "skipped";
   if ((await listTasksByAgent(db, lead.id, openTaskStatuses)).length > 0) return "skipped";
   // Over its daily budget the check-in could only wait for tomorrow, when the next one comes anyway.

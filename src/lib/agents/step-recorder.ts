@@ -448,7 +448,7 @@ export class StepRecorder {
 export const STORED_TOOL_RESULT_MAX_CHARS = 100_000;
 
 /** A result no longer than STORED_TOOL_RESULT_MAX_CHARS: its head, then how much was cut. */
-export function cappedResult(text: string): string {
+function cappedResult(text: string): string {
   if (text.length <= STORED_TOOL_RESULT_MAX_CHARS) return text;
   return `${text.slice(0, STORED_TOOL_RESULT_MAX_CHARS)}\n…(${text.length - STORED_TOOL_RESULT_MAX_CHARS} characters cut)`;
 }

@@ -8,7 +8,7 @@ import type { EngineDeps } from "./engine-config";
 import { wakeAgentsWithWork } from "./tasks";
 
 /** Standing instructions for a new lead when the person does not write their own. */
-export function defaultLeadInstructions(mission: string): string {
+function defaultLeadInstructions(mission: string): string {
   return [
     `Advance the team's mission: ${mission}`,
     "Break the mission into concrete research tasks and hand them to your subordinates; do small lookups yourself.",
@@ -38,7 +38,7 @@ export async function createTeam(
  * reconciles every lead's schedule when it starts, and a check-in for a paused team
  * is skipped anyway.
  */
-export async function syncLeadSchedule(
+async function syncLeadSchedule(
   engine: EngineDeps,
   lead: Pick<Agent, "id" | "schedule" | "scheduleTimeZone">,
   status: TeamStatus,

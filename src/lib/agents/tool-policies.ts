@@ -10,7 +10,7 @@ import { isMcpToolName, MCP_SEPARATOR, mcpToolNames, mcpToolsFor, scopeAllows } 
 import { foregroundTools, workTools, type ToolContext } from "./tools";
 
 /** The most tools one model request may offer (OpenAI's limit; others' are higher). */
-export const MAX_TOOLS = 128;
+const MAX_TOOLS = 128;
 
 /** Where a tool's effect lands: inside Cadre (its writes commit with its result) or outside it. */
 export type ToolEffects = "cadre" | "outside";
@@ -35,7 +35,7 @@ export function toolEffects(toolName: string): ToolEffects {
 }
 
 /** An MCP tool that says it only reads (`readOnlyHint`) runs without asking; any other asks first. */
-export function defaultToolPolicy(toolName: string, readOnly = false): ToolPolicy {
+function defaultToolPolicy(toolName: string, readOnly = false): ToolPolicy {
   return toolEffects(toolName) === "outside" && !readOnly ? "ask" : "auto";
 }
 
@@ -79,12 +79,12 @@ export function toolCatalogue(): ToolInfo[] {
   return catalogue;
 }
 
-export function isKnownTool(toolName: string): boolean {
+function isKnownTool(toolName: string): boolean {
   return toolCatalogue().some((info) => info.name === toolName);
 }
 
 /** What applies to this agent for each tool: its own rule, else the team's, else the tool's default. */
-export async function loadToolPolicies(
+async function loadToolPolicies(
   db: Db,
   agent: Pick<Agent, "id" | "teamId">,
 ): Promise<(toolName: string, readOnly?: boolean) => ToolPolicy> {
@@ -144,7 +144,7 @@ function onlyRunning(tools: ToolSet, only: readonly string[]): ToolSet {
 }
 
 /** What a tool called when it may not run says (the wrap-up of a session: only the briefing tool). */
-export function notNowResult(only: readonly string[]): string {
+function notNowResult(only: readonly string[]): string {
   return `(not run: only ${only.join(" or ")} can be called now, at the end of this session; new work waits for the next one)`;
 }
 
@@ -153,7 +153,7 @@ export function notNowResult(only: readonly string[]): string {
  * and the SDK's `toolApproval` for the `ask` ones: their calls are not executed, and the
  * step's result carries a `tool-approval-request` for each (see approvals.ts).
  */
-export function applyToolPolicies<T extends ToolSet>(tools: T, policyOf: (toolName: string) => ToolPolicy) {
+function applyToolPolicies<T extends ToolSet>(tools: T, policyOf: (toolName: string) => ToolPolicy) {
   const offered: ToolSet = {};
   for (const [name, definition] of Object.entries(tools)) {
     if (policyOf(name) !== "deny") offered[name] = definition;
@@ -215,7 +215,7 @@ export async function listToolPolicies(db: Db, teamId: string): Promise<ToolPoli
   const agents: Record<string, Record<string, ToolPolicy>> = {};
   for (const rule of rules) {
     if (rule.agentId === null) team[rule.toolName] = rule.policy;
-    else (agents[rule.agentId] ??= {})[rule.toolName] = rule.policy;
+    else agents[rule.agentId] = { ...agents[rule.agentId], [rule.toolName]: rule.policy };
   }
   return { tools: [...toolCatalogue(), ...mcpCatalogue(servers)], team, agents };
 }

@@ -328,15 +328,6 @@ async function focusOn(db: Db, state: SessionState, focus: string | null, story:
   await setSessionTask(db, state.session.id, story);
 }
 
-/** The task id when it is this agent's and still open; null otherwise (input about work that ended). */
-async function openTaskOf(db: Db, agentId: string, taskId: string | null): Promise<string | null> {
-  if (!taskId) return null;
-  const task = await getTask(db, taskId);
-  return task && task.agentId === agentId && (openTaskStatuses as readonly string[]).includes(task.status)
-    ? task.id
-    : null;
-}
-
 /** Delegated work still open, a question unanswered or a call waiting for the person: the task is waiting, not stalled. */
 async function hasWorkUnderWay(db: Db, taskId: string): Promise<boolean> {
   return (
@@ -399,7 +390,7 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
   const tail = await getLastMessage(db, state.conversation.id);
   if (awaitsReply(tail)) return;
   const task = await getTask(db, state.focus);
-  if (!task || task.status !== "in_progress" || (await hasWorkUnderWay(db, task.id))) return;
+  if (task?.status !== "in_progress" || (await hasWorkUnderWay(db, task.id))) return;
   // Input about it arrived during the turn's last call (a report, an answer): the turn's last
   // words were written without it. The next turn takes it up and settles the task then.
   if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;

@@ -40,7 +40,7 @@ export type ConnectionRoom = {
 };
 
 /** What the server allows and holds now; one query. */
-export async function readConnectionRoom(sql: postgres.Sql): Promise<ConnectionRoom> {
+async function readConnectionRoom(sql: postgres.Sql): Promise<ConnectionRoom> {
   const [row] = await sql<{ max_connections: number; reserved: number; in_use: number }[]>`
     select current_setting('max_connections')::int as max_connections,
            current_setting('superuser_reserved_connections')::int

@@ -2,7 +2,7 @@ import path from "node:path";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import { createDatabase } from "./client";
 
-export const migrationsFolder = path.join(process.cwd(), "drizzle");
+const migrationsFolder = path.join(process.cwd(), "drizzle");
 
 /** Applies the committed migrations in drizzle/ to the database at `url`. */
 export async function migrateDatabase(url: string): Promise<void> {

@@ -31,7 +31,7 @@ export function dayCount(range: DigestRange): number {
 }
 
 /** The UTC days of the range, in order. */
-export function daysOf(range: DigestRange): string[] {
+function daysOf(range: DigestRange): string[] {
   const days: string[] = [];
   for (let at = Date.parse(`${range.from}T00:00:00Z`); at <= Date.parse(`${range.to}T00:00:00Z`); at += DAY_MS)
     days.push(new Date(at).toISOString().slice(0, 10));

@@ -22,8 +22,8 @@ import { logError } from "@/lib/log";
 export const MESSAGE_PAGE_SIZE = 500;
 const USAGE_PAGE_SIZE = 1000;
 
-export const TEAM_RECORD_FORMAT = "cadre-team-record";
-export const TEAM_RECORD_VERSION = 1;
+const TEAM_RECORD_FORMAT = "cadre-team-record";
+const TEAM_RECORD_VERSION = 1;
 
 /** `cadre-<team name>-<YYYY-MM-DD>.json`. */
 export function teamRecordFileName(team: Pick<Team, "name">, at: Date): string {

@@ -20,7 +20,7 @@ export type JobQueueRole = "web" | "worker";
 const IDLE_POLL_SECONDS = 30;
 
 /** NOTIFICATION_RETRY_DELAY_SECONDS's default: the first retry's delay, doubled on each after. */
-export const DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS = 2;
+const DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS = 2;
 
 /** One attempt at delivering a notification, as its handler sees it (pg-boss's retry count kept here). */
 export type NotificationAttempt = {

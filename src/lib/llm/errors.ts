@@ -9,6 +9,7 @@ const modelTimeout = Symbol.for("cadre.model-timeout");
  * cancellation, and this is a failure the person should hear about.
  */
 export class ModelTimeoutError extends Error {
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: the marker isInstance looks for with `in`
   private readonly [modelTimeout] = true;
 
   constructor(

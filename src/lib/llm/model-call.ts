@@ -95,7 +95,7 @@ type StreamOptions<TOOLS extends ToolSet, OUTPUT extends OutputInterface> = Para
  * runs alongside the usage write.
  */
 export function generateModelText<
-  TOOLS extends ToolSet = {},
+  TOOLS extends ToolSet = Record<string, never>,
   OUTPUT extends OutputInterface = OutputInterface<string, string>,
 >(
   call: ModelCall,
@@ -110,7 +110,7 @@ export function generateModelText<
 
 /** `streamText` with the same common part as generateModelText. A timeout ends the stream with an error part (onError), not an abort. */
 export function streamModelText<
-  TOOLS extends ToolSet = {},
+  TOOLS extends ToolSet = Record<string, never>,
   OUTPUT extends OutputInterface = OutputInterface<string, string, never>,
 >(call: ModelCall, options: WithoutCommon<StreamOptions<TOOLS, OUTPUT>>): StreamTextResult<TOOLS, Context, OUTPUT> {
   return streamText({

@@ -24,7 +24,7 @@ const holder = globalThis as typeof globalThis & { cadreMcpConnections?: Map<str
 const pool = (): Map<string, Entry> => (holder.cadreMcpConnections ??= new Map());
 
 /** How long connecting and listing may take before the server counts as down. */
-export const MCP_CONNECT_TIMEOUT_MS = 10_000;
+const MCP_CONNECT_TIMEOUT_MS = 10_000;
 
 /** What identifies a connection: the settings it was made with (an edit makes a new one). */
 function settingsKey(server: McpServer): string {
@@ -130,7 +130,7 @@ class WatchedStdioTransport extends StdioMCPTransport {
 type PooledEntry = Entry & { inFlight: number; retired: boolean };
 
 /** A server that failed to connect is not tried again for this long: a hung server must not cost every turn its timeout. */
-export const MCP_RETRY_AFTER_MS = 60_000;
+const MCP_RETRY_AFTER_MS = 60_000;
 const failures = new Map<string, { key: string; until: number; reason: string }>();
 
 /** Why this server is skipped for now (it failed to connect a moment ago), or null. */

@@ -6,7 +6,7 @@ import type { ToolScope } from "@/lib/db/schema";
 export const MCP_SEPARATOR = "__";
 
 /** Provider tool names allow letters, digits, `_` and `-`, up to 64: anything else becomes `_`. */
-export function mcpToolName(serverName: string, toolName: string): string {
+function mcpToolName(serverName: string, toolName: string): string {
   return `${serverName}${MCP_SEPARATOR}${toolName}`.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64);
 }
 
@@ -20,7 +20,11 @@ export function mcpToolName(serverName: string, toolName: string): string {
 export function mcpToolNames(serverName: string, tools: readonly { name: string }[]): Map<string, string> {
   const plain = tools.map((tool) => mcpToolName(serverName, tool.name));
   const taken = new Set<string>();
-  const given: (string | undefined)[] = plain.map((name) => (taken.has(name) ? undefined : (taken.add(name), name)));
+  const given: (string | undefined)[] = plain.map((name) => {
+    if (taken.has(name)) return undefined;
+    taken.add(name);
+    return name;
+  });
   for (const [index, name] of given.entries()) {
     if (name !== undefined) continue;
     let free = plain[index]!;
@@ -30,7 +34,7 @@ export function mcpToolNames(serverName: string, tools: readonly { name: string 
     given[index] = free;
   }
   const names = new Map<string, string>();
-  tools.forEach((tool, index) => names.set(tool.name, given[index]!));
+  for (const [index, tool] of tools.entries()) names.set(tool.name, given[index]!);
   return names;
 }
 

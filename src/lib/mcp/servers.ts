@@ -173,7 +173,7 @@ export function listMcpServerViews(db: Db, teamId: string): Promise<McpServerVie
 }
 
 /** How long Test connection waits for the server to answer with its tools. */
-export const TEST_CONNECTION_TIMEOUT_MS = 2000;
+const TEST_CONNECTION_TIMEOUT_MS = 2000;
 
 export type McpTestResult =
   | { ok: true; tools: McpToolInfo[]; renamed: { tool: string; as: string }[]; ms: number }

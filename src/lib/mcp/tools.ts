@@ -21,7 +21,7 @@ import {
 import { MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
 
 // The names are client-safe (the team page builds scopes with them); the engine imports them from here too.
-export { isMcpToolName, MCP_SEPARATOR, mcpToolName, mcpToolNames, scopeAllows } from "./names";
+export { isMcpToolName, MCP_SEPARATOR, mcpToolNames, scopeAllows } from "./names";
 
 /** What the turn knows about each MCP tool it offers: whose it is, and whether it only reads. */
 export type McpToolMeta = { server: string; readOnly: boolean };
@@ -51,7 +51,7 @@ export async function mcpToolsFor(
     servers.map(async (server) => {
       // It failed to connect a moment ago: skipped for now, not waited for on every turn.
       if (recentMcpFailure(server)) return;
-      let connection;
+      let connection: McpConnection;
       try {
         connection = await mcpConnection(server);
       } catch (error) {
@@ -90,7 +90,7 @@ export async function mcpToolsFor(
  * and failed after it was sent may have done its part: the model is told so, not to retry.
  * The person's Stop still ends the call at once.
  */
-export async function callMcpTool(
+async function callMcpTool(
   db: Db,
   server: McpServer,
   tool: McpToolInfo,

@@ -59,7 +59,7 @@ export async function deliverNotification(
 ): Promise<DeliveryOutcome> {
   const { notificationId } = attempt;
   const notification = await getNotification(db, notificationId);
-  if (!notification || notification.status !== "pending") return "skipped";
+  if (notification?.status !== "pending") return "skipped";
   const channel = await getNotificationChannel(db, notification.channelId);
   if (!channel) return "skipped";
   // Turning a channel off stops what is still queued for it too (a test is the exception: it was asked for).

@@ -11,7 +11,7 @@ import { DeliveryError } from "./delivery-error";
 export const EMAIL_NEEDS_SMTP = "Email notifications need SMTP_URL and SMTP_FROM set on the server.";
 
 /** `<notification-id@cadre>`: the email's idempotency key. */
-export function notificationMessageId(notificationId: string): string {
+function notificationMessageId(notificationId: string): string {
   return `<${notificationId}@cadre>`;
 }
 

@@ -11,7 +11,7 @@ import type { JobQueue } from "@/lib/jobs/job-queue";
 // is sent about an item that never came to be.
 
 /** The link in a notification: the item's own page. */
-export function inboxItemLink(itemId: string): string {
+function inboxItemLink(itemId: string): string {
   return `${publicUrl()}/inbox/${itemId}`;
 }
 

@@ -21,12 +21,12 @@ import { maskUrl } from "@/lib/redact";
 // The body carries Slack's `text` beside Cadre's own fields, so a Slack incoming-webhook URL
 // works as the channel's URL with nothing in between (Slack ignores the other fields).
 
-export const WEBHOOK_NOTIFICATION_TIMEOUT_MS = 10_000;
-export const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", delivery: "x-cadre-delivery" } as const;
+const WEBHOOK_NOTIFICATION_TIMEOUT_MS = 10_000;
+const NOTIFICATION_HEADERS = { idempotencyKey: "idempotency-key", delivery: "x-cadre-delivery" } as const;
 
 const ERROR_BODY_CHARS = 200;
 
-export type WebhookNotificationBody = {
+type WebhookNotificationBody = {
   id: string;
   type: string;
   title: string;
@@ -36,7 +36,7 @@ export type WebhookNotificationBody = {
 };
 
 /** What a receiver gets: the same bytes on every attempt (the payload was fixed when the notification was made). */
-export function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
+function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
   const { type, title, summary, link } = notification.payload;
   return JSON.stringify({
     id: notification.id,
@@ -49,9 +49,9 @@ export function webhookNotificationBody(notification: Pick<Notification, "id" | 
 }
 
 /** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
-export function slackText(payload: Notification["payload"]): string {
-  const escape = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-  return `*${escape(payload.title)}*\n${escape(payload.summary)}\n<${escape(payload.link)}|Open in Cadre>`;
+function slackText(payload: Notification["payload"]): string {
+  const escapeMrkdwn = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+  return `*${escapeMrkdwn(payload.title)}*\n${escapeMrkdwn(payload.summary)}\n<${escapeMrkdwn(payload.link)}|Open in Cadre>`;
 }
 
 /**
@@ -102,9 +102,9 @@ export async function postWebhookNotification(
     return;
   }
   // What a private address answers is not the receiver's to say on a page: only a public one's words are quoted.
-  const excerpt = isPublicAddress(answer.address)
-    ? await readExcerpt(response)
-    : (await response.body?.cancel().catch(() => {}), "");
+  let excerpt = "";
+  if (isPublicAddress(answer.address)) excerpt = await readExcerpt(response);
+  else await response.body?.cancel().catch(() => {});
   const location = response.headers.get("location");
   // A 301/302/303 would turn the POST into a GET elsewhere: say so rather than follow it.
   const redirect =

@@ -12,7 +12,7 @@ import {
 } from "./prices";
 
 /** The largest price taken, in US dollars per million tokens: far above any model's, within the column (numeric(12,4)). */
-export const MAX_USD_PER_MTOK = 1_000_000;
+const MAX_USD_PER_MTOK = 1_000_000;
 
 const usdPerMtok = (what: string) =>
   z

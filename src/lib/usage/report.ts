@@ -29,18 +29,18 @@ export type UsageFigures = {
 
 /** Usage of no team: calls made for no agent (drafting a new team's lead instructions). */
 export const NO_TEAM_KEY = "drafting";
-export const NO_TEAM_NAME = "Drafting new teams";
+const NO_TEAM_NAME = "Drafting new teams";
 const NO_AGENT_NAME = "Drafting lead instructions";
 const DELETED_TEAMS_KEY = "deleted";
 const REMOVED_AGENTS_KEY = "removed";
 
 /** `price`: where the model's price comes from today (the price editor's row); its calls cost what their rows kept. */
-export type ModelUsage = {
+type ModelUsage = {
   model: string;
   price: { matched: string; source: PriceSource } | null;
   figures: UsageFigures;
 };
-export type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
+type AgentUsage = { agentId: string | null; agentName: string; role: string | null; figures: UsageFigures };
 export type TeamUsage = {
   key: string;
   teamId: string | null;
@@ -50,7 +50,7 @@ export type TeamUsage = {
   models: ModelUsage[];
 };
 /** One UTC day: its totals (with the cache's part of its input) and each team's share (keyed by TeamUsage.key; teams with none are absent). */
-export type DayUsage = {
+type DayUsage = {
   day: string;
   tokens: number;
   costUsd: number;
@@ -61,7 +61,7 @@ export type DayUsage = {
   byTeam: Record<string, { tokens: number; costUsd: number }>;
 };
 /** The finest grain: one UTC day × team × agent. */
-export type DayTeamAgentUsage = { day: string; teamKey: string; agentId: string | null; figures: UsageFigures };
+type DayTeamAgentUsage = { day: string; teamKey: string; agentId: string | null; figures: UsageFigures };
 
 export type UsageReport = {
   days: number;
@@ -78,7 +78,7 @@ export type UsageReport = {
 export const REPORT_DAYS_DEFAULT = 30;
 export const REPORT_DAYS_MAX = 366;
 
-export function emptyFigures(): UsageFigures {
+function emptyFigures(): UsageFigures {
   return {
     calls: 0,
     estimatedCalls: 0,
@@ -120,7 +120,10 @@ function roundDollars(figures: { costUsd: number; savedUsd?: number }): void {
 
 function entry<K, V>(map: Map<K, V>, key: K, create: () => V): V {
   let value = map.get(key);
-  if (value === undefined) map.set(key, (value = create()));
+  if (value === undefined) {
+    value = create();
+    map.set(key, value);
+  }
   return value;
 }
 
@@ -178,7 +181,8 @@ export async function usageReport(
     day.cachedTokens += row.cachedTokens;
     day.cachedShare = cachedShare(day);
     day.savedUsd += saved;
-    const share = (day.byTeam[teamKey] ??= { tokens: 0, costUsd: 0 });
+    const share = day.byTeam[teamKey] ?? { tokens: 0, costUsd: 0 };
+    day.byTeam[teamKey] = share;
     share.tokens += row.inputTokens + row.outputTokens;
     share.costUsd += cost ?? 0;
 

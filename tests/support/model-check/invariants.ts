@@ -111,7 +111,7 @@ function background(state: ScenarioState, agentId: string): Message[] {
  * asked of the person, in the inbox). Pending tasks, and in-progress ones with nothing
  * open under them, are work nobody does: invariant 3.
  */
-export function tasksFinalOrWaitingVisibly(state: ScenarioState): string[] {
+function tasksFinalOrWaitingVisibly(state: ScenarioState): string[] {
   const out: string[] = [];
   for (const task of state.tasks) {
     if (task.status !== "waiting_input") continue;
@@ -137,7 +137,7 @@ export function tasksFinalOrWaitingVisibly(state: ScenarioState): string[] {
 }
 
 /** 2. Every ended task a lead delegated reached the lead exactly once, as the outcome it had. */
-export function outcomesReachedLeadOnce(state: ScenarioState): string[] {
+function outcomesReachedLeadOnce(state: ScenarioState): string[] {
   const out: string[] = [];
   const outcomes = new Map<string, SubordinateOutcome[]>();
   for (const message of background(state, state.leadId)) {
@@ -197,7 +197,7 @@ export function outcomesReachedLeadOnce(state: ScenarioState): string[] {
 }
 
 /** 3. With the team quiet, no agent has work: no pending task, no queued input, no wake-up flag, no log awaiting a reply. */
-export function noAgentWithIdleWork(state: ScenarioState): string[] {
+function noAgentWithIdleWork(state: ScenarioState): string[] {
   if (state.teamStatus !== "active") return [];
   const out: string[] = [];
   const openQuestionTasks = new Set(state.questions.filter((q) => q.status === "open").map((q) => q.taskId));
@@ -232,7 +232,7 @@ export function noAgentWithIdleWork(state: ScenarioState): string[] {
 }
 
 /** 4. Every failed task has exactly one alert. */
-export function everyFailureHasOneAlert(state: ScenarioState): string[] {
+function everyFailureHasOneAlert(state: ScenarioState): string[] {
   const out: string[] = [];
   for (const task of state.tasks) {
     if (task.status !== "failed") continue;
@@ -244,7 +244,7 @@ export function everyFailureHasOneAlert(state: ScenarioState): string[] {
 }
 
 /** 5. Each conversation is one chain from its root to its tail, covering all its messages. Puts the messages in chain order. */
-export function chainsWhole(state: ScenarioState): string[] {
+function chainsWhole(state: ScenarioState): string[] {
   const out: string[] = [];
   for (const conversation of state.conversations) {
     const rows = state.messages.get(conversation.id) ?? [];
@@ -277,7 +277,7 @@ export function chainsWhole(state: ScenarioState): string[] {
 }
 
 /** 6. Every tool call has exactly one result, after it, in the same conversation (and every result has its call). */
-export function oneResultPerToolCall(state: ScenarioState): string[] {
+function oneResultPerToolCall(state: ScenarioState): string[] {
   const out: string[] = [];
   for (const conversation of state.conversations) {
     const rows = state.messages.get(conversation.id) ?? [];
@@ -306,7 +306,7 @@ const TOKEN = /\[(mc-[^-\]]+-\d+-[a-z0-9]+)\]/;
  * 7. Every stored answer follows exactly the context its call was given: the messages
  * stored before it (since the last summary) are the ones the call saw, no more, no less.
  */
-export function answersFollowTheirContext(state: ScenarioState, answers: ReadonlyMap<string, number[]>): string[] {
+function answersFollowTheirContext(state: ScenarioState, answers: ReadonlyMap<string, number[]>): string[] {
   const out: string[] = [];
   const stored = new Map<string, number>();
   for (const conversation of state.conversations) {
@@ -342,7 +342,7 @@ export function answersFollowTheirContext(state: ScenarioState, answers: Readonl
   return out;
 }
 
-export const invariants = {
+const invariants = {
   "1 final or waiting visibly": tasksFinalOrWaitingVisibly,
   "2 outcome reached lead once": outcomesReachedLeadOnce,
   "3 no idle work": noAgentWithIdleWork,

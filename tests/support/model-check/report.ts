@@ -32,7 +32,7 @@ export function describeLogs(state: ScenarioState): string[] {
 }
 
 /** A violation's message with ids, names and numbers taken out: violations of one kind read the same. */
-export function violationKind(violation: Violation): string {
+function violationKind(violation: Violation): string {
   // A stall's or a crash's details differ every time; what kind it is comes first.
   const head =
     violation.invariant === "0 stalled" || violation.invariant === "0 worker crashed"

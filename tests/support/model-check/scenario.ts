@@ -20,7 +20,7 @@ export type SubStep =
   /** A tool round whose usage exceeds the session's token budget: the next call is refused. */
   | { kind: "spend" };
 
-export type JobBehaviour = "report" | "ask" | "silent" | "modelError" | "stepLimit" | "budget" | "malformed";
+type JobBehaviour = "report" | "ask" | "silent" | "modelError" | "stepLimit" | "budget" | "malformed";
 
 /** Work a lead delegates to one subordinate; its task title starts with the key ("J3 …"). */
 export type Job = { key: string; sub: number; behaviour: JobBehaviour; steps: SubStep[] };
@@ -31,10 +31,10 @@ export type LeadStep =
   | { kind: "fail"; status: 400 };
 
 /** What the lead does for one user task ("U1 …") or one webhook that asks for work ("W1"). */
-export type LeadWork = { key: string; steps: LeadStep[] };
+type LeadWork = { key: string; steps: LeadStep[] };
 
 /** A task the person cares about: the lead's user task or a job delegated from it. */
-export type TaskRef = { work: string } | { job: string };
+type TaskRef = { work: string } | { job: string };
 /** Fire only once the job's task has reached this status (else the action is skipped). */
 export type Trigger = { job: string; status: "pending" | "in_progress" };
 

@@ -128,7 +128,7 @@ export class WorkerPool {
 }
 
 /** utime + stime of a process, in seconds (Linux /proc; 0 elsewhere). */
-export async function processCpuSeconds(pid: number | undefined): Promise<number> {
+async function processCpuSeconds(pid: number | undefined): Promise<number> {
   const { readFile } = await import("node:fs/promises");
   const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

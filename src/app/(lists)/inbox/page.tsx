@@ -9,7 +9,7 @@ import { listTeams } from "@/lib/db/queries/teams";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
-import { getInboxPage, type InboxPage } from "@/lib/inbox-page";
+import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/inbox-page";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Inbox" };
@@ -28,7 +28,7 @@ export default async function InboxPage({ searchParams }: Props) {
   const archived = single(params.archived) === "1";
   let before = single(params.before) ?? null;
   const filter = { type: type ?? undefined, teamId: teamId ?? undefined, archived };
-  let page: InboxPage;
+  let page: InboxPageData;
   try {
     page = await getInboxPage(db(), { ...filter, before: before ?? undefined });
   } catch (error) {

@@ -55,55 +55,57 @@ export default async function KnowledgePage({ searchParams }: Props) {
           </p>
         </div>
       </header>
-      <form className="filters" role="search" action="/knowledge">
-        <label className="field field-grow">
-          <span>Search knowledge</span>
-          <input type="search" name="q" defaultValue={q} placeholder="e.g. battery density" />
-        </label>
-        <label className="field">
-          <span>Team</span>
-          <select name="teamId" defaultValue={teamId}>
-            <option value="">All teams</option>
-            {teams.map(([id, name]) => (
-              <option key={id} value={id}>
-                {name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Agent</span>
-          <select name="agentId" defaultValue={agentId}>
-            <option value="">All agents</option>
-            {agents.map((agent) => (
-              <option key={agent.id} value={agent.id}>
-                {agent.name} ({agent.teamName})
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Type</span>
-          <select name="type" defaultValue={type ?? ""}>
-            <option value="">All types</option>
-            {knowledgeItemTypes.map((value) => (
-              <option key={value} value={value}>
-                {value}
-              </option>
-            ))}
-          </select>
-        </label>
-        <div className="filter-actions">
-          <button type="submit" className="button button-primary">
-            Search
-          </button>
-          {filtered && (
-            <Link href="/knowledge" className="button button-quiet">
-              Clear
-            </Link>
-          )}
-        </div>
-      </form>
+      <search>
+        <form className="filters" action="/knowledge">
+          <label className="field field-grow">
+            <span>Search knowledge</span>
+            <input type="search" name="q" defaultValue={q} placeholder="e.g. battery density" />
+          </label>
+          <label className="field">
+            <span>Team</span>
+            <select name="teamId" defaultValue={teamId}>
+              <option value="">All teams</option>
+              {teams.map(([id, name]) => (
+                <option key={id} value={id}>
+                  {name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label className="field">
+            <span>Agent</span>
+            <select name="agentId" defaultValue={agentId}>
+              <option value="">All agents</option>
+              {agents.map((agent) => (
+                <option key={agent.id} value={agent.id}>
+                  {agent.name} ({agent.teamName})
+                </option>
+              ))}
+            </select>
+          </label>
+          <label className="field">
+            <span>Type</span>
+            <select name="type" defaultValue={type ?? ""}>
+              <option value="">All types</option>
+              {knowledgeItemTypes.map((value) => (
+                <option key={value} value={value}>
+                  {value}
+                </option>
+              ))}
+            </select>
+          </label>
+          <div className="filter-actions">
+            <button type="submit" className="button button-primary">
+              Search
+            </button>
+            {filtered && (
+              <Link href="/knowledge" className="button button-quiet">
+                Clear
+              </Link>
+            )}
+          </div>
+        </form>
+      </search>
       <p className="meta" aria-live="polite">
         {items.length} item{items.length === 1 ? "" : "s"}
         {filtered ? " match" : ""}

@@ -33,8 +33,3 @@ export function foregroundTools(context: ToolContext): ToolSet {
   else tools.addKnowledgeItem = addKnowledgeItem;
   return tools;
 }
-
-/** Only the briefing tool: the end-of-session decision of a lead. */
-export function briefingTools(context: ToolContext): ToolSet {
-  return { createInboxItem: teamLeadTools(context).createInboxItem };
-}

@@ -6,7 +6,7 @@ import { maskUrl } from "@/lib/redact";
 import type { ToolContext } from "./context";
 import { TurnSources } from "./sources";
 
-export const WEB_SEARCH_NOT_CONFIGURED =
+const WEB_SEARCH_NOT_CONFIGURED =
   "Web search is not configured (TAVILY_API_KEY is not set), so no search was made. Work from what you know and say that sources could not be checked.";
 
 export const PAGE_READING_NOT_CONFIGURED =

@@ -136,14 +136,12 @@ export function teamLeadTools(context: ToolContext) {
               name: member.name,
               role: member.role,
               working: (await getRunningSession(context.db, member.id)) !== null,
-              tasks: (await listTasksByAgent(context.db, member.id))
-                .slice(0, 8)
-                .map((task) => ({
-                  id: task.id,
-                  title: task.title,
-                  status: task.status,
-                  result: task.result?.slice(0, 300) ?? null,
-                })),
+              tasks: (await listTasksByAgent(context.db, member.id)).slice(0, 8).map((task) => ({
+                id: task.id,
+                title: task.title,
+                status: task.status,
+                result: task.result?.slice(0, 300) ?? null,
+              })),
             })),
           ),
           openQuestions: (await listOpenQuestionsFor(context.db, context.agent.id)).map((question) => ({

@@ -139,14 +139,6 @@ export function listAgentApprovals(db: Db, agentId: string, limit = 100): Promis
     .limit(limit);
 }
 
-export function listApprovalsByIds(db: Db, ids: readonly string[]): Promise<Approval[]> {
-  if (ids.length === 0) return Promise.resolve([]);
-  return db
-    .select()
-    .from(approvals)
-    .where(inArray(approvals.id, [...ids]));
-}
-
 /** The approvals of some calls of a conversation (a step's), oldest first. */
 export function listApprovalsOfCalls(
   db: Db,

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, isNotNull, isNull, or, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import {
@@ -121,11 +121,6 @@ export async function getLatestTeamBriefing(db: Db, teamId: string): Promise<Inb
 export async function getInboxItemView(db: Db, itemId: string): Promise<InboxItemView | null> {
   const [row] = await viewQuery(db, eq(inboxItems.id, itemId));
   return row ? { ...row.item, question: row.question, approval: row.approval } : null;
-}
-
-export async function countUnreadInboxItems(db: Db): Promise<number> {
-  const [row] = await db.select({ unread: count() }).from(inboxItems).where(isNull(inboxItems.readAt));
-  return row?.unread ?? 0;
 }
 
 /**

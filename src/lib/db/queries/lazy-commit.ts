@@ -1,24 +1,18 @@
+// A one-row FROM item, `lazy_commit`, that lets the statement's own transaction commit
+// without waiting for the disk (synchronous_commit = off for that transaction only):
+// one WAL flush less, 0.3 to 2.5 ms on the benchmark machine. For rows written on every
+// model call whose loss in a Postgres crash costs nothing but a redo: a usage row, a
+// session's step count, the assistant row of a step in flight.
+//
+// What it risks: nothing when the worker crashes (Postgres has the commit, and it is
+// visible at once); when Postgres itself crashes, such rows of the last ~0.6 s
+// (3 × wal_writer_delay). Never out of order: the WAL replays as a prefix, and the next
+// durable commit (a tool's result) flushes them with it. The statement must select from
+// `lazy_commit`, or Postgres never evaluates it. Inside a caller's transaction it would
+// make that whole transaction lazy, so there it does nothing and the caller's commit decides.
 import { sql, type SQL } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
 import type { Db } from "../client";
-
-/**
- * A one-row FROM item, `lazy_commit`, that lets the statement's own transaction commit
- * without waiting for the disk (synchronous_commit = off for that transaction only):
- * one WAL flush less, 0.3 to 2.5 ms on the benchmark machine. For rows written on every
- * model call whose loss in a Postgres crash costs nothing but a redo: a usage row, a
- * session's step count, the assistant row of a step in flight.
- *
- * What it risks: nothing when the worker crashes (Postgres has the commit, and it is
- * visible at once); when Postgres itself crashes, such rows of the last ~0.6 s
- * (3 × wal_writer_delay). Never out of order: the WAL replays as a prefix, and the next
- * durable commit (a tool's result) flushes them with it. The statement must select from
- * `lazy_commit`, or Postgres never evaluates it. Inside a caller's transaction it would
- * make that whole transaction lazy, so there it does nothing and the caller's commit decides.
- */
-export function lazyCommit(db: Db, lazy = true): SQL {
-  return lazyCommitClause(commitsLazily(db, lazy));
-}
 
 /** Whether a statement on `db` asked to commit lazily does: never inside a caller's transaction. */
 export function commitsLazily(db: Db, lazy = true): boolean {

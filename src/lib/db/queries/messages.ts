@@ -67,7 +67,7 @@ export async function appendMessages(
 }
 
 export type AppendOptions = {
-  /** Commit without waiting for the disk (see lazyCommit): for a row a later durable commit flushes too. */
+  /** Commit without waiting for the disk (see lazy-commit.ts): for a row a later durable commit flushes too. */
   lazyCommit?: boolean;
   /**
    * The work session writing: the row lands only while that session still holds the agent
@@ -228,7 +228,7 @@ async function appendOne(
 
 /**
  * Appends one message. With `lazyCommit` its commit does not wait for the disk (see
- * lazyCommit), for a row that a durable commit right after flushes too: a step's
+ * lazy-commit.ts), for a row that a durable commit right after flushes too: a step's
  * assistant row, which its tool's result follows.
  */
 export async function appendMessage(
@@ -239,17 +239,6 @@ export async function appendMessage(
 ): Promise<Message> {
   const [appended] = await appendMessages(db, conversationId, [message], options);
   return appended!;
-}
-
-/** Stores one tool result, linked to its call by toolCallId. Non-string results are stored as JSON. */
-export function addToolResultMessage(
-  db: Db,
-  conversationId: string,
-  toolCallId: string,
-  result: unknown,
-): Promise<Message> {
-  const content = typeof result === "string" ? result : JSON.stringify(result ?? null);
-  return appendMessage(db, conversationId, { role: "tool", toolCallId, content });
 }
 
 export async function getLastMessage(db: Db, conversationId: string): Promise<Message | null> {
@@ -373,12 +362,6 @@ export async function tailAnswersLastCall(db: Db, conversationId: string): Promi
       from chain where role <> 'tool' limit 1`,
   );
   return row?.answers ?? false;
-}
-
-/** The messages after the latest summary (all of them when there is none), in chain order. */
-export async function getMessagesAfterSummary(db: Db, conversationId: string): Promise<Message[]> {
-  const context = await getConversationContext(db, conversationId);
-  return context[0]?.role === "summary" ? context.slice(1) : context;
 }
 
 /**

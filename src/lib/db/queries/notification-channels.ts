@@ -45,17 +45,6 @@ export function listNotificationChannels(db: Db, teamId: string): Promise<Public
     .orderBy(asc(notificationChannels.createdAt));
 }
 
-export async function getPublicNotificationChannel(
-  db: Db,
-  channelId: string,
-): Promise<PublicNotificationChannel | null> {
-  const [channel] = await db
-    .select(publicColumns)
-    .from(notificationChannels)
-    .where(eq(notificationChannels.id, channelId));
-  return channel ?? null;
-}
-
 /** With its secret: for signing a delivery, never for showing. */
 export async function getNotificationChannel(db: Db, channelId: string): Promise<NotificationChannel | null> {
   const [channel] = await db.select().from(notificationChannels).where(eq(notificationChannels.id, channelId));

@@ -1,9 +1,9 @@
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
 
-export const finalTaskStatuses = ["completed", "failed", "cancelled"] as const satisfies TaskStatus[];
+const finalTaskStatuses = ["completed", "failed", "cancelled"] as const satisfies TaskStatus[];
 export const openTaskStatuses = ["pending", "in_progress", "waiting_input"] as const satisfies TaskStatus[];
 
 export type NewTask = {
@@ -80,15 +80,6 @@ export async function listTasksForAgentPage(
   ]);
   const all = [...open, ...ended].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
   return { tasks: all, endedCount: counted?.n ?? 0 };
-}
-
-/** The agent's pending tasks, oldest first: the order a work session takes them. */
-export function listPendingTasks(db: Db, agentId: string): Promise<Task[]> {
-  return db
-    .select()
-    .from(tasks)
-    .where(and(eq(tasks.agentId, agentId), eq(tasks.status, "pending")))
-    .orderBy(asc(tasks.createdAt));
 }
 
 /**

@@ -144,7 +144,7 @@ export function listTeamAgents(db: Db, teamId: string): Promise<Agent[]> {
 // a removal that committed while this write waited shows as a 404.
 
 /** Holds the team's row for a write under it (see above); 404 when the team is gone. Call it first in the transaction. */
-export async function lockTeam(db: Db, teamId: string): Promise<Team> {
+async function lockTeam(db: Db, teamId: string): Promise<Team> {
   const [team] = await db.select().from(teams).where(eq(teams.id, teamId)).for("no key update");
   if (!team) throw notFound("team", teamId);
   return team;

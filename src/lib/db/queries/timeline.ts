@@ -11,7 +11,7 @@ export const timelineKinds = ["work", "task", "report", "question", "approval", 
 export type TimelineKind = (typeof timelineKinds)[number];
 
 /** Where a kind of log input belongs on the timeline. */
-export function timelineKindOfInput(kind: LogInput["kind"]): TimelineKind {
+function timelineKindOfInput(kind: LogInput["kind"]): TimelineKind {
   switch (kind) {
     case "task":
     case "task-cancelled":
@@ -43,7 +43,7 @@ export type TimelineQuery = {
 };
 
 type RowBase = { key: string; atMicros: string; kind: TimelineKind; agentId: string };
-export type MessageRowData = {
+type MessageRowData = {
   id: string;
   conversation_id: string;
   role: "user" | "assistant" | "summary";
@@ -54,7 +54,7 @@ export type MessageRowData = {
   task_id: string | null;
   created_at: string;
 };
-export type TaskRowData = {
+type TaskRowData = {
   id: string;
   agent_id: string;
   source: TaskSource;
@@ -67,7 +67,7 @@ export type TaskRowData = {
   started_at: string | null;
   completed_at: string | null;
 };
-export type InboxRowData = {
+type InboxRowData = {
   id: string;
   agent_id: string;
   type: InboxItemType;

@@ -42,7 +42,7 @@ export type NewUsage = {
 type UsageWrite = "start" | "settle";
 
 /**
- * One row per model call; written lazily (see lazyCommit): it is bookkeeping, not the log.
+ * One row per model call; written lazily (see lazy-commit.ts): it is bookkeeping, not the log.
  * Written whatever happened to the agent meanwhile (see the schema: a usage row outlives its
  * agent and team), so a call that ends after its agent was removed still counts.
  */

@@ -1,5 +1,5 @@
 // Read-only queries that shape rows for the pages (names joined in), not for the engine.
-import { desc, eq, inArray, sql } from "drizzle-orm";
+import { desc, eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import {
   agents,
@@ -11,7 +11,6 @@ import {
   teams,
   type AgentRole,
   type ConversationMode,
-  type InboxItemType,
   type Team,
 } from "@/lib/db/schema";
 import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
@@ -106,16 +105,4 @@ export async function getInboxListing(db: Db, itemId: string): Promise<InboxList
   if (!row) return null;
   const { item, ...rest } = row;
   return { ...item, ...rest };
-}
-
-export type ConversationOwner = { id: string; agentId: string; teamId: string; mode: ConversationMode };
-
-/** Who each conversation belongs to, for links to a knowledge item's source. */
-export async function listConversationOwners(db: Db, conversationIds: string[]): Promise<ConversationOwner[]> {
-  if (conversationIds.length === 0) return [];
-  return db
-    .select({ id: conversations.id, agentId: conversations.agentId, teamId: agents.teamId, mode: conversations.mode })
-    .from(conversations)
-    .innerJoin(agents, eq(agents.id, conversations.agentId))
-    .where(inArray(conversations.id, conversationIds));
 }

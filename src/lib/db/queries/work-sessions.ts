@@ -21,7 +21,7 @@ import { getBackgroundConversation } from "./conversations";
 import { getBackgroundContext, getConversationContext } from "./messages";
 
 /** A session whose worker has not refreshed its heartbeat for this long is taken to be dead. */
-export const DEFAULT_STALE_SESSION_SECONDS = 15;
+const DEFAULT_STALE_SESSION_SECONDS = 15;
 
 /**
  * Starts a work session for the agent unless one is running. Runs under a lock on
@@ -146,7 +146,7 @@ export async function isSessionStopRequested(db: Db, sessionId: string): Promise
 }
 
 /** The agent's most recent session other than `exceptId` that is no longer running. */
-export async function getLatestEndedSession(db: Db, agentId: string, exceptId: string): Promise<WorkSession | null> {
+async function getLatestEndedSession(db: Db, agentId: string, exceptId: string): Promise<WorkSession | null> {
   const [session] = await db
     .select()
     .from(workSessions)
@@ -214,7 +214,7 @@ export async function requestSessionStop(
  * alone is not enough: a live worker whose lock connection dropped (a network blip, a
  * Postgres restart) takes it again at its next beat, and its sessions keep beating meanwhile.
  */
-export const deadWorkerGraceSeconds = (staleAfterSeconds: number) => (staleAfterSeconds * 2) / 5;
+const deadWorkerGraceSeconds = (staleAfterSeconds: number) => (staleAfterSeconds * 2) / 5;
 
 /**
  * Marks sessions of dead workers interrupted; returns their agents so they can be woken

@@ -47,7 +47,7 @@ export async function markWorkerStopped(db: Db, workerId: string): Promise<void>
  * connection of its own for as long as it lives (worker/liveness.ts). Postgres releases it
  * the moment that connection closes, which a killed process's does at once.
  */
-export function workerLockKey(worker: SQL): SQL {
+function workerLockKey(worker: SQL): SQL {
   return sql`hashtextextended(${worker}, 0)`;
 }
 

@@ -3,7 +3,7 @@ import { isFact } from "@/lib/agents/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 
 /** A web address the page can link to: http or https only (no javascript:, no data:). */
-export const sourceUrlSchema = z
+const sourceUrlSchema = z
   .string()
   .trim()
   .max(2_000)

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-export const MAX_CHAT_MESSAGE_CHARS = 20_000;
+const MAX_CHAT_MESSAGE_CHARS = 20_000;
 /** The page sends only the new message (see components/chat.tsx), so a chat body is small; other clients may send the history. */
 export const CHAT_BODY_LIMIT_BYTES = 256 * 1024;
 
