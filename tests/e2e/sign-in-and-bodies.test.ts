@@ -223,6 +223,7 @@ describe("bodies from strangers", () => {
   });
 
   it("keeps no stranger's body in memory: 30 parallel 10 MB bodies", { timeout: 120_000 }, async () => {
+    const HUNG_UP = -1;
     const tenMegabytes = 10 * 1024 * 1024;
     const chunk = Buffer.alloc(1024 * 1024, "x");
     /** Sends the whole body unless the server hangs up first; resolves with the answer's status. */
@@ -239,7 +240,11 @@ describe("bodies from strangers", () => {
           response.resume();
           response.on("end", () => resolve(status));
         });
-        request.on("error", (error) => (status ? resolve(status) : reject(error)));
+        // The server may answer and hang up before the body is through: a write then fails
+        // (EPIPE, ECONNRESET) before the answer is read. That is the refusal this test wants.
+        request.on("error", (error: NodeJS.ErrnoException) =>
+          status || error.code === "EPIPE" || error.code === "ECONNRESET" ? resolve(status || HUNG_UP) : reject(error),
+        );
         let sent = 0;
         const write = () => {
           while (sent < tenMegabytes) {
@@ -255,7 +260,8 @@ describe("bodies from strangers", () => {
     const statuses = await Promise.all(Array.from({ length: 30 }, sendWhole));
     const after = webServerRssMb(app);
     console.log(`[bodies] web server RSS around 30 parallel unauthenticated 10 MB bodies: ${before} MB → ${after} MB`);
-    expect(statuses).toEqual(Array.from({ length: 30 }, () => 401));
+    // Each refused: a 401, or the connection closed on the body before the 401 was read.
+    expect(statuses.filter((status) => status !== 401 && status !== HUNG_UP)).toEqual([]);
     // Buffered, they would take 300 MB; read and dropped as they come, next to nothing.
     expect(after - before, "MB grown").toBeLessThan(60);
   });

@@ -151,7 +151,7 @@ describe("npm start when the worker dies or the database is not ready", () => {
   });
 
   it("starts a killed worker again while the web server keeps answering; the new one waits for a full database", {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     const [first] = await waitFor(
       async () => {
@@ -183,7 +183,8 @@ describe("npm start when the worker dies or the database is not ready", () => {
     await waitFor(
       async () => /^\[worker\] Waiting for the database at .*too many clients.*\(attempt 1\)\.$/m.test(app!.output()),
       {
-        timeoutMs: 15_000,
+        // Its restart waits 1–2 s (backoff), then Node and tsx start: slow on a loaded machine.
+        timeoutMs: 40_000,
         what: "the restarted worker to wait for the full database",
       },
     );
