@@ -7,7 +7,11 @@ import { isUuid } from "@/lib/ids";
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ teamId: string }> };
 
-/** The team's chat is its lead's: every agent's chat lives at /agents/:id/chat, and old links land there. */
+/**
+ * The team's chat is its lead's: every agent's chat lives at /agents/:id/chat, and old links land
+ * there. No loading boundary is above this page, so the redirect is an HTTP 307 before anything is
+ * sent, not a client-side hop after the page has loaded.
+ */
 export default async function TeamChatPage({ params }: Props) {
   await requirePageSession();
   const { teamId } = await params;
