@@ -6,13 +6,14 @@ import { JobQueue } from "../src/lib/jobs/job-queue";
 import { raiseWorkerCrashAlert, workerCrashReport } from "../src/lib/worker-crashes";
 
 const url = process.env.DATABASE_URL;
+let outcome: Awaited<ReturnType<typeof raiseWorkerCrashAlert>> | undefined;
 try {
   if (!url) throw new Error("DATABASE_URL is not set");
   const report = workerCrashReport.parse(JSON.parse(process.argv[2] ?? ""));
   const database = createDatabase(url, { max: 2 });
   const jobs = await JobQueue.start(url, "web", { quiet: true, poolSize: 2 });
   try {
-    const outcome = await raiseWorkerCrashAlert(database.db, jobs, report);
+    outcome = await raiseWorkerCrashAlert(database.db, jobs, report);
     console.log(
       outcome === "no team"
         ? "[cadre] The worker keeps stopping; there is no team yet whose inbox could be told."
@@ -22,7 +23,8 @@ try {
     await jobs.stop({ graceful: false, timeoutMs: 2000 }).catch(() => {});
     await database.close();
   }
-  process.exit(0);
+  // No team to tell is no alert: the supervisor asks again at the next crash (a team may exist by then).
+  process.exit(outcome === "no team" ? 3 : 0);
 } catch (error) {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
   console.log(

@@ -3,7 +3,8 @@ import { isLiveSession } from "@/lib/auth";
 import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
 import { database } from "@/lib/db/client";
 import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/security-headers";
-import { logError } from "@/lib/log";
+import { databaseUnavailableReason } from "@/lib/db/errors";
+import { describeForLog } from "@/lib/log";
 
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
@@ -86,7 +87,9 @@ async function sessionLooksValid(token: string | undefined): Promise<boolean> {
   try {
     return await isLiveSession(database().db, token);
   } catch (error) {
-    logError("[auth] proxy could not check a session; leaving it to the page or route:", error);
+    // One line: under a full or restarting database every request says this.
+    const why = databaseUnavailableReason(error) ?? describeForLog(error);
+    console.error(`[auth] proxy could not check a session (${why}); leaving it to the page or route.`);
     return true;
   }
 }
@@ -111,6 +114,15 @@ export const config = {
         { type: "header", key: "transfer-encoding" },
       ],
     },
-    { source: "/((?!_next/static|_next/image|favicon.ico).*%.*)" },
+    // A path with a "%" that Next may not decode (`/api/agents/%`): only this proxy can answer it.
+    // With a body too, scripts/lib/client-address.mjs answers first, the body unread (under
+    // `npm start` / `npm run dev`); here it would be read whole before any answer.
+    {
+      source: "/((?!_next/static|_next/image|favicon.ico).*%.*)",
+      missing: [
+        { type: "header", key: "content-length", value: "0*[1-9][0-9]*" },
+        { type: "header", key: "transfer-encoding" },
+      ],
+    },
   ],
 };

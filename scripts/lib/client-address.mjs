@@ -1,8 +1,12 @@
 // Loaded into the web server before Next (`--import` in NODE_OPTIONS, scripts/lib/processes.ts
-// webEnv): stamps every request with the address of the connection it came on, in a header of
-// Cadre's own that replaces whatever a client sent under that name. Next gives route handlers
-// no connection address, and the X-Forwarded-For it passes on is the client's own say whenever
-// the client sent one; sign-in throttling (src/lib/auth-rules.ts clientAddress) needs the truth.
+// webEnv), for two things Next leaves no hook for:
+// - It stamps every request with the address of the connection it came on, in a header of
+//   Cadre's own that replaces whatever a client sent under that name. Next gives route handlers
+//   no connection address, and the X-Forwarded-For it passes on is the client's own say whenever
+//   the client sent one; sign-in throttling (src/lib/auth-rules.ts clientAddress) needs the truth.
+// - It refuses a request with a body whose path cannot be decoded (`/api/teams/%`). Only Next's
+//   proxy could answer such a path, and it reads the whole body first: a half-sent body would be
+//   held open, and big ones buffered. Here it is answered at once, its body unread.
 import http from "node:http";
 import https from "node:https";
 
@@ -10,13 +14,61 @@ import https from "node:https";
 const HEADER = "x-cadre-client-address";
 const stamped = Symbol.for("cadre.clientAddressStamped");
 
+/** The headers src/lib/security-headers.ts gives an answer that is not a page. */
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "strict-origin-when-cross-origin",
+};
+
+function hasBody(request) {
+  const length = Number(request.headers["content-length"] ?? 0);
+  return length > 0 || request.headers["transfer-encoding"] !== undefined;
+}
+
+function decodablePath(url) {
+  try {
+    decodeURIComponent((url ?? "/").split("?")[0]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** As src/proxy.ts answers such a path, without waiting for the body; the connection closes after. */
+function refuseUndecodable(request, response) {
+  const api = (request.url ?? "").startsWith("/api/");
+  const body = api
+    ? JSON.stringify({
+        error: {
+          code: "bad_request:path",
+          message: "The path is not valid: a % in a URL must start an escape like %2F (write a literal % as %25).",
+        },
+      })
+    : "Not found";
+  response.writeHead(api ? 400 : 404, {
+    ...SECURITY_HEADERS,
+    "content-type": api ? "application/json" : "text/plain; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+    connection: "close",
+  });
+  response.end(body);
+}
+
 for (const Server of [http.Server, https.Server]) {
   const prototype = Server.prototype;
   if (prototype[stamped]) continue;
   const emit = prototype.emit;
-  prototype.emit = function emitWithClientAddress(event, request, ...rest) {
-    if (event === "request" && request?.headers) request.headers[HEADER] = request.socket?.remoteAddress ?? "";
-    return emit.call(this, event, request, ...rest);
+  prototype.emit = function emitWithClientAddress(event, request, response, ...rest) {
+    if (event === "request" && request?.headers) {
+      request.headers[HEADER] = request.socket?.remoteAddress ?? "";
+      if (response && hasBody(request) && !decodablePath(request.url)) {
+        refuseUndecodable(request, response);
+        return true;
+      }
+    }
+    return emit.call(this, event, request, response, ...rest);
   };
   prototype[stamped] = true;
 }

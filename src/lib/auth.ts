@@ -6,6 +6,7 @@ import type { Db } from "@/lib/db/client";
 import { database } from "@/lib/db/client";
 import { createSession, deleteExpiredSessions, deleteSession, findLiveSession } from "@/lib/db/queries/sessions";
 import { databaseUnavailableReason } from "@/lib/db/errors";
+import { loggable } from "@/lib/log";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
 import { refusalMessage, signInThrottle, type Attempter } from "@/lib/sign-in-throttle";
@@ -126,18 +127,7 @@ export async function checkApiAccess(request: Request | undefined, access: Acces
     if (request && !isLoopbackHost(requestHost(request))) throw loopbackOnly(requestHost(request));
     return;
   }
-  let live = false;
-  try {
-    live = request !== undefined && (await isLiveSession(database().db, sessionTokenOf(request)));
-  } catch (error) {
-    const why = databaseUnavailableReason(error);
-    if (!why) throw error; // not the database's absence: the route answers 500 and logs it
-    throw new CadreError(
-      "unavailable:database",
-      `Could not check the session: the database does not answer right now (${why}). Try again in a few seconds.`,
-      { cause: error },
-    );
-  }
+  const live = request !== undefined && (await sessionIsLive(sessionTokenOf(request)));
   if (!live) throw new CadreError("unauthorized:session", "Sign in first: this Cadre is protected by a password.");
 }
 
@@ -156,9 +146,26 @@ export async function checkPageAccess(input: {
   sessionToken: string | undefined;
 }): Promise<PageAccess> {
   if (!signInRequired()) return isLoopbackHost(input.host) ? { allowed: true } : { allowed: false, reason: "host" };
-  return (await isLiveSession(database().db, input.sessionToken))
-    ? { allowed: true }
-    : { allowed: false, reason: "sign-in" };
+  return (await sessionIsLive(input.sessionToken)) ? { allowed: true } : { allowed: false, reason: "sign-in" };
+}
+
+/**
+ * isLiveSession for a route's or a page's check. The query's parameter is the token's hash, and
+ * what is thrown here is logged (by route() or by Next itself): it never carries parameters. A
+ * database starting, full or gone is a 503 to come back to.
+ */
+async function sessionIsLive(token: string | undefined): Promise<boolean> {
+  try {
+    return await isLiveSession(database().db, token);
+  } catch (error) {
+    const why = databaseUnavailableReason(error);
+    if (!why) throw loggable(error); // not the database's absence: a 500, logged
+    throw new CadreError(
+      "unavailable:database",
+      `Could not check the session: the database does not answer right now (${why}). Try again in a few seconds.`,
+      { cause: loggable(error) },
+    );
+  }
 }
 
 /** Once per server render: layout, metadata and page all ask, the database answers once. */

@@ -106,3 +106,49 @@ describe("a worker that keeps crashing", () => {
     ).toBeGreaterThanOrEqual(6);
   });
 });
+
+describe("the crash alert before any team exists", () => {
+  let empty: TestDatabase;
+  beforeAll(async () => {
+    empty = await createTestDatabase({ max: 2 });
+  });
+  afterAll(async () => {
+    await empty?.drop();
+  });
+
+  /** Runs the supervisor's alert helper as it does; resolves with its exit code and output. */
+  const raise = (url: string) =>
+    new Promise<{ code: number | null; output: string }>((resolve) => {
+      const report = {
+        host: "test-host",
+        exits: 5,
+        windowMinutes: 10,
+        since: new Date().toISOString(),
+        lastError: "killed by SIGKILL",
+        retrySeconds: 30,
+      };
+      const helper = spawn(
+        process.execPath,
+        ["--import", "tsx", "scripts/worker-crash-alert.ts", JSON.stringify(report)],
+        {
+          cwd: root,
+          env: { ...process.env, DATABASE_URL: url },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let output = "";
+      helper.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      helper.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      helper.on("exit", (code) => resolve({ code, output }));
+    });
+
+  it("is not counted as raised, so the supervisor asks again once a team exists", { timeout: 60_000 }, async () => {
+    const none = await raise(empty.url);
+    expect(none.output).toContain("there is no team yet");
+    expect(none.code).not.toBe(0); // the supervisor's "alerted" stays unset
+    await createTeamFixture(empty.db);
+    const raised = await raise(empty.url);
+    expect(raised.output).toContain("the inbox has an alert about it");
+    expect(raised.code).toBe(0);
+  });
+});

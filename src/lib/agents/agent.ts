@@ -3,7 +3,7 @@ import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { agentAfterDeletions } from "@/lib/db/queries/agents";
 import { SessionTakenOver } from "@/lib/db/queries/messages";
-import { isDataException } from "@/lib/db/errors";
+import { databaseUnavailableReason, isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
@@ -152,7 +152,7 @@ async function runClaimedSession(
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
         await endSession(db, session.id, "interrupted", {
           steps,
-          error: `Could not end the session: ${error instanceof Error ? error.message : error}`,
+          error: `Could not end the session: ${interruptionText(error)}`,
         }).catch((cause: unknown) =>
           deps.log(
             `[session ${session.id}] could not mark the session interrupted either (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
@@ -253,11 +253,11 @@ async function runClaimedSession(
     }
     // Anything else (the database went away, a bug): leave the lease to expire and let
     // the job be retried with backoff; the next session continues from the stored log.
-    deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
-    await endSession(db, session.id, "interrupted", {
-      steps,
-      error: error instanceof Error ? error.message : String(error),
-    }).catch((cause: unknown) =>
+    const unavailable = databaseUnavailableReason(error);
+    if (unavailable)
+      deps.log(`[session ${session.id}] lost the database (${unavailable}); the agent's work is retried`);
+    else deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
+    await endSession(db, session.id, "interrupted", { steps, error: interruptionText(error) }).catch((cause: unknown) =>
       deps.log(
         `[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
       ),
@@ -308,4 +308,18 @@ async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversatio
       await reportUnknownOutcome(tx, deps.jobs, agent, conversationId, call);
     }
   });
+}
+
+/**
+ * Why a session was interrupted, as its trace and work log show it to the person: never the SQL
+ * or the parameters of a failed query (drizzle puts both in its message), and what happens next.
+ */
+function interruptionText(error: unknown): string {
+  const unavailable = databaseUnavailableReason(error);
+  if (unavailable)
+    return `The database could not be reached (${unavailable}); the work is taken up again when it is back.`;
+  const failedQuery = error instanceof Error && error.message.startsWith("Failed query:");
+  const cause = failedQuery && error.cause instanceof Error ? error.cause.message : null;
+  if (failedQuery) return `A database error${cause ? ` (${cause.split("\n")[0]})` : ""}; the work is taken up again.`;
+  return `${describeForLog(error).slice(0, 300)}; the work is taken up again.`;
 }

@@ -524,6 +524,8 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     // is read again.
     const focus = state.focus ?? null;
     const firstRead = history.hasRead ? null : history.read();
+    // Awaited below; when the reads beside it fail first, its own failure must not go unhandled.
+    firstRead?.catch(() => {});
     const ready = early?.focus === focus && early.effectsRun === recorder.effectsRun ? early.facts : null;
     early = null;
     const [facts] = await Promise.all([ready ?? readFacts(focus), checkBudgets(deps, state), recorder.announced()]);

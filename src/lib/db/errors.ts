@@ -36,7 +36,7 @@ export function databaseNotReadyYet(error: unknown): string | null {
   if (code === "ECONNREFUSED" || /ECONNREFUSED/.test(message)) return "nothing answers there yet (connection refused)";
   if (code === "CONNECT_TIMEOUT" || code === "ETIMEDOUT" || /CONNECT_TIMEOUT|ETIMEDOUT/.test(message))
     return "it did not answer in time";
-  if (code === "ECONNRESET" || code === "EAI_AGAIN" || /ECONNRESET|EAI_AGAIN/.test(message))
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "EAI_AGAIN" || /ECONNRESET|EPIPE|EAI_AGAIN/.test(message))
     return "the connection dropped";
   return null;
 }

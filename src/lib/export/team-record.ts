@@ -40,20 +40,25 @@ export function teamRecordFileName(team: Pick<Team, "name">, at: Date): string {
 export function teamRecordStream(db: Db, team: Team, exportedAt: Date = new Date()): ReadableStream<Uint8Array> {
   const parts = teamRecordParts(db, team, exportedAt);
   const encoder = new TextEncoder();
+  // A client that goes away while a page is being read closes the stream under that read.
+  let cancelled = false;
   return new ReadableStream<Uint8Array>({
     // Pulled: the next page is read only when the client has taken the last one.
     pull: async (controller) => {
       try {
         const next = await parts.next();
+        if (cancelled) return;
         if (next.done) controller.close();
         else controller.enqueue(encoder.encode(next.value));
       } catch (error) {
+        if (cancelled) return; // the download was abandoned: nothing went wrong
         // The status line went out with the first bytes: the download breaks off, and the cause is logged here.
         logError(`Could not export the record of team ${team.id}`, error);
         controller.error(error);
       }
     },
     cancel: async () => {
+      cancelled = true;
       await parts.return(undefined);
     },
   });
