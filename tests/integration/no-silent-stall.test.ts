@@ -680,7 +680,8 @@ describe("what a stranger found from outside", () => {
 });
 
 // Found by the engine model-check (seed 347748089, on a loaded machine): a Stop pressed while
-// the lead was handing work over left the handed-over task under a cancelled one.
+// the lead was handing work over, and a resume still committing when the subordinate's session
+// looked at the team, left the handed-over task pending with nothing to run it.
 describe("a Stop or a resume that meets work in flight", () => {
   /** Statements of this database waiting for a row lock. */
   const lockWaits = async () =>
@@ -776,5 +777,28 @@ describe("a Stop or a resume that meets work in flight", () => {
     const handedOver = await listTasksByAgent(database.db, scout.id);
     expect(handedOver).toHaveLength(1);
     expect(handedOver[0]).toMatchObject({ title: "Dig", status: "cancelled", result: "Stopped by the person." });
+  });
+
+  it("a task delegated while the team's resume commits is taken up by the session its wake-up starts", async () => {
+    const { team, lead, scout } = await leadAtWork();
+    const engine = await engineWith({ model: sessionModel(() => textReply("done")) });
+    await setTeamStatus(engine.deps, team.id, "paused");
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Waiting for the resume" });
+    // The resume has looked for agents with work (the lead) and is held up waking it: still uncommitted.
+    const leadHeld = await holdRow("agents", lead.id);
+    const resuming = setTeamStatus(engine.deps, team.id, "active");
+    await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
+    // Meanwhile the lead's turn (begun before the pause) delegates; its wake-up starts the Scout's session.
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Delegated as the team resumes",
+    });
+    const session = runWorkSession(engine.deps, scout.id);
+    await settledOrWaiting(session, 2);
+    await leadHeld.release();
+    await resuming;
+    expect((await session).steps).toBeGreaterThan(0);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed" });
   });
 });
