@@ -688,3 +688,127 @@ describe("what a stranger found from outside", () => {
     expect(open.filter((q) => subordinates.some((s) => s.id === q.agentId))).toHaveLength(2);
   });
 });
+
+// Found by the engine model-check (seed 347748089, on a loaded machine): a Stop pressed while
+// the lead was handing work over, and a resume still committing when the subordinate's session
+// looked at the team, left the handed-over task pending with nothing to run it.
+describe("a Stop or a resume that meets work in flight", () => {
+  /** Statements of this database waiting for a row lock. */
+  const lockWaits = async () =>
+    (
+      await database.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`
+    )[0]!.n;
+
+  /** Holds a row FOR UPDATE on a connection of its own until `release` (what another transaction under way does). */
+  async function holdRow(table: "agents" | "tasks", id: string): Promise<{ release: () => Promise<void> }> {
+    const connection = await database.sql.reserve();
+    await connection`begin`;
+    await connection`select 1 from ${database.sql(table)} where id = ${id} for update`;
+    return {
+      release: async () => {
+        await connection`rollback`;
+        connection.release();
+      },
+    };
+  }
+
+  /** Resolves once `work` settled or `locks` statements wait for a lock (it is held up by one). */
+  const settledOrWaiting = async (work: Promise<unknown>, locks: number) => {
+    let settled = false;
+    void work.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await expect.poll(async () => settled || (await lockWaits()) >= locks, { timeout: 10_000 }).toBe(true);
+  };
+
+  /** A lead working on a task of the person's, with one subordinate. */
+  async function leadAtWork() {
+    const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    return { team, lead, scout: subordinates[0]! };
+  }
+  const delegating = (options: LanguageModelV4CallOptions) => offeredTools(options).includes("delegateToAgent");
+
+  it("a Stop that commits while the lead hands work over: the hand-over is refused, the subordinate gets nothing", async () => {
+    const { lead, scout } = await leadAtWork();
+    let commitStop!: () => void;
+    const stopHeld = new Promise<void>((resolve) => (commitStop = resolve));
+    let stopping: Promise<unknown> | undefined;
+    const engine = await engineWith({
+      model: sessionModel(async (options, call) => {
+        if (!delegating(options) || call > 0) return textReply("ok");
+        // The person presses Stop while the lead decides; the Stop's transaction is under way
+        // (its task cancelled, not committed yet) when the lead's delegation starts.
+        let stopped!: () => void;
+        const stopDone = new Promise<void>((resolve) => (stopped = resolve));
+        stopping = database.db.transaction(async (tx) => {
+          await stopAgent(tx, engine.jobs, lead.id);
+          stopped();
+          await stopHeld;
+        });
+        await stopDone;
+        return toolCallReply("delegateToAgent", { agentId: scout.id, title: "Dig", description: "Look into it." });
+      }),
+    });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
+    const session = runWorkSession(engine.deps, lead.id);
+    await expect.poll(() => stopping !== undefined, { timeout: 10_000 }).toBe(true);
+    // The delegation waits for the Stop's transaction; then the Stop commits.
+    await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
+    commitStop();
+    await stopping;
+    expect((await session).status).toBe("stopped");
+    expect(await listTasksByAgent(database.db, scout.id)).toEqual([]);
+    const results = (await backgroundLog(lead.id)).filter((m) => m.role === "tool").map((m) => m.content);
+    expect(results.join("\n")).toMatch(/^Not delegated: the task you are working on \("Research"\) is cancelled/m);
+  });
+
+  it("a delegation that commits while a Stop waits for it: the Stop cancels the delegated task too", async () => {
+    const { lead, scout } = await leadAtWork();
+    // Another transaction holds the Scout's row: the delegation's write waits for it, mid-way.
+    const scoutHeld = await holdRow("agents", scout.id);
+    const engine = await engineWith({
+      model: sessionModel((options, call) =>
+        delegating(options) && call === 0
+          ? toolCallReply("delegateToAgent", { agentId: scout.id, title: "Dig", description: "Look into it." })
+          : textReply("ok"),
+      ),
+    });
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Research" });
+    const session = runWorkSession(engine.deps, lead.id);
+    await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
+    // The person presses Stop now: it meets the delegation in flight.
+    const stopping = stopAgent(database.db, engine.jobs, lead.id);
+    await settledOrWaiting(stopping, 2);
+    await scoutHeld.release();
+    await stopping;
+    expect((await session).status).toBe("stopped");
+    const handedOver = await listTasksByAgent(database.db, scout.id);
+    expect(handedOver).toHaveLength(1);
+    expect(handedOver[0]).toMatchObject({ title: "Dig", status: "cancelled", result: "Stopped by the person." });
+  });
+
+  it("a task delegated while the team's resume commits is taken up by the session its wake-up starts", async () => {
+    const { team, lead, scout } = await leadAtWork();
+    const engine = await engineWith({ model: sessionModel(() => textReply("done")) });
+    await setTeamStatus(engine.deps, team.id, "paused");
+    await assignTask(database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Waiting for the resume" });
+    // The resume has looked for agents with work (the lead) and is held up waking it: still uncommitted.
+    const leadHeld = await holdRow("agents", lead.id);
+    const resuming = setTeamStatus(engine.deps, team.id, "active");
+    await expect.poll(lockWaits, { timeout: 10_000 }).toBeGreaterThan(0);
+    // Meanwhile the lead's turn (begun before the pause) delegates; its wake-up starts the Scout's session.
+    const task = await assignTask(database.db, engine.jobs, {
+      agentId: scout.id,
+      source: "lead",
+      title: "Delegated as the team resumes",
+    });
+    const session = runWorkSession(engine.deps, scout.id);
+    await settledOrWaiting(session, 2);
+    await leadHeld.release();
+    await resuming;
+    expect((await session).steps).toBeGreaterThan(0);
+    expect(await getTask(database.db, task.id)).toMatchObject({ status: "completed" });
+  });
+});

@@ -21,7 +21,7 @@ import {
 } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
-import { requireTeam } from "@/lib/db/queries/teams";
+import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
@@ -145,6 +145,12 @@ export async function workUntilIdle(
       state.stepsAtWrapUp = state.steps;
       continue;
     }
+    // Paused, as read without a lock: a resume whose transaction is still open reads as paused
+    // here, and it may have looked for agents with work before this agent's arrived (a
+    // delegation committed meanwhile, whose wake-up started this very session). Ending now
+    // would leave that work to nobody; so the pause is read again once any such write has
+    // committed, and a team found active sends the session back to work.
+    if (paused && (await settledTeamStatus(db, state.team.id)) === "active") continue;
     if (await finishSessionIfIdle(db, state.session.id, state.agent.id, state.steps)) return "completed";
   }
 }

@@ -5,7 +5,7 @@ import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { postToInbox } from "../inbox";
 import { askPerson } from "../questions";
 import { answerQuestion, getQuestion, listOpenQuestionsFor } from "@/lib/db/queries/questions";
-import { getTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask, holdParentTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
@@ -102,15 +102,19 @@ export function teamLeadTools(context: ToolContext) {
         if (!subordinate)
           return `Not delegated: "${agentId}" is not a subordinate in your team. Your subordinates: ${await teamList(context)}.`;
         const focus = context.focusTaskId();
-        const parent = focus ? await getTask(context.db, focus) : null;
-        if (
-          parent &&
-          parent.agentId === context.agent.id &&
-          !["pending", "in_progress", "waiting_input"].includes(parent.status)
-        ) {
-          return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
-        }
         return context.effect(toolCallId, async (tx) => {
+          // Read under the task's lock, in the transaction that delegates: a Stop or a cancel
+          // that ends it meanwhile either comes first (and the delegation is refused) or finds
+          // the new task under it and cancels that too. Read before, a cancel could slip in
+          // between and leave a subordinate working on a task nobody wants any more.
+          const parent = focus ? await holdParentTask(tx, focus) : null;
+          if (
+            parent &&
+            parent.agentId === context.agent.id &&
+            !["pending", "in_progress", "waiting_input"].includes(parent.status)
+          ) {
+            return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
+          }
           const task = await assignTask(tx, context.jobs, {
             agentId: subordinate.id,
             source: "lead",

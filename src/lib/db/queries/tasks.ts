@@ -109,26 +109,42 @@ export async function setTaskStatus(
 
 /**
  * The open tasks of the tree under `taskId` (itself included), parents before their
- * children, each locked for the caller's transaction.
+ * children, each locked for the caller's transaction. Read level by level, each level's open
+ * tasks locked before their children are read: a delegation holds its parent task
+ * (holdParentTask) until it commits, so a child committed while this waited for its parent's
+ * lock is read with the next level, and no child is added under a parent once it is locked. One
+ * recursive statement read every level in the snapshot it started with, and missed such a child:
+ * a Stop that met a delegation in flight left the delegated task running.
  */
 export async function listOpenTaskTree(db: Db, taskId: string): Promise<Task[]> {
-  const rows = await db.execute<{ id: string }>(sql`
-    with recursive tree as (
-      select id, 0 as depth from tasks where id = ${taskId}
-      union all
-      -- A tree is built by delegation, so it has no cycle; the depth cap keeps a corrupted row from looping forever.
-      select t.id, tree.depth + 1 from tasks t join tree on t.parent_task_id = tree.id where tree.depth < 100
-    )
-    select tree.id from tree join tasks t on t.id = tree.id
-     where t.status in ('pending', 'in_progress', 'waiting_input')
-     order by tree.depth
-     for update of t`);
   const found: Task[] = [];
-  for (const { id } of rows) {
-    const task = await getTask(db, id);
-    if (task) found.push(task);
+  let level = [taskId];
+  // A tree is built by delegation, so it has no cycle; the depth cap keeps a corrupted row from looping forever.
+  for (let depth = 0; level.length > 0 && depth <= 100; depth++) {
+    found.push(
+      ...(await db
+        .select()
+        .from(tasks)
+        .where(and(inArray(tasks.id, level), inArray(tasks.status, [...openTaskStatuses])))
+        .orderBy(asc(tasks.createdAt))
+        .for("update")),
+    );
+    // Ended tasks are not locked (nothing is delegated under an ended task), but what is open under them is.
+    const children = await db.select({ id: tasks.id }).from(tasks).where(inArray(tasks.parentTaskId, level));
+    level = children.map((child) => child.id);
   }
   return found;
+}
+
+/**
+ * The task a delegation goes under, held until the caller's transaction commits: FOR SHARE waits
+ * for a cancel (which locks the task, listOpenTaskTree) or an end (which updates it) under way, and
+ * reads the task as it left it; a cancel that comes later waits for the delegation, and then finds
+ * the new child. Null when the task is gone.
+ */
+export async function holdParentTask(db: Db, taskId: string): Promise<Task | null> {
+  const [task] = await db.select().from(tasks).where(eq(tasks.id, taskId)).for("share");
+  return task ?? null;
 }
 
 /** A task and everything delegated from it, at any depth, parents first, each with the name of the agent that did it. */

@@ -78,6 +78,16 @@ export async function updateTeam(
 }
 
 /**
+ * The team's status once a write to its row that is under way has committed (a resume, or any
+ * web write under the team: they hold the row until they commit, and FOR SHARE waits for them);
+ * null when the team is gone. One statement, so the lock is let go at once.
+ */
+export async function settledTeamStatus(db: Db, teamId: string): Promise<TeamStatus | null> {
+  const [row] = await db.select({ status: teams.status }).from(teams).where(eq(teams.id, teamId)).for("share");
+  return row?.status ?? null;
+}
+
+/**
  * The deletion cascades through every row of the team while workers may be writing them, from
  * the other end (a worker holds its agent's row, then an inbox item's key wants the team's):
  * a deadlock's victim runs again, and a second deletion then finds the team gone (404).
