@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
