@@ -3,7 +3,7 @@ import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
 import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { generateModelText } from "@/lib/llm/model-call";
+import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
@@ -94,27 +94,29 @@ async function generateConversationSummary(options: CompactionOptions, context: 
     if (text) return cut(text);
     // The model answered with a tool call instead: the log rendered for a summarizer, as below.
   }
-  const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
-  const result = await generateModelText(
-    {
-      db,
-      model,
-      purpose: "compaction",
-      agentId,
-      teamId: options.teamId ?? null,
-      conversationId: context[0]?.conversationId ?? null,
-      workSessionId,
-      taskId,
-      abortSignal,
-      timeoutMs,
-    },
-    {
-      instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
-      prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
-      maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
-    },
-  );
+  const result = await generateModelText(compactionCall(options, context), {
+    instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
+    prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
+    maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+  });
   return cut(result.text.trim() || "(The summarizer returned nothing.)");
+}
+
+/** Who a compaction's model call is for: its usage row and its limits. */
+function compactionCall(options: CompactionOptions, context: readonly Message[]): ModelCall {
+  const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
+  return {
+    db,
+    model,
+    purpose: "compaction",
+    agentId,
+    teamId: options.teamId ?? null,
+    conversationId: context[0]?.conversationId ?? null,
+    workSessionId,
+    taskId,
+    abortSignal,
+    timeoutMs,
+  };
 }
 
 /**
@@ -129,7 +131,6 @@ async function summaryAsNextTurn(
   context: readonly Message[],
   tools: ToolSet,
 ): Promise<string> {
-  const { db, model, agentId, workSessionId, taskId, abortSignal, timeoutMs } = options;
   // Definitions only: whatever the model calls here, nothing runs.
   const offered: ToolSet = {};
   for (const [name, definition] of Object.entries(tools)) offered[name] = { ...definition, execute: undefined };
@@ -137,27 +138,13 @@ async function summaryAsNextTurn(
     ...toModelMessages(context, renderSettings(options)),
     { role: "user", content: COMPACTION_REQUEST },
   ];
-  const result = await generateModelText(
-    {
-      db,
-      model,
-      purpose: "compaction",
-      agentId,
-      teamId: options.teamId ?? null,
-      conversationId: context[0]?.conversationId ?? null,
-      workSessionId,
-      taskId,
-      abortSignal,
-      timeoutMs,
-    },
-    {
-      instructions: options.instructions,
-      messages,
-      tools: offered,
-      toolChoice: "none",
-      maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
-    },
-  );
+  const result = await generateModelText(compactionCall(options, context), {
+    instructions: options.instructions,
+    messages,
+    tools: offered,
+    toolChoice: "none",
+    maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+  });
   return result.text.trim();
 }
 
