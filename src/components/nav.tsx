@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
+import { isFinalTask } from "@/lib/task-statuses";
 import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
 
 // Home ("/", since you were last here) is the brand link: a fifth link would crowd the phone's bar.
@@ -38,7 +39,7 @@ function useInboxBadgeCount(): number | null {
       event.table === "inbox_items" ||
       event.table === "teams" ||
       event.table === "approvals" ||
-      (event.table === "tasks" && ["completed", "failed", "cancelled"].includes(event.status ?? ""))
+      (event.table === "tasks" && isFinalTask(event.status))
     )
       reload();
   });

@@ -1,6 +1,7 @@
 // What an agent is doing now, as plain data the pages and client components share
 // (client-safe: the query that fills it is lib/team-activity.ts).
-import type { AgentRole, TaskStatus } from "@/lib/db/schema";
+import type { AgentRole } from "@/lib/db/schema";
+import { isActiveTask, type OpenTaskStatus } from "@/lib/task-statuses";
 
 /** The step under way: a model call, or the tool (or tools) the last model call asked for. */
 export type CurrentStep =
@@ -20,7 +21,7 @@ export type AgentActivity = {
    * The task it is on: the running session's task (work_sessions.task_id), else the open task it
    * started last (waiting), else the oldest task given to it that no session has taken up yet.
    */
-  task: { id: string; title: string; status: Extract<TaskStatus, "pending" | "in_progress" | "waiting_input"> } | null;
+  task: { id: string; title: string; status: OpenTaskStatus } | null;
   /** Its latest session was interrupted (the database went away, a worker died): the job is retried. */
   lastSessionInterrupted: boolean;
   step: CurrentStep | null;
@@ -38,12 +39,7 @@ export type ActivityState = "working" | "waiting" | "queued" | "retrying" | "idl
 export function activityState(activity: AgentActivity): ActivityState {
   if (activity.session) return "working";
   if (activity.task && activity.lastSessionInterrupted) return "retrying";
-  if (
-    activity.subordinatesWorking > 0 ||
-    activity.task?.status === "waiting_input" ||
-    activity.task?.status === "in_progress"
-  )
-    return "waiting";
+  if (activity.subordinatesWorking > 0 || isActiveTask(activity.task?.status)) return "waiting";
   if (activity.task) return "queued";
   return "idle";
 }

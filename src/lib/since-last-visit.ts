@@ -2,6 +2,7 @@
 // the knowledge learned after a given time. The home page's read.
 import { sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
+import { taskStatusIn } from "@/lib/db/queries/tasks";
 import type { KnowledgeItemType } from "@/lib/db/schema";
 
 /** How many entries of each kind a team shows; the rest are counted ("and 12 more"). */
@@ -70,7 +71,7 @@ export async function getSinceLastVisit(db: Db, since: Date): Promise<TeamNews[]
     with news as (
       select 'task' as kind, a.team_id, t.id, t.title, t.result as body, t.status, a.id as agent_id, a.name as agent_name, t.completed_at as at
         from tasks t join agents a on a.id = t.agent_id
-       where t.status in ('completed', 'failed') and t.completed_at > ${after}
+       where ${taskStatusIn(sql`t.status`, ["completed", "failed"])} and t.completed_at > ${after}
       union all
       select 'briefing', i.team_id, i.id, i.title, i.summary, null, a.id, a.name, i.created_at
         from inbox_items i join agents a on a.id = i.agent_id

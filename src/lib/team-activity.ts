@@ -4,7 +4,9 @@
 import { inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import type { AgentActivity, CurrentStep } from "@/lib/activity";
+import { taskStatusIn } from "@/lib/db/queries/tasks";
 import { agents, type AgentRole, type StoredToolCall } from "@/lib/db/schema";
+import { openTaskStatuses, type OpenTaskStatus } from "@/lib/task-statuses";
 import { describeToolCall } from "@/lib/tool-labels";
 
 type Row = {
@@ -20,7 +22,7 @@ type Row = {
   model_calls: number | null;
   task_id: string | null;
   task_title: string | null;
-  task_status: "pending" | "in_progress" | "waiting_input" | null;
+  task_status: OpenTaskStatus | null;
   last_session_status: string | null;
   pending_calls: StoredToolCall[] | null;
   call_at: string | Date | null;
@@ -54,7 +56,7 @@ export async function getTeamActivity(db: Db, teamIds: readonly string[]): Promi
         -- The task the running session is on (work_sessions.task_id), else the open task it started
         -- last, else the oldest one still waiting to be taken up.
         select id, title, status from tasks
-         where tasks.agent_id = agents.id and tasks.status in ('pending', 'in_progress', 'waiting_input')
+         where tasks.agent_id = agents.id and ${taskStatusIn(sql`tasks.status`, openTaskStatuses)}
          order by tasks.id = s.task_id desc nulls last, started_at desc nulls last, case when started_at is null then created_at end asc, created_at desc
          limit 1
       ) t on true

@@ -16,6 +16,7 @@ import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
 import { appendMessage, getMessagesSince, type NewMessage } from "@/lib/db/queries/messages";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
+import { isActiveTask, isOpenTask } from "@/lib/task-statuses";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
@@ -188,7 +189,7 @@ async function carryOut(run: DecisionRun, approval: Approval): Promise<void> {
 
   // Approved, but the task it was for ended since (a Stop, a cancel): nothing of it runs any more.
   const task = approval.taskId ? await getTask(db, approval.taskId) : null;
-  if (task && !["in_progress", "waiting_input", "pending"].includes(task.status)) {
+  if (task && !isOpenTask(task.status)) {
     return storeOutcome(db, approval, withdrawnResult(`its task "${task.title}" was ${task.status}`));
   }
   const tool = run.tools[approval.toolName];
@@ -294,7 +295,7 @@ export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Pr
     if (waiting.has(taskId)) continue;
     if (taskId) {
       const task = await getTask(db, taskId);
-      if (!task || !["in_progress", "waiting_input"].includes(task.status)) continue;
+      if (!isActiveTask(task?.status)) continue;
     }
     ready.push(taskId);
   }

@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { getTeamLead } from "@/lib/db/queries/agents";
-import { listTasksByAgent, openTaskStatuses } from "@/lib/db/queries/tasks";
+import { listTasksByAgent } from "@/lib/db/queries/tasks";
+import { openTaskStatuses } from "@/lib/task-statuses";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { agents, teams } from "@/lib/db/schema";

@@ -4,6 +4,7 @@ import { appendMessage } from "@/lib/db/queries/messages";
 import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
+import { activeTaskStatuses } from "@/lib/task-statuses";
 import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
@@ -126,7 +127,7 @@ async function endOpenWork(
 ): Promise<void> {
   const { agent } = session;
   if (ending.status === "stopped") {
-    const open = await listTasksByAgent(tx, agent.id, ["in_progress", "waiting_input"]);
+    const open = await listTasksByAgent(tx, agent.id, activeTaskStatuses);
     await cancelTrees(
       tx,
       deps.jobs,

@@ -11,11 +11,11 @@ import {
   listOpenSubtasks,
   listOpenTaskTree,
   listTasksByAgent,
-  openTaskStatuses,
   requireTask,
   setTaskStatus,
   type NewTask,
 } from "@/lib/db/queries/tasks";
+import { openTaskStatuses } from "@/lib/task-statuses";
 import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";

@@ -19,7 +19,8 @@ import {
   heldCallIds,
   hasUnresolvedApprovalOfTask,
 } from "@/lib/db/queries/approvals";
-import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask, listOpenSubtasks, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
+import { openTaskStatuses } from "@/lib/task-statuses";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";

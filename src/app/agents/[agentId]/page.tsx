@@ -23,7 +23,8 @@ import { getTeamActivity } from "@/lib/team-activity";
 import { db } from "@/lib/db/client";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { openTaskStatuses, listTasksForAgentPage, listTasksWithSubtasks } from "@/lib/db/queries/tasks";
+import { listTasksForAgentPage, listTasksWithSubtasks } from "@/lib/db/queries/tasks";
+import { isOpenTask } from "@/lib/task-statuses";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
 import { formatUsd } from "@/lib/usage/format";
@@ -93,7 +94,6 @@ export default async function AgentPage({ params, searchParams }: Props) {
     tasks.map((task) => task.id),
   );
   const running = sessions.find((session) => session.status === "running");
-  const open = new Set<string>(openTaskStatuses);
   // Ids an agent wrote or was given read as names: its teammates and its tasks.
   const names: Record<string, Named> = Object.fromEntries([
     ...teamActivity.map((each): [string, Named] => [
@@ -208,7 +208,7 @@ export default async function AgentPage({ params, searchParams }: Props) {
                   <span className="meta">
                     from {taskGiver(task.source)} · <LocalTime value={task.createdAt.toISOString()} relative />
                   </span>
-                  {open.has(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
+                  {isOpenTask(task.status) && <CancelTaskButton taskId={task.id} title={task.title} />}
                   {(task.status === "failed" || task.status === "cancelled") && (
                     <RetryTaskButton taskId={task.id} title={task.title} />
                   )}

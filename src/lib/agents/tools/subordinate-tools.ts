@@ -4,6 +4,7 @@ import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
+import { isActiveTask } from "@/lib/task-statuses";
 import { endTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
 import { optionalId } from "./tool-errors";
@@ -17,8 +18,7 @@ async function resolveTaskId(context: ToolContext, taskId: string | undefined): 
   const named = optionalId(taskId);
   if (named) {
     const task = await getTask(context.db, named);
-    if (task && task.agentId === context.agent.id && (task.status === "in_progress" || task.status === "waiting_input"))
-      return task.id;
+    if (task && task.agentId === context.agent.id && isActiveTask(task.status)) return task.id;
   }
   return context.focusTaskId();
 }

@@ -10,6 +10,7 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
 import { plural } from "@/lib/plural";
+import { isOpenTask } from "@/lib/task-statuses";
 import { formatBriefing } from "../formats";
 import { assignTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
@@ -108,11 +109,7 @@ export function teamLeadTools(context: ToolContext) {
           // the new task under it and cancels that too. Read before, a cancel could slip in
           // between and leave a subordinate working on a task nobody wants any more.
           const parent = focus ? await holdParentTask(tx, focus) : null;
-          if (
-            parent &&
-            parent.agentId === context.agent.id &&
-            !["pending", "in_progress", "waiting_input"].includes(parent.status)
-          ) {
+          if (parent && parent.agentId === context.agent.id && !isOpenTask(parent.status)) {
             return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
           }
           const task = await assignTask(tx, context.jobs, {

@@ -1,10 +1,20 @@
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
+import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import { notFound } from "@/lib/errors";
+import { finalTaskStatuses, isFinalTask, openTaskStatuses } from "@/lib/task-statuses";
 import type { Db } from "../client";
 import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
 
-const finalTaskStatuses = ["completed", "failed", "cancelled"] as const satisfies TaskStatus[];
-export const openTaskStatuses = ["pending", "in_progress", "waiting_input"] as const satisfies TaskStatus[];
+/**
+ * SQL: `column` holds one of `statuses` (`= 'pending'`, `in ('pending', …)`), for statements
+ * written as SQL text, from the named lists of lib/task-statuses.ts. The statuses go in as
+ * literals, as typed out before: the statement's text and plan stay the same, and they come
+ * from the typed vocabulary, never from input.
+ */
+export function taskStatusIn(column: SQL | AnyPgColumn, statuses: readonly [TaskStatus, ...TaskStatus[]]): SQL {
+  const literals = statuses.map((status) => `'${status}'`);
+  return sql`${column} ${sql.raw(literals.length === 1 ? `= ${literals[0]}` : `in (${literals.join(", ")})`)}`;
+}
 
 export type NewTask = {
   agentId: string;
@@ -100,7 +110,7 @@ export async function setTaskStatus(
       updatedAt: now,
       ...(result !== undefined ? { result } : {}),
       ...(status === "in_progress" ? { startedAt: sql`coalesce(${tasks.startedAt}, now())` } : {}),
-      ...((finalTaskStatuses as readonly TaskStatus[]).includes(status) ? { completedAt: now } : {}),
+      ...(isFinalTask(status) ? { completedAt: now } : {}),
     })
     .where(and(eq(tasks.id, taskId), inArray(tasks.status, [...openTaskStatuses])))
     .returning();

@@ -13,6 +13,8 @@ import {
   type ConversationMode,
   type Team,
 } from "@/lib/db/schema";
+import { openTaskStatuses } from "@/lib/task-statuses";
+import { taskStatusIn } from "./tasks";
 import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
 
 export type AgentListing = { id: string; name: string; role: AgentRole; teamId: string; teamName: string };
@@ -36,7 +38,7 @@ export async function listTeamSummaries(db: Db): Promise<TeamSummary[]> {
       leadId: sql<string | null>`(select a.id from ${agents} a where a.team_id = "teams"."id" and a.role = 'lead')`,
       subordinates: sql<number>`(select count(*)::int from ${agents} a where a.team_id = "teams"."id" and a.role = 'subordinate')`,
       openTasks: sql<number>`(select count(*)::int from ${tasks} t join ${agents} a on a.id = t.agent_id
-                              where a.team_id = "teams"."id" and t.status in ('pending', 'in_progress', 'waiting_input'))`,
+                              where a.team_id = "teams"."id" and ${taskStatusIn(sql`t.status`, openTaskStatuses)})`,
       unread: sql<number>`(select count(*)::int from ${inboxItems} i where i.team_id = "teams"."id" and i.read_at is null)`,
     })
     .from(teams)

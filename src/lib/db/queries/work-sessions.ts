@@ -2,6 +2,7 @@ import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";
 import { statement } from "./prepared";
+import { taskStatusIn } from "./tasks";
 import { workerHoldsLock } from "./workers";
 import type { Db } from "../client";
 import { notFound } from "@/lib/errors";
@@ -244,7 +245,7 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
  * session's end and Resume build on (each adds what it alone looks at).
  */
 export function queuedWorkOf(agent: SQL): SQL {
-  return sql`(exists (select 1 from tasks t where t.agent_id = ${agent} and t.status = 'pending')
+  return sql`(exists (select 1 from tasks t where t.agent_id = ${agent} and ${taskStatusIn(sql`t.status`, ["pending"])})
     or exists (select 1 from agent_inputs i where i.agent_id = ${agent})
     or ${decisionWaitingFor(agent)})`;
 }
@@ -255,7 +256,7 @@ export function queuedWorkOf(agent: SQL): SQL {
  * on it; a budget stop keeps the wake flag while it holds.
  */
 export function workToResumeOf(agent: SQL): SQL {
-  return sql`(${queuedWorkOf(agent)} or exists (select 1 from tasks t where t.agent_id = ${agent} and t.status = 'in_progress'))`;
+  return sql`(${queuedWorkOf(agent)} or exists (select 1 from tasks t where t.agent_id = ${agent} and ${taskStatusIn(sql`t.status`, ["in_progress"])}))`;
 }
 
 /**
@@ -314,7 +315,7 @@ export async function listTeamsAwaitingWork(
     with waiting as (
       select a.team_id,
              least(a.wake_requested_at,
-                   (select min(t.created_at) from tasks t where t.agent_id = a.id and t.status = 'pending'),
+                   (select min(t.created_at) from tasks t where t.agent_id = a.id and ${taskStatusIn(sql`t.status`, ["pending"])}),
                    (select min(i.created_at) from agent_inputs i where i.agent_id = a.id),
                    (select min(p.decided_at) from approvals p where p.agent_id = a.id and p.status <> 'pending' and p.resolved_at is null),
                    (select min(s.heartbeat_at) from work_sessions s where s.agent_id = a.id and s.status = 'running')) as since
