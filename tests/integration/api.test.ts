@@ -18,13 +18,13 @@ import {
   recordUsage,
   requireTask,
   searchKnowledgeItems,
-  setTaskStatus,
 } from "@/lib/db/queries";
 import type { Agent, InboxItem, Message, Team } from "@/lib/db/schema";
 import type { EngineDeps } from "@/lib/agents/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
 import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { completeTask } from "@/lib/agents/task-lifecycle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -1013,7 +1013,7 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
       title: "Done already",
       parentTaskId: parent.id,
     });
-    await setTaskStatus(database.db, finished.id, "completed", "All found.");
+    await completeTask(database.db, engine.jobs, finished.id, "All found.");
     const unrelated = await createTask(database.db, { agentId: scout.id, source: "user", title: "Unrelated" });
     // The analyst is working; once its only open task is cancelled, its session is asked to stop.
     const analystSession = await claimSession(database.db, analyst.id, "test-worker");
@@ -1048,7 +1048,7 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
   it("cancel leaves a finished task as it was", async () => {
     const { lead } = await newTeam();
     const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "Finished" });
-    await setTaskStatus(database.db, task.id, "completed", "Done.");
+    await completeTask(database.db, engine.jobs, task.id, "Done.");
     const body = await expectJson<{ task: ApiTask }>(
       await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${task.id}/cancel`), params({ taskId: task.id })),
     );

@@ -63,7 +63,7 @@ describe("tasks", () => {
     ]);
     const started = await setTaskStatus(database.db, first.id, "in_progress");
     expect(started?.startedAt).toBeInstanceOf(Date);
-    const done = await setTaskStatus(database.db, first.id, "completed", "All done");
+    const done = await setTaskStatus(database.db, first.id, "completed", { result: "All done" });
     expect(done).toMatchObject({ status: "completed", result: "All done" });
     expect(done?.completedAt).toBeInstanceOf(Date);
     expect(await setTaskStatus(database.db, first.id, "failed")).toBeNull();

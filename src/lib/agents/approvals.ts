@@ -14,7 +14,7 @@ import {
 } from "@/lib/db/queries/approvals";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
 import { appendMessage, getMessagesSince, type NewMessage } from "@/lib/db/queries/messages";
-import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { isActiveTask, isOpenTask } from "@/lib/task-statuses";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
@@ -23,8 +23,8 @@ import type { JobQueue } from "@/lib/jobs/job-queue";
 import { deniedResult, editedInputNote, formatDecisions, OUTCOME_UNKNOWN_RESULT, withdrawnResult } from "./formats";
 import { reportUnknownOutcome } from "./alerts";
 import { postToInbox } from "./inbox";
-import { resumeTaskIfNothingWaits } from "./questions";
 import type { StepRecorder } from "./step-recorder";
+import { resumeTask, waitForInput } from "./task-lifecycle";
 import { toolEffects, validateToolInput } from "./tool-policies";
 
 /** A call the SDK held back for approval: a `tool-approval-request` part of a step. */
@@ -89,7 +89,7 @@ export async function requestApprovals(
         content: reason.trim() || `${owner.agent.name} called ${request.toolName} and waits for your decision.`,
       });
     }
-    if (owner.taskId) await setTaskStatus(tx, owner.taskId, "waiting_input");
+    if (owner.taskId) await waitForInput(tx, owner.taskId);
     return created;
   });
 }
@@ -141,7 +141,7 @@ export async function decideApproval(
           })
         : await recordDecision(tx, approval.id, { status: "denied", note: decision.reason });
     await markInboxItemOfRead(tx, { approvalId: approval.id });
-    await resumeTaskIfNothingWaits(tx, approval.taskId);
+    await resumeTask(tx, approval.taskId);
     if (mode === "foreground") await jobs.resumeChat(tx, approval.agentId);
     else await jobs.wakeAgent(tx, approval.agentId);
     return decided!;

@@ -3,15 +3,15 @@ import type { Db } from "@/lib/db/client";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
 import { appendMessage } from "@/lib/db/queries/messages";
-import { answerQuestion, createQuestion, getQuestion, hasOpenQuestion } from "@/lib/db/queries/questions";
-import { hasPendingApprovalOfTask } from "@/lib/db/queries/approvals";
-import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
+import { answerQuestion, createQuestion, getQuestion } from "@/lib/db/queries/questions";
+import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { questions, type Agent, type Question } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { formatPersonQuestion } from "./formats";
 import { postToInbox } from "./inbox";
+import { resumeTask, waitForInput } from "./task-lifecycle";
 import { queueInput } from "./tasks";
 
 /**
@@ -26,7 +26,7 @@ export async function askPerson(
   asker: Agent,
   input: { question: string; taskId: string | null },
 ): Promise<Question | null> {
-  const task = input.taskId ? await setTaskStatus(db, input.taskId, "waiting_input") : null;
+  const task = input.taskId ? await waitForInput(db, input.taskId) : null;
   if (input.taskId && !task) return null;
   const asked = await createQuestion(db, {
     agentId: asker.id,
@@ -56,7 +56,8 @@ export async function askPerson(
 
 /**
  * The person's answer to a question an agent asked them. It goes into the asking agent's
- * queue (its next step sees it, like any input) and wakes it; the task that asked goes on.
+ * queue (its next step sees it, like any input) and wakes it; the task that asked goes on
+ * once nothing else it waits on is open (resumeTask).
  * A second answer is a 409, and so is an answer to a question whose task ended meanwhile:
  * the agent no longer needs it, and the person is told why.
  */
@@ -87,7 +88,7 @@ export async function answerQuestionFromPerson(
       );
     }
     const answered = (await answerQuestion(tx, question.id, answer))!;
-    await resumeTaskIfNothingWaits(tx, question.taskId);
+    await resumeTask(tx, question.taskId);
     await queueInput(
       tx,
       jobs,
@@ -98,17 +99,6 @@ export async function answerQuestionFromPerson(
     await markInboxItemOfRead(tx, { questionId: question.id });
     return answered;
   });
-}
-
-/**
- * A task waiting for the person goes back to `in_progress` once nothing it asked is still
- * open (another question, another approval): the agent's next session takes it up.
- */
-export async function resumeTaskIfNothingWaits(db: Db, taskId: string | null): Promise<void> {
-  if (!taskId) return;
-  if ((await hasOpenQuestion(db, taskId)) || (await hasPendingApprovalOfTask(db, taskId))) return;
-  const task = await getTask(db, taskId);
-  if (task?.status === "waiting_input") await setTaskStatus(db, taskId, "in_progress");
 }
 
 function oneLine(text: string, max: number): string {

@@ -9,7 +9,7 @@ import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "./formats";
-import { cancelTrees, endTask } from "./tasks";
+import { cancelTrees, failTask } from "./task-lifecycle";
 import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 
 /** How a session ends when it did not simply run out of work (that is finishSessionIfIdle). */
@@ -42,7 +42,7 @@ export type EndingSession = {
 /**
  * Ends a work session in one transaction, the one place that does: the log gets its
  * marker (and every open tool call a result), the tasks it was working on end (each
- * lead told, each failure alerted: see endTask), the session row is closed, and work
+ * lead told, each failure alerted: see task-lifecycle.ts), the session row is closed, and work
  * that arrived meanwhile — a task, queued input — gets a new session at once. A crash
  * leaves all of it or none: the next session never finds a marker without its tasks
  * settled. A budget stop is the exception: it ends nothing (waitForBudget).
@@ -139,9 +139,7 @@ async function endOpenWork(
   }
   // What failed is the turn, so the task it served fails: the agent's other tasks (waiting
   // for subordinates or an answer) are not what broke, and their input starts a new session.
-  const failed = session.focus
-    ? await endTask(tx, deps.jobs, session.focus, { status: "failed", reason: ending.reason })
-    : null;
+  const failed = session.focus ? await failTask(tx, deps.jobs, session.focus, ending.reason) : null;
   if (!failed) {
     // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
     await raiseAlert(tx, deps.jobs, {

@@ -1,27 +1,16 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { retryingTransaction } from "@/lib/db/transactions";
-import { deleteAgent, getAgent } from "@/lib/db/queries/agents";
+import { deleteAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
-import { withdrawQuestionsOfTask } from "@/lib/db/queries/questions";
-import { withdrawApprovalsOfTask } from "@/lib/db/queries/approvals";
-import {
-  createTask,
-  getTask,
-  listOpenSubtasks,
-  listOpenTaskTree,
-  listTasksByAgent,
-  requireTask,
-  setTaskStatus,
-  type NewTask,
-} from "@/lib/db/queries/tasks";
+import { createTask, listTasksByAgent, requireTask, type NewTask } from "@/lib/db/queries/tasks";
 import { openTaskStatuses } from "@/lib/task-statuses";
 import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
-import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
+import { agents, type Task } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { raiseAlert } from "./alerts";
 import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "./formats";
+import { cancelTrees } from "./task-lifecycle";
 
 /** Creates a task and wakes its agent, in one transaction: a task never waits unnoticed. */
 export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promise<Task> {
@@ -83,117 +72,6 @@ export async function queueInput(
     await insertAgentInput(tx, { agentId, content: typeof input === "string" ? input : formatLogInput(input), taskId });
     await jobs.wakeAgent(tx, agentId);
   });
-}
-
-export type TaskEnd =
-  | { status: "completed"; result: string }
-  | { status: "failed"; reason: string }
-  | { status: "cancelled"; reason: string; removed?: boolean };
-
-/**
- * Ends a task and tells whoever waits on it, in the caller's transaction: its lead
- * hears the outcome of a subordinate's task exactly once (the status change is the
- * guard: a task already final changes nothing and tells nobody), and a failure is an
- * alert in the person's inbox. Work delegated from a task that failed is cancelled
- * with it. Returns the ended task, or null when it was already final.
- */
-export async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskEnd): Promise<Task | null> {
-  const result = end.status === "completed" ? end.result : end.reason;
-  const task = await setTaskStatus(db, taskId, end.status, result);
-  if (!task) return null;
-  await withdrawQuestionsOfTask(db, task.id);
-  // Its calls waiting for the person are withdrawn; the agent's session stores their "not run" results.
-  if ((await withdrawApprovalsOfTask(db, task.id, `its task "${task.title}" was ${task.status}`)).length > 0)
-    await jobs.wakeAgent(db, task.agentId);
-  const agent = await getAgent(db, task.agentId);
-  if (!agent) return task;
-
-  if (agent.role === "subordinate" && agent.parentAgentId) {
-    const parent = task.parentTaskId ? await getTask(db, task.parentTaskId) : null;
-    // When the lead's own task was cancelled or failed, the work under it went with it: nothing to report.
-    const parentGone = parent !== null && (parent.status === "cancelled" || parent.status === "failed");
-    if (!(end.status === "cancelled" && parentGone)) {
-      const outcome: LogInput =
-        end.status === "completed"
-          ? { kind: "report", agentName: agent.name, taskId: task.id, result: end.result }
-          : end.status === "failed"
-            ? { kind: "failed", agentName: agent.name, taskId: task.id, reason: end.reason }
-            : end.removed
-              ? { kind: "removed", agentName: agent.name, taskId: task.id }
-              : { kind: "cancelled", agentName: agent.name, taskId: task.id, reason: end.reason };
-      await queueInput(db, jobs, agent.parentAgentId, outcome, task.parentTaskId);
-    }
-  }
-  if (end.status === "failed") {
-    await raiseAlert(db, jobs, {
-      teamId: agent.teamId,
-      agentId: agent.id,
-      taskId: task.id,
-      key: `task-failed:${task.id}`,
-      title: `${agent.name} could not finish "${task.title}"`,
-      summary: end.reason,
-      content: `**${agent.name}** stopped working on the task **${task.title}**.\n\n${end.reason}\n\nThe agent's work log shows what happened up to that point.`,
-    });
-    const delegated = await listOpenSubtasks(db, task.id);
-    await cancelTrees(
-      db,
-      jobs,
-      delegated.map((child) => child.id),
-      `Its parent task failed: ${end.reason}`,
-    );
-  }
-  return task;
-}
-
-/**
- * Cancels open tasks with everything delegated from them, in the caller's
- * transaction, parents first (so a lead whose own task is cancelled is not told about
- * the work under it). Each agent that was working on a cancelled task hears so in its
- * work log and goes on with its other tasks; an agent left with nothing open has its
- * session stopped instead. `quietFor`: an agent that is being stopped anyway. Returns
- * the tasks it ended.
- */
-export async function cancelTrees(
-  db: Db,
-  jobs: JobQueue,
-  rootIds: readonly string[],
-  reason: string,
-  options: { removed?: boolean; quietFor?: string } = {},
-): Promise<Task[]> {
-  const cancelled: { task: Task; statusBefore: TaskStatus }[] = [];
-  for (const rootId of rootIds) {
-    for (const task of await listOpenTaskTree(db, rootId)) {
-      const ended = await endTask(db, jobs, task.id, {
-        status: "cancelled",
-        reason,
-        removed: options.removed && task.id === rootId,
-      });
-      if (ended) cancelled.push({ task: ended, statusBefore: task.status });
-    }
-  }
-  for (const agentId of new Set(cancelled.map(({ task }) => task.agentId))) {
-    if (agentId === options.quietFor) continue;
-    if ((await listTasksByAgent(db, agentId, openTaskStatuses)).length === 0) {
-      // Its session ends saying which task was cancelled (the one it was on, when it was on one), not as a Stop.
-      const ofAgent = cancelled.filter(({ task }) => task.agentId === agentId);
-      const named = ofAgent.find(({ statusBefore }) => statusBefore !== "pending") ?? ofAgent[0]!;
-      await requestSessionStop(db, agentId, named.task.id);
-      continue;
-    }
-    // Only work under way needs telling: a pending task never reached the agent's log.
-    for (const { task } of cancelled.filter(
-      ({ task, statusBefore }) => task.agentId === agentId && statusBefore !== "pending",
-    )) {
-      await queueInput(
-        db,
-        jobs,
-        agentId,
-        { kind: "task-cancelled", taskId: task.id, title: task.title, reason },
-        task.id,
-      );
-    }
-  }
-  return cancelled.map(({ task }) => task);
 }
 
 /** Cancels a task and every open task delegated from it, at any depth, in one transaction (see cancelTrees). */

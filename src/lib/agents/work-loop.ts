@@ -19,7 +19,7 @@ import {
   heldCallIds,
   hasUnresolvedApprovalOfTask,
 } from "@/lib/db/queries/approvals";
-import { getTask, listOpenSubtasks, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask, listOpenSubtasks, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { openTaskStatuses } from "@/lib/task-statuses";
 import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
@@ -44,7 +44,7 @@ import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
 import { StepRecorder, stepToolErrors } from "./step-recorder";
 import { toolsForTurn } from "./tool-policies";
-import { endTask } from "./tasks";
+import { completeTask, startTask } from "./task-lifecycle";
 import { workTools, type ToolContext } from "./tools";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
 
@@ -260,7 +260,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
     const begun = await db
       .transaction(async (tx) => {
         const [updated] = await Promise.all([
-          setTaskStatus(tx, task.id, "in_progress"),
+          startTask(tx, task.id),
           appendMessages(
             tx,
             state.conversation.id,
@@ -389,7 +389,7 @@ async function sessionTools(
 /**
  * After a work turn: the task in focus is done when nothing it started is still open —
  * its result is the turn's last words. A subordinate that ends without reportToLead
- * reports anyway (endTask tells the lead), so its lead is never left waiting.
+ * reports anyway (completeTask tells the lead), so its lead is never left waiting.
  */
 async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void> {
   const { db } = deps;
@@ -402,7 +402,7 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
   // words were written without it. The next turn takes it up and settles the task then.
   if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;
   const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
-  await db.transaction((tx) => endTask(tx, deps.jobs, task.id, { status: "completed", result }));
+  await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, result));
 }
 
 /**

@@ -3,9 +3,10 @@ import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { createQuestion } from "@/lib/db/queries/questions";
-import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask } from "@/lib/db/queries/tasks";
 import { isActiveTask } from "@/lib/task-statuses";
-import { endTask, queueInput } from "../tasks";
+import { completeTask, waitForInput } from "../task-lifecycle";
+import { queueInput } from "../tasks";
 import type { ToolContext } from "./context";
 import { optionalId } from "./tool-errors";
 
@@ -54,7 +55,7 @@ export function subordinateTools(context: ToolContext) {
         const lead = await requireLead(context);
         const id = await resolveTaskId(context, taskId);
         return context.effect(toolCallId, async (tx) => {
-          const task = id ? await setTaskStatus(tx, id, "waiting_input") : null;
+          const task = id ? await waitForInput(tx, id) : null;
           if (id && !task) return await endedTask(tx, id, "Question not sent");
           const asked = await createQuestion(tx, {
             agentId: context.agent.id,
@@ -88,8 +89,7 @@ export function subordinateTools(context: ToolContext) {
         // The task's completion, the report in the lead's queue and this result: once, together.
         return context.effect(toolCallId, async (tx) => {
           if (id) {
-            if (await endTask(tx, context.jobs, id, { status: "completed", result }))
-              return "Report sent to your lead.";
+            if (await completeTask(tx, context.jobs, id, result)) return "Report sent to your lead.";
             return await endedTask(tx, id, "Report not sent");
           }
           // No task to complete (a report on work outside any task): the lead still hears it.

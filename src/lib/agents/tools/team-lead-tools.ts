@@ -5,13 +5,14 @@ import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { postToInbox } from "../inbox";
 import { askPerson } from "../questions";
 import { answerQuestion, getQuestion, listOpenQuestionsFor } from "@/lib/db/queries/questions";
-import { getTask, holdParentTask, listTasksByAgent, setTaskStatus } from "@/lib/db/queries/tasks";
+import { getTask, holdParentTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
 import { plural } from "@/lib/plural";
 import { isOpenTask } from "@/lib/task-statuses";
 import { formatBriefing } from "../formats";
+import { resumeTask } from "../task-lifecycle";
 import { assignTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
 import { optionalId } from "./tool-errors";
@@ -213,8 +214,9 @@ export function teamLeadTools(context: ToolContext) {
         return context.effect(toolCallId, async (tx) => {
           if (!(await answerQuestion(tx, question.id, answer)))
             return "Not sent: that question was already answered or withdrawn.";
-          // Only the task that asked resumes.
-          if (question.taskId) await setTaskStatus(tx, question.taskId, "in_progress");
+          // Only the task that asked resumes, and only once nothing else it waits on is open (a
+          // call waiting for the person, another question), as with the person's answer.
+          await resumeTask(tx, question.taskId);
           await queueInput(
             tx,
             context.jobs,

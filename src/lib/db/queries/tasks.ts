@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import { notFound } from "@/lib/errors";
-import { finalTaskStatuses, isFinalTask, openTaskStatuses } from "@/lib/task-statuses";
+import { finalTaskStatuses, isFinalTask, type OpenTaskStatus, openTaskStatuses } from "@/lib/task-statuses";
 import type { Db } from "../client";
 import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
 
@@ -93,14 +93,16 @@ export async function listTasksForAgentPage(
 }
 
 /**
- * Moves a task to a new status and returns it, or null when it is already final:
- * a cancelled or completed task stays that way, whoever writes later.
+ * Moves a task to a new status and returns it, or null when it is already final — a cancelled
+ * or completed task stays that way, whoever writes later — or not in one of `from` (open statuses
+ * only, so the guard holds). Only the
+ * task's lifecycle (src/lib/agents/task-lifecycle.ts) calls it: each transition by its name.
  */
 export async function setTaskStatus(
   db: Db,
   taskId: string,
   status: TaskStatus,
-  result?: string | null,
+  change: { from?: readonly OpenTaskStatus[]; result?: string | null } = {},
 ): Promise<Task | null> {
   const now = sql`now()`;
   const [task] = await db
@@ -108,12 +110,18 @@ export async function setTaskStatus(
     .set({
       status,
       updatedAt: now,
-      ...(result !== undefined ? { result } : {}),
+      ...(change.result !== undefined ? { result: change.result } : {}),
       ...(status === "in_progress" ? { startedAt: sql`coalesce(${tasks.startedAt}, now())` } : {}),
       ...(isFinalTask(status) ? { completedAt: now } : {}),
     })
-    .where(and(eq(tasks.id, taskId), inArray(tasks.status, [...openTaskStatuses])))
+    .where(and(eq(tasks.id, taskId), inArray(tasks.status, [...(change.from ?? openTaskStatuses)])))
     .returning();
+  return task ?? null;
+}
+
+/** A task, locked for the caller's transaction: a change to it decided on what else is open waits for the one under way. Null when it is gone. */
+export async function lockTask(db: Db, taskId: string): Promise<Task | null> {
+  const [task] = await db.select().from(tasks).where(eq(tasks.id, taskId)).for("update");
   return task ?? null;
 }
 
