@@ -1,11 +1,10 @@
-import { raiseAlert } from "@/lib/agents/alerts";
+import { alertNoWorker } from "@/lib/agents/alerts";
 import { db as processDb, type Db } from "@/lib/db/client";
 import { databaseAnswers } from "@/lib/db/health";
 import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-sessions";
 import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/workers";
 import { env } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { plural } from "@/lib/plural";
 import { webEngine } from "@/lib/server";
 import { logError } from "@/lib/log";
 
@@ -85,13 +84,7 @@ export async function checkBackgroundWork(
   };
 }
 
-/**
- * One alert per team per episode. An episode is a stretch with no live worker; it is named
- * by the last heartbeat before it ("never" when no worker ever ran here), which no check
- * within the stretch can change and the next worker's heartbeats end. So however many
- * checks run, from however many web processes, the same key comes back and the inbox
- * keeps one item; after a worker has run and gone again, the key is new.
- */
+/** The "no worker" alerts that are due: one per team per episode (alertNoWorker). */
 async function raiseNoWorkerAlerts(
   db: Db,
   queue: () => Promise<JobQueue>,
@@ -104,23 +97,8 @@ async function raiseNoWorkerAlerts(
     const since = lastSeen && lastSeen > team.waitingSince ? lastSeen : team.waitingSince;
     if (liveness.now.getTime() - since.getTime() < NO_WORKER_ALERT_AFTER_SECONDS * 1000) continue;
     // Through the web process's queue: the alert goes out to the team's channels with no worker running.
-    await raiseAlert(db, await queue(), {
-      teamId: team.teamId,
-      agentId: team.leadId,
-      key: `no-worker:${team.teamId}:${lastSeen?.toISOString() ?? "never"}`,
-      title: "Background work is waiting: no worker is running",
-      summary: `Work for ${plural(team.agents, "agent")} of this team has waited since ${readableTime(team.waitingSince)} and no worker is running to do it.`,
-      content: [
-        "Tasks or messages for this team are queued, but no worker process is running, so nothing happens until one starts. Nothing is lost: the work starts as soon as a worker runs.",
-        "Start one with `npm run worker` in the project folder, or run `npm run dev` / `npm start`, which start a worker with the web server.",
-        lastSeen ? `The last worker was seen at ${readableTime(lastSeen)}.` : "No worker has run on this database yet.",
-      ].join("\n\n"),
-    });
+    await alertNoWorker(db, await queue(), team, lastSeen);
   }
-}
-
-function readableTime(date: Date): string {
-  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
 /** For the page banner: true when work waits and no worker is alive. A failure reads as "not stalled" (and is logged). */

@@ -1,11 +1,10 @@
 // A worker that keeps crashing: `npm start` / `npm run dev` start it again each time, with a
 // growing wait; after a few exits in a short while the person hears of it once, in the inbox.
 import { z } from "zod";
-import { raiseAlert } from "@/lib/agents/alerts";
+import { alertWorkerCrashing } from "@/lib/agents/alerts";
 import type { Db } from "@/lib/db/client";
 import { findLongestStandingLead } from "@/lib/db/queries/teams";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { plural } from "@/lib/plural";
 
 /** What the supervisor knows of a crash streak (passed to scripts/worker-crash-alert.ts as JSON). */
 export const workerCrashReport = z.object({
@@ -37,23 +36,5 @@ export async function raiseWorkerCrashAlert(
 ): Promise<"raised" | "raised already" | "no team"> {
   const lead = await findLongestStandingLead(db);
   if (!lead) return "no team";
-  // The log's "[worker] " prefix says whose line it is in a terminal; in the inbox the title does.
-  const lastError = report.lastError
-    .replace(/^\[[\w-]+\]\s*/, "")
-    .replace(/\s+/g, " ")
-    .trim()
-    .slice(0, 300);
-  const created = await raiseAlert(db, jobs, {
-    teamId: lead.teamId,
-    agentId: lead.leadId,
-    key: `worker-crashing:${report.host}:${report.since}`,
-    title: "The background worker keeps stopping",
-    summary: `It stopped ${plural(report.exits, "time")} in ${report.windowMinutes} minutes and is started again every ${report.retrySeconds} s. Last: ${lastError}`,
-    content: [
-      `The worker that runs every team's background work on ${report.host} stopped ${plural(report.exits, "time")} in ${report.windowMinutes} minutes. It is started again every ${report.retrySeconds} s, and the web app keeps running meanwhile, but agents' work, check-ins and notifications wait while it is down.`,
-      `The last time it said: "${lastError}"`,
-      "The terminal or log where Cadre runs shows its full output. A database that refuses connections (check DATABASE_URL and the server's max_connections) and a setting the worker cannot use are the usual causes.",
-    ].join("\n\n"),
-  });
-  return created ? "raised" : "raised already";
+  return (await alertWorkerCrashing(db, jobs, lead, report)) ? "raised" : "raised already";
 }

@@ -8,7 +8,7 @@ import { enqueueNotifications } from "@/lib/notifications/enqueue";
  * Puts an item in the person's inbox and queues its notifications to the team's channels,
  * in one transaction (the caller's, or its own): an item never goes out without being in
  * the inbox, nor lands there without going out. With a dedupe key it is created once
- * (see raiseAlert); null when it existed already. Delivery itself happens later, on the
+ * (an alert: alerts.ts); null when it existed already. Delivery itself happens later, on the
  * notification queue, so no agent ever waits for a mail server.
  */
 export async function postToInbox(db: Db, jobs: JobQueue, item: NewInboxItem): Promise<InboxItem | null> {

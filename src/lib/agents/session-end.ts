@@ -5,7 +5,7 @@ import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
 import { activeTaskStatuses } from "@/lib/task-statuses";
-import { raiseAlert } from "./alerts";
+import { alertSessionFailed, alertTeamOverBudget } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
 import type { EngineDeps } from "./engine-config";
 import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "./formats";
@@ -106,17 +106,7 @@ async function waitForBudget(
   if (askedMeanwhile) await deps.jobs.wakeAgent(tx, agent.id);
   else if (waiting) await keepWakeRequested(tx, agent.id);
   if (!waiting && !ending.marker) return;
-  const budgets = teamBudgets(ending.team, deps.config);
-  const reason = `${ending.reason[0]!.toUpperCase()}${ending.reason.slice(1)}`;
-  await raiseAlert(tx, deps.jobs, {
-    teamId: agent.teamId,
-    agentId: agent.id,
-    // A new budget that runs out the same day is news again; more tasks against the same one are not.
-    key: `budget:${agent.teamId}:${new Date().toISOString().slice(0, 10)}:${budgets.tokens.limit}:${budgets.costUsd ?? "none"}`,
-    title: `${ending.team.name} is over its daily budget: its work waits`,
-    summary: `${reason}.`,
-    content: `${reason}.\n\nNothing failed: tasks stay where they are, work given meanwhile waits with them, and the team's agents take it all up again when the next UTC day starts or as soon as the budget is raised.`,
-  });
+  await alertTeamOverBudget(tx, deps.jobs, agent, ending.team, teamBudgets(ending.team, deps.config), ending.reason);
 }
 
 async function endOpenWork(
@@ -142,14 +132,7 @@ async function endOpenWork(
   const failed = session.focus ? await failTask(tx, deps.jobs, session.focus, ending.reason) : null;
   if (!failed) {
     // Nothing of the person's failed (a webhook, a report), but the team stopped working: they hear so once.
-    await raiseAlert(tx, deps.jobs, {
-      teamId: agent.teamId,
-      agentId: agent.id,
-      key: `session-failed:${session.sessionId}`,
-      title: `${agent.name} stopped working`,
-      summary: ending.reason,
-      content: `**${agent.name}**'s work session stopped.\n\n${ending.reason}\n\nThe agent's work log shows what happened up to that point.`,
-    });
+    await alertSessionFailed(tx, deps.jobs, agent, session.sessionId, ending.reason);
   }
 }
 

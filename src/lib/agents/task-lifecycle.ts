@@ -24,7 +24,7 @@ import { requestSessionStop } from "@/lib/db/queries/work-sessions";
 import type { Task, TaskStatus } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { openTaskStatuses } from "@/lib/task-statuses";
-import { raiseAlert } from "./alerts";
+import { alertTaskFailed } from "./alerts";
 import type { LogInput } from "./formats";
 import { queueInput } from "./tasks";
 
@@ -104,15 +104,7 @@ async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskEnd): Pr
     }
   }
   if (end.status === "failed") {
-    await raiseAlert(db, jobs, {
-      teamId: agent.teamId,
-      agentId: agent.id,
-      taskId: task.id,
-      key: `task-failed:${task.id}`,
-      title: `${agent.name} could not finish "${task.title}"`,
-      summary: end.reason,
-      content: `**${agent.name}** stopped working on the task **${task.title}**.\n\n${end.reason}\n\nThe agent's work log shows what happened up to that point.`,
-    });
+    await alertTaskFailed(db, jobs, agent, task, end.reason);
     const delegated = await listOpenSubtasks(db, task.id);
     await cancelTrees(
       db,
