@@ -263,7 +263,8 @@ describe("work sessions", () => {
       if (tools.includes("requestInput")) {
         return /Your lead .* answers \(question id: [^)]+\): use the Q3 numbers/.test(promptText(options.prompt))
           ? toolCallReply("reportToLead", { result: "Q3 revenue grew 12%." })
-          : call < 2
+          : // One question: a second one still open would keep the task waiting after the answer (resumeTask).
+            call < 1
             ? toolCallReply("requestInput", { question: "Which quarter?" })
             : textReply("Waiting.");
       }

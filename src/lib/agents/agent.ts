@@ -2,21 +2,23 @@ import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { agentAfterDeletions } from "@/lib/db/queries/agents";
-import { SessionTakenOver } from "@/lib/db/queries/messages";
-import { databaseUnavailableReason, isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
-import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
-import { plural } from "@/lib/plural";
-import { BudgetExceeded, TeamOverBudget } from "./budgets";
 import type { EngineDeps } from "./engine-config";
-import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "./formats";
+import { OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "./formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
+import {
+  type ClassifiedEnding,
+  classifyEnding,
+  DELETED_UNDER_SESSION,
+  type DeletedUnderSession,
+  interruptionText,
+} from "./session-ending";
 import { closeOpenToolCalls, hasOpenToolCalls } from "./work-log";
 import { reportUnknownOutcome } from "./alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
-import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
+import { workUntilIdle, type SessionState } from "./work-loop";
 import { describeForLog } from "@/lib/log";
 
 export type SessionOutcome = {
@@ -28,12 +30,6 @@ export type SessionOutcome = {
   /** deleted: the agent's name, when the session had read it (the worker's line names it). */
   agentName?: string;
 };
-
-/** What a "deleted" session's error says was deleted under it: expected, so no error at all. */
-const DELETED_UNDER_SESSION = {
-  "team-deleted": "its team was deleted",
-  "agent-deleted": "the agent was deleted",
-} as const;
 
 type StopReason = "user" | "lost";
 
@@ -58,7 +54,8 @@ export function stopLocalSession(sessionId: string): boolean {
 /**
  * One work session of an agent (flow 2): claim the agent's lease, work until nothing
  * is left (work-loop.ts), and end — normally, or by Stop, a model error, the step
- * limit or a budget, each through endWorkSession in one transaction. At most one runs
+ * limit or a budget, each through endWorkSession in one transaction; classifyEnding
+ * (session-ending.ts) decides which from what the work returned or threw. At most one runs
  * per agent (the lease in work_sessions); every step is stored as it completes.
  *
  * `shutdown` ends the session after the step in flight (the worker is stopping);
@@ -118,19 +115,16 @@ async function runClaimedSession(
   );
 
   // Whatever failed while the agent or its team was being deleted (see deletedUnderSession).
-  const deletedMeanwhile = async (): Promise<SessionOutcome | null> => {
-    const deleted = await deletedUnderSession(db, session.agentId, state?.team.id ?? null);
-    if (!deleted) return null;
-    return {
-      status: "deleted",
-      sessionId: session.id,
-      steps: state?.steps ?? 0,
-      error: DELETED_UNDER_SESSION[deleted],
-      ...(state ? { agentName: state.agent.name } : {}),
-    };
-  };
+  const deletedMeanwhile = () => deletedUnderSession(db, session.agentId, state?.team.id ?? null);
+  const deletedOutcome = (deleted: DeletedUnderSession): SessionOutcome => ({
+    status: "deleted",
+    sessionId: session.id,
+    steps: state?.steps ?? 0,
+    error: DELETED_UNDER_SESSION[deleted],
+    ...(state ? { agentName: state.agent.name } : {}),
+  });
 
-  const end = async (ending: SessionEnding, status: SessionOutcome["status"]): Promise<SessionOutcome> => {
+  const end = async (ending: SessionEnding): Promise<SessionOutcome> => {
     const steps = state?.steps ?? 0;
     if (state) {
       try {
@@ -148,7 +142,7 @@ async function runClaimedSession(
       } catch (error) {
         // An ending that lost to a deletion (an alert's write against the team's) has nothing left to end.
         const deleted = await deletedMeanwhile();
-        if (deleted) return deleted;
+        if (deleted) return deletedOutcome(deleted);
         // Nothing of the ending was written (one transaction): free the lease so the retry starts over.
         await endSession(db, session.id, "interrupted", {
           steps,
@@ -162,7 +156,37 @@ async function runClaimedSession(
       }
     }
     const error = ending.status === "stopped" ? undefined : ending.reason;
-    return { status, sessionId: session.id, steps, ...(error ? { error } : {}) };
+    return { status: ending.status, sessionId: session.id, steps, ...(error ? { error } : {}) };
+  };
+
+  /** Carries out how the session ends (classifyEnding); `error`: what the run threw, thrown on for a retry. */
+  const conclude = async (ending: ClassifiedEnding, error?: unknown): Promise<SessionOutcome> => {
+    const steps = state?.steps ?? 0;
+    if (ending.kind === "end" || ending.kind === "retry") {
+      const { log } = ending;
+      if (log) {
+        const line = `[session ${session.id}] ${log.line}`;
+        if ("error" in log) deps.log(line, log.error);
+        else deps.log(line);
+      }
+    }
+    switch (ending.kind) {
+      case "idle":
+        return { status: "completed", sessionId: session.id, steps };
+      case "deleted":
+        return deletedOutcome(ending.deleted);
+      case "lost":
+        return { status: "lost", sessionId: session.id, steps };
+      case "end":
+        return end(ending.ending);
+      case "retry":
+        await endSession(db, session.id, "interrupted", { steps, error: ending.interruption }).catch((cause: unknown) =>
+          deps.log(
+            `[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
+          ),
+        );
+        throw error;
+    }
   };
 
   try {
@@ -193,76 +217,13 @@ async function runClaimedSession(
     // mid-tool left calls without results: close them first.
     await honourUnfinishedStop(db, conversation.id, previous);
     if (hasOpenToolCalls(context)) await closeInterruptedCalls(deps, agent, conversation.id);
-    const outcome = await workUntilIdle(deps, state);
-    // Found before taking work: nothing was cut, so the log gets no marker.
-    if (typeof outcome === "object")
-      return await end(
-        { status: "over-budget", reason: outcome.overBudget, marker: null, team: state.team },
-        "over-budget",
-      );
-    if (outcome === "interrupted")
-      return await end(
-        { status: "interrupted", reason: "The worker shut down; another worker continues." },
-        "interrupted",
-      );
-    if (outcome === "handed-over") {
-      return await end(
-        {
-          status: "interrupted",
-          reason: `Handed over to a new session after ${plural(state.steps, "tool round")} (MAX_STEPS_PER_SESSION).`,
-        },
-        "interrupted",
-      );
-    }
-    return { status: "completed", sessionId: session.id, steps: state.steps };
+    const returned = await workUntilIdle(deps, state);
+    return await conclude(classifyEnding({ returned, started: { team: state.team, steps: state.steps } }));
   } catch (error) {
-    const steps = state?.steps ?? 0;
-    // The agent (or its team) was deleted while it worked: its log, its tasks and this session
-    // went with it, so whatever failed on that is no error, and there is nothing to end, retry or
-    // report. Asked first: a deletion also takes the session's row, which reads as a takeover.
+    const started = state ? { team: state.team, steps: state.steps } : null;
+    // Looked up first, for every failure: a deletion under the session explains whatever failed.
     const deleted = await deletedMeanwhile();
-    if (deleted) return deleted;
-    // Taken over: by the heartbeat's own reading, or found by a write (a worker paused past the stale window).
-    if (stopReason === "lost" || error instanceof SessionTakenOver)
-      return { status: "lost", sessionId: session.id, steps };
-    if (stopReason === "user" && state) return await end({ status: "stopped" }, "stopped");
-    if (state && error instanceof StepLimitReached) {
-      return await end({ status: "failed", reason: error.message, marker: error.marker }, "failed");
-    }
-    if (state && error instanceof TeamOverBudget) {
-      return await end(
-        { status: "over-budget", reason: error.message, marker: budgetMarker(error.message), team: state.team },
-        "over-budget",
-      );
-    }
-    if (state && error instanceof BudgetExceeded) {
-      return await end({ status: "failed", reason: error.message, marker: budgetMarker(error.message) }, "failed");
-    }
-    // An abort nobody asked for is the model call's own timeout.
-    if (state && isModelFailure(error)) {
-      deps.log(`[session ${session.id}] model failure`, error);
-      const reason = describeModelError(error);
-      return await end({ status: "failed", reason, marker: errorMarker(reason) }, "failed");
-    }
-    // Something the database refuses to store fails on every retry the same way: the turn
-    // fails visibly (its task, an alert) instead of being retried without end or dropped.
-    if (state && isDataException(error)) {
-      deps.log(`[session ${session.id}] could not store the agent's work`, error);
-      const reason = `The agent's work could not be stored: ${error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)}`;
-      return await end({ status: "failed", reason, marker: errorMarker(reason) }, "failed");
-    }
-    // Anything else (the database went away, a bug): leave the lease to expire and let
-    // the job be retried with backoff; the next session continues from the stored log.
-    const unavailable = databaseUnavailableReason(error);
-    if (unavailable)
-      deps.log(`[session ${session.id}] lost the database (${unavailable}); the agent's work is retried`);
-    else deps.log(`[session ${session.id}] ended by an unexpected error; the agent's work is retried`, error);
-    await endSession(db, session.id, "interrupted", { steps, error: interruptionText(error) }).catch((cause: unknown) =>
-      deps.log(
-        `[session ${session.id}] could not mark the session interrupted (${describeForLog(cause)}); its lease expires and the reaper takes it over`,
-      ),
-    );
-    throw error;
+    return await conclude(classifyEnding({ threw: error, started, stopReason, deleted }), error);
   } finally {
     clearInterval(heartbeat);
     localSessions.delete(session.id);
@@ -274,11 +235,7 @@ async function runClaimedSession(
  * may have lost a deadlock to the deletion's cascade, which commits a moment later); null when
  * the agent is still there or that cannot be known (the database is away, or the wait ran out).
  */
-function deletedUnderSession(
-  db: Db,
-  agentId: string,
-  teamId: string | null,
-): Promise<keyof typeof DELETED_UNDER_SESSION | null> {
+function deletedUnderSession(db: Db, agentId: string, teamId: string | null): Promise<DeletedUnderSession | null> {
   return agentAfterDeletions(db, agentId, teamId, DELETION_WAIT_MS).then(
     (found) => (found === "present" ? null : found),
     () => null,
@@ -308,18 +265,4 @@ async function closeInterruptedCalls(deps: EngineDeps, agent: Agent, conversatio
       await reportUnknownOutcome(tx, deps.jobs, agent, conversationId, call);
     }
   });
-}
-
-/**
- * Why a session was interrupted, as its trace and work log show it to the person: never the SQL
- * or the parameters of a failed query (drizzle puts both in its message), and what happens next.
- */
-function interruptionText(error: unknown): string {
-  const unavailable = databaseUnavailableReason(error);
-  if (unavailable)
-    return `The database could not be reached (${unavailable}); the work is taken up again when it is back.`;
-  const failedQuery = error instanceof Error && error.message.startsWith("Failed query:");
-  const cause = failedQuery && error.cause instanceof Error ? error.cause.message : null;
-  if (failedQuery) return `A database error${cause ? ` (${cause.split("\n")[0]})` : ""}; the work is taken up again.`;
-  return `${describeForLog(error).slice(0, 300)}; the work is taken up again.`;
 }

@@ -99,16 +99,20 @@ export class StepLimitReached extends Error {
 }
 
 /**
+ * How the session's loop ended: nothing left (completed, the session ended itself), the
+ * worker shutting down (interrupted), MAX_STEPS_PER_SESSION reached between turns (handed
+ * over), or the team over its daily budget (the reason). See classifyEnding.
+ */
+export type WorkLoopOutcome = "completed" | "interrupted" | "handed-over" | { overBudget: string };
+
+/**
  * The session's loop: take the next piece of work (queued input for one task, or one
  * pending task), run a turn with that task in focus, settle it, and again; when
  * nothing is left, wrap up once (knowledge, a lead's briefing decision) and end if no
  * wake-up came meanwhile. New input after the wrap-up sends it back to work. A team over its
  * daily budget takes no work: the session ends (`overBudget`, the reason) and the work waits.
  */
-export async function workUntilIdle(
-  deps: EngineDeps,
-  state: SessionState,
-): Promise<"completed" | "interrupted" | "handed-over" | { overBudget: string }> {
+export async function workUntilIdle(deps: EngineDeps, state: SessionState): Promise<WorkLoopOutcome> {
   const { db } = deps;
   for (;;) {
     if (state.shuttingDown()) return "interrupted";
