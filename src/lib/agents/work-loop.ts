@@ -16,18 +16,17 @@ import { hasOpenQuestion } from "@/lib/db/queries/questions";
 import {
   hasDecidedUnresolvedApproval,
   hasPendingApproval,
-  heldCallIds,
   hasUnresolvedApprovalOfTask,
 } from "@/lib/db/queries/approvals";
 import { getTask, listOpenSubtasks, listTasksByAgent, openTaskStatuses, setTaskStatus } from "@/lib/db/queries/tasks";
-import { readNextCallFacts, type NextCallFacts } from "@/lib/db/queries/next-call";
+import { type NextCallFacts as NextCallFactsRead, readNextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
-import { approvalRequestsOf, carryOutDecisions, decisionsNote, requestApprovals, tasksReadyToGoOn } from "./approvals";
+import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "./engine-config";
@@ -41,10 +40,10 @@ import {
 } from "./formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
-import { StepRecorder, stepToolErrors } from "./step-recorder";
-import { toolsForTurn } from "./tool-policies";
+import { StepRecorder } from "./step-recorder";
 import { endTask } from "./tasks";
-import { workTools, type ToolContext } from "./tools";
+import { workTools } from "./tools";
+import { openTurn, type TurnOwner, turnTools } from "./turn";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
 
 export type SessionState = {
@@ -179,7 +178,7 @@ async function takeNextWork(deps: EngineDeps, state: SessionState): Promise<bool
       heldBy: state.session.id,
       task: () => state.storyTask,
     });
-    const { tools } = await sessionTools(deps, state, recorder, (context) => workTools(context));
+    const { tools } = await turnTools(deps, ownerOf(state, recorder), workTools);
     const carried = await carryOutDecisions(
       {
         db,
@@ -355,34 +354,16 @@ async function logAwaitsModel(db: Db, conversationId: string): Promise<boolean> 
   return tail?.role !== "tool" || (await tailAnswersLastCall(db, conversationId));
 }
 
-/**
- * A turn's tools: the role's tools, each recording its result, under the agent's tool
- * policies (a denied tool is not offered; an `ask` tool's calls wait for the person).
- */
-async function sessionTools(
-  deps: EngineDeps,
-  state: SessionState,
-  recorder: StepRecorder,
-  offer: (context: ToolContext) => ToolSet,
-  only?: readonly string[],
-) {
-  const { db } = deps;
-  const context: ToolContext = {
-    db,
-    jobs: deps.jobs,
+/** Who runs the session's turns, recorded by `recorder`: the task in focus and the story's task as they change. */
+function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
+  return {
     agent: state.agent,
     team: state.team,
     conversationId: state.conversation.id,
-    search: deps.config.search,
-    focusTaskId: () => state.focus ?? null,
-    storyTaskId: () => state.storyTask,
-    effect: (toolCallId, write) => recorder.runEffect(toolCallId, write),
+    recorder,
+    focus: () => state.focus ?? null,
+    story: () => state.storyTask,
   };
-  return toolsForTurn(db, state.agent, offer(context), {
-    wrap: (tools) => recorder.wrapTools(tools),
-    log: deps.log,
-    only,
-  });
 }
 
 /**
@@ -491,37 +472,144 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
 
   // The recorder tells the context what it wrote, so a round reads the log only when someone else wrote to it.
   const history = new ContextReader(db, state.conversation.id);
-  const readFacts = (focusTaskId: string | null) =>
-    readNextCallFacts(db, {
-      teamId: state.team.id,
-      agentId: state.agent.id,
-      conversationId: state.conversation.id,
-      focusTaskId,
-    });
-  // The next call's facts, read the moment a tool's result is on its way: the SDK's own work
-  // after a tool then overlaps the round trip. Used only if nothing changed since (no later
-  // call wrote to the database, the focus is the same); a later result reads them again.
-  let early: { facts: Promise<NextCallFacts>; focus: string | null; effectsRun: number } | null = null;
+  const facts = new NextCallFacts(db, state);
   const recorder: StepRecorder = new StepRecorder(db, state.conversation.id, {
     follower: history,
     task: () => state.storyTask,
     resultsInBackground: true,
     heldBy: state.session.id,
-    onResultAhead: () => {
-      const focus = state.focus ?? null;
-      const facts = readFacts(focus);
-      // One replaced by a later result is never awaited: its failure must not go unhandled.
-      facts.catch(() => {});
-      early = { facts, focus, effectsRun: recorder.effectsRun };
-    },
+    onResultAhead: () => facts.readAhead(state.focus ?? null, recorder.effectsRun),
   });
   state.recorder = recorder;
-  const [{ tools, toolApproval }, { awaiting: awaitingDecision, held: heldForPerson }] = await Promise.all([
-    sessionTools(deps, state, recorder, (context) => workTools(context), turn.only),
-    heldCallIds(db, state.conversation.id),
-  ]);
+  const parts = await openTurn(deps, ownerOf(state, recorder), workTools, { only: turn.only, signal: state.signal });
+  const calls = callPreparer(deps, state, turn, { history, facts, recorder, parts });
+  const first = await calls.prepare();
+
+  const call: ModelCall = {
+    db,
+    model: state.model,
+    purpose: turn.purpose,
+    agentId: state.agent.id,
+    teamId: state.agent.teamId,
+    conversationId: state.conversation.id,
+    workSessionId: state.session.id,
+    taskId: state.storyTask,
+    timeoutMs: config.modelTimeoutMs,
+    abortSignal: state.signal,
+    log: deps.log,
+    onUsageRecorded: (row) => recordTeamSpending(state.team.id, state.model.modelId, row),
+    // Written with the step's answer, by the same statement (see onLanguageModelCallEnd below).
+    usageStoredByCaller: true,
+  };
+  const { tools, toolApproval } = parts;
+  let result: Awaited<ReturnType<typeof generateModelText<ToolSet>>>;
+  try {
+    result = await generateModelText(call, {
+      instructions: first.instructions,
+      messages: first.messages,
+      tools,
+      toolApproval,
+      // OpenAI's Responses API can limit the callable tools without changing the ones offered.
+      providerOptions:
+        turn.only && state.model.kind === "openai" && turn.only.every((name) => name in tools)
+          ? { openai: { allowedTools: { toolNames: [...turn.only] } } }
+          : undefined,
+      toolCallConcurrency: 1,
+      stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
+      prepareStep: async ({ stepNumber }) => {
+        recorder.throwIfFailed();
+        return stepNumber === 0 ? undefined : calls.prepare();
+      },
+      // Stores the answer, right after the context it was given, and the call's usage row with it.
+      onLanguageModelCallEnd: async (event) => {
+        state.steps += 1;
+        recordSpending(state, event.usage);
+        const usage = usageRowOf(call, event);
+        await recorder.recordModelResponse(event.content, calls.contextTail(), usage);
+        call.onUsageRecorded?.(usage);
+      },
+      onStepEnd: parts.endStep,
+    });
+  } finally {
+    // However the turn ended (a stop, a failure), the results on their way land before anything
+    // closes the step's calls or reads the log.
+    await recorder.drained();
+  }
+  // The SDK swallows a callback's error: an answer or a result that could not be stored ends the session here.
+  recorder.throwIfFailed();
+  if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
+  const last = result.steps.at(-1);
+  const waitsForPerson = recorder.heldForDecision > 0;
+  if (
+    last?.finishReason === "tool-calls" &&
+    !waitsForPerson &&
+    state.steps - turnStartSteps >= config.maxStepsPerSession &&
+    !state.shuttingDown()
+  ) {
+    throw new StepLimitReached(config.maxStepsPerSession);
+  }
+}
+
+/**
+ * The facts the next call's prompt needs (readNextCallFacts: the team's members, whether input
+ * waits, where the log's tail is), read the moment a tool's result is on its way: the SDK's own
+ * work after a tool then overlaps the round trip. Read ahead facts are used only if nothing
+ * changed since (no later call wrote to the database, the focus is the same); a later result
+ * reads them again.
+ */
+class NextCallFacts {
+  private ahead: { facts: Promise<NextCallFactsRead>; focus: string | null; effectsRun: number } | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly state: SessionState,
+  ) {}
+
+  readAhead(focus: string | null, effectsRun: number): void {
+    const facts = this.read(focus);
+    // One replaced by a later result is never awaited: its failure must not go unhandled.
+    facts.catch(() => {});
+    this.ahead = { facts, focus, effectsRun };
+  }
+
+  /** The facts for a call about `focus`: those read ahead when still good, else read now. */
+  take(focus: string | null, effectsRun: number): Promise<NextCallFactsRead> {
+    const { ahead } = this;
+    this.ahead = null;
+    return ahead?.focus === focus && ahead.effectsRun === effectsRun ? ahead.facts : this.read(focus);
+  }
+
+  private read(focusTaskId: string | null): Promise<NextCallFactsRead> {
+    const { state } = this;
+    return readNextCallFacts(this.db, {
+      teamId: state.team.id,
+      agentId: state.agent.id,
+      conversationId: state.conversation.id,
+      focusTaskId,
+    });
+  }
+}
+
+/**
+ * What goes before each model call of a turn: the instructions (the same every call) and the
+ * context. Independent reads go out together, each round trip sitting between two model calls.
+ * `contextTail`: the log's last message the latest context held (the answer is stored after it).
+ */
+function callPreparer(
+  deps: EngineDeps,
+  state: SessionState,
+  turn: Turn,
+  parts: {
+    history: ContextReader;
+    facts: NextCallFacts;
+    recorder: StepRecorder;
+    parts: Awaited<ReturnType<typeof openTurn>>;
+  },
+) {
+  const { db, config } = deps;
+  const { history, facts, recorder } = parts;
+  const { tools, awaitingDecision, heldForPerson } = parts.parts;
   let contextTail: string | null = null;
-  // Independent reads go out together: each round trip sits between two model calls.
   const prepare = async () => {
     // The prompt's facts, whether input waits and where the log's tail is are read while the
     // last tool result's write is on its way: the context already holds the result, and the
@@ -532,27 +620,24 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     const firstRead = history.hasRead ? null : history.read();
     // Awaited below; when the reads beside it fail first, its own failure must not go unhandled.
     firstRead?.catch(() => {});
-    const ready = early?.focus === focus && early.effectsRun === recorder.effectsRun ? early.facts : null;
-    early = null;
-    const [facts] = await Promise.all([ready ?? readFacts(focus), checkBudgets(deps, state), recorder.announced()]);
-    const read = firstRead ? await firstRead : await history.readUnlessAt(facts.tail);
-    const system = workInstructions({ agent: state.agent, team: state.team, members: facts.members });
-    const inputWaits = turn.takesInput && facts.inputWaits;
+    const [next] = await Promise.all([
+      facts.take(focus, recorder.effectsRun),
+      checkBudgets(deps, state),
+      recorder.announced(),
+    ]);
+    const read = firstRead ? await firstRead : await history.readUnlessAt(next.tail);
+    const system = workInstructions({ agent: state.agent, team: state.team, members: next.members });
     let context = read;
-    if (inputWaits) {
+    if (turn.takesInput && next.inputWaits) {
       await recorder.settled();
-      if (
-        (
-          await moveQueuedInput(
-            db,
-            state.agent.id,
-            state.conversation.id,
-            { taskId: focus },
-            { heldBy: state.session.id },
-          )
-        ).length > 0
-      )
-        context = await history.read();
+      const moved = await moveQueuedInput(
+        db,
+        state.agent.id,
+        state.conversation.id,
+        { taskId: focus },
+        { heldBy: state.session.id },
+      );
+      if (moved.length > 0) context = await history.read();
     }
     const messages = await loadContextForCall(
       {
@@ -578,90 +663,5 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
     contextTail = history.lastMessageId;
     return { instructions: system, messages };
   };
-
-  const first = await prepare();
-
-  const call: ModelCall = {
-    db,
-    model: state.model,
-    purpose: turn.purpose,
-    agentId: state.agent.id,
-    teamId: state.agent.teamId,
-    conversationId: state.conversation.id,
-    workSessionId: state.session.id,
-    taskId: state.storyTask,
-    timeoutMs: config.modelTimeoutMs,
-    abortSignal: state.signal,
-    log: deps.log,
-    onUsageRecorded: (row) => recordTeamSpending(state.team.id, state.model.modelId, row),
-    // Written with the step's answer, by the same statement (see onLanguageModelCallEnd below).
-    usageStoredByCaller: true,
-  };
-  let result: Awaited<ReturnType<typeof generateModelText<ToolSet>>>;
-  try {
-    result = await generateModelText(call, {
-      instructions: first.instructions,
-      messages: first.messages,
-      tools,
-      toolApproval,
-      // OpenAI's Responses API can limit the callable tools without changing the ones offered.
-      providerOptions:
-        turn.only && state.model.kind === "openai" && turn.only.every((name) => name in tools)
-          ? { openai: { allowedTools: { toolNames: [...turn.only] } } }
-          : undefined,
-      toolCallConcurrency: 1,
-      stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
-      prepareStep: async ({ stepNumber }) => {
-        recorder.throwIfFailed();
-        return stepNumber === 0 ? undefined : prepare();
-      },
-      // Stores the answer, right after the context it was given, and the call's usage row with it.
-      onLanguageModelCallEnd: async (event) => {
-        state.steps += 1;
-        recordSpending(state, event.usage);
-        const usage = usageRowOf(call, event);
-        await recorder.recordModelResponse(event.content, contextTail, usage);
-        call.onUsageRecorded?.(usage);
-      },
-      onStepEnd: async (step) => {
-        // A stop gives the step's open calls their marker itself.
-        if (state.signal.aborted) return;
-        // Calls held for the person's approval: stored, announced, and the turn ends here (the SDK stops).
-        const asked = approvalRequestsOf(step.content);
-        if (asked.length > 0 && (await recorder.stored())) {
-          // Under the ids the log stored them with (see StepRecorder.storedId).
-          const requests = recorder.holdForDecision(asked);
-          await requestApprovals(
-            db,
-            deps.jobs,
-            { agent: state.agent, conversationId: state.conversation.id, taskId: state.focus ?? null },
-            requests,
-            step.text,
-          );
-          for (const request of requests) {
-            awaitingDecision.add(request.toolCallId);
-            heldForPerson.add(request.toolCallId);
-          }
-        }
-        await recorder.recordMissingResults("(no result: the tool did not run)", stepToolErrors(step.content));
-      },
-    });
-  } finally {
-    // However the turn ended (a stop, a failure), the results on their way land before anything
-    // closes the step's calls or reads the log.
-    await recorder.drained();
-  }
-  // The SDK swallows a callback's error: an answer or a result that could not be stored ends the session here.
-  recorder.throwIfFailed();
-  if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
-  const last = result.steps.at(-1);
-  const waitsForPerson = recorder.heldForDecision > 0;
-  if (
-    last?.finishReason === "tool-calls" &&
-    !waitsForPerson &&
-    state.steps - turnStartSteps >= config.maxStepsPerSession &&
-    !state.shuttingDown()
-  ) {
-    throw new StepLimitReached(config.maxStepsPerSession);
-  }
+  return { prepare, contextTail: () => contextTail };
 }
