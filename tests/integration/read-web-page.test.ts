@@ -9,7 +9,7 @@ import { stopAgent } from "@/lib/agents/stop";
 import { assignTask } from "@/lib/agents/tasks";
 import { toolCatalogue } from "@/lib/agents/tool-policies";
 import type { ToolContext } from "@/lib/agents/tools";
-import type { SearchConfig } from "@/lib/agents/tools/context";
+import type { SearchConfig } from "@/lib/agents/engine-config";
 import { PAGE_READING_NOT_CONFIGURED, normalizePageUrl, searchTools } from "@/lib/agents/tools/search-tools";
 import {
   getAllMessages,

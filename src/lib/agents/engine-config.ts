@@ -3,8 +3,20 @@ import { env } from "@/lib/env";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import type { Db } from "@/lib/db/client";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import type { SearchConfig } from "./tools/context";
+import type { OutboundPolicy } from "@/lib/outbound-url";
 import { logError } from "@/lib/log";
+
+/** Tavily, for web search and reading pages; without a key both tools say they are not configured. */
+export type SearchConfig = {
+  tavilyApiKey?: string;
+  tavilyBaseUrl?: string;
+  /** How much of a page readWebPage returns (PAGE_READ_MAX_CHARS); 12 000 characters when unset. */
+  pageReadMaxChars?: number;
+  /** How long readWebPage waits for Tavily before it tells the agent the read failed; 30 s when unset (tests shorten it). */
+  pageReadTimeoutMs?: number;
+  /** Which pages may be read (outbound-url.ts); the environment's policy when unset (tests bring their own lookup). */
+  outbound?: OutboundPolicy;
+};
 
 export type EngineConfig = {
   contextTokenBudget: number;

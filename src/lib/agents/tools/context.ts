@@ -1,19 +1,7 @@
 import type { Db } from "@/lib/db/client";
 import type { Agent, Team } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import type { OutboundPolicy } from "@/lib/outbound-url";
-
-/** Tavily, for web search and reading pages; without a key both tools say they are not configured. */
-export type SearchConfig = {
-  tavilyApiKey?: string;
-  tavilyBaseUrl?: string;
-  /** How much of a page readWebPage returns (PAGE_READ_MAX_CHARS); 12 000 characters when unset. */
-  pageReadMaxChars?: number;
-  /** How long readWebPage waits for Tavily before it tells the agent the read failed; 30 s when unset (tests shorten it). */
-  pageReadTimeoutMs?: number;
-  /** Which pages may be read (outbound-url.ts); the environment's policy when unset (tests bring their own lookup). */
-  outbound?: OutboundPolicy;
-};
+import type { SearchConfig } from "../engine-config";
 
 /** Where the call being run was stored: the assistant message holding it (null when it cannot be found). */
 export type EffectCall = { messageId: string | null };
