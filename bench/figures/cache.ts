@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { parseLogInput } from "../../src/lib/agents/formats";
+import { parseLogInput } from "../../src/lib/core/formats";
 import { runScheduledLeadCheckIn } from "../../src/lib/agents/schedules";
 import { assignTask } from "../../src/lib/agents/tasks";
 import { plural } from "../../src/lib/plural";

@@ -4,8 +4,8 @@
 import { createHash } from "node:crypto";
 import { and, eq, inArray } from "drizzle-orm";
 import { streamChatReply } from "../../src/lib/agents/chat";
-import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/agents/engine-config";
-import { parseLogInput, type LogInput } from "../../src/lib/agents/formats";
+import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/core/engine-config";
+import { parseLogInput, type LogInput } from "../../src/lib/core/formats";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import type { Db } from "../../src/lib/db/client";

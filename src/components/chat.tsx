@@ -15,7 +15,7 @@ import {
 } from "react";
 import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
 import { oneAtATime } from "@/lib/one-at-a-time";
-import { isNotRunResult } from "@/lib/agents/formats";
+import { isNotRunResult } from "@/lib/core/formats";
 import { STOPPED_BY_YOU } from "@/lib/plain-words";
 import {
   CHAT_PAGE_SIZE,

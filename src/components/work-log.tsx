@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
-import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/agents/formats";
+import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/core/formats";
 import { describeLogMessage, notRunReason, type Named } from "@/lib/plain-words";
 import { storedCallState } from "@/lib/tool-labels";
 import { api, messageOf } from "@/lib/api-client";

@@ -1,7 +1,7 @@
 // Stored messages (the HTTP API's shape) → AI SDK UI messages for `useChat`. Shared by the
 // server page (first render) and the client (refetch after live events), so it stays pure.
 import type { UIMessage } from "ai";
-import { errorMarkerMessage, isPersonQuestion, isStoppedMarker, splitMarker } from "@/lib/agents/formats";
+import { errorMarkerMessage, isPersonQuestion, isStoppedMarker, splitMarker } from "@/lib/core/formats";
 import type { Message } from "@/lib/db/schema";
 
 /** How many stored messages a chat or a work log loads at once (first render, "Load older", refetch). */

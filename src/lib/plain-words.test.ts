@@ -10,8 +10,8 @@ import {
   stepLimitMarker,
   taskCancelledMarker,
   type LogInput,
-} from "./agents/formats";
-import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "./agents/prompts";
+} from "./core/formats";
+import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "./core/prompts";
 import {
   describeLogMessage,
   describeMarker,

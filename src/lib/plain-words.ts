@@ -11,8 +11,8 @@ import {
   parseTaskCancelledMarker,
   STOPPED_BY_PERSON,
   type LogInput,
-} from "@/lib/agents/formats";
-import { BRIEFING_DECISION_PROMPT } from "@/lib/agents/prompts";
+} from "@/lib/core/formats";
+import { BRIEFING_DECISION_PROMPT } from "@/lib/core/prompts";
 import { toolAction } from "@/lib/tool-labels";
 
 const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";

@@ -2,7 +2,7 @@ import { database } from "@/lib/db/client";
 import { connectionBudget } from "@/lib/db/connection-budget";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
-import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
+import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { logError } from "@/lib/log";
 
 // One engine per web process, kept on globalThis so dev hot reloads reuse it.

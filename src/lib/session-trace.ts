@@ -2,7 +2,7 @@
 // (the work log's calls and results written while it ran), compactions and extraction, laid
 // out on the session's own time axis, with how it ended.
 import { sql } from "drizzle-orm";
-import { isFailedToolResult, parseLogInput, splitMarker } from "@/lib/agents/formats";
+import { isFailedToolResult, parseLogInput, splitMarker } from "@/lib/core/formats";
 import type { Db } from "@/lib/db/client";
 import type { AgentRole, StoredToolCall, UsagePurpose, WorkSessionStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";

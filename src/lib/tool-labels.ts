@@ -3,7 +3,7 @@
 // briefing page lists its sources with citedSources). The
 // raw input and output stay one click away (components/tool-call.tsx).
 
-import { isNotRunResult } from "@/lib/agents/formats";
+import { isNotRunResult } from "@/lib/core/formats";
 import { MCP_SEPARATOR } from "@/lib/mcp/names";
 
 /** not-run: it has a result, which says it never ran (withdrawn, or refused at a session's end). */

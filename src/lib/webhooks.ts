@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { formatLogInput } from "@/lib/agents/formats";
+import { formatLogInput } from "@/lib/core/formats";
 import { queueInput } from "@/lib/agents/tasks";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { createTask } from "@/lib/db/queries/tasks";
 import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";

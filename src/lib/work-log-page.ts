@@ -10,7 +10,7 @@ import { getMessagesSince, listMessages } from "@/lib/db/queries/messages";
 import { messages, type Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { listSessionCalls, listSessionsBetween, type LogSessionRow } from "@/lib/db/queries/work-log";
-import { splitMarker } from "@/lib/agents/formats";
+import { splitMarker } from "@/lib/core/formats";
 
 /** A call's row and its message land within moments of each other; farther apart, they are not the same step. */
 const STEP_MATCH_MS = 2_000;

@@ -3,7 +3,7 @@ import { connectionBudget, reportConnectionRoom } from "@/lib/db/connection-budg
 import { listenWithRecovery } from "@/lib/db/listener";
 import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
 import { resumeChat } from "@/lib/agents/chat";
-import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
+import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { teamsOverBudget } from "@/lib/agents/budgets";
 import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedules";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";

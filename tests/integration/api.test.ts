@@ -21,10 +21,10 @@ import {
   setTaskStatus,
 } from "@/lib/db/queries";
 import type { Agent, InboxItem, Message, Team } from "@/lib/db/schema";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { STOPPED_MARKER } from "@/lib/core/formats";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";

@@ -9,7 +9,7 @@ import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
 import { assignTask } from "@/lib/agents/tasks";
 import { getWorkLogPage } from "@/lib/work-log-page";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import {
   appendMessages,
   getAllMessages,

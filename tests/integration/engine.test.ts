@@ -2,7 +2,7 @@ import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/agents/formats";
+import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
 import { describeMarker, describeProblem } from "@/lib/plain-words";
 import { stopAgent } from "@/lib/agents/stop";
 import { estimateTokens } from "@/lib/agents/compaction";

@@ -11,7 +11,7 @@ import { and, eq, like } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decideApproval } from "@/lib/agents/approvals";
 import { streamChatReply } from "@/lib/agents/chat";
-import { OUTCOME_UNKNOWN_RESULT } from "@/lib/agents/formats";
+import { OUTCOME_UNKNOWN_RESULT } from "@/lib/core/formats";
 import { assignTask } from "@/lib/agents/tasks";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";

@@ -9,7 +9,7 @@ import { APICallError } from "ai";
 import { and, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { parseLogInput, STOPPED_MARKER } from "@/lib/agents/formats";
+import { parseLogInput, STOPPED_MARKER } from "@/lib/core/formats";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/agents/tasks";
 import { setTeamStatus } from "@/lib/agents/teams";

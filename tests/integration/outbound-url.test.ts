@@ -15,7 +15,7 @@ import { asSchema } from "ai";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ToolContext } from "@/lib/agents/tools";
-import type { SearchConfig } from "@/lib/agents/engine-config";
+import type { SearchConfig } from "@/lib/core/engine-config";
 import { searchTools } from "@/lib/agents/tools/search-tools";
 import { startSession } from "@/lib/auth";
 import { getMcpServer } from "@/lib/db/queries/mcp-servers";

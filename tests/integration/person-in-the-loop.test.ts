@@ -9,7 +9,7 @@ import { runWorkSession } from "@/lib/agents/agent";
 import { decideApproval } from "@/lib/agents/approvals";
 import { resumeChat, streamChatReply } from "@/lib/agents/chat";
 import { compactConversation } from "@/lib/agents/compaction";
-import { parseLogInput } from "@/lib/agents/formats";
+import { parseLogInput } from "@/lib/core/formats";
 import { toModelMessages } from "@/lib/agents/model-messages";
 import { answerQuestionFromPerson } from "@/lib/agents/questions";
 import { assignTask, cancelTask } from "@/lib/agents/tasks";

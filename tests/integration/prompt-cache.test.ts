@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decideApproval } from "@/lib/agents/approvals";
 import { streamChatReply } from "@/lib/agents/chat";
-import { parseLogInput } from "@/lib/agents/formats";
+import { parseLogInput } from "@/lib/core/formats";
 import { answerQuestionFromPerson } from "@/lib/agents/questions";
 import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
 import { assignTask, cancelTask } from "@/lib/agents/tasks";

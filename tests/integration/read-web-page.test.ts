@@ -4,12 +4,12 @@
 import { asSchema } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
+import { STOPPED_MARKER } from "@/lib/core/formats";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask } from "@/lib/agents/tasks";
 import { toolCatalogue } from "@/lib/agents/tool-policies";
 import type { ToolContext } from "@/lib/agents/tools";
-import type { SearchConfig } from "@/lib/agents/engine-config";
+import type { SearchConfig } from "@/lib/core/engine-config";
 import { PAGE_READING_NOT_CONFIGURED, normalizePageUrl, searchTools } from "@/lib/agents/tools/search-tools";
 import {
   getAllMessages,

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { runWorkSession } from "@/lib/agents/agent";
 import { describeSchedule, nextRuns, previewSchedule } from "@/lib/agents/schedule-preview";
 import { syncLeadSchedules } from "@/lib/agents/schedules";

@@ -3,7 +3,7 @@
 import os from "node:os";
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { engineConfigFromEnv } from "@/lib/agents/engine-config";
+import { engineConfigFromEnv } from "@/lib/core/engine-config";
 import { createTask } from "@/lib/db/queries/tasks";
 import { markWorkerStopped, readWorkerLiveness, registerWorker } from "@/lib/db/queries/workers";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";

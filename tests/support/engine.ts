@@ -1,5 +1,5 @@
 import type { LanguageModel } from "ai";
-import type { EngineConfig, EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineConfig, EngineDeps } from "@/lib/core/engine-config";
 import { runWorkSession, type SessionOutcome } from "@/lib/agents/agent";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { JobQueue } from "@/lib/jobs/job-queue";

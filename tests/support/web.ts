@@ -1,4 +1,4 @@
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { stopLiveEvents } from "@/lib/events";
 import { createTestDatabase, type TestDatabase } from "./database";
 

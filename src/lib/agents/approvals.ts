@@ -19,7 +19,13 @@ import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { deniedResult, editedInputNote, formatDecisions, OUTCOME_UNKNOWN_RESULT, withdrawnResult } from "./formats";
+import {
+  deniedResult,
+  editedInputNote,
+  formatDecisions,
+  OUTCOME_UNKNOWN_RESULT,
+  withdrawnResult,
+} from "@/lib/core/formats";
 import { reportUnknownOutcome } from "./alerts";
 import { postToInbox } from "./inbox";
 import { resumeTaskIfNothingWaits } from "./questions";

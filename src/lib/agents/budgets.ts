@@ -4,7 +4,7 @@ import { PriceTable } from "@/lib/usage/prices";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getTeamUsageTodayByModel } from "@/lib/db/queries/usage";
 import { loadPriceTable, spendOf, type Spend } from "@/lib/usage/spend";
-import type { EngineConfig, EngineDeps } from "./engine-config";
+import type { EngineConfig, EngineDeps } from "@/lib/core/engine-config";
 
 /** A session spent its own token budget: the session stops, its task fails, and the marker says why. */
 export class BudgetExceeded extends Error {

@@ -7,7 +7,7 @@ import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
-import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "./prompts";
+import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "@/lib/core/prompts";
 
 // The estimate lives with the model calls, which estimate what a cut-off call was sent (llm/token-estimate.ts).
 export { estimateTokens };

@@ -8,7 +8,7 @@ import { createKnowledgeItem, mergeKnowledgeSource, searchKnowledgeItems } from 
 import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
-import { EXTRACTION_INSTRUCTIONS } from "./prompts";
+import { EXTRACTION_INSTRUCTIONS } from "@/lib/core/prompts";
 import { urlNamedIn, webSourceUrl } from "./tools/sources";
 
 /** What a weaker model puts where a fact should be: nothing, or a placeholder. */

@@ -1,7 +1,7 @@
 import type { ModelMessage } from "ai";
 import { describe, expect, it } from "vitest";
 import type { Message } from "@/lib/db/schema";
-import { AWAITING_APPROVAL_RESULT } from "./formats";
+import { AWAITING_APPROVAL_RESULT } from "@/lib/core/formats";
 import { INTERRUPTED_RESULT, SUMMARY_PREFIX, fromModelMessages, toModelMessages } from "./model-messages";
 
 let n = 0;

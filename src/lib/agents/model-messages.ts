@@ -1,7 +1,7 @@
 import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from "ai";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import type { NewMessage } from "@/lib/db/queries/messages";
-import { AWAITING_APPROVAL_RESULT } from "./formats";
+import { AWAITING_APPROVAL_RESULT } from "@/lib/core/formats";
 
 /** How a summary reads to the model: a user turn it can tell apart from the person's words. */
 export const SUMMARY_PREFIX = "[Summary of the conversation so far]\n";

@@ -10,7 +10,7 @@ import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { questions, type Agent, type Question } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { formatPersonQuestion } from "./formats";
+import { formatPersonQuestion } from "@/lib/core/formats";
 import { postToInbox } from "./inbox";
 import { queueInput } from "./tasks";
 

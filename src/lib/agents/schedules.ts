@@ -4,9 +4,9 @@ import { listTasksByAgent, openTaskStatuses } from "@/lib/db/queries/tasks";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import { agents, teams } from "@/lib/db/schema";
-import type { EngineDeps } from "./engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { teamOverBudget } from "./budgets";
-import { scheduledRunTask } from "./prompts";
+import { scheduledRunTask } from "@/lib/core/prompts";
 import { assignTask } from "./tasks";
 
 /** Every active team's lead has a schedule; paused teams' leads have none. */

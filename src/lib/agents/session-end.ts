@@ -6,8 +6,8 @@ import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/l
 import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
 import { raiseAlert } from "./alerts";
 import { teamBudgets, type TeamBudgetFields } from "./budgets";
-import type { EngineDeps } from "./engine-config";
-import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "./formats";
+import type { EngineDeps } from "@/lib/core/engine-config";
+import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
 import { cancelTrees, endTask } from "./tasks";
 import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 

@@ -8,7 +8,7 @@ import { agents, type Task, type WorkSession } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { markStopped } from "./session-end";
-import { STOPPED_BY_PERSON } from "./formats";
+import { STOPPED_BY_PERSON } from "@/lib/core/formats";
 import { cancelTrees } from "./tasks";
 
 /**

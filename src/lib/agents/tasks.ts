@@ -21,7 +21,7 @@ import { agents, type Task, type TaskStatus } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { raiseAlert } from "./alerts";
-import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "./formats";
+import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "@/lib/core/formats";
 
 /** Creates a task and wakes its agent, in one transaction: a task never waits unnoticed. */
 export async function assignTask(db: Db, jobs: JobQueue, input: NewTask): Promise<Task> {

@@ -4,7 +4,7 @@ import { getTeamLead, requireAgent, updateAgent, type AgentChanges } from "@/lib
 import { CadreError } from "@/lib/errors";
 import { deleteTeam, getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
-import type { EngineDeps } from "./engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { wakeAgentsWithWork } from "./tasks";
 
 /** Standing instructions for a new lead when the person does not write their own. */

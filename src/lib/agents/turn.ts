@@ -2,7 +2,7 @@ import type { ToolSet } from "ai";
 import { heldCallIds } from "@/lib/db/queries/approvals";
 import type { Agent, Team } from "@/lib/db/schema";
 import { approvalRequestsOf, requestApprovals } from "./approvals";
-import type { EngineDeps } from "./engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { type StepRecorder, stepToolErrors } from "./step-recorder";
 import { toolsForTurn } from "./tool-policies";
 import type { ToolContext } from "./tools";

@@ -4,7 +4,7 @@ import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage, type NewMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message, StoredToolCall } from "@/lib/db/schema";
 import { isUuid } from "@/lib/ids";
-import { parseLogInput } from "./formats";
+import { parseLogInput } from "@/lib/core/formats";
 import { unresolvedCallIds } from "@/lib/db/queries/approvals";
 
 /**

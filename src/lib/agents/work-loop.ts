@@ -29,7 +29,7 @@ import { inSpan } from "@/lib/telemetry";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
-import type { EngineDeps } from "./engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import {
   formatOpenTasks,
   OPEN_TASKS_LIKE,
@@ -37,9 +37,9 @@ import {
   parseOpenTasks,
   stepLimitMarker,
   taskSourceWords,
-} from "./formats";
+} from "@/lib/core/formats";
 import { extractKnowledgeFromConversation } from "./knowledge-items";
-import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "./prompts";
+import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "@/lib/core/prompts";
 import { StepRecorder } from "./step-recorder";
 import { endTask } from "./tasks";
 import { workTools } from "./tools";

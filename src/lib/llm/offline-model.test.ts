@@ -2,7 +2,7 @@ import { Output, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-model";
-import { resumeTaskMessage } from "@/lib/agents/prompts";
+import { resumeTaskMessage } from "@/lib/core/prompts";
 
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
 const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";

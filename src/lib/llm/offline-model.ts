@@ -1,4 +1,4 @@
-import { AWAITING_APPROVAL_RESULT, parseLogInput } from "@/lib/agents/formats";
+import { AWAITING_APPROVAL_RESULT, parseLogInput } from "@/lib/core/formats";
 import type {
   JSONSchema7,
   LanguageModelV4,

@@ -2,7 +2,7 @@
 // cases from the test process. The ONE place that knows which use case implements which
 // button, so it is the one file to repoint when the engine's use cases change.
 import { sql } from "drizzle-orm";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { stopAgent } from "@/lib/agents/stop";
 import { assignTask, cancelTask, removeSubordinate } from "@/lib/agents/tasks";
 import { setTeamStatus } from "@/lib/agents/teams";

@@ -1,7 +1,7 @@
 import type { Db } from "@/lib/db/client";
 import type { Agent, Team } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import type { SearchConfig } from "../engine-config";
+import type { SearchConfig } from "@/lib/core/engine-config";
 
 /** Where the call being run was stored: the assistant message holding it (null when it cannot be found). */
 export type EffectCall = { messageId: string | null };

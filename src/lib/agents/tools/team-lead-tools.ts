@@ -10,7 +10,7 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
 import { plural } from "@/lib/plural";
-import { formatBriefing } from "../formats";
+import { formatBriefing } from "@/lib/core/formats";
 import { assignTask, queueInput } from "../tasks";
 import type { ToolContext } from "./context";
 import { optionalId } from "./tool-errors";
