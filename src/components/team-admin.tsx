@@ -2,8 +2,8 @@
 
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import type { SchedulePreview } from "@/lib/agents/schedule-preview";
-import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
+import type { SchedulePreview } from "@/lib/domain/schedule-preview";
+import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/activity";

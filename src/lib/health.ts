@@ -1,4 +1,4 @@
-import { raiseAlert } from "@/lib/agents/alerts";
+import { raiseAlert } from "@/lib/domain/alerts";
 import { db as processDb, type Db } from "@/lib/db/client";
 import { databaseAnswers } from "@/lib/db/health";
 import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-sessions";

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { formatLogInput } from "@/lib/core/formats";
-import { queueInput } from "@/lib/agents/tasks";
+import { queueInput } from "@/lib/domain/tasks";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { createTask } from "@/lib/db/queries/tasks";

@@ -1,7 +1,7 @@
 // A worker that keeps crashing: `npm start` / `npm run dev` start it again each time, with a
 // growing wait; after a few exits in a short while the person hears of it once, in the inbox.
 import { z } from "zod";
-import { raiseAlert } from "@/lib/agents/alerts";
+import { raiseAlert } from "@/lib/domain/alerts";
 import type { Db } from "@/lib/db/client";
 import { findLongestStandingLead } from "@/lib/db/queries/teams";
 import type { JobQueue } from "@/lib/jobs/job-queue";

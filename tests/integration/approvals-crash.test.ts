@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { decideApproval } from "@/lib/agents/approvals";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { setToolPolicy } from "@/lib/agents/tool-policies";
 import { approvals, knowledgeItems, messages, type Approval } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";

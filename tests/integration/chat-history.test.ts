@@ -7,7 +7,7 @@ import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { getWorkLogPage } from "@/lib/work-log-page";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import {

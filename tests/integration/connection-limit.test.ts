@@ -154,7 +154,7 @@ describe("a database at its connection limit", () => {
     await waitFor(async () => heard.includes(probe), { timeoutMs: 5_000, what: "an event after the LISTEN came back" });
     expect((await listTeams(asPerson())).status).toBe(200);
     expect((await health()).status).toBe(200);
-    const { createTeam } = await import("@/lib/agents/teams");
+    const { createTeam } = await import("@/lib/domain/teams");
     await createTeam(engine, { name: "After the limit", mission: "Keep watch." }); // a job is sent through pg-boss's pool
   });
 

@@ -7,8 +7,8 @@ import { describeMarker, describeProblem } from "@/lib/plain-words";
 import { stopAgent } from "@/lib/agents/stop";
 import { estimateTokens } from "@/lib/agents/compaction";
 import { streamChatReply } from "@/lib/agents/chat";
-import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask, cancelTask, queueInput } from "@/lib/agents/tasks";
+import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
+import { assignTask, cancelTask, queueInput } from "@/lib/domain/tasks";
 import {
   claimSession,
   getAllMessages,

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decideApproval } from "@/lib/agents/approvals";
 import { streamChatReply } from "@/lib/agents/chat";
 import { OUTCOME_UNKNOWN_RESULT } from "@/lib/core/formats";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getMcpServer } from "@/lib/db/queries/mcp-servers";

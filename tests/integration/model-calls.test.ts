@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { streamChatReply } from "@/lib/agents/chat";
 import { compactConversation } from "@/lib/agents/compaction";
-import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
+import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
 import {
   appendMessages,
   getAllMessages,
@@ -28,7 +28,7 @@ import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import { getSessionTrace } from "@/lib/session-trace";
 import { usageReport } from "@/lib/usage/report";
 import { teamSpendToday } from "@/lib/usage/spend";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";

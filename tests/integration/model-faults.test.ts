@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import {
   getAllMessages,
   getBackgroundConversation,

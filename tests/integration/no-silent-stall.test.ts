@@ -11,8 +11,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { parseLogInput, STOPPED_MARKER } from "@/lib/core/formats";
 import { stopAgent } from "@/lib/agents/stop";
-import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/agents/tasks";
-import { setTeamStatus } from "@/lib/agents/teams";
+import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/domain/tasks";
+import { setTeamStatus } from "@/lib/domain/teams";
 import {
   appendMessage,
   claimSession,

@@ -7,7 +7,7 @@
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { usage } from "@/lib/db/schema";
 import { chooseModel } from "@/lib/llm/provider";
 import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";

@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { STOPPED_MARKER } from "@/lib/core/formats";
 import { stopAgent } from "@/lib/agents/stop";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { toolCatalogue } from "@/lib/agents/tool-policies";
 import type { ToolContext } from "@/lib/agents/tools";
 import type { SearchConfig } from "@/lib/core/engine-config";

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, isNotNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { getBackgroundConversation } from "@/lib/db/queries";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { messages, tasks, usage, workSessions } from "@/lib/db/schema";

@@ -7,7 +7,7 @@ import { AI_SDK_TELEMETRY_TRACING_CHANNEL } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/agents/agent";
 import { streamChatReply } from "@/lib/agents/chat";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { getForegroundConversation } from "@/lib/db/queries";
 import { parseEnv } from "@/lib/env";
 import { modelCallTelemetry, startTelemetry, type TelemetryHandle } from "@/lib/telemetry";

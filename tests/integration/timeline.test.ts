@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { APICallError } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { createInboxItem, createTask } from "@/lib/db/queries";
 import { usage, workSessions } from "@/lib/db/schema";
 import type { TimelineEntry, TimelinePage } from "@/lib/timeline";

@@ -8,12 +8,12 @@ import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
 import { plural } from "@/lib/plural";
-import { BudgetExceeded, TeamOverBudget } from "./budgets";
+import { BudgetExceeded, TeamOverBudget } from "@/lib/domain/budgets";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "@/lib/core/formats";
 import { endWorkSession, honourUnfinishedStop, type SessionEnding } from "./session-end";
 import { closeOpenToolCalls, hasOpenToolCalls } from "./work-log";
-import { reportUnknownOutcome } from "./alerts";
+import { reportUnknownOutcome } from "@/lib/domain/alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";

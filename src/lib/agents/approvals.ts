@@ -26,9 +26,9 @@ import {
   OUTCOME_UNKNOWN_RESULT,
   withdrawnResult,
 } from "@/lib/core/formats";
-import { reportUnknownOutcome } from "./alerts";
-import { postToInbox } from "./inbox";
-import { resumeTaskIfNothingWaits } from "./questions";
+import { reportUnknownOutcome } from "@/lib/domain/alerts";
+import { postToInbox } from "@/lib/domain/inbox";
+import { resumeTaskIfNothingWaits } from "@/lib/domain/questions";
 import type { StepRecorder } from "./step-recorder";
 import { toolEffects, validateToolInput } from "./tool-policies";
 

@@ -22,7 +22,7 @@ import { describeModelError, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { teamSpendToday } from "@/lib/usage/spend";
-import { teamBudgetProblem } from "./budgets";
+import { teamBudgetProblem } from "@/lib/domain/budgets";
 import { carryOutDecisions, noteDecisionsUnlessAtTail } from "./approvals";
 import { logAwaitsReply } from "./work-log";
 import { STOPPED_MARKER, errorMarker } from "@/lib/core/formats";

@@ -4,11 +4,11 @@ import { appendMessage } from "@/lib/db/queries/messages";
 import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
 import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
-import { raiseAlert } from "./alerts";
-import { teamBudgets, type TeamBudgetFields } from "./budgets";
+import { raiseAlert } from "@/lib/domain/alerts";
+import { teamBudgets, type TeamBudgetFields } from "@/lib/domain/budgets";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
-import { cancelTrees, endTask } from "./tasks";
+import { cancelTrees, endTask } from "@/lib/domain/tasks";
 import { closeOpenToolCalls, logAwaitsReply } from "./work-log";
 
 /** How a session ends when it did not simply run out of work (that is finishSessionIfIdle). */

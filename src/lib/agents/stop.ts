@@ -9,7 +9,7 @@ import { notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { markStopped } from "./session-end";
 import { STOPPED_BY_PERSON } from "@/lib/core/formats";
-import { cancelTrees } from "./tasks";
+import { cancelTrees } from "@/lib/domain/tasks";
 
 /**
  * The person's Stop: the agent drops every task it was given so far. In one

@@ -27,7 +27,7 @@ import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-c
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
-import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "./budgets";
+import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "@/lib/domain/budgets";
 import { ContextReader, loadContextForCall } from "./compaction";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import {
@@ -38,10 +38,10 @@ import {
   stepLimitMarker,
   taskSourceWords,
 } from "@/lib/core/formats";
-import { extractKnowledgeFromConversation } from "./knowledge-items";
+import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
 import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "@/lib/core/prompts";
 import { StepRecorder } from "./step-recorder";
-import { endTask } from "./tasks";
+import { endTask } from "@/lib/domain/tasks";
 import { workTools } from "./tools";
 import { openTurn, type TurnOwner, turnTools } from "./turn";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";

@@ -4,8 +4,8 @@
 import { sql } from "drizzle-orm";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { stopAgent } from "@/lib/agents/stop";
-import { assignTask, cancelTask, removeSubordinate } from "@/lib/agents/tasks";
-import { setTeamStatus } from "@/lib/agents/teams";
+import { assignTask, cancelTask, removeSubordinate } from "@/lib/domain/tasks";
+import { setTeamStatus } from "@/lib/domain/teams";
 import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";

@@ -5,7 +5,7 @@ import { LiveRefresh } from "@/components/live-events";
 import { EmptyState } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
-import { urlNamedIn } from "@/lib/agents/tools/sources";
+import { urlNamedIn } from "@/lib/domain/sources";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { listAgentDirectory } from "@/lib/db/queries/views";
 import { sourceHref } from "@/lib/knowledge-view";

@@ -1,4 +1,4 @@
-import { createTeam } from "@/lib/agents/teams";
+import { createTeam } from "@/lib/domain/teams";
 import { listTeams } from "@/lib/db/queries/teams";
 import { parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

@@ -1,7 +1,7 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { assignTask } from "../tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import type { ToolContext } from "./context";
 
 const title = z.string().min(1).max(200);

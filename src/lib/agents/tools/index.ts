@@ -3,7 +3,7 @@ import { chatTools } from "./chat-tools";
 import type { ToolContext } from "./context";
 import { knowledgeTools } from "./knowledge-tools";
 import { searchTools } from "./search-tools";
-import { TurnSources } from "./sources";
+import { TurnSources } from "@/lib/domain/sources";
 import { subordinateTools } from "./subordinate-tools";
 import { teamLeadTools } from "./team-lead-tools";
 

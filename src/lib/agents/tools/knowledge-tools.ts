@@ -4,8 +4,8 @@ import { listTeamAgents } from "@/lib/db/queries/teams";
 import { deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 import type { ToolContext } from "./context";
-import { recordKnowledge } from "../knowledge-items";
-import { TurnSources, urlNamedIn, webSourceUrl } from "./sources";
+import { recordKnowledge } from "@/lib/domain/knowledge-items";
+import { TurnSources, urlNamedIn, webSourceUrl } from "@/lib/domain/sources";
 
 async function teamAgentIds(context: ToolContext): Promise<string[]> {
   return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);

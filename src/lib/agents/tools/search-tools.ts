@@ -4,7 +4,7 @@ import { z } from "zod";
 import { checkedAddresses, outboundPolicy, OutboundUrlRefused, type OutboundPolicy } from "@/lib/outbound-url";
 import { maskUrl } from "@/lib/redact";
 import type { ToolContext } from "./context";
-import { TurnSources } from "./sources";
+import { TurnSources } from "@/lib/domain/sources";
 
 const WEB_SEARCH_NOT_CONFIGURED =
   "Web search is not configured (TAVILY_API_KEY is not set), so no search was made. Work from what you know and say that sources could not be checked.";

@@ -4,7 +4,7 @@ import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { getTask, setTaskStatus } from "@/lib/db/queries/tasks";
-import { endTask, queueInput } from "../tasks";
+import { endTask, queueInput } from "@/lib/domain/tasks";
 import type { ToolContext } from "./context";
 import { optionalId } from "./tool-errors";
 

@@ -1,4 +1,4 @@
-import { editTeam, removeTeam, setTeamStatus } from "@/lib/agents/teams";
+import { editTeam, removeTeam, setTeamStatus } from "@/lib/domain/teams";
 import { listTeamAgents, requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

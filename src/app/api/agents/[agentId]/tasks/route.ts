@@ -1,4 +1,4 @@
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";

@@ -1,4 +1,4 @@
-import { answerQuestionFromPerson } from "@/lib/agents/questions";
+import { answerQuestionFromPerson } from "@/lib/domain/questions";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { answerBody } from "./schema";

@@ -1,4 +1,4 @@
-import { retryTask } from "@/lib/agents/tasks";
+import { retryTask } from "@/lib/domain/tasks";
 import { writeUnderTask } from "@/lib/db/queries/teams";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { LiveRefresh } from "@/components/live-events";
 import { AddSubordinateForm, AgentEditor, type LeadScheduleView } from "@/components/team-admin";
-import { previewSchedule } from "@/lib/agents/schedule-preview";
+import { previewSchedule } from "@/lib/domain/schedule-preview";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";

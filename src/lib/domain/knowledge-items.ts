@@ -9,7 +9,7 @@ import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { EXTRACTION_INSTRUCTIONS } from "@/lib/core/prompts";
-import { urlNamedIn, webSourceUrl } from "./tools/sources";
+import { urlNamedIn, webSourceUrl } from "./sources";
 
 /** What a weaker model puts where a fact should be: nothing, or a placeholder. */
 const PLACEHOLDERS = new Set(["null", "undefined", "none", "n/a", "na", "nothing", "todo", "tbd"]);
