@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { ContextReader, loadContextForCall } from "../../src/lib/agents/compaction";
+import { ContextReader, loadContextForCall } from "../../src/lib/engine/compaction";
 import { workInstructions } from "../../src/lib/core/prompts";
 import { requireAgent } from "../../src/lib/db/queries/agents";
 import { appendMessage } from "../../src/lib/db/queries/messages";

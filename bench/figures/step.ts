@@ -1,4 +1,4 @@
-import { runWorkSession } from "../../src/lib/agents/agent";
+import { runWorkSession } from "../../src/lib/engine/agent";
 import { assignTask } from "../../src/lib/domain/tasks";
 import { sessionModel, textReply, toolCallReply } from "../../tests/support/mock-model";
 import { createTestEngine } from "../../tests/support/engine";

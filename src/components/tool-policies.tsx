@@ -2,7 +2,7 @@
 
 import { useId, useState } from "react";
 import { api, messageOf } from "@/lib/api-client";
-import type { ToolInfo, ToolPolicies } from "@/lib/agents/tool-policies";
+import type { ToolInfo, ToolPolicies } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolPolicy } from "@/lib/db/schema";
 import { isMcpToolName, MCP_SEPARATOR } from "@/lib/mcp/names";
 import { toolLabel } from "@/lib/tool-labels";

@@ -2,7 +2,7 @@
 
 import { useState } from "react";
 import { api } from "@/lib/api-client";
-import type { ToolInfo } from "@/lib/agents/tool-policies";
+import type { ToolInfo } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolScope } from "@/lib/db/schema";
 import { MCP_SEPARATOR, mcpToolNames } from "@/lib/mcp/names";
 import { plural } from "@/lib/plural";

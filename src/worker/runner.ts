@@ -1,8 +1,8 @@
 import { createDatabase, type Database } from "@/lib/db/client";
 import { connectionBudget, reportConnectionRoom } from "@/lib/db/connection-budget";
 import { listenWithRecovery } from "@/lib/db/listener";
-import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
-import { resumeChat } from "@/lib/agents/chat";
+import { runWorkSession, stopLocalSession } from "@/lib/engine/agent";
+import { resumeChat } from "@/lib/engine/chat";
 import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { teamsOverBudget } from "@/lib/domain/budgets";
 import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/domain/schedules";

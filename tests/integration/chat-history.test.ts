@@ -5,8 +5,8 @@
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { streamChatReply } from "@/lib/agents/chat";
+import { runWorkSession } from "@/lib/engine/agent";
+import { streamChatReply } from "@/lib/engine/chat";
 import { assignTask } from "@/lib/domain/tasks";
 import { getWorkLogPage } from "@/lib/work-log-page";
 import type { EngineDeps } from "@/lib/core/engine-config";

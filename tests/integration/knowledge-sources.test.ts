@@ -4,10 +4,10 @@
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractKnowledgeFromConversation, isNearDuplicate } from "@/lib/domain/knowledge-items";
-import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
-import { searchTools } from "@/lib/agents/tools/search-tools";
+import { knowledgeTools } from "@/lib/engine/tools/knowledge-tools";
+import { searchTools } from "@/lib/engine/tools/search-tools";
 import { TurnSources } from "@/lib/domain/sources";
-import type { ToolContext } from "@/lib/agents/tools";
+import type { ToolContext } from "@/lib/engine/tools";
 import {
   appendMessages,
   createKnowledgeItem,

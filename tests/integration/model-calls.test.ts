@@ -8,8 +8,8 @@ import { MockLanguageModelV4 } from "ai/test";
 import { and, eq, isNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { streamChatReply } from "@/lib/agents/chat";
-import { compactConversation } from "@/lib/agents/compaction";
+import { streamChatReply } from "@/lib/engine/chat";
+import { compactConversation } from "@/lib/engine/compaction";
 import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
 import {
   appendMessages,

@@ -8,9 +8,9 @@ import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { APICallError } from "ai";
 import { and, eq, sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
+import { runWorkSession } from "@/lib/engine/agent";
 import { parseLogInput, STOPPED_MARKER } from "@/lib/core/formats";
-import { stopAgent } from "@/lib/agents/stop";
+import { stopAgent } from "@/lib/engine/stop";
 import { assignTask, cancelTask, queueInput, removeSubordinate } from "@/lib/domain/tasks";
 import { setTeamStatus } from "@/lib/domain/teams";
 import {
@@ -664,7 +664,7 @@ describe("what a stranger found from outside", () => {
         .from(agents)
         .where(and(eq(agents.teamId, subordinates[0]!.teamId), eq(agents.role, "lead")))
     )[0]!;
-    const { teamLeadTools } = await import("@/lib/agents/tools/team-lead-tools");
+    const { teamLeadTools } = await import("@/lib/engine/tools/team-lead-tools");
     const tools = teamLeadTools({
       db: database.db,
       jobs: engine.jobs,

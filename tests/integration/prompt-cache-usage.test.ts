@@ -6,7 +6,7 @@
 // say what share of input was cached and what that saved at the model's price.
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
+import { runWorkSession } from "@/lib/engine/agent";
 import { assignTask } from "@/lib/domain/tasks";
 import { usage } from "@/lib/db/schema";
 import { chooseModel } from "@/lib/llm/provider";

@@ -10,7 +10,7 @@ import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { streamChatReply } from "@/lib/agents/chat";
+import { streamChatReply } from "@/lib/engine/chat";
 import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, getTeam } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
 import { tasks } from "@/lib/db/schema";

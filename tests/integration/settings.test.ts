@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { EngineDeps } from "@/lib/core/engine-config";
-import { runWorkSession } from "@/lib/agents/agent";
+import { runWorkSession } from "@/lib/engine/agent";
 import { describeSchedule, nextRuns, previewSchedule } from "@/lib/domain/schedule-preview";
 import { syncLeadSchedules } from "@/lib/domain/schedules";
 import { createInboxItem, createKnowledgeItem, createTask, getTask } from "@/lib/db/queries";

@@ -5,7 +5,7 @@
 import type { LanguageModelV4GenerateResult } from "@ai-sdk/provider";
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
+import { runWorkSession } from "@/lib/engine/agent";
 import { engineConfigFromEnv } from "@/lib/core/engine-config";
 import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
 import { assignTask } from "@/lib/domain/tasks";

@@ -4,7 +4,7 @@
 import type { Page } from "playwright-core";
 import * as formats from "@/lib/core/formats";
 import * as prompts from "@/lib/core/prompts";
-import { toolCatalogue } from "@/lib/agents/tool-policies";
+import { toolCatalogue } from "@/lib/engine/tool-policies";
 
 export type Finding = {
   detector: "uuid" | "engine phrase" | "sql" | "stack" | "tool name";

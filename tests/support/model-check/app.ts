@@ -3,7 +3,7 @@
 // button, so it is the one file to repoint when the engine's use cases change.
 import { sql } from "drizzle-orm";
 import type { EngineDeps } from "@/lib/core/engine-config";
-import { stopAgent } from "@/lib/agents/stop";
+import { stopAgent } from "@/lib/engine/stop";
 import { assignTask, cancelTask, removeSubordinate } from "@/lib/domain/tasks";
 import { setTeamStatus } from "@/lib/domain/teams";
 import { createSubordinate } from "@/lib/db/queries/agents";

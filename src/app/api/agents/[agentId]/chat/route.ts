@@ -1,4 +1,4 @@
-import { streamChatReply } from "@/lib/agents/chat";
+import { streamChatReply } from "@/lib/engine/chat";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

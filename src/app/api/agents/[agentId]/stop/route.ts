@@ -1,4 +1,4 @@
-import { stopAgent } from "@/lib/agents/stop";
+import { stopAgent } from "@/lib/engine/stop";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { parseId, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

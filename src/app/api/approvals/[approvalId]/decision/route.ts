@@ -1,4 +1,4 @@
-import { decideApproval } from "@/lib/agents/approvals";
+import { decideApproval } from "@/lib/engine/approvals";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";
 import { decisionBody } from "./schema";

@@ -1,4 +1,4 @@
-import { listToolPolicies, setToolPolicy } from "@/lib/agents/tool-policies";
+import { listToolPolicies, setToolPolicy } from "@/lib/engine/tool-policies";
 import { requireTeam } from "@/lib/db/queries/teams";
 import { parseId, parseJsonBody, route } from "@/lib/http";
 import { webEngine } from "@/lib/server";

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { McpServers } from "@/components/mcp-servers";
 import { ToolPoliciesPanel } from "@/components/tool-policies";
 import { ToolScopes } from "@/components/tool-scopes";
-import { listToolPolicies, toolCatalogue } from "@/lib/agents/tool-policies";
+import { listToolPolicies, toolCatalogue } from "@/lib/engine/tool-policies";
 import { toWire } from "@/lib/api-client";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
