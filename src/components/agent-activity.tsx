@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useEffect, useState } from "react";
-import { activityState, formatElapsed, type AgentActivity } from "@/lib/activity";
+import { activityState, formatElapsed, type AgentActivity } from "@/lib/views/activity";
 import { plural } from "@/lib/plural";
 
 /** One clock for every elapsed time on the page, so they tick together. */

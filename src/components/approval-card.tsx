@@ -1,6 +1,6 @@
 "use client";
 
-import { describeToolCall, toolAction } from "@/lib/tool-labels";
+import { describeToolCall, toolAction } from "@/lib/views/tool-labels";
 import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent } from "react";
 import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";

@@ -1,6 +1,6 @@
 "use client";
 
-import { inboxTitle, plainText } from "@/lib/plain-words";
+import { inboxTitle, plainText } from "@/lib/views/plain-words";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect } from "react";

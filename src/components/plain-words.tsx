@@ -11,7 +11,7 @@ import {
   withoutIds,
   type Names,
   type Problem,
-} from "@/lib/plain-words";
+} from "@/lib/views/plain-words";
 import { Markdown } from "./markdown";
 
 /** One sentence saying what happened and what happens next; the kind of failure behind "Details". */

@@ -6,7 +6,7 @@ import type { SchedulePreview } from "@/lib/domain/schedule-preview";
 import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
 import { api, messageOf } from "@/lib/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
-import type { AgentActivity } from "@/lib/activity";
+import type { AgentActivity } from "@/lib/views/activity";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";

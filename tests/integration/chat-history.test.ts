@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/engine/agent";
 import { streamChatReply } from "@/lib/engine/chat";
 import { assignTask } from "@/lib/domain/tasks";
-import { getWorkLogPage } from "@/lib/work-log-page";
+import { getWorkLogPage } from "@/lib/views/work-log-page";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import {
   appendMessages,

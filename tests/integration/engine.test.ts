@@ -3,7 +3,7 @@ import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/engine/agent";
 import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
-import { describeMarker, describeProblem } from "@/lib/plain-words";
+import { describeMarker, describeProblem } from "@/lib/views/plain-words";
 import { stopAgent } from "@/lib/engine/stop";
 import { estimateTokens } from "@/lib/engine/compaction";
 import { streamChatReply } from "@/lib/engine/chat";

@@ -25,7 +25,7 @@ import { describeModelError, isModelFailure, ModelTimeoutError } from "@/lib/llm
 import { generateModelText, MODEL_CALL_RETRIES, streamModelText } from "@/lib/llm/model-call";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
-import { getSessionTrace } from "@/lib/session-trace";
+import { getSessionTrace } from "@/lib/views/session-trace";
 import { usageReport } from "@/lib/usage/report";
 import { teamSpendToday } from "@/lib/usage/spend";
 import { assignTask } from "@/lib/domain/tasks";

@@ -9,7 +9,7 @@ import { listTeams } from "@/lib/db/queries/teams";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
-import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/inbox-page";
+import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/views/inbox-page";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Inbox" };

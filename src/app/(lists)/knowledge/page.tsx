@@ -8,7 +8,7 @@ import { db } from "@/lib/db/client";
 import { urlNamedIn } from "@/lib/domain/sources";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { listAgentDirectory } from "@/lib/db/queries/views";
-import { sourceHref } from "@/lib/knowledge-view";
+import { sourceHref } from "@/lib/views/knowledge-view";
 import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
 import { isUuid } from "@/lib/ids";
 

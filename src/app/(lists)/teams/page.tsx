@@ -10,7 +10,7 @@ import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
 import { plural } from "@/lib/plural";
-import { getTeamActivity } from "@/lib/team-activity";
+import { getTeamActivity } from "@/lib/views/team-activity";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Teams" };

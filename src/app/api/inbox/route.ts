@@ -4,7 +4,7 @@ import { getTeam } from "@/lib/db/queries/teams";
 import { notFound } from "@/lib/errors";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { parseSearchParams, route } from "@/lib/http";
-import { getInboxPage } from "@/lib/inbox-page";
+import { getInboxPage } from "@/lib/views/inbox-page";
 import { webEngine } from "@/lib/server";
 
 export const dynamic = "force-dynamic";

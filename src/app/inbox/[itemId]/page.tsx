@@ -12,8 +12,8 @@ import { findInboxItem } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { getTask } from "@/lib/db/queries/tasks";
-import { citedSources } from "@/lib/tool-labels";
-import { inboxTitle, plainText } from "@/lib/plain-words";
+import { citedSources } from "@/lib/views/tool-labels";
+import { inboxTitle, plainText } from "@/lib/views/plain-words";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ itemId: string }> };

@@ -11,8 +11,8 @@ import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
 import { plural } from "@/lib/plural";
-import { describeMarker, describeProblem } from "@/lib/plain-words";
-import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";
+import { describeMarker, describeProblem } from "@/lib/views/plain-words";
+import { getSessionTrace, type SessionTrace } from "@/lib/views/session-trace";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ sessionId: string }> };

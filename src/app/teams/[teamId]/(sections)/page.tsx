@@ -14,7 +14,7 @@ import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { getLatestTeamBriefing, listTeamItemsWaitingForPerson } from "@/lib/db/queries/inbox-items";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { getTeamActivity } from "@/lib/team-activity";
+import { getTeamActivity } from "@/lib/views/team-activity";
 import { sectionMetadata, teamOr404, type TeamParams } from "./team-section";
 
 export const dynamic = "force-dynamic";

@@ -8,8 +8,8 @@ import { findTeam } from "@/app/found";
 import { requirePageSession } from "@/lib/auth";
 import { db } from "@/lib/db/client";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { getStory, getTeamStories } from "@/lib/stories";
-import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
+import { getStory, getTeamStories } from "@/lib/views/stories";
+import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/views/timeline";
 
 export const dynamic = "force-dynamic";
 type Props = {

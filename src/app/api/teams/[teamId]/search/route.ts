@@ -1,5 +1,5 @@
 import { parseId, parseSearchParams, route } from "@/lib/http";
-import { searchTeamConversations } from "@/lib/message-search";
+import { searchTeamConversations } from "@/lib/views/message-search";
 import { webEngine } from "@/lib/server";
 import { searchQuery } from "./schema";
 

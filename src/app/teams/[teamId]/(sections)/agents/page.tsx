@@ -7,7 +7,7 @@ import { db } from "@/lib/db/client";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
-import { getTeamActivity } from "@/lib/team-activity";
+import { getTeamActivity } from "@/lib/views/team-activity";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

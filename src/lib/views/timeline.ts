@@ -1,7 +1,7 @@
 // The team timeline: every agent's work log, tasks and inbox items in one stream, newest
 // first, paged backwards by an opaque keyset cursor, with delegations linked across agents.
 import { isFailedToolResult, parseLogInput, splitMarker, type LogInput } from "@/lib/core/formats";
-import { parseToolOutput } from "@/lib/chat-messages";
+import { parseToolOutput } from "@/lib/views/chat-messages";
 import type { Db } from "@/lib/db/client";
 import {
   findSessionsAt,

@@ -3,7 +3,7 @@
 // the way the session trace matches them (usage rows carry their session; a call's row and
 // its assistant message are written together when the call ends).
 import type { Db } from "@/lib/db/client";
-import { CHAT_PAGE_SIZE, toApiMessage, type ApiMessage } from "@/lib/chat-messages";
+import { CHAT_PAGE_SIZE, toApiMessage, type ApiMessage } from "@/lib/views/chat-messages";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { and, eq } from "drizzle-orm";
 import { getMessagesSince, listMessages } from "@/lib/db/queries/messages";

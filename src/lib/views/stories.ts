@@ -20,11 +20,11 @@ import { listTimelineAgents } from "@/lib/db/queries/timeline";
 import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";
-import { inboxTitle, taskResultText, withoutIds } from "@/lib/plain-words";
-import { describeToolUse } from "@/lib/tool-labels";
+import { inboxTitle, taskResultText, withoutIds } from "@/lib/views/plain-words";
+import { describeToolUse } from "@/lib/views/tool-labels";
 import { roundUsd } from "@/lib/usage/prices";
 import { spendOf, loadPriceTable } from "@/lib/usage/spend";
-import { decodeCursor, encodeCursor, linkEntries, type TimelineEntry, type TimelineKind } from "@/lib/timeline";
+import { decodeCursor, encodeCursor, linkEntries, type TimelineEntry, type TimelineKind } from "@/lib/views/timeline";
 
 export const STORY_PAGE_SIZE = 10;
 

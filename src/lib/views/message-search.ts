@@ -5,7 +5,7 @@ import type { Db } from "@/lib/db/client";
 import { searchTeamMessages, searchTermCount, type MessageMatch } from "@/lib/db/queries/message-search";
 import { requireTeam } from "@/lib/db/queries/teams";
 import { CadreError } from "@/lib/errors";
-import { decodeCursor, encodeCursor } from "@/lib/timeline";
+import { decodeCursor, encodeCursor } from "@/lib/views/timeline";
 
 export const SEARCH_PAGE_SIZE = 20;
 export const MAX_SEARCH_CHARS = 200;

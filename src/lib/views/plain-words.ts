@@ -13,7 +13,7 @@ import {
   type LogInput,
 } from "@/lib/core/formats";
 import { BRIEFING_DECISION_PROMPT } from "@/lib/core/prompts";
-import { toolAction } from "@/lib/tool-labels";
+import { toolAction } from "@/lib/views/tool-labels";
 
 const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
 

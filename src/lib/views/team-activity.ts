@@ -3,9 +3,9 @@
 // of teams so the teams list stays one query however many teams there are.
 import { inArray, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
-import type { AgentActivity, CurrentStep } from "@/lib/activity";
+import type { AgentActivity, CurrentStep } from "@/lib/views/activity";
 import { agents, type AgentRole, type StoredToolCall } from "@/lib/db/schema";
-import { describeToolCall } from "@/lib/tool-labels";
+import { describeToolCall } from "@/lib/views/tool-labels";
 
 type Row = {
   agent_id: string;

@@ -3,7 +3,7 @@
 import type { Db } from "@/lib/db/client";
 import type { InboxFilter } from "@/lib/db/queries/inbox-items";
 import { listInboxView, type InboxListing } from "@/lib/db/queries/views";
-import { decodeCursor, encodeCursor } from "@/lib/timeline";
+import { decodeCursor, encodeCursor } from "@/lib/views/timeline";
 
 const INBOX_PAGE_SIZE = 50;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { enginePhrases } from "../../tests/support/internal-text";
+import { enginePhrases } from "../../../tests/support/internal-text";
 import {
   CANCELLED_BY_PERSON,
   errorMarker,
@@ -10,8 +10,8 @@ import {
   stepLimitMarker,
   taskCancelledMarker,
   type LogInput,
-} from "./core/formats";
-import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "./core/prompts";
+} from "@/lib/core/formats";
+import { BRIEFING_DECISION_PROMPT, resumeTaskMessage } from "@/lib/core/prompts";
 import {
   describeLogMessage,
   describeMarker,
