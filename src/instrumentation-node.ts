@@ -4,7 +4,7 @@
 
 /** Starts the web process's telemetry, its watch for stalled work and its notification deliveries. */
 export async function registerNode(): Promise<void> {
-  const { isClientAbort } = await import("@/lib/http");
+  const { isClientAbort } = await import("@/lib/http/http");
   oneLineForClientAborts(isClientAbort);
   // Chat replies' spans (and Next's own request spans) go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
   const { startTelemetry } = await import("@/lib/telemetry");
@@ -25,7 +25,7 @@ export async function registerNode(): Promise<void> {
   watchForStalledWork();
   // Notifications go out from the web process too: the "no worker is running" alert must
   // reach the person exactly when no worker runs. pg-boss gives each delivery to one process.
-  const { deliverNotificationsFromWeb } = await import("@/lib/server");
+  const { deliverNotificationsFromWeb } = await import("@/lib/http/server");
   void deliverNotificationsFromWeb();
 }
 

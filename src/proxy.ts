@@ -1,8 +1,14 @@
 import { NextResponse, type NextRequest } from "next/server";
-import { isLiveSession } from "@/lib/auth";
-import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
+import { isLiveSession } from "@/lib/auth/auth";
+import {
+  isLoopbackHost,
+  isPublicPath,
+  looksLikeSessionToken,
+  SESSION_COOKIE,
+  SIGN_IN_PATH,
+} from "@/lib/auth/auth-rules";
 import { database } from "@/lib/db/client";
-import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/security-headers";
+import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/http/security-headers";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { describeForLog } from "@/lib/log";
 

@@ -8,7 +8,7 @@
 // with the segment's loading.tsx below that layout; the pages with no id share (lists)/loading.tsx.
 import { notFound } from "next/navigation";
 import { cache } from "react";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { getTeam } from "@/lib/db/queries/teams";

@@ -3,7 +3,7 @@ import type { ReactNode } from "react";
 import { LiveEventsProvider } from "@/components/live-events";
 import { Nav } from "@/components/nav";
 import { WorkerBanner } from "@/components/worker-banner";
-import { hasPageSession, signInRequired } from "@/lib/auth";
+import { hasPageSession, signInRequired } from "@/lib/auth/auth";
 import { backgroundWorkStalled } from "@/lib/health";
 import { usingOfflineModel } from "@/lib/llm/provider";
 import "./globals.css";

@@ -13,8 +13,8 @@ import {
   type FormEvent,
   type KeyboardEvent,
 } from "react";
-import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
-import { oneAtATime } from "@/lib/one-at-a-time";
+import { api, errorMessageFrom, messageOf } from "@/lib/client/api-client";
+import { oneAtATime } from "@/lib/client/one-at-a-time";
 import { isNotRunResult } from "@/lib/core/formats";
 import { STOPPED_BY_YOU } from "@/lib/views/plain-words";
 import {

@@ -4,7 +4,7 @@ import { inboxTitle, plainText } from "@/lib/views/plain-words";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { InboxItemType } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";

@@ -2,7 +2,7 @@
 
 import { useState, type FormEvent } from "react";
 import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";

@@ -3,7 +3,7 @@
 import { useEffect, useState } from "react";
 import { previewSchedule } from "@/lib/domain/schedule-preview";
 import { cronOf, WEEKDAY_NAMES, type ScheduleChoice, type ScheduleKind } from "@/lib/domain/schedule-presets";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import { LocalTime } from "./ui";
 
 const KIND_LABELS: Record<ScheduleKind, string> = {

@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useRef, useState, type FormEvent } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { TeamContents } from "@/lib/db/queries/teams";
 import { plural } from "@/lib/plural";
 import { ErrorNote } from "./ui";

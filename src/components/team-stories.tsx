@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
 import { formatElapsed } from "@/lib/views/activity";
-import { api, messageOf } from "@/lib/api-client";
+import { api, messageOf } from "@/lib/client/api-client";
 import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@/lib/views/stories";
 import type { TimelineEntry } from "@/lib/views/timeline";
 import { taskStatusWords } from "@/lib/views/plain-words";

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import { parseToolOutput } from "@/lib/views/chat-messages";
 import {
   describeAgentText,

@@ -1,7 +1,7 @@
 "use client";
 
 import { useId, useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api, messageOf } from "@/lib/client/api-client";
 import type { ToolInfo, ToolPolicies } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolPolicy } from "@/lib/db/schema";
 import { isMcpToolName, MCP_SEPARATOR } from "@/lib/mcp/names";

@@ -1,7 +1,7 @@
 "use client";
 
 import { useState } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { ToolInfo } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolScope } from "@/lib/db/schema";
 import { MCP_SEPARATOR, mcpToolNames } from "@/lib/mcp/names";

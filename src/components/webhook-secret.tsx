@@ -1,7 +1,7 @@
 "use client";
 
 import { useEffect, useId, useRef, useState, useSyncExternalStore, type ReactNode } from "react";
-import { api, ApiError, messageOf } from "@/lib/api-client";
+import { api, ApiError, messageOf } from "@/lib/client/api-client";
 import { ErrorNote, LocalTime } from "./ui";
 
 type Status = { configured: boolean; createdAt: string | null };

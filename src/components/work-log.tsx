@@ -5,7 +5,7 @@ import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/core/formats";
 import { describeLogMessage, notRunReason, type Named } from "@/lib/views/plain-words";
 import { storedCallState } from "@/lib/views/tool-labels";
-import { api, messageOf } from "@/lib/api-client";
+import { api, messageOf } from "@/lib/client/api-client";
 import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/views/chat-messages";
 import { formatTokensInOut } from "@/lib/usage/format";
 import type { LogSession, LogStep, WorkLogPage } from "@/lib/views/work-log-page";

@@ -6,7 +6,7 @@ import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/worker
 import { env } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { plural } from "@/lib/plural";
-import { webEngine } from "@/lib/server";
+import { webEngine } from "@/lib/http/server";
 import { logError } from "@/lib/log";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */

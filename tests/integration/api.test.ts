@@ -60,7 +60,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   engine = await webEngine();
 });
 

@@ -19,7 +19,7 @@ import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -89,7 +89,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   await webEngine();
   // What reaches the log as unexpected is a 500 in disguise (or a stream that broke).
   const original = console.error;
@@ -548,7 +548,7 @@ describe("races with deletion", () => {
     const { team, lead } = await createTeamFixture(database.db);
     let open = () => {};
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const { webEngine } = await import("@/lib/server");
+    const { webEngine } = await import("@/lib/http/server");
     const engine = await webEngine();
     const loggedBefore = unhandled.length;
     const response = await streamChatReply(

@@ -46,7 +46,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   engine = await webEngine();
 });
 

@@ -12,7 +12,7 @@ import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { messages, tasks, usage, workSessions } from "@/lib/db/schema";
 import type { Story, StoryPage } from "@/lib/views/stories";
 import type { TimelineEntry } from "@/lib/views/timeline";
-import { receiveWebhook, signedWebhookHeaders } from "@/lib/webhooks";
+import { receiveWebhook, signedWebhookHeaders } from "@/lib/http/webhooks";
 import { createTestEngine, runUntilQuiet, type TestEngine } from "../support/engine";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";

@@ -12,7 +12,7 @@ import {
   WEBHOOK_BODY_LIMIT_BYTES,
   WEBHOOK_MESSAGE_MAX_CHARS,
   webhookSignature,
-} from "@/lib/webhooks";
+} from "@/lib/http/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -33,7 +33,7 @@ beforeAll(async () => {
   delete process.env.APP_PASSWORD;
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   await webEngine();
 });
 

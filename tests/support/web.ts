@@ -1,5 +1,5 @@
 import type { EngineDeps } from "@/lib/core/engine-config";
-import { stopLiveEvents } from "@/lib/events";
+import { stopLiveEvents } from "@/lib/http/events";
 import { createTestDatabase, type TestDatabase } from "./database";
 
 /**

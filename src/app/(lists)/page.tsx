@@ -8,7 +8,7 @@ import { MarkSeenButton } from "@/components/mark-seen";
 import { OfflineNotice } from "@/components/offline-notice";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { activityState } from "@/lib/views/activity";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeams } from "@/lib/db/queries/teams";

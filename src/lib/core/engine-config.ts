@@ -3,7 +3,7 @@ import { env } from "@/lib/env";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import type { Db } from "@/lib/db/client";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import type { OutboundPolicy } from "@/lib/outbound-url";
+import type { OutboundPolicy } from "@/lib/http/outbound-url";
 import { logError } from "@/lib/log";
 
 /** Tavily, for web search and reading pages; without a key both tools say they are not configured. */

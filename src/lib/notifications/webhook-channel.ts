@@ -1,5 +1,5 @@
 import type { Notification } from "@/lib/db/schema";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhooks";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
 import {
   isPublicAddress,
@@ -7,7 +7,7 @@ import {
   outboundRequest,
   OutboundUrlRefused,
   type OutboundPolicy,
-} from "@/lib/outbound-url";
+} from "@/lib/http/outbound-url";
 import { maskUrl } from "@/lib/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)

@@ -10,7 +10,7 @@ import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import type { RemovedTask } from "./invariants";
-import { generateWebhookSecret, receiveWebhook, signedWebhookHeaders } from "@/lib/webhooks";
+import { generateWebhookSecret, receiveWebhook, signedWebhookHeaders } from "@/lib/http/webhooks";
 
 export type App = Pick<EngineDeps, "db" | "jobs" | "config" | "chooseModel" | "log">;
 

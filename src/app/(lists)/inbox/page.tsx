@@ -1,8 +1,8 @@
 import type { Metadata } from "next";
 import { InboxList } from "@/components/inbox";
 import { LiveRefresh } from "@/components/live-events";
-import { toWire } from "@/lib/api-client";
-import { requirePageSession } from "@/lib/auth";
+import { toWire } from "@/lib/client/api-client";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
 import { listTeams } from "@/lib/db/queries/teams";

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { KnowledgeRow } from "@/components/knowledge";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { urlNamedIn } from "@/lib/domain/sources";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";

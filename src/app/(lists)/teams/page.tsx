@@ -5,7 +5,7 @@ import { CreateTeamForm } from "@/components/create-team-form";
 import { OfflineNotice } from "@/components/offline-notice";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { offlineSetup } from "@/lib/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";

@@ -1,5 +1,5 @@
-import { liveEventStream } from "@/lib/events";
-import { route } from "@/lib/http";
+import { liveEventStream } from "@/lib/http/events";
+import { route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
 import { checkHealth } from "@/lib/health";
-import { errorResponse, route } from "@/lib/http";
+import { errorResponse, route } from "@/lib/http/http";
 import { logError } from "@/lib/log";
 
 export const dynamic = "force-dynamic";

@@ -6,7 +6,7 @@ import { LiveRefresh } from "@/components/live-events";
 import { ErrorText, ProblemText } from "@/components/plain-words";
 import { formatDuration, SessionWaterfall } from "@/components/session-waterfall";
 import { LocalTime, StatusBadge } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
 import { isUuid } from "@/lib/ids";

@@ -1,7 +1,7 @@
 import { tavily } from "@tavily/core";
 import { tool } from "ai";
 import { z } from "zod";
-import { checkedAddresses, outboundPolicy, OutboundUrlRefused, type OutboundPolicy } from "@/lib/outbound-url";
+import { checkedAddresses, outboundPolicy, OutboundUrlRefused, type OutboundPolicy } from "@/lib/http/outbound-url";
 import { maskUrl } from "@/lib/redact";
 import type { ToolContext } from "./context";
 import { TurnSources } from "@/lib/domain/sources";

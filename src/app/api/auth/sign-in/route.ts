@@ -1,6 +1,6 @@
-import { signIn } from "@/lib/auth";
+import { signIn } from "@/lib/auth/auth";
 import { database } from "@/lib/db/client";
-import { parseJsonBody, route } from "@/lib/http";
+import { parseJsonBody, route } from "@/lib/http/http";
 import { SIGN_IN_BODY_LIMIT_BYTES, signInBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
-import { parseId, readBodyBytes, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { receiveWebhook, WEBHOOK_BODY_LIMIT_BYTES } from "@/lib/webhooks";
+import { parseId, readBodyBytes, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { receiveWebhook, WEBHOOK_BODY_LIMIT_BYTES } from "@/lib/http/webhooks";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

@@ -1,5 +1,5 @@
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { getSessionTrace } from "@/lib/views/session-trace";
 
 export const dynamic = "force-dynamic";

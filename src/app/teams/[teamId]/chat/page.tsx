@@ -1,5 +1,5 @@
 import { notFound, redirect } from "next/navigation";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { isUuid } from "@/lib/ids";

@@ -5,7 +5,7 @@ import { ConversationSearchForm } from "@/components/conversation-search";
 import { TeamStories } from "@/components/team-stories";
 import { TeamTimeline } from "@/components/team-timeline";
 import { findTeam } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getStory, getTeamStories } from "@/lib/views/stories";

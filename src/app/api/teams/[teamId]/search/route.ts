@@ -1,6 +1,6 @@
-import { parseId, parseSearchParams, route } from "@/lib/http";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
 import { searchTeamConversations } from "@/lib/views/message-search";
-import { webEngine } from "@/lib/server";
+import { webEngine } from "@/lib/http/server";
 import { searchQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { getTeamStories } from "@/lib/views/stories";
 import { storiesQuery } from "./schema";
 

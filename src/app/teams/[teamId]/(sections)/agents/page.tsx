@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { LiveRefresh } from "@/components/live-events";
 import { AddSubordinateForm, AgentEditor, type LeadScheduleView } from "@/components/team-admin";
 import { previewSchedule } from "@/lib/domain/schedule-preview";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";

@@ -1,6 +1,6 @@
 import { notFound } from "@/lib/errors";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { getStory } from "@/lib/views/stories";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { getStorySteps } from "@/lib/views/stories";
 
 export const dynamic = "force-dynamic";

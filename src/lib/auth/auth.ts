@@ -9,7 +9,7 @@ import { databaseUnavailableReason } from "@/lib/db/errors";
 import { loggable } from "@/lib/log";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
-import { refusalMessage, signInThrottle, type Attempter } from "@/lib/sign-in-throttle";
+import { refusalMessage, signInThrottle, type Attempter } from "@/lib/auth/sign-in-throttle";
 import {
   clientAddress,
   cookieValue,
@@ -21,7 +21,7 @@ import {
   requestHost,
   SESSION_COOKIE,
   SIGN_IN_PATH,
-} from "@/lib/auth-rules";
+} from "@/lib/auth/auth-rules";
 
 // Sign-in for Cadre (PRODUCT.md, APP_PASSWORD). One password, no users. A session is a
 // row in `sessions`; the browser holds its random token in an httpOnly cookie. Every API

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { checkApiAccess, type Access } from "@/lib/auth";
+import { checkApiAccess, type Access } from "@/lib/auth/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
 import { describeForLog, logError } from "@/lib/log";
