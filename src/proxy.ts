@@ -10,7 +10,7 @@ import {
 import { database } from "@/lib/db/client";
 import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/http/security-headers";
 import { databaseUnavailableReason } from "@/lib/db/errors";
-import { describeForLog } from "@/lib/log";
+import { describeForLog } from "@/lib/telemetry/log";
 
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page

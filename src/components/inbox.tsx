@@ -11,7 +11,7 @@ import { Markdown } from "./markdown";
 import { QuestionCard, type QuestionData } from "./question-card";
 import { EmptyState, ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 
 export type InboxRow = {
   id: string;

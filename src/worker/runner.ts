@@ -14,7 +14,7 @@ import { workNotifications } from "@/lib/notifications/deliver";
 import { closeMcpConnections, pruneMcpConnections } from "@/lib/mcp/connections";
 import { listEnabledMcpServerIds } from "@/lib/db/queries/mcp-servers";
 import { startWorkerHeartbeat } from "./liveness";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 export type WorkerOptions = {
   databaseUrl?: string;

@@ -31,7 +31,7 @@ import {
 } from "@/lib/notifications/channels";
 import { deliverNotification } from "@/lib/notifications/deliver";
 import { privateAddressesAllowed, type HostLookup, type OutboundPolicy } from "@/lib/http/outbound-url";
-import { inSpan, startTelemetry } from "@/lib/telemetry";
+import { inSpan, startTelemetry } from "@/lib/telemetry/tracing";
 import { freePort } from "../../scripts/lib/embedded-postgres";
 import type { TestDatabase } from "../support/database";
 import { startFakeTavily } from "../support/fake-tavily";

@@ -10,7 +10,7 @@ import { streamChatReply } from "@/lib/engine/chat";
 import { assignTask } from "@/lib/domain/tasks";
 import { getForegroundConversation } from "@/lib/db/queries";
 import { parseEnv } from "@/lib/env";
-import { modelCallTelemetry, startTelemetry, type TelemetryHandle } from "@/lib/telemetry";
+import { modelCallTelemetry, startTelemetry, type TelemetryHandle } from "@/lib/telemetry/tracing";
 import type { TestDatabase } from "../support/database";
 import { useEngineTests } from "../support/engine";
 import { createTeamFixture } from "../support/fixtures";

@@ -6,7 +6,7 @@ import type { Db } from "@/lib/db/client";
 import { database } from "@/lib/db/client";
 import { createSession, deleteExpiredSessions, deleteSession, findLiveSession } from "@/lib/db/queries/sessions";
 import { databaseUnavailableReason } from "@/lib/db/errors";
-import { loggable } from "@/lib/log";
+import { loggable } from "@/lib/telemetry/log";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
 import { refusalMessage, signInThrottle, type Attempter } from "@/lib/auth/sign-in-throttle";

@@ -4,7 +4,7 @@
 // is a stranger, counted by address and all together. So an attacker who rotates addresses
 // slows and then stops strangers, never the person's own browser.
 
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 
 /** Who a sign-in attempt comes from: a browser that signed in before (its device id), or a stranger at an address. */
 export type Attempter = { device: string } | { client: string };

@@ -4,7 +4,7 @@ import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
 import type { Db } from "@/lib/db/client";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import type { OutboundPolicy } from "@/lib/http/outbound-url";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /** Tavily, for web search and reading pages; without a key both tools say they are not configured. */
 export type SearchConfig = {

@@ -5,7 +5,7 @@
 // same connection asks Postgres whether it still listens (the way pg-boss keeps its own LISTEN),
 // listening again when not.
 import postgres from "postgres";
-import { describeForLog } from "@/lib/log";
+import { describeForLog } from "@/lib/telemetry/log";
 import { databaseUnavailableReason } from "./errors";
 
 export type Listener = {

@@ -6,8 +6,8 @@ import { SessionTakenOver } from "@/lib/db/queries/messages";
 import { databaseUnavailableReason, isDataException } from "@/lib/db/errors";
 import { claimSession, endSession, heartbeatSession, readSessionStart } from "@/lib/db/queries/work-sessions";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
-import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry";
-import { plural } from "@/lib/plural";
+import { agentAttributes, inSpan, markFailed } from "@/lib/telemetry/tracing";
+import { plural } from "@/lib/util/plural";
 import { BudgetExceeded, TeamOverBudget } from "@/lib/domain/budgets";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { budgetMarker, errorMarker, OUTCOME_UNKNOWN_RESULT, STOPPED_BY_PERSON } from "@/lib/core/formats";
@@ -17,7 +17,7 @@ import { reportUnknownOutcome } from "@/lib/domain/alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
 import { StepLimitReached, workUntilIdle, type SessionState } from "./work-loop";
-import { describeForLog } from "@/lib/log";
+import { describeForLog } from "@/lib/telemetry/log";
 
 export type SessionOutcome = {
   /** over-budget: the team's daily budget ran out; its work waits (endWorkSession). */

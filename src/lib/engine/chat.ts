@@ -19,7 +19,7 @@ import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/t
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
 import { describeModelError, isModelFailure } from "@/lib/llm/errors";
-import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry";
+import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry/tracing";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { teamSpendToday } from "@/lib/usage/spend";
 import { teamBudgetProblem } from "@/lib/domain/budgets";

@@ -11,7 +11,7 @@ import { toolOutputToText } from "./model-messages";
 import { toolEffects } from "./tool-policies";
 import type { EffectCall } from "./tools/context";
 import { describeToolError } from "./tools/tool-errors";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 type ResponsePart = { type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown };
 

@@ -3,7 +3,7 @@ import { isUniqueViolation } from "@/lib/db/errors";
 import { takeAgentInputs } from "@/lib/db/queries/agent-inputs";
 import { appendMessages, getConversationContext, getLastMessage, type NewMessage } from "@/lib/db/queries/messages";
 import type { AgentInput, Message, StoredToolCall } from "@/lib/db/schema";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import { parseLogInput } from "@/lib/core/formats";
 import { unresolvedCallIds } from "@/lib/db/queries/approvals";
 

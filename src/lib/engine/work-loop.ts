@@ -25,7 +25,7 @@ import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/l
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
-import { inSpan } from "@/lib/telemetry";
+import { inSpan } from "@/lib/telemetry/tracing";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
 import { checkBudgets, recordSpending, recordTeamSpending, teamOverBudget } from "@/lib/domain/budgets";
 import { ContextReader, loadContextForCall } from "./compaction";

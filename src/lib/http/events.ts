@@ -1,6 +1,6 @@
 import { listenWithRecovery, type Listener as DatabaseListener } from "@/lib/db/listener";
 import { databaseUrl } from "@/lib/env";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /**
  * Something a page may show changed. Postgres triggers (drizzle/0003_live_events.sql)

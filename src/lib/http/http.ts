@@ -2,7 +2,7 @@ import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
-import { describeForLog, logError } from "@/lib/log";
+import { describeForLog, logError } from "@/lib/telemetry/log";
 
 /** `{ error: { code, message } }` with a status: the one error shape of the HTTP API. A 503 says when to come back (Retry-After). */
 export function errorResponse(status: number, code: string, message: string, headers?: HeadersInit): Response {

@@ -5,7 +5,7 @@ import https from "node:https";
 import { BlockList, isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import { env, type Env } from "@/lib/env";
-import { maskUrl } from "@/lib/redact";
+import { maskUrl } from "@/lib/util/redact";
 
 /**
  * Where Cadre may send a request on someone's say-so: a notification channel's webhook, an

@@ -3,7 +3,7 @@ import { connectionBudget } from "@/lib/db/connection-budget";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 // One engine per web process, kept on globalThis so dev hot reloads reuse it.
 const holder = globalThis as typeof globalThis & { cadreEngine?: Promise<EngineDeps> };

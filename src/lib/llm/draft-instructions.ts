@@ -5,7 +5,7 @@ import { CadreError } from "@/lib/errors";
 import { describeModelError } from "./errors";
 import { generateModelText } from "./model-call";
 import { chooseModel, type ModelChoice } from "./provider";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 const draftSchema = z.object({
   instructions: z

@@ -8,8 +8,8 @@ import {
 } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
 import { abortable } from "@/lib/engine/tools/search-tools";
-import { logError } from "@/lib/log";
-import { maskUrl } from "@/lib/redact";
+import { logError } from "@/lib/telemetry/log";
+import { maskUrl } from "@/lib/util/redact";
 import {
   forgetMcpConnection,
   mcpConnection,

@@ -8,7 +8,7 @@ import {
   OutboundUrlRefused,
   type OutboundPolicy,
 } from "@/lib/http/outbound-url";
-import { maskUrl } from "@/lib/redact";
+import { maskUrl } from "@/lib/util/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
 // so a receiver verifies both the same way:

@@ -19,7 +19,7 @@ import {
 import { listTimelineAgents } from "@/lib/db/queries/timeline";
 import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import { inboxTitle, taskResultText, withoutIds } from "@/lib/views/plain-words";
 import { describeToolUse } from "@/lib/views/tool-labels";
 import { roundUsd } from "@/lib/usage/prices";

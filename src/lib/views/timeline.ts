@@ -18,7 +18,7 @@ import {
 import { requireTeam } from "@/lib/db/queries/teams";
 import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 
 export { timelineKinds, type TimelineKind } from "@/lib/db/queries/timeline";
 

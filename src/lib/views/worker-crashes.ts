@@ -5,7 +5,7 @@ import { raiseAlert } from "@/lib/domain/alerts";
 import type { Db } from "@/lib/db/client";
 import { findLongestStandingLead } from "@/lib/db/queries/teams";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 
 /** What the supervisor knows of a crash streak (passed to scripts/worker-crash-alert.ts as JSON). */
 export const workerCrashReport = z.object({

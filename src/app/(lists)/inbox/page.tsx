@@ -8,7 +8,7 @@ import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
 import { listTeams } from "@/lib/db/queries/teams";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/views/inbox-page";
 
 export const dynamic = "force-dynamic";

@@ -10,7 +10,7 @@ import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/kno
 import { listAgentDirectory } from "@/lib/db/queries/views";
 import { sourceHref } from "@/lib/views/knowledge-view";
 import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Knowledge" };

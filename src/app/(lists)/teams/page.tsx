@@ -6,10 +6,10 @@ import { OfflineNotice } from "@/components/offline-notice";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth/auth";
-import { offlineSetup } from "@/lib/connection-check";
+import { offlineSetup } from "@/lib/telemetry/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { getTeamActivity } from "@/lib/views/team-activity";
 
 export const dynamic = "force-dynamic";

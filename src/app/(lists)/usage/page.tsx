@@ -9,7 +9,7 @@ import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { listTeams } from "@/lib/db/queries/teams";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import {
   describeCache,
   formatShare,

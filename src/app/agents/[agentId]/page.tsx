@@ -29,7 +29,7 @@ import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
 import { formatUsd } from "@/lib/usage/format";
 import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import { describeAgentText, taskGiver, type Named } from "@/lib/views/plain-words";
 import { CadreError } from "@/lib/errors";
 import { getWorkLogPage } from "@/lib/views/work-log-page";

@@ -1,4 +1,4 @@
-import { checkConnections } from "@/lib/connection-check";
+import { checkConnections } from "@/lib/telemetry/connection-check";
 import { route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
-import { checkHealth } from "@/lib/health";
+import { checkHealth } from "@/lib/telemetry/health";
 import { errorResponse, route } from "@/lib/http/http";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 export const dynamic = "force-dynamic";
 

@@ -9,8 +9,8 @@ import { LocalTime, StatusBadge } from "@/components/ui";
 import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
-import { plural } from "@/lib/plural";
+import { isUuid } from "@/lib/util/ids";
+import { plural } from "@/lib/util/plural";
 import { describeMarker, describeProblem } from "@/lib/views/plain-words";
 import { getSessionTrace, type SessionTrace } from "@/lib/views/session-trace";
 

@@ -16,7 +16,7 @@ import {
   workSessions,
   type Usage,
 } from "../schema";
-import { maskUrl } from "@/lib/redact";
+import { maskUrl } from "@/lib/util/redact";
 import { REMOVED_AGENTS } from "./usage";
 
 /**

@@ -2,7 +2,7 @@ import { tavily } from "@tavily/core";
 import { tool } from "ai";
 import { z } from "zod";
 import { checkedAddresses, outboundPolicy, OutboundUrlRefused, type OutboundPolicy } from "@/lib/http/outbound-url";
-import { maskUrl } from "@/lib/redact";
+import { maskUrl } from "@/lib/util/redact";
 import type { ToolContext } from "./context";
 import { TurnSources } from "@/lib/domain/sources";
 

@@ -9,7 +9,7 @@ import { getTask, holdParentTask, listTasksByAgent, setTaskStatus } from "@/lib/
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Question } from "@/lib/db/schema";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { formatBriefing } from "@/lib/core/formats";
 import { assignTask, queueInput } from "@/lib/domain/tasks";
 import type { ToolContext } from "./context";

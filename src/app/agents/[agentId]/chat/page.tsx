@@ -15,7 +15,7 @@ import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { getTeam } from "@/lib/db/queries/teams";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import { getTeamActivity } from "@/lib/views/team-activity";
 import { listMessagesAround } from "@/lib/views/work-log-page";
 

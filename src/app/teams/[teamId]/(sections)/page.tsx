@@ -10,7 +10,7 @@ import { TeamSpendingSection } from "@/components/team-usage";
 import { LocalTime } from "@/components/ui";
 import { toWire } from "@/lib/client/api-client";
 import { requirePageSession } from "@/lib/auth/auth";
-import { offlineSetup } from "@/lib/connection-check";
+import { offlineSetup } from "@/lib/telemetry/connection-check";
 import { db } from "@/lib/db/client";
 import { getLatestTeamBriefing, listTeamItemsWaitingForPerson } from "@/lib/db/queries/inbox-items";
 import { listTeamAgents } from "@/lib/db/queries/teams";

@@ -5,9 +5,9 @@ import { listTeamsAwaitingWork, type WaitingTeam } from "@/lib/db/queries/work-s
 import { readWorkerLiveness, type WorkerLiveness } from "@/lib/db/queries/workers";
 import { env } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { webEngine } from "@/lib/http/server";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /** Work that has waited this long with no live worker raises a "no worker" alert. */
 export const NO_WORKER_ALERT_AFTER_SECONDS = 60;

@@ -1,7 +1,7 @@
 import { tavily } from "@tavily/core";
 import { z } from "zod";
 import { env, type Env } from "@/lib/env";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { chooseModel, usingOfflineModel } from "@/lib/llm/provider";
 
 /**
