@@ -15,7 +15,7 @@ import { describeForLog } from "@/lib/telemetry/log";
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
  * or a 401 before anything renders. It is not the only check: route handlers, pages and
- * server actions verify the session themselves (src/lib/auth.ts), so a request that skips
+ * server actions verify the session themselves (src/lib/auth/auth.ts), so a request that skips
  * this file (a forged `x-middleware-subrequest`, a matcher gap) gains nothing. It is the only
  * check for one thing: a path Next cannot decode, which fails before any handler could see it.
  */

@@ -1,5 +1,5 @@
 // The request rules that need no database, pure functions of a request: shared by
-// src/proxy.ts and by the checks every route handler and page makes (src/lib/auth.ts).
+// src/proxy.ts and by the checks every route handler and page makes (src/lib/auth/auth.ts).
 
 export const SESSION_COOKIE = "cadre_session";
 /** The known-device cookie: set at each sign-in, it lets this browser sign in again while strangers are being held back. */

@@ -25,7 +25,7 @@ import {
 
 // Sign-in for Cadre (PRODUCT.md, APP_PASSWORD). One password, no users. A session is a
 // row in `sessions`; the browser holds its random token in an httpOnly cookie. Every API
-// route (route() in src/lib/http.ts), page (requirePageSession) and server action checks
+// route (route() in src/lib/http/http.ts), page (requirePageSession) and server action checks
 // the session itself: src/proxy.ts only turns strangers away early, and is not trusted.
 
 export const SESSION_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;

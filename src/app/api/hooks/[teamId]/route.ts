@@ -7,7 +7,7 @@ type Params = { params: Promise<{ teamId: string }> };
 
 /**
  * POST /api/hooks/:teamId → 202 {accepted: true}: a signed delivery for the team's lead
- * (headers and format in src/lib/webhooks.ts). No session and no Origin check: the
+ * (headers and format in src/lib/http/webhooks.ts). No session and no Origin check: the
  * HMAC is the authentication. 401 bad or stale signature, 409 replay, 413 over 64 KiB.
  */
 export const POST = route(
