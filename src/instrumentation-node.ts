@@ -21,7 +21,7 @@ export async function registerNode(): Promise<void> {
       console.log(`[web] database: ${error instanceof Error ? error.message : String(error)}`),
     );
   // Workers cannot report their own absence: the web process looks for work waiting with no worker.
-  const { watchForStalledWork } = await import("@/lib/telemetry/health");
+  const { watchForStalledWork } = await import("@/lib/domain/health");
   watchForStalledWork();
   // Notifications go out from the web process too: the "no worker is running" alert must
   // reach the person exactly when no worker runs. pg-boss gives each delivery to one process.

@@ -4,7 +4,7 @@ import { LiveEventsProvider } from "@/components/live-events";
 import { Nav } from "@/components/nav";
 import { WorkerBanner } from "@/components/worker-banner";
 import { hasPageSession, signInRequired } from "@/lib/auth/auth";
-import { backgroundWorkStalled } from "@/lib/telemetry/health";
+import { backgroundWorkStalled } from "@/lib/domain/health";
 import { usingOfflineModel } from "@/lib/llm/provider";
 import "./globals.css";
 

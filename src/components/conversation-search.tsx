@@ -4,7 +4,7 @@ import Link from "next/link";
 import { Fragment, useState } from "react";
 import { api, messageOf } from "@/lib/client/api-client";
 import { plainSnippet } from "@/lib/views/plain-words";
-import { MATCH_END, MATCH_START } from "@/lib/views/search-marks";
+import { MATCH_END, MATCH_START } from "@/lib/util/search-marks";
 import type { SearchHit, SearchPage } from "@/lib/views/message-search";
 import { ErrorNote, LocalTime } from "./ui";
 

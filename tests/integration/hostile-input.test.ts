@@ -13,7 +13,7 @@ import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversa
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { createMcpServer } from "@/lib/db/queries/mcp-servers";
-import { signedWebhookHeaders } from "@/lib/http/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";

@@ -18,7 +18,7 @@ import { createNotificationChannel } from "@/lib/notifications/channels";
 import { deliverNotification } from "@/lib/notifications/deliver";
 import { EMAIL_NEEDS_SMTP } from "@/lib/notifications/email-channel";
 import { enqueueNotifications } from "@/lib/notifications/enqueue";
-import { webhookSignature } from "@/lib/http/webhooks";
+import { webhookSignature } from "@/lib/http/webhook-signature";
 import type { RunningWorker } from "@/worker/runner";
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";

@@ -19,7 +19,7 @@ import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
-import { signedWebhookHeaders } from "@/lib/http/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";

@@ -9,7 +9,7 @@ import { markWorkerStopped, readWorkerLiveness, registerWorker } from "@/lib/db/
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { agentInputs, agents, inboxItems, tasks, teams, workers } from "@/lib/db/schema";
 import { JobQueue } from "@/lib/jobs/job-queue";
-import { checkBackgroundWork, checkHealth, NO_WORKER_ALERT_AFTER_SECONDS } from "@/lib/telemetry/health";
+import { checkBackgroundWork, checkHealth, NO_WORKER_ALERT_AFTER_SECONDS } from "@/lib/domain/health";
 import { startWorker } from "@/worker/runner";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";

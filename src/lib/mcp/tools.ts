@@ -7,7 +7,7 @@ import {
   recordMcpServerState,
 } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
-import { abortable } from "@/lib/engine/tools/search-tools";
+import { abortable } from "@/lib/util/abortable";
 import { logError } from "@/lib/telemetry/log";
 import { maskUrl } from "@/lib/util/redact";
 import {

@@ -16,7 +16,7 @@ import { smtpSettings, type SmtpSettings } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
 import { outboundUrlProblem, privateAddressesAllowed } from "@/lib/http/outbound-url";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { generateWebhookSecret } from "@/lib/http/webhooks";
+import { generateWebhookSecret } from "@/lib/http/webhook-signature";
 import { EMAIL_NEEDS_SMTP } from "./email-channel";
 import { enqueueTestNotification } from "./enqueue";
 

@@ -1,5 +1,5 @@
 import type { Notification } from "@/lib/db/schema";
-import { signedWebhookHeaders } from "@/lib/http/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
 import {
   isPublicAddress,

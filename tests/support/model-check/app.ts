@@ -10,7 +10,8 @@ import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import type { RemovedTask } from "./invariants";
-import { generateWebhookSecret, receiveWebhook, signedWebhookHeaders } from "@/lib/http/webhooks";
+import { generateWebhookSecret, signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import { receiveWebhook } from "@/lib/domain/webhooks";
 
 export type App = Pick<EngineDeps, "db" | "jobs" | "config" | "chooseModel" | "log">;
 

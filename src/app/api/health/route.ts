@@ -1,4 +1,4 @@
-import { checkHealth } from "@/lib/telemetry/health";
+import { checkHealth } from "@/lib/domain/health";
 import { errorResponse, route } from "@/lib/http/http";
 import { logError } from "@/lib/telemetry/log";
 

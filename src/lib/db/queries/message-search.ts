@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../client";
-import { MATCH_END, MATCH_START } from "@/lib/views/search-marks";
+import { MATCH_END, MATCH_START } from "@/lib/util/search-marks";
 import type { AgentRole, ConversationMode, MessageRole } from "../schema";
 import { atMicros, olderThan } from "./keyset";
 

@@ -1,3 +1,4 @@
+import { abortable } from "@/lib/util/abortable";
 import { tavily } from "@tavily/core";
 import { tool } from "ai";
 import { z } from "zod";
@@ -210,24 +211,4 @@ function clipPage(content: string, max: number): string {
 /** Postgres text cannot hold NUL, and a page is text from anywhere. */
 function withoutNul(text: string): string {
   return text.replaceAll("\0", "");
-}
-
-/** Settles with the promise, or rejects as soon as the signal aborts. */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason ?? new DOMException("Aborted", "AbortError"));
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -1,6 +1,7 @@
 import { parseId, readBodyBytes, route } from "@/lib/http/http";
 import { webEngine } from "@/lib/http/server";
-import { receiveWebhook, WEBHOOK_BODY_LIMIT_BYTES } from "@/lib/http/webhooks";
+import { WEBHOOK_BODY_LIMIT_BYTES } from "@/lib/http/webhook-signature";
+import { receiveWebhook } from "@/lib/domain/webhooks";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

@@ -3,7 +3,7 @@ import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { notFound } from "@/lib/errors";
 import { parseId, route } from "@/lib/http/http";
 import { webEngine } from "@/lib/http/server";
-import { generateWebhookSecret } from "@/lib/http/webhooks";
+import { generateWebhookSecret } from "@/lib/http/webhook-signature";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

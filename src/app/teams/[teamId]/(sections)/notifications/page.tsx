@@ -4,7 +4,7 @@ import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { smtpSettings } from "@/lib/env";
 import { listTeamNotifications } from "@/lib/notifications/channels";
-import { WEBHOOK_HEADERS } from "@/lib/http/webhooks";
+import { WEBHOOK_HEADERS } from "@/lib/http/webhook-signature";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

@@ -13,7 +13,7 @@ import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { env } from "@/lib/env";
 import { lastDays, MAX_DIGEST_DAYS } from "@/lib/export/digest";
 import { chooseModel, usingOfflineModel } from "@/lib/llm/provider";
-import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/http/webhooks";
+import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/http/webhook-signature";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

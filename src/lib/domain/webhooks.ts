@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS, webhookSignature } from "@/lib/http/webhook-signature";
 import { formatLogInput } from "@/lib/core/formats";
 import { queueInput } from "@/lib/domain/tasks";
 import type { EngineDeps } from "@/lib/core/engine-config";
@@ -17,41 +18,12 @@ import { CadreError } from "@/lib/errors";
 // An accepted delivery becomes the user message `[webhook:NAME] <body>` in the lead's
 // background conversation, and the lead is woken (one transaction).
 
-export const WEBHOOK_TOLERANCE_SECONDS = 300;
-export const WEBHOOK_BODY_LIMIT_BYTES = 64 * 1024;
 /** Of the body as shown to the lead (pretty JSON can be longer than the raw body). */
 export const WEBHOOK_MESSAGE_MAX_CHARS = 20_000;
-export const WEBHOOK_HEADERS = {
-  timestamp: "x-cadre-timestamp",
-  signature: "x-cadre-signature",
-  name: "x-cadre-webhook-name",
-} as const;
 
 // A timestamp is good for the tolerance on either side of now, so a signature stays
 // usable for twice the tolerance; remember accepted ones a little longer than that.
 const DELIVERY_MEMORY_SECONDS = 2 * WEBHOOK_TOLERANCE_SECONDS + 60;
-
-export function generateWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString("base64url")}`;
-}
-
-/** Hex HMAC-SHA256 keyed with the secret (its UTF-8 text, prefix included) over `timestamp.body`. */
-export function webhookSignature(secret: string, timestamp: string, body: Uint8Array | string): string {
-  return createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex");
-}
-
-/** The headers a sender sends: what the team page can show, and what tests use. */
-export function signedWebhookHeaders(
-  secret: string,
-  body: Uint8Array | string,
-  timestamp = Math.floor(Date.now() / 1000),
-): Record<string, string> {
-  const stamp = String(timestamp);
-  return {
-    [WEBHOOK_HEADERS.timestamp]: stamp,
-    [WEBHOOK_HEADERS.signature]: `sha256=${webhookSignature(secret, stamp, body)}`,
-  };
-}
 
 const unauthorized = (what: "signature" | "timestamp" | "secret", message: string) =>
   new CadreError(`unauthorized:webhook_${what}`, message);
