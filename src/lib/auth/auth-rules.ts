@@ -1,3 +1,4 @@
+import "server-only";
 // The request rules that need no database, pure functions of a request: shared by
 // src/proxy.ts and by the checks every route handler and page makes (src/lib/auth/auth.ts).
 

@@ -1,3 +1,4 @@
+import "server-only";
 import { cache } from "react";
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { cookies, headers } from "next/headers";

@@ -1,3 +1,4 @@
+import "server-only";
 // Sign-in throttling with known devices (OWASP's "device cookies"): failed passwords are counted,
 // in memory per web process, by who made them. A browser that signed in here before carries a
 // signed known-device cookie (auth.ts) and is held back only by its own failures; everyone else

@@ -1,3 +1,4 @@
+import "server-only";
 // A LISTEN that comes back. postgres.js re-listens once when its LISTEN connection closes, and
 // gives up silently when that one attempt fails — as it does while the server is at its
 // connection limit or restarting — so live updates (web) or instant Stops (worker) would stay

@@ -1,3 +1,4 @@
+import "server-only";
 import type { Team } from "@/lib/db/schema";
 import { formatUsd } from "@/lib/usage/format";
 import { PriceTable } from "@/lib/usage/prices";

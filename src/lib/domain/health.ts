@@ -1,3 +1,4 @@
+import "server-only";
 import { raiseAlert } from "@/lib/domain/alerts";
 import { db as processDb, type Db } from "@/lib/db/client";
 import { databaseAnswers } from "@/lib/db/health";

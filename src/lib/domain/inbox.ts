@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { createInboxItem, createInboxItemOnce, type NewInboxItem } from "@/lib/db/queries/inbox-items";
 import type { InboxItem } from "@/lib/db/schema";

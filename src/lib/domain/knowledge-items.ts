@@ -1,3 +1,4 @@
+import "server-only";
 import { NoObjectGeneratedError, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";

@@ -1,3 +1,4 @@
+import "server-only";
 import { and, eq } from "drizzle-orm";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { listTasksByAgent, openTaskStatuses } from "@/lib/db/queries/tasks";

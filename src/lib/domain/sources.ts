@@ -1,3 +1,4 @@
+import "server-only";
 // Where a knowledge item's facts came from: the pages and search results the agent saw in
 // this turn (a tool set lives for one turn), so addKnowledgeItem can name its source even when
 // the model does not pass one.

@@ -1,3 +1,4 @@
+import "server-only";
 import type { Agent, Team, TeamStatus } from "@/lib/db/schema";
 import { createTeamWithLead, updateTeam, type TeamChanges } from "@/lib/db/queries/teams";
 import { getTeamLead, requireAgent, updateAgent, type AgentChanges } from "@/lib/db/queries/agents";

@@ -1,3 +1,4 @@
+import "server-only";
 import { timingSafeEqual } from "node:crypto";
 import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS, webhookSignature } from "@/lib/http/webhook-signature";
 import { formatLogInput } from "@/lib/core/formats";

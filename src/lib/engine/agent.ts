@@ -1,3 +1,4 @@
+import "server-only";
 import type { Span } from "@opentelemetry/api";
 import type { Db } from "@/lib/db/client";
 import type { Agent, WorkSession } from "@/lib/db/schema";

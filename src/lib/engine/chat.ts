@@ -1,3 +1,4 @@
+import "server-only";
 import type { Span } from "@opentelemetry/api";
 import {
   consumeStream,

@@ -1,3 +1,4 @@
+import "server-only";
 import type { ModelMessage, ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";

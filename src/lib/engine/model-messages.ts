@@ -1,3 +1,4 @@
+import "server-only";
 import type { AssistantContent, ModelMessage, ToolContent, ToolResultPart } from "ai";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import type { NewMessage } from "@/lib/db/queries/messages";

@@ -1,3 +1,4 @@
+import "server-only";
 import { randomUUID } from "node:crypto";
 import { asSchema, type ToolSet } from "ai";
 import { sql } from "drizzle-orm";

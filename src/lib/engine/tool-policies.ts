@@ -1,3 +1,4 @@
+import "server-only";
 import { asSchema, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";

@@ -1,3 +1,4 @@
+import "server-only";
 import type { ToolSet } from "ai";
 import { heldCallIds } from "@/lib/db/queries/approvals";
 import type { Agent, Team } from "@/lib/db/schema";

@@ -1,3 +1,4 @@
+import "server-only";
 import { stepCountIs, type ToolSet } from "ai";
 import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";

@@ -1,3 +1,4 @@
+import "server-only";
 import { listenWithRecovery, type Listener as DatabaseListener } from "@/lib/db/listener";
 import { databaseUrl } from "@/lib/env";
 import { logError } from "@/lib/telemetry/log";

@@ -1,3 +1,4 @@
+import "server-only";
 import { z } from "zod";
 import { checkApiAccess, type Access } from "@/lib/auth/auth";
 import { databaseUnavailableReason } from "@/lib/db/errors";

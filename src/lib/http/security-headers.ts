@@ -1,3 +1,4 @@
+import "server-only";
 // The security headers on every answer Cadre gives (issue 25): src/proxy.ts sets them on pages
 // and the API, next.config.ts on what the proxy never sees (Next's static files, the favicon).
 // Plain data and pure functions: next.config.ts imports this file too.

@@ -1,3 +1,4 @@
+import "server-only";
 import { database } from "@/lib/db/client";
 import { connectionBudget } from "@/lib/db/connection-budget";
 import { databaseUrl, env } from "@/lib/env";

@@ -1,3 +1,4 @@
+import "server-only";
 import { createHmac, randomBytes } from "node:crypto";
 
 // How a webhook delivery is signed (POST /api/hooks/:teamId; receiving one: domain/webhooks.ts):

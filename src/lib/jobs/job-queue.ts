@@ -1,3 +1,4 @@
+import "server-only";
 import { sql } from "drizzle-orm";
 import { fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
 import type { Db } from "@/lib/db/client";

@@ -1,3 +1,4 @@
+import "server-only";
 import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import type { Context } from "@ai-sdk/provider-utils";
 import {

@@ -1,3 +1,4 @@
+import "server-only";
 import { z } from "zod";
 import { env, type Env } from "@/lib/env";
 import { usingOfflineModel } from "./provider";

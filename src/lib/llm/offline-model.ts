@@ -1,3 +1,4 @@
+import "server-only";
 import { AWAITING_APPROVAL_RESULT, parseLogInput } from "@/lib/core/formats";
 import type {
   JSONSchema7,

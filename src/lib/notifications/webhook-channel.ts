@@ -1,3 +1,4 @@
+import "server-only";
 import type { Notification } from "@/lib/db/schema";
 import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";

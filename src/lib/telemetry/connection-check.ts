@@ -1,3 +1,4 @@
+import "server-only";
 import { tavily } from "@tavily/core";
 import { z } from "zod";
 import { env, type Env } from "@/lib/env";

@@ -1,3 +1,4 @@
+import "server-only";
 // What server logs may show of an error. drizzle wraps a failed query as "Failed query: <sql>
 // params: <values>" and keeps the values as a property, so logging the error as it is would
 // print whatever the query was given: a session token's hash, a person's message, an API key.

@@ -1,3 +1,4 @@
+import "server-only";
 import { OpenTelemetry } from "@ai-sdk/otel";
 import { context, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";

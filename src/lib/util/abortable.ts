@@ -1,3 +1,4 @@
+import "server-only";
 /** Settles with the promise, or rejects as soon as the signal aborts. */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;

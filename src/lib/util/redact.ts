@@ -1,3 +1,4 @@
+import "server-only";
 /**
  * A URL as logs and exports show it. Many services put the credential in the URL itself — a
  * Slack incoming webhook's path, a token in the query — so only the origin and the first path

@@ -1,3 +1,4 @@
+import "server-only";
 // The inbox a page at a time: newest first, filtered by type, team and archived, paged back
 // by the same opaque keyset cursor (created_at to the microsecond, id) as the timeline.
 import type { Db } from "@/lib/db/client";

@@ -1,3 +1,4 @@
+import "server-only";
 // How the knowledge page (and what links to knowledge) points at where a fact was reported.
 import type { KnowledgeSourceView } from "@/lib/db/queries/knowledge-items";
 

@@ -1,3 +1,4 @@
+import "server-only";
 // Full-text search over a team's conversations (every agent's chat and work log): newest
 // first, paged by the same kind of keyset cursor as the timeline, each match with a snippet
 // and where it was said.

@@ -1,3 +1,4 @@
+import "server-only";
 // A work session's trace: its model calls (usage rows named for the session), its tool calls
 // (the work log's calls and results written while it ran), compactions and extraction, laid
 // out on the session's own time axis, with how it ended.

@@ -1,3 +1,4 @@
+import "server-only";
 // "Since you were last here": per team, the work that finished or failed, the briefings and
 // the knowledge learned after a given time. The home page's read.
 import { sql } from "drizzle-orm";

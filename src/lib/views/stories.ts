@@ -1,3 +1,4 @@
+import "server-only";
 // The timeline as stories: what the team did per request. A story starts with a task nobody
 // delegated (the person's, a scheduled check-in, a webhook); it gathers the tasks delegated
 // under it, each agent's work in words with its duration and cost, what reached the person

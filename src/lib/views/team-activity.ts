@@ -1,3 +1,4 @@
+import "server-only";
 // What every agent is doing now: its running work session, the task it is on (the session's own), and the step
 // under way (a model call, or the tool it is running), read in one statement for any number
 // of teams so the teams list stays one query however many teams there are.

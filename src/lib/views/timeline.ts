@@ -1,3 +1,4 @@
+import "server-only";
 // The team timeline: every agent's work log, tasks and inbox items in one stream, newest
 // first, paged backwards by an opaque keyset cursor, with delegations linked across agents.
 import { isFailedToolResult, parseLogInput, splitMarker, type LogInput } from "@/lib/core/formats";

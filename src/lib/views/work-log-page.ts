@@ -1,3 +1,4 @@
+import "server-only";
 // A page of an agent's work log as the agent page shows it: messages in chain order, the
 // work sessions they were written in, and each step's model call (time and tokens), matched
 // the way the session trace matches them (usage rows carry their session; a call's row and

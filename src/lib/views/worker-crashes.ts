@@ -1,3 +1,4 @@
+import "server-only";
 // A worker that keeps crashing: `npm start` / `npm run dev` start it again each time, with a
 // growing wait; after a few exits in a short while the person hears of it once, in the inbox.
 import { z } from "zod";

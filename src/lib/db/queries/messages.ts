@@ -1,3 +1,4 @@
+import "server-only";
 import { eq, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";

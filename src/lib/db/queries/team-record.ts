@@ -1,3 +1,4 @@
+import "server-only";
 import { and, asc, eq, getTableColumns, gte, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { withKnowledgeSources } from "./knowledge-items";

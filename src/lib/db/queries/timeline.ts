@@ -1,3 +1,4 @@
+import "server-only";
 // The reads behind the team timeline and the session trace: several sources paged together
 // by (time, id), newest first, each through its own keyset index.
 import { sql, type SQL } from "drizzle-orm";

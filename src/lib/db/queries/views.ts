@@ -1,3 +1,4 @@
+import "server-only";
 // Read-only queries that shape rows for the pages (names joined in), not for the engine.
 import { desc, eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";

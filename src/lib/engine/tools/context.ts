@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import type { Agent, Team } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";

@@ -1,3 +1,4 @@
+import "server-only";
 import type { ToolSet } from "ai";
 import { chatTools } from "./chat-tools";
 import type { ToolContext } from "./context";

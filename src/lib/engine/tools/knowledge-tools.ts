@@ -1,3 +1,4 @@
+import "server-only";
 import { tool } from "ai";
 import { z } from "zod";
 import { listTeamAgents } from "@/lib/db/queries/teams";

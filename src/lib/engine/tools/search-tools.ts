@@ -1,3 +1,4 @@
+import "server-only";
 import { abortable } from "@/lib/util/abortable";
 import { tavily } from "@tavily/core";
 import { tool } from "ai";

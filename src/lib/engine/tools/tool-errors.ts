@@ -1,3 +1,4 @@
+import "server-only";
 import { InvalidToolInputError, NoSuchToolError } from "ai";
 import { z } from "zod";
 
