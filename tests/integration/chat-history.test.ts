@@ -20,7 +20,7 @@ import {
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
-import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
+import { closeWebTestDatabase, ORIGIN, openOfflineWeb, routeParams } from "../support/web";
 
 async function loadRoutes() {
   return {
@@ -34,20 +34,13 @@ let api: Awaited<ReturnType<typeof loadRoutes>>;
 let engine: EngineDeps;
 
 beforeAll(async () => {
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
-    delete process.env[name];
-  database = await createWebTestDatabase();
+  ({ database, engine } = await openOfflineWeb());
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/http/server");
-  engine = await webEngine();
 });
 
 afterAll(async () => {
   await closeWebTestDatabase(database);
 });
-
-const ORIGIN = "http://localhost:3000";
-const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 
 // never: each route names its own params, so only a context that fits every route is passed
 async function get<T>(
@@ -55,7 +48,7 @@ async function get<T>(
   path: string,
   values: Record<string, string>,
 ) {
-  const response = await handler(new Request(ORIGIN + path), params(values) as never);
+  const response = await handler(new Request(ORIGIN + path), routeParams(values) as never);
   return { status: response.status, body: (await response.json()) as T };
 }
 

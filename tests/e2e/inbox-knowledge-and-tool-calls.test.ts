@@ -1,4 +1,4 @@
-// What review asked to polish, in a real browser against the production build and a worker
+// The inbox, knowledge and tool calls, in a real browser against the production build and a worker
 // (offline model, fake Tavily): an inbox that scales (team and type filters, archive, paging
 // back), knowledge as a compact list that can be edited, tool calls that read as what they did
 // with a search's sources linked, the not-found page's h1, and the dark scheme. Screenshots at
@@ -39,7 +39,7 @@ async function waitFor(what: string, check: () => Promise<boolean>): Promise<voi
   }
 }
 
-describe("Review polish, in a browser", () => {
+describe("The inbox, knowledge and tool calls, in a browser", () => {
   beforeAll(async () => {
     buildIfStale();
     database = await createTestDatabase();
