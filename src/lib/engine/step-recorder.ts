@@ -1,11 +1,10 @@
 import "server-only";
 import { randomUUID } from "node:crypto";
 import { asSchema, type ToolSet } from "ai";
-import { sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
 import { CadreError } from "@/lib/errors";
-import { appendMessage, type NewMessage } from "@/lib/db/queries/messages";
+import { appendMessage, findMessageHoldingCall, type NewMessage } from "@/lib/db/queries/messages";
 import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import type { Message, StoredToolCall } from "@/lib/db/schema";
 import { toolOutputToText } from "./model-messages";
@@ -367,11 +366,7 @@ export class StepRecorder {
   }
 
   private async messageHolding(tx: Db, toolCallId: string): Promise<string | null> {
-    const [row] = await tx.execute<{ id: string }>(
-      sql`select id from messages where conversation_id = ${this.conversationId} and role = 'assistant'
-           and tool_calls @> ${JSON.stringify([{ toolCallId }])}::jsonb order by created_at desc limit 1`,
-    );
-    return row?.id ?? null;
+    return findMessageHoldingCall(tx, this.conversationId, toolCallId);
   }
 
   /**

@@ -6,9 +6,8 @@ import "server-only";
 import type { Db } from "@/lib/db/client";
 import { CHAT_PAGE_SIZE, toApiMessage, type ApiMessage } from "@/lib/views/chat-messages";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
-import { and, eq } from "drizzle-orm";
-import { getMessagesSince, listMessages } from "@/lib/db/queries/messages";
-import { messages, type Message } from "@/lib/db/schema";
+import { getMessagesSince, getPreviousMessageId, listMessages } from "@/lib/db/queries/messages";
+import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { listSessionCalls, listSessionsBetween, type LogSessionRow } from "@/lib/db/queries/work-log";
 import { splitMarker } from "@/lib/core/formats";
@@ -46,10 +45,7 @@ export async function listMessagesAround(
   messageId: string,
   where = "this work log: it may belong to the agent's chat, or be gone",
 ): Promise<Message[]> {
-  const [target] = await db
-    .select({ previous: messages.previousMessageId })
-    .from(messages)
-    .where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
+  const target = await getPreviousMessageId(db, conversationId, messageId);
   if (!target) throw new CadreError("not_found:message", `No message ${messageId} in ${where}.`);
   const [before, from] = await Promise.all([
     listMessages(db, conversationId, { before: messageId, limit: CONTEXT_BEFORE }),

@@ -112,3 +112,8 @@ export async function deleteAgent(db: Db, agentId: string): Promise<void> {
   await handOverSharedKnowledge(db, agentId);
   await db.delete(agents).where(eq(agents.id, agentId));
 }
+
+/** Marks that the agent has a reason to run (JobQueue.wakeAgent sends its job with it). */
+export async function markWakeRequested(db: Db, agentId: string): Promise<void> {
+  await db.execute(sql`update agents set wake_requested_at = clock_timestamp() where id = ${agentId}`);
+}
