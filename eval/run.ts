@@ -21,6 +21,7 @@ offline model when none), against a local web (eval/corpus), and scores the brie
   --parallel N            missions run at once (default 1)
   --lead-instructions FILE, --researcher-instructions FILE
                           the agents' standing instructions (default: the app's and the eval's)
+  --no-judge              with a model: skip its 1-5 grade of each mission's briefings
   --keep                  keep each mission's database, to open the team in the app
 `;
 
@@ -35,6 +36,7 @@ const { values } = parseArgs({
     "lead-instructions": { type: "string" },
     "researcher-instructions": { type: "string" },
     keep: { type: "boolean" },
+    "no-judge": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -63,6 +65,11 @@ const report = await runEval({
   leadInstructions: await readText(values["lead-instructions"]),
   researcherInstructions: await readText(values["researcher-instructions"]),
   keepDatabases: values.keep,
+  judge: !values["no-judge"],
+}).catch((error: unknown) => {
+  // What stopped the eval before any mission ran (no database, a bad missions file): one line, and what to do.
+  console.error(`The eval could not run: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
 });
 
 const out =

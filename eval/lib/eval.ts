@@ -1,11 +1,17 @@
 // The whole eval: the web, a migrated template database, and each mission run on a copy of it.
 import { execFileSync } from "node:child_process";
 import postgres from "postgres";
-import { LOCAL_POSTGRES_URL, localOrEmbeddedPostgres, withDatabase } from "../../scripts/lib/postgres-server";
-import { migrateDatabase } from "../../src/lib/db/migrate";
+import {
+  LOCAL_POSTGRES_URL,
+  localOrEmbeddedPostgres,
+  postgresAnswers,
+  withDatabase,
+} from "../../scripts/lib/postgres-server";
+import { migrateDatabase, redactUrl } from "../../src/lib/db/migrate";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
 import { parseEnv } from "../../src/lib/env";
 import { chooseModel } from "../../src/lib/llm/provider";
+import { judgeBriefings } from "./judge";
 import { loadMissions, type Mission } from "./missions";
 import { dropDatabase, runMission, type Break, type MissionRun } from "./run-mission";
 import { startEvalWeb } from "./web";
@@ -40,6 +46,8 @@ export type EvalOptions = {
    * the offline model, whatever the environment says.
    */
   modelEnv?: Record<string, string>;
+  /** Grade each mission's briefings with the configured model (judge.ts); never with the offline model. Default: yes. */
+  judge?: boolean;
   keepDatabases?: boolean;
   log?: (line: string) => void;
 };
@@ -77,11 +85,12 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
       const settings = parseEnv(modelEnv);
       const choice = chooseModel(undefined, settings);
       const timeoutMs = options.timeoutMs ?? (choice.kind === "offline" ? 90_000 : 20 * 60_000);
-      const runs = await inBatches(missions, options.parallel ?? 1, (mission) => {
+      const judging = choice.kind !== "offline" && options.judge !== false;
+      const runs = await inBatches(missions, options.parallel ?? 1, async (mission) => {
         log(
           `[eval] ${mission.id}: running${options.break ? ` (broken: ${options.break})` : ""} on ${choice.modelId} …`,
         );
-        return runMission(mission, {
+        const run = await runMission(mission, {
           adminUrl: server.adminUrl,
           template: server.template,
           web,
@@ -94,6 +103,15 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
           keepDatabase: options.keepDatabases,
           log,
         });
+        if (!judging) return run;
+        // After the team's usage was read: the grade is not the team's cost.
+        const judge = await judgeBriefings(choice.model, mission, run.briefings).catch((error: unknown) => {
+          log(
+            `[eval] ${mission.id}: the judge did not answer: ${error instanceof Error ? error.message : String(error)}`,
+          );
+          return null;
+        });
+        return { ...run, judge };
       });
       return {
         version: 1,
@@ -138,12 +156,15 @@ async function inBatches<T, R>(items: readonly T[], size: number, work: (item: T
  */
 async function evalServer(log: (line: string) => void) {
   const configured = process.env.DATABASE_URL?.trim();
+  if (configured && !(await postgresAnswers(configured)))
+    throw new Error(
+      `DATABASE_URL does not answer (${redactUrl(configured)}): start that Postgres, or unset DATABASE_URL for an embedded one.`,
+    );
   const server = await localOrEmbeddedPostgres({
     preferredUrl: configured || LOCAL_POSTGRES_URL,
     purpose: "eval",
     log: (line) => log(`[eval] ${line}`),
   });
-  if (configured && server.embedded) log(`[eval] DATABASE_URL does not answer; using an embedded Postgres instead.`);
   const template = `cadre_eval_template_${process.pid}`;
   try {
     const admin = postgres(server.adminUrl, { max: 1, onnotice: () => {} });

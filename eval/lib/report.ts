@@ -47,6 +47,14 @@ const METRICS: readonly Metric[] = [
     better: "higher",
   },
   {
+    key: "judge",
+    title: "judge",
+    // Not judged (offline, --no-judge): nothing to compare.
+    value: (run) => run.judge?.quality ?? Number.NaN,
+    show: (run) => (run.judge ? `${run.judge.quality}/5` : "-"),
+    better: "higher",
+  },
+  {
     key: "input",
     title: "tokens in (cached)",
     value: (run) => run.usage.inputTokens,
@@ -109,7 +117,13 @@ function compareRun(run: MissionRun, baseline: MissionRun | undefined): Change[]
     const from = metric.value(baseline);
     const to = metric.value(run);
     const scale = Math.max(Math.abs(from), Math.abs(to));
-    if (from === to || (metric.tolerance && scale > 0 && Math.abs(to - from) / scale < metric.tolerance)) return [];
+    if (
+      Number.isNaN(from) ||
+      Number.isNaN(to) ||
+      from === to ||
+      (metric.tolerance && scale > 0 && Math.abs(to - from) / scale < metric.tolerance)
+    )
+      return [];
     const verdict: Change["verdict"] =
       metric.better === "neutral" ? "changed" : to > from === (metric.better === "higher") ? "better" : "worse";
     return [{ mission: run.mission, metric: metric.key, from, to, verdict }];

@@ -8,16 +8,19 @@ import { withDatabase } from "../../scripts/lib/postgres-server";
 import { startWorkerProcess, waitFor, type WorkerProcess } from "../../tests/support/worker-process";
 import { streamChatReply } from "../../src/lib/agents/chat";
 import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/agents/engine-config";
-import { isFailedToolResult } from "../../src/lib/agents/formats";
+import { errorMarkerMessage, isFailedToolResult, splitMarker } from "../../src/lib/agents/formats";
 import { answerQuestionFromPerson } from "../../src/lib/agents/questions";
 import { createTeam } from "../../src/lib/agents/teams";
 import { createDatabase } from "../../src/lib/db/client";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
+import { getForegroundConversation } from "../../src/lib/db/queries/conversations";
+import { getLastMessage } from "../../src/lib/db/queries/messages";
 import { writeUnderTeam } from "../../src/lib/db/queries/teams";
 import { keptPrice } from "../../src/lib/db/queries/usage";
 import { agents, conversations, inboxItems, messages, questions, usage } from "../../src/lib/db/schema";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
 import { loadPriceTable, spendOf } from "../../src/lib/usage/spend";
+import type { Judgement } from "./judge";
 import type { Mission } from "./missions";
 import { scoreMission, type Briefing, type MissionScore } from "./score";
 import { EVAL_TAVILY_KEY, type EvalWeb } from "./web";
@@ -41,8 +44,12 @@ const PERSON_ANSWER =
 
 export type MissionRun = {
   mission: string;
-  /** briefed: a briefing arrived and the team went idle; timed-out: not within the time allowed; failed: the run broke. */
-  status: "briefed" | "timed-out" | "failed";
+  /**
+   * briefed: a briefing arrived and the team went idle; no-briefing: the team went idle with
+   * nothing open and no briefing (the lead answered in chat only, or its model failed);
+   * timed-out: not within the time allowed; failed: the eval's run broke.
+   */
+  status: "briefed" | "no-briefing" | "timed-out" | "failed";
   error?: string;
   model: string;
   wallSeconds: number;
@@ -60,6 +67,8 @@ export type MissionRun = {
   toolErrors: number;
   /** Questions the team's agents asked: of the person (answered by the eval) or of their lead. */
   questionsAsked: number;
+  /** The configured model's grade of the briefings (judge.ts); null with the offline model or --no-judge. */
+  judge: Judgement | null;
 };
 
 export type MissionOptions = {
@@ -134,6 +143,10 @@ export async function runMission(mission: Mission, options: MissionOptions): Pro
     // The person's message in the lead's chat, the reply read to its end as the page does.
     await (await streamChatReply(deps, lead.id, mission.message, new AbortController().signal)).text();
     status = await untilBriefedAndIdle(db, jobs, team.id, startedWork + options.timeoutMs);
+    // A chat reply that failed says so in the chat, as the person would read it.
+    const reply = await getLastMessage(db, (await getForegroundConversation(db, lead.id)).id);
+    const failure = reply?.role === "assistant" ? errorMarkerMessage(splitMarker(reply.content)?.marker ?? "") : null;
+    if (failure) error = `the lead's chat reply failed: ${failure}`;
   } catch (caught) {
     status = "failed";
     error = caught instanceof Error ? caught.message : String(caught);
@@ -155,6 +168,7 @@ export async function runMission(mission: Mission, options: MissionOptions): Pro
       usage: teamId ? await usageOf(db, teamId) : emptyUsage(),
       ...(teamId ? await toolCallsOf(db, teamId) : { toolCalls: 0, toolErrors: 0 }),
       questionsAsked: teamId ? await questionsOf(db, teamId) : 0,
+      judge: null,
     };
   } finally {
     await jobs.stop({ graceful: false, timeoutMs: 1000 }).catch(() => {});
@@ -166,29 +180,36 @@ export async function runMission(mission: Mission, options: MissionOptions): Pro
 
 /**
  * Done when a briefing is in the inbox and nothing runs, is queued or is pending, twice in a
- * row (a report that wakes the lead lands between two looks at most once). Questions to the
- * person are answered on the way, as a person would.
+ * row (a report that wakes the lead lands between two looks at most once); or when nothing
+ * has happened for a second with no task open and no briefing: nobody is working on it.
+ * Questions to the person are answered on the way, as a person would.
  */
 async function untilBriefedAndIdle(
   db: ReturnType<typeof createDatabase>["db"],
   jobs: JobQueue,
   teamId: string,
   deadline: number,
-): Promise<"briefed" | "timed-out"> {
+): Promise<"briefed" | "no-briefing" | "timed-out"> {
   let quietLooks = 0;
+  let idleLooks = 0;
   while (performance.now() < deadline) {
     await answerOpenQuestions(db, jobs, teamId);
-    const [row] = await db.execute<{ busy: number; briefings: number }>(sql`
+    const [row] = await db.execute<{ busy: number; open: number; briefings: number }>(sql`
       select (select count(*) from work_sessions s join agents a on a.id = s.agent_id
                where a.team_id = ${teamId} and s.status = 'running')
            + (select count(*) from pgboss.job where name = 'agent-wake' and state in ('created', 'retry', 'active'))
            + (select count(*) from agent_inputs i join agents a on a.id = i.agent_id where a.team_id = ${teamId})
            + (select count(*) from tasks t join agents a on a.id = t.agent_id
                where a.team_id = ${teamId} and t.status = 'pending') as busy,
+             (select count(*) from tasks t join agents a on a.id = t.agent_id
+               where a.team_id = ${teamId} and t.status in ('in_progress', 'waiting_input')) as open,
              (select count(*) from inbox_items where team_id = ${teamId} and type = 'briefing') as briefings`);
-    const done = Number(row?.briefings ?? 0) > 0 && Number(row?.busy ?? 1) === 0;
-    quietLooks = done ? quietLooks + 1 : 0;
+    const idle = Number(row?.busy ?? 1) === 0;
+    const briefed = Number(row?.briefings ?? 0) > 0;
+    quietLooks = idle && briefed ? quietLooks + 1 : 0;
+    idleLooks = idle && !briefed && Number(row?.open ?? 1) === 0 ? idleLooks + 1 : 0;
     if (quietLooks >= 2) return "briefed";
+    if (idleLooks >= 4) return "no-briefing";
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return "timed-out";

@@ -2,12 +2,15 @@
 // model, which must score at least what eval/offline-baseline.json recorded; and the same
 // missions with a team broken on purpose, which must score lower (the eval can fail).
 import { readFile } from "node:fs/promises";
+import { MockLanguageModelV4 } from "ai/test";
 import { describe, expect, inject, it } from "vitest";
+import { judgeBriefings } from "../../eval/lib/judge";
 import { runEval, type EvalReport } from "../../eval/lib/eval";
 import { loadMissions } from "../../eval/lib/missions";
 import { compareReports } from "../../eval/lib/report";
 import { citedPages, mentions, normalize, scoreMission } from "../../eval/lib/score";
 import { loadCorpus } from "../../eval/lib/corpus";
+import { promptText, textReply } from "../support/mock-model";
 
 const MISSIONS = ["castellane-port", "veyra-lithium"];
 
@@ -101,5 +104,26 @@ describe("scoring a briefing", () => {
       },
     ]);
     expect(unsourced).toMatchObject({ found: 1, sourced: 0, repeated: 0, score: 13 });
+  });
+
+  it("has the configured model grade the briefings against the mission's findings and decoys", async () => {
+    const pages = await loadCorpus();
+    const [castellane] = await loadMissions(new Set(pages.map((page) => page.path)));
+    let seen = "";
+    const model = new MockLanguageModelV4({
+      doGenerate: async (options) => {
+        seen = promptText(options.prompt);
+        return textReply(JSON.stringify({ quality: 4, reasons: "Answers both questions with sources." }));
+      },
+    });
+    const graded = await judgeBriefings(model, castellane!, [
+      { title: "Castellane", summary: "A record year.", content: "4.37 million TEU in 2025." },
+    ]);
+    expect(graded).toEqual({ quality: 4, reasons: "Answers both questions with sources." });
+    expect(seen).toContain("4.37 million TEU handled in 2025");
+    expect(seen).toContain("Harlow Stevedoring as the operator");
+    expect(seen).toContain("4.37 million TEU in 2025.");
+    // No briefing is the lowest grade, without asking.
+    expect(await judgeBriefings(model, castellane!, [])).toMatchObject({ quality: 1 });
   });
 });
