@@ -64,7 +64,7 @@ describe("npm run eval on the offline model", () => {
       expect(run.score.score, run.mission).toBeLessThan(intact.score.score);
       expect(run.score.sourced, run.mission).toBeLessThan(intact.score.sourced);
     }
-  }, 150_000);
+  }, 240_000);
 });
 
 describe("scoring a briefing", () => {
