@@ -1,5 +1,5 @@
 import type { NextConfig } from "next";
-import { FIXED_SECURITY_HEADERS, NON_PAGE_POLICY } from "./src/lib/security-headers";
+import { FIXED_SECURITY_HEADERS, NON_PAGE_POLICY } from "./src/lib/http/security-headers";
 
 /**
  * The security headers on what src/proxy.ts never sees (its matcher skips these); it sets them on the rest.

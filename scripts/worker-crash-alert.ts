@@ -3,7 +3,7 @@
 // its own so the supervisor never holds a database pool or a job queue that could fail it.
 import { createDatabase } from "../src/lib/db/client";
 import { JobQueue } from "../src/lib/jobs/job-queue";
-import { raiseWorkerCrashAlert, workerCrashReport } from "../src/lib/worker-crashes";
+import { raiseWorkerCrashAlert, workerCrashReport } from "../src/lib/views/worker-crashes";
 
 const url = process.env.DATABASE_URL;
 let outcome: Awaited<ReturnType<typeof raiseWorkerCrashAlert>> | undefined;

@@ -4,10 +4,10 @@
 
 /** Starts the web process's telemetry, its watch for stalled work and its notification deliveries. */
 export async function registerNode(): Promise<void> {
-  const { isClientAbort } = await import("@/lib/http");
+  const { isClientAbort } = await import("@/lib/http/http");
   oneLineForClientAborts(isClientAbort);
   // Chat replies' spans (and Next's own request spans) go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set.
-  const { startTelemetry } = await import("@/lib/telemetry");
+  const { startTelemetry } = await import("@/lib/telemetry/tracing");
   const telemetry = startTelemetry({ serviceName: "cadre-web" });
   if (telemetry) flushBeforeExit(telemetry);
   // How many connections this server may open, and a warning when the database is short of them.
@@ -21,11 +21,11 @@ export async function registerNode(): Promise<void> {
       console.log(`[web] database: ${error instanceof Error ? error.message : String(error)}`),
     );
   // Workers cannot report their own absence: the web process looks for work waiting with no worker.
-  const { watchForStalledWork } = await import("@/lib/health");
+  const { watchForStalledWork } = await import("@/lib/domain/health");
   watchForStalledWork();
   // Notifications go out from the web process too: the "no worker is running" alert must
   // reach the person exactly when no worker runs. pg-boss gives each delivery to one process.
-  const { deliverNotificationsFromWeb } = await import("@/lib/server");
+  const { deliverNotificationsFromWeb } = await import("@/lib/http/server");
   void deliverNotificationsFromWeb();
 }
 

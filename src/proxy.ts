@@ -1,15 +1,21 @@
 import { NextResponse, type NextRequest } from "next/server";
-import { isLiveSession } from "@/lib/auth";
-import { isLoopbackHost, isPublicPath, looksLikeSessionToken, SESSION_COOKIE, SIGN_IN_PATH } from "@/lib/auth-rules";
+import { isLiveSession } from "@/lib/auth/auth";
+import {
+  isLoopbackHost,
+  isPublicPath,
+  looksLikeSessionToken,
+  SESSION_COOKIE,
+  SIGN_IN_PATH,
+} from "@/lib/auth/auth-rules";
 import { database } from "@/lib/db/client";
-import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/security-headers";
+import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/http/security-headers";
 import { databaseUnavailableReason } from "@/lib/db/errors";
-import { describeForLog } from "@/lib/log";
+import { describeForLog } from "@/lib/telemetry/log";
 
 /**
  * The early gate (Next 16's `proxy`, formerly middleware): strangers get the sign-in page
  * or a 401 before anything renders. It is not the only check: route handlers, pages and
- * server actions verify the session themselves (src/lib/auth.ts), so a request that skips
+ * server actions verify the session themselves (src/lib/auth/auth.ts), so a request that skips
  * this file (a forged `x-middleware-subrequest`, a matcher gap) gains nothing. It is the only
  * check for one thing: a path Next cannot decode, which fails before any handler could see it.
  */

@@ -1,8 +1,8 @@
 import { and, eq } from "drizzle-orm";
-import { parseLogInput } from "../../src/lib/agents/formats";
-import { runScheduledLeadCheckIn } from "../../src/lib/agents/schedules";
-import { assignTask } from "../../src/lib/agents/tasks";
-import { plural } from "../../src/lib/plural";
+import { parseLogInput } from "../../src/lib/core/formats";
+import { runScheduledLeadCheckIn } from "../../src/lib/domain/schedules";
+import { assignTask } from "../../src/lib/domain/tasks";
+import { plural } from "../../src/lib/util/plural";
 import { tasks, type Usage } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
 import { waitFor } from "../../tests/support/worker-process";

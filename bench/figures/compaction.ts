@@ -1,7 +1,7 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
-import { runWorkSession } from "../../src/lib/agents/agent";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { runWorkSession } from "../../src/lib/engine/agent";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { createTestEngine } from "../../tests/support/engine";

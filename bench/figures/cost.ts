@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
-import { runScheduledLeadCheckIn } from "../../src/lib/agents/schedules";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { runScheduledLeadCheckIn } from "../../src/lib/domain/schedules";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { tasks, type Usage } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
 import { waitFor } from "../../tests/support/worker-process";

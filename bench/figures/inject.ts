@@ -1,5 +1,5 @@
 import { eq } from "drizzle-orm";
-import { assignTask, queueInput } from "../../src/lib/agents/tasks";
+import { assignTask, queueInput } from "../../src/lib/domain/tasks";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { workSessions } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { eq } from "drizzle-orm";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { tasks } from "../../src/lib/db/schema";

@@ -1,5 +1,5 @@
 import { inArray } from "drizzle-orm";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import { tasks, workSessions } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { ContextReader, loadContextForCall } from "../../src/lib/agents/compaction";
-import { workInstructions } from "../../src/lib/agents/prompts";
+import { ContextReader, loadContextForCall } from "../../src/lib/engine/compaction";
+import { workInstructions } from "../../src/lib/core/prompts";
 import { requireAgent } from "../../src/lib/db/queries/agents";
 import { appendMessage } from "../../src/lib/db/queries/messages";
 import { readNextCallFacts } from "../../src/lib/db/queries/next-call";

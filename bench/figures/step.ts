@@ -1,5 +1,5 @@
-import { runWorkSession } from "../../src/lib/agents/agent";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { runWorkSession } from "../../src/lib/engine/agent";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { sessionModel, textReply, toolCallReply } from "../../tests/support/mock-model";
 import { createTestEngine } from "../../tests/support/engine";
 import type { LoadedHistory } from "../lib/history";

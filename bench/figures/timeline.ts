@@ -1,6 +1,6 @@
 import { sql as drizzleSql } from "drizzle-orm";
 import { timelineRowsStatement } from "../../src/lib/db/queries/timeline";
-import { decodeCursor, encodeCursor, getTeamTimeline } from "../../src/lib/timeline";
+import { decodeCursor, encodeCursor, getTeamTimeline } from "../../src/lib/views/timeline";
 import type { LoadedHistory } from "../lib/history";
 import type { BenchDatabase } from "../lib/postgres";
 import { formatMs, now, summarize } from "../lib/stats";

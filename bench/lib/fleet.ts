@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { inArray, sql } from "drizzle-orm";
-import { assignTask } from "../../src/lib/agents/tasks";
+import { assignTask } from "../../src/lib/domain/tasks";
 import { agents, conversations, teams, workSessions } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
 import { waitFor } from "../../tests/support/worker-process";

@@ -1,4 +1,4 @@
-import { BRIEFING_DECISION_PROMPT, COMPACTION_INSTRUCTIONS } from "../../src/lib/agents/prompts";
+import { BRIEFING_DECISION_PROMPT, COMPACTION_INSTRUCTIONS } from "../../src/lib/core/prompts";
 import {
   lastUserText,
   startFakeOpenAI,

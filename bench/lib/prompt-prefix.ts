@@ -1,6 +1,6 @@
 // How well a conversation's requests keep to OpenAI's prompt cache: each request should extend
 // the one before it byte for byte, so all but what it adds is served from the cache.
-import { SUMMARY_PREFIX } from "../../src/lib/agents/model-messages";
+import { SUMMARY_PREFIX } from "../../src/lib/engine/model-messages";
 import type { FakeChatRequest } from "../../tests/support/fake-openai";
 import {
   CACHE_BLOCK_TOKENS,

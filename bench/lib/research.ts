@@ -3,9 +3,9 @@
 // the way a model does in the standard flow (delegate, search, read, record, report, brief).
 import { createHash } from "node:crypto";
 import { and, eq, inArray } from "drizzle-orm";
-import { streamChatReply } from "../../src/lib/agents/chat";
-import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/agents/engine-config";
-import { parseLogInput, type LogInput } from "../../src/lib/agents/formats";
+import { streamChatReply } from "../../src/lib/engine/chat";
+import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/core/engine-config";
+import { parseLogInput, type LogInput } from "../../src/lib/core/formats";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import type { Db } from "../../src/lib/db/client";

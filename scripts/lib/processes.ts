@@ -3,7 +3,7 @@ import { existsSync, watch, type FSWatcher } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { WorkerCrashReport } from "../../src/lib/worker-crashes";
+import type { WorkerCrashReport } from "../../src/lib/views/worker-crashes";
 import { migrateDatabase, redactUrl } from "../../src/lib/db/migrate";
 import { waitForDatabase } from "../../src/lib/db/wait";
 import { env } from "../../src/lib/env";

@@ -8,14 +8,14 @@
 // with the segment's loading.tsx below that layout; the pages with no id share (lists)/loading.tsx.
 import { notFound } from "next/navigation";
 import { cache } from "react";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getInboxListing, type InboxListing } from "@/lib/db/queries/views";
 import { getWorkSession } from "@/lib/db/queries/work-sessions";
 import type { Agent, Team, WorkSession } from "@/lib/db/schema";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 
 // One read per request, shared by the layout, the page and its title (React's cache); null for
 // an id that names nothing, a malformed one without asking the database.

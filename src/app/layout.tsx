@@ -3,8 +3,8 @@ import type { ReactNode } from "react";
 import { LiveEventsProvider } from "@/components/live-events";
 import { Nav } from "@/components/nav";
 import { WorkerBanner } from "@/components/worker-banner";
-import { hasPageSession, signInRequired } from "@/lib/auth";
-import { backgroundWorkStalled } from "@/lib/health";
+import { hasPageSession, signInRequired } from "@/lib/auth/auth";
+import { backgroundWorkStalled } from "@/lib/domain/health";
 import { usingOfflineModel } from "@/lib/llm/provider";
 import "./globals.css";
 

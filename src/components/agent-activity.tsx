@@ -2,8 +2,8 @@
 
 import Link from "next/link";
 import { useEffect, useState } from "react";
-import { activityState, formatElapsed, type AgentActivity } from "@/lib/activity";
-import { plural } from "@/lib/plural";
+import { activityState, formatElapsed, type AgentActivity } from "@/lib/views/activity";
+import { plural } from "@/lib/util/plural";
 
 /** One clock for every elapsed time on the page, so they tick together. */
 const listeners = new Set<(now: number) => void>();

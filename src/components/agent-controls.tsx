@@ -1,9 +1,9 @@
 "use client";
 
-import { taskResultText } from "@/lib/plain-words";
+import { taskResultText } from "@/lib/views/plain-words";
 import Link from "next/link";
 import { useState, type FormEvent, type ReactNode } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api, messageOf } from "@/lib/client/api-client";
 import { ErrorNote, StatusBadge } from "./ui";
 import { useAction } from "./use-action";
 

@@ -1,9 +1,9 @@
 "use client";
 
-import { describeToolCall, toolAction } from "@/lib/tool-labels";
+import { describeToolCall, toolAction } from "@/lib/views/tool-labels";
 import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent } from "react";
-import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";
+import { api, ApiError, messageOf, type Wire } from "@/lib/client/api-client";
 import type { Approval } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";

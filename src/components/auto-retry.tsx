@@ -1,7 +1,7 @@
 "use client";
 
 import { useCallback, useEffect, useRef, useState } from "react";
-import { retryDelaySeconds } from "@/lib/retry-backoff";
+import { retryDelaySeconds } from "@/lib/client/retry-backoff";
 import { useLiveEvents } from "./live-events";
 
 export type AutoRetry = {

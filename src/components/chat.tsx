@@ -13,10 +13,10 @@ import {
   type FormEvent,
   type KeyboardEvent,
 } from "react";
-import { api, errorMessageFrom, messageOf } from "@/lib/api-client";
-import { oneAtATime } from "@/lib/one-at-a-time";
-import { isNotRunResult } from "@/lib/agents/formats";
-import { STOPPED_BY_YOU } from "@/lib/plain-words";
+import { api, errorMessageFrom, messageOf } from "@/lib/client/api-client";
+import { oneAtATime } from "@/lib/client/one-at-a-time";
+import { isNotRunResult } from "@/lib/core/formats";
+import { STOPPED_BY_YOU } from "@/lib/views/plain-words";
 import {
   CHAT_PAGE_SIZE,
   chatMessageShowing,
@@ -25,7 +25,7 @@ import {
   toChatMessages,
   type ApiMessage,
   type ChatMessage,
-} from "@/lib/chat-messages";
+} from "@/lib/views/chat-messages";
 import type { AgentRole } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { RetryNote, useAutoRetry } from "./auto-retry";

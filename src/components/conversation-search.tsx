@@ -2,10 +2,10 @@
 
 import Link from "next/link";
 import { Fragment, useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
-import { plainSnippet } from "@/lib/plain-words";
-import { MATCH_END, MATCH_START } from "@/lib/search-marks";
-import type { SearchHit, SearchPage } from "@/lib/message-search";
+import { api, messageOf } from "@/lib/client/api-client";
+import { plainSnippet } from "@/lib/views/plain-words";
+import { MATCH_END, MATCH_START } from "@/lib/util/search-marks";
+import type { SearchHit, SearchPage } from "@/lib/views/message-search";
 import { ErrorNote, LocalTime } from "./ui";
 
 /** The search box: a plain GET form, so a search is a URL the person can keep. */

@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
-import { api, messageOf } from "@/lib/api-client";
+import { api, messageOf } from "@/lib/client/api-client";
 import type { Agent, Team } from "@/lib/db/schema";
 import { ErrorNote } from "./ui";
 

@@ -1,17 +1,17 @@
 "use client";
 
-import { inboxTitle, plainText } from "@/lib/plain-words";
+import { inboxTitle, plainText } from "@/lib/views/plain-words";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { InboxItemType } from "@/lib/db/schema";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
 import { QuestionCard, type QuestionData } from "./question-card";
 import { EmptyState, ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 
 export type InboxRow = {
   id: string;

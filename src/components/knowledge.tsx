@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useState } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { KnowledgeItemType } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";

@@ -1,8 +1,8 @@
 "use client";
 
 import { useState, type FormEvent } from "react";
-import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
-import { api } from "@/lib/api-client";
+import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
+import { api } from "@/lib/client/api-client";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";

@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
-import type { LiveEvent } from "@/lib/events";
+import type { LiveEvent } from "@/lib/http/events";
 
 /** `null` means "you may have missed events" (a reconnect): refetch everything shown. */
 type Listener = (event: LiveEvent | null) => void;

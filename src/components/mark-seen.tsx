@@ -1,7 +1,7 @@
 "use client";
 
 import { useRouter } from "next/navigation";
-import { lastVisitCookie } from "@/lib/last-visit";
+import { lastVisitCookie } from "@/lib/views/last-visit";
 
 /**
  * Moves "since you were last here" to the time the page was rendered, not the click: what

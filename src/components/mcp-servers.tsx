@@ -2,10 +2,10 @@
 
 import { useRouter } from "next/navigation";
 import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
-import { api, type Wire } from "@/lib/api-client";
+import { api, type Wire } from "@/lib/client/api-client";
 import type { McpTransport } from "@/lib/db/schema";
 import type { McpServerView, McpTestResult } from "@/lib/mcp/servers";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { firstSentence } from "./tool-policies";
 import { ErrorNote, LocalTime } from "./ui";

@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useCallback, useEffect, useState } from "react";
-import { isFinalTask } from "@/lib/task-statuses";
+import { isFinalTask } from "@/lib/db/task-statuses";
 import { useCoalesced, useLiveEvents, useLiveState } from "./live-events";
 
 // Home ("/", since you were last here) is the brand link: a fifth link would crowd the phone's bar.

@@ -1,7 +1,7 @@
 "use client";
 
 import { useCallback, useState, type FormEvent } from "react";
-import { api, ApiError } from "@/lib/api-client";
+import { api, ApiError } from "@/lib/client/api-client";
 import type { NotificationChannelType, NotificationKind, NotificationStatus } from "@/lib/db/schema";
 import { useCoalesced, useLiveEvents } from "./live-events";
 import { ErrorNote, LocalTime, StatusBadge } from "./ui";

@@ -1,8 +1,8 @@
 "use client";
 
 import { useId, useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
-import type { ConnectionCheck, ServiceCheck } from "@/lib/connection-check";
+import { api, messageOf } from "@/lib/client/api-client";
+import type { ConnectionCheck, ServiceCheck } from "@/lib/telemetry/connection-check";
 import { ErrorNote } from "./ui";
 import { CopyField } from "./webhook-secret";
 

@@ -1,7 +1,7 @@
 "use client";
 
 import { useState } from "react";
-import { messageOf } from "@/lib/api-client";
+import { messageOf } from "@/lib/client/api-client";
 import { ErrorNote } from "./ui";
 
 /** What the timeline's lists are filtered by. */

@@ -2,7 +2,7 @@
 // Details disclosure for its kind) and a message of a work log (a log input, an engine
 // prompt, an agent's text with its closing marker). The work log, the timeline entries and
 // the trace render through these, so each says a thing the same way.
-import { splitMarker } from "@/lib/agents/formats";
+import { splitMarker } from "@/lib/core/formats";
 import {
   describeAgentText,
   describeLogMessage,
@@ -11,7 +11,7 @@ import {
   withoutIds,
   type Names,
   type Problem,
-} from "@/lib/plain-words";
+} from "@/lib/views/plain-words";
 import { Markdown } from "./markdown";
 
 /** One sentence saying what happened and what happens next; the kind of failure behind "Details". */

@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent, type KeyboardEvent } from "react";
-import { api, ApiError, messageOf, type Wire } from "@/lib/api-client";
+import { api, ApiError, messageOf, type Wire } from "@/lib/client/api-client";
 import type { Question } from "@/lib/db/schema";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";

@@ -1,9 +1,9 @@
 "use client";
 
 import { useEffect, useState } from "react";
-import { previewSchedule } from "@/lib/agents/schedule-preview";
-import { cronOf, WEEKDAY_NAMES, type ScheduleChoice, type ScheduleKind } from "@/lib/agents/schedule-presets";
-import { api } from "@/lib/api-client";
+import { previewSchedule } from "@/lib/domain/schedule-preview";
+import { cronOf, WEEKDAY_NAMES, type ScheduleChoice, type ScheduleKind } from "@/lib/domain/schedule-presets";
+import { api } from "@/lib/client/api-client";
 import { LocalTime } from "./ui";
 
 const KIND_LABELS: Record<ScheduleKind, string> = {

@@ -1,8 +1,8 @@
 import type { ReactNode } from "react";
-import { parseToolOutput } from "@/lib/chat-messages";
-import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/session-trace";
-import { describeLogMessage, describeMarker, withoutIds } from "@/lib/plain-words";
-import { describeToolCall, storedCallState } from "@/lib/tool-labels";
+import { parseToolOutput } from "@/lib/views/chat-messages";
+import type { SessionTrace, TraceEvent, TraceSpan } from "@/lib/views/session-trace";
+import { describeLogMessage, describeMarker, withoutIds } from "@/lib/views/plain-words";
+import { describeToolCall, storedCallState } from "@/lib/views/tool-labels";
 import { describeCache, formatTokensInOut } from "@/lib/usage/format";
 import { Markdown } from "./markdown";
 

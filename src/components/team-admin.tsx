@@ -2,11 +2,11 @@
 
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import type { SchedulePreview } from "@/lib/agents/schedule-preview";
-import { choiceOf, cronOf } from "@/lib/agents/schedule-presets";
-import { api, messageOf } from "@/lib/api-client";
+import type { SchedulePreview } from "@/lib/domain/schedule-preview";
+import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
+import { api, messageOf } from "@/lib/client/api-client";
 import type { Agent, TeamStatus } from "@/lib/db/schema";
-import type { AgentActivity } from "@/lib/activity";
+import type { AgentActivity } from "@/lib/views/activity";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";

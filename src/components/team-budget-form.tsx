@@ -1,7 +1,7 @@
 "use client";
 
 import { useId, useState, type FormEvent } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import { formatTokens } from "@/lib/usage/format";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";

@@ -2,9 +2,9 @@
 
 import { useRouter } from "next/navigation";
 import { useRef, useState, type FormEvent } from "react";
-import { api } from "@/lib/api-client";
+import { api } from "@/lib/client/api-client";
 import type { TeamContents } from "@/lib/db/queries/teams";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
 

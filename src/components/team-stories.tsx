@@ -2,11 +2,11 @@
 
 import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
-import { formatElapsed } from "@/lib/activity";
-import { api, messageOf } from "@/lib/api-client";
-import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@/lib/stories";
-import type { TimelineEntry } from "@/lib/timeline";
-import { taskStatusWords } from "@/lib/plain-words";
+import { formatElapsed } from "@/lib/views/activity";
+import { api, messageOf } from "@/lib/client/api-client";
+import type { Story, StoryInboxItem, StoryPage, StoryPart, StoryStatus } from "@/lib/views/stories";
+import type { TimelineEntry } from "@/lib/views/timeline";
+import { taskStatusWords } from "@/lib/views/plain-words";
 import { formatTokensShort, formatUsd } from "@/lib/usage/format";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";

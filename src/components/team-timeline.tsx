@@ -2,8 +2,8 @@
 
 import Link from "next/link";
 import { useState, type ReactNode } from "react";
-import { api } from "@/lib/api-client";
-import { parseToolOutput } from "@/lib/chat-messages";
+import { api } from "@/lib/client/api-client";
+import { parseToolOutput } from "@/lib/views/chat-messages";
 import {
   describeAgentText,
   describeLogInput,
@@ -11,9 +11,9 @@ import {
   inboxTitle,
   taskGiver,
   withoutIds,
-} from "@/lib/plain-words";
-import { storedCallState } from "@/lib/tool-labels";
-import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/timeline";
+} from "@/lib/views/plain-words";
+import { storedCallState } from "@/lib/views/tool-labels";
+import type { TaskLink, TimelineEntry, TimelineItem, TimelinePage, TimelineToolCall } from "@/lib/views/timeline";
 import { matches, useCoalesced, useLiveEvents } from "./live-events";
 import { OlderPagesFoot, pageQuery, useOlderPages, type ListFilter } from "./older-pages";
 import { Markdown } from "./markdown";

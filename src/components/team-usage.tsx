@@ -1,5 +1,5 @@
 import Link from "next/link";
-import { teamBudgets } from "@/lib/agents/budgets";
+import { teamBudgets } from "@/lib/domain/budgets";
 import { db } from "@/lib/db/client";
 import type { Team } from "@/lib/db/schema";
 import { env } from "@/lib/env";

@@ -1,5 +1,5 @@
-import { notRunReason } from "@/lib/plain-words";
-import { describeToolCall, searchSources, type ToolCallState } from "@/lib/tool-labels";
+import { notRunReason } from "@/lib/views/plain-words";
+import { describeToolCall, searchSources, type ToolCallState } from "@/lib/views/tool-labels";
 import { Markdown } from "./markdown";
 
 function Json({ value }: { value: unknown }) {

@@ -1,11 +1,11 @@
 "use client";
 
 import { useId, useState } from "react";
-import { api, messageOf } from "@/lib/api-client";
-import type { ToolInfo, ToolPolicies } from "@/lib/agents/tool-policies";
+import { api, messageOf } from "@/lib/client/api-client";
+import type { ToolInfo, ToolPolicies } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolPolicy } from "@/lib/db/schema";
 import { isMcpToolName, MCP_SEPARATOR } from "@/lib/mcp/names";
-import { toolLabel } from "@/lib/tool-labels";
+import { toolLabel } from "@/lib/views/tool-labels";
 import { ErrorNote } from "./ui";
 
 const POLICY_WORDS: Record<ToolPolicy, string> = {

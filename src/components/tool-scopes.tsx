@@ -1,11 +1,11 @@
 "use client";
 
 import { useState } from "react";
-import { api } from "@/lib/api-client";
-import type { ToolInfo } from "@/lib/agents/tool-policies";
+import { api } from "@/lib/client/api-client";
+import type { ToolInfo } from "@/lib/engine/tool-policies";
 import type { AgentRole, ToolScope } from "@/lib/db/schema";
 import { MCP_SEPARATOR, mcpToolNames } from "@/lib/mcp/names";
-import { plural } from "@/lib/plural";
+import { plural } from "@/lib/util/plural";
 import type { McpServerWire } from "./mcp-servers";
 import { firstSentence, offeredTo } from "./tool-policies";
 import { ErrorNote } from "./ui";

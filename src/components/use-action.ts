@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useCallback, useState } from "react";
-import { messageOf } from "@/lib/api-client";
+import { messageOf } from "@/lib/client/api-client";
 
 /**
  * A button's or form's request to the API: busy while it runs, the server's message

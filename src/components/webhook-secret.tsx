@@ -1,12 +1,12 @@
 "use client";
 
 import { useEffect, useId, useRef, useState, useSyncExternalStore, type ReactNode } from "react";
-import { api, ApiError, messageOf } from "@/lib/api-client";
+import { api, ApiError, messageOf } from "@/lib/client/api-client";
 import { ErrorNote, LocalTime } from "./ui";
 
 type Status = { configured: boolean; createdAt: string | null };
 
-/** How senders sign a delivery; passed from the server (src/lib/webhooks.ts) so it is said in one place. */
+/** How senders sign a delivery; passed from the server (src/lib/http/webhooks.ts) so it is said in one place. */
 export type WebhookSigning = {
   timestampHeader: string;
   signatureHeader: string;

@@ -2,13 +2,13 @@
 
 import Link from "next/link";
 import { Fragment, useEffect, useLayoutEffect, useRef, useState } from "react";
-import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/agents/formats";
-import { describeLogMessage, notRunReason, type Named } from "@/lib/plain-words";
-import { storedCallState } from "@/lib/tool-labels";
-import { api, messageOf } from "@/lib/api-client";
-import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/chat-messages";
+import { isNotRunResult, parseLogInput, splitMarker } from "@/lib/core/formats";
+import { describeLogMessage, notRunReason, type Named } from "@/lib/views/plain-words";
+import { storedCallState } from "@/lib/views/tool-labels";
+import { api, messageOf } from "@/lib/client/api-client";
+import { hasOlder, mergeNewest, parseToolOutput, type ApiMessage } from "@/lib/views/chat-messages";
 import { formatTokensInOut } from "@/lib/usage/format";
-import type { LogSession, LogStep, WorkLogPage } from "@/lib/work-log-page";
+import type { LogSession, LogStep, WorkLogPage } from "@/lib/views/work-log-page";
 import { ApprovalCard, type ApprovalData } from "./approval-card";
 import { Markdown } from "./markdown";
 import { AgentTextBody, LogInputBody, PlainMarkdown } from "./plain-words";

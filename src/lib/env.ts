@@ -1,3 +1,4 @@
+import "server-only";
 import { z } from "zod";
 
 /** Empty strings in .env files mean "unset", not "the empty value". */

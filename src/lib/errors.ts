@@ -1,3 +1,4 @@
+import "server-only";
 /**
  * One error type for everything a caller should see. `code` is `kind:surface`
  * (e.g. `not_found:agent`); route handlers turn it into a JSON response with the

@@ -1,9 +1,9 @@
 // The worker process: runs agents' work sessions from the pg-boss queue.
 import { waitForDatabase } from "@/lib/db/wait";
 import { databaseUrl, env } from "@/lib/env";
-import { startTelemetry } from "@/lib/telemetry";
+import { startTelemetry } from "@/lib/telemetry/tracing";
 import type { RunningWorker } from "./runner";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 // Before any session: spans go to OTEL_EXPORTER_OTLP_ENDPOINT when it is set (null: no tracing).
 const telemetry = startTelemetry({ serviceName: "cadre-worker" });

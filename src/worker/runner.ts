@@ -1,11 +1,11 @@
 import { createDatabase, type Database } from "@/lib/db/client";
 import { connectionBudget, reportConnectionRoom } from "@/lib/db/connection-budget";
 import { listenWithRecovery } from "@/lib/db/listener";
-import { runWorkSession, stopLocalSession } from "@/lib/agents/agent";
-import { resumeChat } from "@/lib/agents/chat";
-import { engineDeps, type EngineDeps } from "@/lib/agents/engine-config";
-import { teamsOverBudget } from "@/lib/agents/budgets";
-import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/agents/schedules";
+import { runWorkSession, stopLocalSession } from "@/lib/engine/agent";
+import { resumeChat } from "@/lib/engine/chat";
+import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
+import { teamsOverBudget } from "@/lib/domain/budgets";
+import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/domain/schedules";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
@@ -14,7 +14,7 @@ import { workNotifications } from "@/lib/notifications/deliver";
 import { closeMcpConnections, pruneMcpConnections } from "@/lib/mcp/connections";
 import { listEnabledMcpServerIds } from "@/lib/db/queries/mcp-servers";
 import { startWorkerHeartbeat } from "./liveness";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 export type WorkerOptions = {
   databaseUrl?: string;

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItemOnce } from "@/lib/db/queries/inbox-items";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeOpenAI } from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";

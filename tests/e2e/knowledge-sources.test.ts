@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { recordKnowledge } from "@/lib/agents/knowledge-items";
+import { recordKnowledge } from "@/lib/domain/knowledge-items";
 import { appendMessages } from "@/lib/db/queries/messages";
 import { getBackgroundConversation, getOrCreateConversation } from "@/lib/db/queries/conversations";
 import { getAgent } from "@/lib/db/queries/agents";

@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInboxItem } from "@/lib/db/queries/inbox-items";
 import { createKnowledgeItem } from "@/lib/db/queries/knowledge-items";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { buildIfStale, launchChromium, settle, shoot, startApp, type AppServer } from "./app-server";

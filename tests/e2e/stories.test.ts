@@ -7,7 +7,7 @@
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { parseLogInput } from "@/lib/agents/formats";
+import { parseLogInput } from "@/lib/core/formats";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import {
   lastUserText,

@@ -2,8 +2,8 @@
 // act outside its role and team — tools authorize in code, whatever the model says.
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { assignTask } from "@/lib/agents/tasks";
+import { runWorkSession } from "@/lib/engine/agent";
+import { assignTask } from "@/lib/domain/tasks";
 import {
   createKnowledgeItem,
   getAllMessages,

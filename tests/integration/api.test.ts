@@ -20,14 +20,14 @@ import {
   searchKnowledgeItems,
 } from "@/lib/db/queries";
 import type { Agent, InboxItem, Message, Team } from "@/lib/db/schema";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import { AGENT_WAKE_QUEUE, LEAD_SCHEDULE_QUEUE } from "@/lib/jobs/queues";
 import { OFFLINE_EXPLANATION } from "@/lib/llm/offline-model";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
-import { completeTask } from "@/lib/agents/task-lifecycle";
+import { STOPPED_MARKER } from "@/lib/core/formats";
+import { completeTask } from "@/lib/domain/task-lifecycle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
-import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
+import { closeWebTestDatabase, jsonRequest, ORIGIN, openOfflineWeb, routeParams } from "../support/web";
 
 // The route modules, imported once DATABASE_URL points at this file's database.
 async function loadRoutes() {
@@ -55,13 +55,8 @@ let api: Awaited<ReturnType<typeof loadRoutes>>;
 let engine: EngineDeps;
 
 beforeAll(async () => {
-  // No provider, no search key: the offline model answers, deterministically and with no network.
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
-    delete process.env[name];
-  database = await createWebTestDatabase();
+  ({ database, engine } = await openOfflineWeb());
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
-  engine = await webEngine();
 });
 
 afterAll(async () => {
@@ -71,24 +66,9 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-const ORIGIN = "http://localhost:3000";
-
-function jsonRequest(method: string, path: string, body?: unknown): Request {
-  if (body === undefined) return new Request(ORIGIN + path, { method });
-  return new Request(ORIGIN + path, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-}
-
 /** A body sent exactly as given: malformed JSON, an empty body. */
 function rawRequest(method: string, path: string, body: string): Request {
   return new Request(ORIGIN + path, { method, headers: { "content-type": "application/json" }, body });
-}
-
-function params<T extends Record<string, string>>(values: T) {
-  return { params: Promise.resolve(values) };
 }
 
 /** What a client receives for a row: dates as ISO strings. */
@@ -159,13 +139,16 @@ async function newTeam(options: { subordinates?: string[] } = {}) {
 async function getMessages(agentId: string, query = ""): Promise<ApiMessage[]> {
   const response = await api.messages.GET(
     jsonRequest("GET", `/api/agents/${agentId}/messages${query}`),
-    params({ agentId }),
+    routeParams({ agentId }),
   );
   return (await expectJson<{ messages: ApiMessage[] }>(response)).messages;
 }
 
 async function getTasks(agentId: string): Promise<ApiTask[]> {
-  const response = await api.agentTasks.GET(jsonRequest("GET", `/api/agents/${agentId}/tasks`), params({ agentId }));
+  const response = await api.agentTasks.GET(
+    jsonRequest("GET", `/api/agents/${agentId}/tasks`),
+    routeParams({ agentId }),
+  );
   return (await expectJson<{ tasks: ApiTask[] }>(response)).tasks;
 }
 
@@ -273,7 +256,7 @@ describe("/api/teams", () => {
 describe("/api/teams/:teamId", () => {
   it("GET answers {team, agents}, the lead first", async () => {
     const { team, lead, subordinates } = await newTeam({ subordinates: ["Scout", "Analyst"] });
-    const response = await api.team.GET(jsonRequest("GET", `/api/teams/${team.id}`), params({ teamId: team.id }));
+    const response = await api.team.GET(jsonRequest("GET", `/api/teams/${team.id}`), routeParams({ teamId: team.id }));
     const body = await expectJson<{ team: ApiTeam; agents: ApiAgent[] }>(response);
     expect(Object.keys(body).sort()).toEqual(["agents", "team"]);
     expect(body.team).toEqual(wire(team));
@@ -282,7 +265,7 @@ describe("/api/teams/:teamId", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("GET answers 404 for team %s", async (teamId) => {
     await expectError(
-      await api.team.GET(jsonRequest("GET", `/api/teams/${teamId}`), params({ teamId })),
+      await api.team.GET(jsonRequest("GET", `/api/teams/${teamId}`), routeParams({ teamId })),
       404,
       "not_found:team",
     );
@@ -292,7 +275,7 @@ describe("/api/teams/:teamId", () => {
     const { team } = await newTeam();
     const response = await api.team.PATCH(
       jsonRequest("PATCH", `/api/teams/${team.id}`, { name: "Renamed", mission: "A new mission." }),
-      params({ teamId: team.id }),
+      routeParams({ teamId: team.id }),
     );
     const body = await expectJson<{ team: ApiTeam }>(response);
     expect(Object.keys(body)).toEqual(["team"]);
@@ -308,7 +291,7 @@ describe("/api/teams/:teamId", () => {
     const teamId = created.team.id;
     const leadId = created.lead.id;
     const paused = await expectJson<{ team: ApiTeam }>(
-      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "paused" }), params({ teamId })),
+      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "paused" }), routeParams({ teamId })),
     );
     expect(paused.team.status).toBe("paused");
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, leadId)).toHaveLength(0);
@@ -316,7 +299,7 @@ describe("/api/teams/:teamId", () => {
     // Work given while paused waits; resuming wakes the agent it waits for.
     await createTask(database.db, { agentId: leadId, source: "user", title: "Given while paused" });
     const resumed = await expectJson<{ team: ApiTeam }>(
-      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "active" }), params({ teamId })),
+      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "active" }), routeParams({ teamId })),
     );
     expect(resumed.team.status).toBe("active");
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, leadId)).toHaveLength(1);
@@ -334,7 +317,7 @@ describe("/api/teams/:teamId", () => {
   ])("PATCH refuses %s with a 400 and changes nothing", async (_case, body, code) => {
     const { team } = await newTeam();
     await expectError(
-      await api.team.PATCH(rawRequest("PATCH", `/api/teams/${team.id}`, body), params({ teamId: team.id })),
+      await api.team.PATCH(rawRequest("PATCH", `/api/teams/${team.id}`, body), routeParams({ teamId: team.id })),
       400,
       code,
     );
@@ -343,7 +326,7 @@ describe("/api/teams/:teamId", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("PATCH answers 404 for team %s", async (teamId) => {
     await expectError(
-      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { name: "x" }), params({ teamId })),
+      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { name: "x" }), routeParams({ teamId })),
       404,
       "not_found:team",
     );
@@ -359,7 +342,7 @@ describe("/api/teams/:teamId", () => {
     const { agent: scout } = await expectJson<{ agent: ApiAgent }>(
       await api.teamAgents.POST(
         jsonRequest("POST", `/api/teams/${teamId}/agents`, { name: "Scout", instructions: "Look." }),
-        params({ teamId }),
+        routeParams({ teamId }),
       ),
       201,
     );
@@ -402,18 +385,18 @@ describe("/api/teams/:teamId", () => {
       model: "offline",
     });
 
-    const response = await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${teamId}`), params({ teamId }));
+    const response = await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${teamId}`), routeParams({ teamId }));
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
 
     await expectError(
-      await api.team.GET(jsonRequest("GET", `/api/teams/${teamId}`), params({ teamId })),
+      await api.team.GET(jsonRequest("GET", `/api/teams/${teamId}`), routeParams({ teamId })),
       404,
       "not_found:team",
     );
     for (const agentId of [lead.id, scout.id]) {
       await expectError(
-        await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), params({ agentId })),
+        await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), routeParams({ agentId })),
         404,
         "not_found:agent",
       );
@@ -428,7 +411,7 @@ describe("/api/teams/:teamId", () => {
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, lead.id)).toHaveLength(0);
 
     await expectError(
-      await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${teamId}`), params({ teamId })),
+      await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${teamId}`), routeParams({ teamId })),
       404,
       "not_found:team",
     );
@@ -436,7 +419,7 @@ describe("/api/teams/:teamId", () => {
 
   it("DELETE answers 404 for a non-uuid id", async () => {
     await expectError(
-      await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${NOT_A_UUID}`), params({ teamId: NOT_A_UUID })),
+      await api.team.DELETE(jsonRequest("DELETE", `/api/teams/${NOT_A_UUID}`), routeParams({ teamId: NOT_A_UUID })),
       404,
       "not_found:team",
     );
@@ -448,7 +431,7 @@ describe("POST /api/teams/:teamId/agents", () => {
     const { team, lead } = await newTeam();
     const response = await api.teamAgents.POST(
       jsonRequest("POST", `/api/teams/${team.id}/agents`, { name: " Scout ", instructions: "Find prices." }),
-      params({ teamId: team.id }),
+      routeParams({ teamId: team.id }),
     );
     const body = await expectJson<{ agent: ApiAgent }>(response, 201);
     expect(Object.keys(body)).toEqual(["agent"]);
@@ -475,7 +458,7 @@ describe("POST /api/teams/:teamId/agents", () => {
         parentAgentId: subordinates[0]!.id,
         model: "gpt-4.1",
       }),
-      params({ teamId: team.id }),
+      routeParams({ teamId: team.id }),
     );
     const { agent } = await expectJson<{ agent: ApiAgent }>(response, 201);
     expect(agent).toMatchObject({
@@ -492,7 +475,7 @@ describe("POST /api/teams/:teamId/agents", () => {
     for (const parentAgentId of [other.lead.id, other.subordinates[0]!.id, randomUUID()]) {
       const response = await api.teamAgents.POST(
         jsonRequest("POST", `/api/teams/${team.id}/agents`, { name: "Stray", parentAgentId }),
-        params({ teamId: team.id }),
+        routeParams({ teamId: team.id }),
       );
       await expectError(response, 400, "bad_request:parent_agent");
     }
@@ -517,7 +500,10 @@ describe("POST /api/teams/:teamId/agents", () => {
   ])("refuses %s with a 400", async (_case, body, code) => {
     const { team } = await newTeam();
     await expectError(
-      await api.teamAgents.POST(rawRequest("POST", `/api/teams/${team.id}/agents`, body), params({ teamId: team.id })),
+      await api.teamAgents.POST(
+        rawRequest("POST", `/api/teams/${team.id}/agents`, body),
+        routeParams({ teamId: team.id }),
+      ),
       400,
       code,
     );
@@ -525,7 +511,10 @@ describe("POST /api/teams/:teamId/agents", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("answers 404 for team %s", async (teamId) => {
     await expectError(
-      await api.teamAgents.POST(jsonRequest("POST", `/api/teams/${teamId}/agents`, { name: "n" }), params({ teamId })),
+      await api.teamAgents.POST(
+        jsonRequest("POST", `/api/teams/${teamId}/agents`, { name: "n" }),
+        routeParams({ teamId }),
+      ),
       404,
       "not_found:team",
     );
@@ -537,14 +526,14 @@ describe("/api/agents/:agentId", () => {
     const { subordinates } = await newTeam({ subordinates: ["Scout"] });
     const agentId = subordinates[0]!.id;
     const body = await expectJson<{ agent: ApiAgent }>(
-      await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), params({ agentId })),
+      await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), routeParams({ agentId })),
     );
     expect(body).toEqual({ agent: wire(subordinates[0]) });
   });
 
   it.each([NOT_A_UUID, randomUUID()])("GET answers 404 for agent %s", async (agentId) => {
     await expectError(
-      await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), params({ agentId })),
+      await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -561,7 +550,7 @@ describe("/api/agents/:agentId", () => {
           model: "gpt-4.1",
           schedule: "0 9 * * 1",
         }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
     );
     expect(Object.keys(changed)).toEqual(["agent"]);
@@ -578,7 +567,7 @@ describe("/api/agents/:agentId", () => {
     const cleared = await expectJson<{ agent: ApiAgent }>(
       await api.agent.PATCH(
         jsonRequest("PATCH", `/api/agents/${agentId}`, { model: null, schedule: null }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
     );
     expect(cleared.agent).toMatchObject({ name: "Chief", model: null, schedule: null });
@@ -593,14 +582,17 @@ describe("/api/agents/:agentId", () => {
     await expectJson(
       await api.agent.PATCH(
         jsonRequest("PATCH", `/api/agents/${agentId}`, { schedule: "*/30 * * * *" }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
     );
     const schedules = await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, agentId);
     expect(schedules.map((schedule) => schedule.cron)).toEqual(["*/30 * * * *"]);
     // Clearing it goes back to the default (LEAD_SCHEDULE, daily at 08:00 when unset).
     await expectJson(
-      await api.agent.PATCH(jsonRequest("PATCH", `/api/agents/${agentId}`, { schedule: null }), params({ agentId })),
+      await api.agent.PATCH(
+        jsonRequest("PATCH", `/api/agents/${agentId}`, { schedule: null }),
+        routeParams({ agentId }),
+      ),
     );
     expect(
       (await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, agentId)).map((schedule) => schedule.cron),
@@ -609,17 +601,17 @@ describe("/api/agents/:agentId", () => {
     // A paused team's lead stays unscheduled; resuming uses the schedule set meanwhile.
     const teamId = created.lead.teamId;
     await expectJson(
-      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "paused" }), params({ teamId })),
+      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "paused" }), routeParams({ teamId })),
     );
     await expectJson(
       await api.agent.PATCH(
         jsonRequest("PATCH", `/api/agents/${agentId}`, { schedule: "0 7 * * 1-5" }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
     );
     expect(await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, agentId)).toEqual([]);
     await expectJson(
-      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "active" }), params({ teamId })),
+      await api.team.PATCH(jsonRequest("PATCH", `/api/teams/${teamId}`, { status: "active" }), routeParams({ teamId })),
     );
     expect(
       (await engine.jobs.boss.getSchedules(LEAD_SCHEDULE_QUEUE, agentId)).map((schedule) => schedule.cron),
@@ -643,7 +635,7 @@ describe("/api/agents/:agentId", () => {
   ])("PATCH refuses %s with a 400 and changes nothing", async (_case, body, code) => {
     const { lead } = await newTeam();
     await expectError(
-      await api.agent.PATCH(rawRequest("PATCH", `/api/agents/${lead.id}`, body), params({ agentId: lead.id })),
+      await api.agent.PATCH(rawRequest("PATCH", `/api/agents/${lead.id}`, body), routeParams({ agentId: lead.id })),
       400,
       code,
     );
@@ -652,7 +644,7 @@ describe("/api/agents/:agentId", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("PATCH answers 404 for agent %s", async (agentId) => {
     await expectError(
-      await api.agent.PATCH(jsonRequest("PATCH", `/api/agents/${agentId}`, { name: "n" }), params({ agentId })),
+      await api.agent.PATCH(jsonRequest("PATCH", `/api/agents/${agentId}`, { name: "n" }), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -664,7 +656,7 @@ describe("/api/agents/:agentId", () => {
     const { agent: helper } = await expectJson<{ agent: ApiAgent }>(
       await api.teamAgents.POST(
         jsonRequest("POST", `/api/teams/${team.id}/agents`, { name: "Helper", parentAgentId: scout.id }),
-        params({ teamId: team.id }),
+        routeParams({ teamId: team.id }),
       ),
       201,
     );
@@ -684,20 +676,20 @@ describe("/api/agents/:agentId", () => {
 
     const response = await api.agent.DELETE(
       jsonRequest("DELETE", `/api/agents/${scout.id}`),
-      params({ agentId: scout.id }),
+      routeParams({ agentId: scout.id }),
     );
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
     for (const agentId of [scout.id, helper.id]) {
       await expectError(
-        await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), params({ agentId })),
+        await api.agent.GET(jsonRequest("GET", `/api/agents/${agentId}`), routeParams({ agentId })),
         404,
         "not_found:agent",
       );
     }
     expect(await getTask(database.db, parent.id)).not.toBeNull();
     await expectError(
-      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${scout.id}`), params({ agentId: scout.id })),
+      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${scout.id}`), routeParams({ agentId: scout.id })),
       404,
       "not_found:agent",
     );
@@ -706,7 +698,7 @@ describe("/api/agents/:agentId", () => {
   it("DELETE of a lead is a 409 and the lead stays", async () => {
     const { lead } = await newTeam();
     await expectError(
-      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${lead.id}`), params({ agentId: lead.id })),
+      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${lead.id}`), routeParams({ agentId: lead.id })),
       409,
       "conflict:agent_is_lead",
     );
@@ -715,7 +707,7 @@ describe("/api/agents/:agentId", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("DELETE answers 404 for agent %s", async (agentId) => {
     await expectError(
-      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${agentId}`), params({ agentId })),
+      await api.agent.DELETE(jsonRequest("DELETE", `/api/agents/${agentId}`), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -753,7 +745,7 @@ describe("GET /api/agents/:agentId/messages", () => {
   it("answers the foreground conversation in chain order, each message exactly { id, role, content, thinking, toolCalls, toolCallId, inboxItemId, previousMessageId, createdAt }", async () => {
     const response = await api.messages.GET(
       jsonRequest("GET", `/api/agents/${lead.id}/messages`),
-      params({ agentId: lead.id }),
+      routeParams({ agentId: lead.id }),
     );
     const body = await expectJson<{ messages: ApiMessage[] }>(response);
     expect(Object.keys(body)).toEqual(["messages"]);
@@ -794,7 +786,7 @@ describe("GET /api/agents/:agentId/messages", () => {
     // A message of another conversation is no place in this one: a 404, not an empty page that would read as the beginning.
     const foreign = await api.messages.GET(
       jsonRequest("GET", `/api/agents/${lead.id}/messages?before=${background[1]!.id}`),
-      params({ agentId: lead.id }),
+      routeParams({ agentId: lead.id }),
     );
     await expectError(foreign, 404, "not_found:message");
   });
@@ -829,14 +821,14 @@ describe("GET /api/agents/:agentId/messages", () => {
   ])("refuses ?%s with a 400", async (query) => {
     const response = await api.messages.GET(
       jsonRequest("GET", `/api/agents/${lead.id}/messages?${query}`),
-      params({ agentId: lead.id }),
+      routeParams({ agentId: lead.id }),
     );
     await expectError(response, 400, "bad_request:validation");
   });
 
   it.each([NOT_A_UUID, randomUUID()])("answers 404 for agent %s", async (agentId) => {
     await expectError(
-      await api.messages.GET(jsonRequest("GET", `/api/agents/${agentId}/messages`), params({ agentId })),
+      await api.messages.GET(jsonRequest("GET", `/api/agents/${agentId}/messages`), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -845,7 +837,7 @@ describe("GET /api/agents/:agentId/messages", () => {
 
 describe("GET /api/agents/:agentId/work-log?around=", () => {
   const workLog = async (agentId: string, query: string) =>
-    api.workLog.GET(jsonRequest("GET", `/api/agents/${agentId}/work-log${query}`), params({ agentId }));
+    api.workLog.GET(jsonRequest("GET", `/api/agents/${agentId}/work-log${query}`), routeParams({ agentId }));
 
   it("opens the page holding the message: a few messages before it and everything after, not the newest page", async () => {
     const { lead } = await newTeam();
@@ -902,7 +894,7 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
         title: "  Compare panel prices ",
         description: "In Europe.",
       }),
-      params({ agentId }),
+      routeParams({ agentId }),
     );
     const body = await expectJson<{ task: ApiTask }>(response, 201);
     expect(Object.keys(body)).toEqual(["task"]);
@@ -926,19 +918,22 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
     const first = await expectJson<{ task: ApiTask }>(
       await api.agentTasks.POST(
         jsonRequest("POST", `/api/agents/${agentId}/tasks`, { title: "First" }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
       201,
     );
     const second = await expectJson<{ task: ApiTask }>(
       await api.agentTasks.POST(
         jsonRequest("POST", `/api/agents/${agentId}/tasks`, { title: "Second" }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
       201,
     );
     expect(first.task.description).toBe("");
-    const response = await api.agentTasks.GET(jsonRequest("GET", `/api/agents/${agentId}/tasks`), params({ agentId }));
+    const response = await api.agentTasks.GET(
+      jsonRequest("GET", `/api/agents/${agentId}/tasks`),
+      routeParams({ agentId }),
+    );
     const body = await expectJson<{ tasks: ApiTask[] }>(response);
     expect(Object.keys(body)).toEqual(["tasks"]);
     expect(body.tasks).toEqual([second.task, first.task]);
@@ -962,7 +957,10 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
   ])("POST refuses %s with a 400 and creates nothing", async (_case, body, code) => {
     const { lead } = await newTeam();
     await expectError(
-      await api.agentTasks.POST(rawRequest("POST", `/api/agents/${lead.id}/tasks`, body), params({ agentId: lead.id })),
+      await api.agentTasks.POST(
+        rawRequest("POST", `/api/agents/${lead.id}/tasks`, body),
+        routeParams({ agentId: lead.id }),
+      ),
       400,
       code,
     );
@@ -973,13 +971,13 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
     await expectError(
       await api.agentTasks.POST(
         jsonRequest("POST", `/api/agents/${agentId}/tasks`, { title: "t" }),
-        params({ agentId }),
+        routeParams({ agentId }),
       ),
       404,
       "not_found:agent",
     );
     await expectError(
-      await api.agentTasks.GET(jsonRequest("GET", `/api/agents/${agentId}/tasks`), params({ agentId })),
+      await api.agentTasks.GET(jsonRequest("GET", `/api/agents/${agentId}/tasks`), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -991,7 +989,7 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
     const { task: parent } = await expectJson<{ task: ApiTask }>(
       await api.agentTasks.POST(
         jsonRequest("POST", `/api/agents/${lead.id}/tasks`, { title: "Solar report" }),
-        params({ agentId: lead.id }),
+        routeParams({ agentId: lead.id }),
       ),
       201,
     );
@@ -1020,7 +1018,7 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
 
     const response = await api.cancelTask.POST(
       jsonRequest("POST", `/api/tasks/${parent.id}/cancel`),
-      params({ taskId: parent.id }),
+      routeParams({ taskId: parent.id }),
     );
     const body = await expectJson<{ task: ApiTask }>(response);
     expect(Object.keys(body)).toEqual(["task"]);
@@ -1039,7 +1037,10 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
 
     // Cancelling again is harmless: the task stays cancelled.
     const again = await expectJson<{ task: ApiTask }>(
-      await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${parent.id}/cancel`), params({ taskId: parent.id })),
+      await api.cancelTask.POST(
+        jsonRequest("POST", `/api/tasks/${parent.id}/cancel`),
+        routeParams({ taskId: parent.id }),
+      ),
     );
     expect(again.task).toEqual(body.task);
     expect((await getTasks(lead.id)).map((task) => task.status)).toEqual(["cancelled"]);
@@ -1050,14 +1051,14 @@ describe("/api/agents/:agentId/tasks and POST /api/tasks/:taskId/cancel", () => 
     const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "Finished" });
     await completeTask(database.db, engine.jobs, task.id, "Done.");
     const body = await expectJson<{ task: ApiTask }>(
-      await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${task.id}/cancel`), params({ taskId: task.id })),
+      await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${task.id}/cancel`), routeParams({ taskId: task.id })),
     );
     expect(body.task).toMatchObject({ id: task.id, status: "completed", result: "Done." });
   });
 
   it.each([NOT_A_UUID, randomUUID()])("cancel answers 404 for task %s", async (taskId) => {
     await expectError(
-      await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${taskId}/cancel`), params({ taskId })),
+      await api.cancelTask.POST(jsonRequest("POST", `/api/tasks/${taskId}/cancel`), routeParams({ taskId })),
       404,
       "not_found:task",
     );
@@ -1069,7 +1070,7 @@ describe("POST /api/agents/:agentId/stop", () => {
     const { lead } = await newTeam();
     const task = await createTask(database.db, { agentId: lead.id, source: "user", title: "About to start" });
     const body = await expectJson<{ session: null; cancelled: ApiTask[] }>(
-      await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), params({ agentId: lead.id })),
+      await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), routeParams({ agentId: lead.id })),
     );
     expect(Object.keys(body).sort()).toEqual(["cancelled", "session"]);
     expect(body.session).toBeNull();
@@ -1082,7 +1083,7 @@ describe("POST /api/agents/:agentId/stop", () => {
     const session = await claimSession(database.db, lead.id, "test-worker");
     const body = await expectJson<{
       session: { id: string; agentId: string; status: string; stopRequestedAt: string | null };
-    }>(await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), params({ agentId: lead.id })));
+    }>(await api.stop.POST(jsonRequest("POST", `/api/agents/${lead.id}/stop`), routeParams({ agentId: lead.id })));
     expect(body.session).toMatchObject({ id: session!.id, agentId: lead.id, status: "running" });
     expect(body.session.stopRequestedAt).not.toBeNull();
     await endSession(database.db, session!.id, "stopped", { steps: 0 });
@@ -1090,7 +1091,7 @@ describe("POST /api/agents/:agentId/stop", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("answers 404 for agent %s", async (agentId) => {
     await expectError(
-      await api.stop.POST(jsonRequest("POST", `/api/agents/${agentId}/stop`), params({ agentId })),
+      await api.stop.POST(jsonRequest("POST", `/api/agents/${agentId}/stop`), routeParams({ agentId })),
       404,
       "not_found:agent",
     );
@@ -1160,7 +1161,7 @@ describe("/api/inbox", () => {
 
     const itemId = created[1]!.id;
     const read = await expectJson<{ item: ApiInboxItem }>(
-      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), params({ itemId })),
+      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), routeParams({ itemId })),
     );
     expect(Object.keys(read)).toEqual(["item"]);
     expect(read.item).toMatchObject({ id: itemId, teamId: two.team.id, agentId: two.lead.id, title: "Second" });
@@ -1169,12 +1170,12 @@ describe("/api/inbox", () => {
 
     // Marking again keeps the first time it was read.
     const again = await expectJson<{ item: ApiInboxItem }>(
-      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), params({ itemId })),
+      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), routeParams({ itemId })),
     );
     expect(again.item.readAt).toBe(read.item.readAt);
 
     const unread = await expectJson<{ item: ApiInboxItem }>(
-      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: false }), params({ itemId })),
+      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: false }), routeParams({ itemId })),
     );
     expect(unread.item.readAt).toBeNull();
     expect((await getInbox()).unreadCount).toBe(inbox.unreadCount);
@@ -1197,7 +1198,7 @@ describe("/api/inbox", () => {
       content: "c",
     });
     await expectError(
-      await api.inboxItem.PATCH(rawRequest("PATCH", `/api/inbox/${item.id}`, body), params({ itemId: item.id })),
+      await api.inboxItem.PATCH(rawRequest("PATCH", `/api/inbox/${item.id}`, body), routeParams({ itemId: item.id })),
       400,
       code,
     );
@@ -1205,7 +1206,7 @@ describe("/api/inbox", () => {
 
   it.each([NOT_A_UUID, randomUUID()])("PATCH answers 404 for item %s", async (itemId) => {
     await expectError(
-      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), params({ itemId })),
+      await api.inboxItem.PATCH(jsonRequest("PATCH", `/api/inbox/${itemId}`, { read: true }), routeParams({ itemId })),
       404,
       "not_found:inbox_item",
     );
@@ -1350,7 +1351,7 @@ describe("/api/knowledge", () => {
     });
     const response = await api.knowledgeItem.PATCH(
       jsonRequest("PATCH", `/api/knowledge/${item.id}`, { content: "Tidal power grew.", sourceUrl: null }),
-      params({ itemId: item.id }),
+      routeParams({ itemId: item.id }),
     );
     const body = await expectJson<{
       item: ApiKnowledgeItem & {
@@ -1376,13 +1377,16 @@ describe("/api/knowledge", () => {
     });
     const response = await api.knowledgeItem.DELETE(
       jsonRequest("DELETE", `/api/knowledge/${item.id}`),
-      params({ itemId: item.id }),
+      routeParams({ itemId: item.id }),
     );
     expect(response.status).toBe(204);
     expect(await response.text()).toBe("");
     expect(await search("?q=geothermal")).toEqual([]);
     await expectError(
-      await api.knowledgeItem.DELETE(jsonRequest("DELETE", `/api/knowledge/${item.id}`), params({ itemId: item.id })),
+      await api.knowledgeItem.DELETE(
+        jsonRequest("DELETE", `/api/knowledge/${item.id}`),
+        routeParams({ itemId: item.id }),
+      ),
       404,
       "not_found:knowledge_item",
     );
@@ -1392,7 +1396,7 @@ describe("/api/knowledge", () => {
     await expectError(
       await api.knowledgeItem.DELETE(
         jsonRequest("DELETE", `/api/knowledge/${NOT_A_UUID}`),
-        params({ itemId: NOT_A_UUID }),
+        routeParams({ itemId: NOT_A_UUID }),
       ),
       404,
       "not_found:knowledge_item",
@@ -1414,7 +1418,7 @@ describe("POST /api/agents/:agentId/chat", () => {
   }
 
   async function chat(agentId: string, body: unknown) {
-    return api.chat.POST(jsonRequest("POST", `/api/agents/${agentId}/chat`, body), params({ agentId }));
+    return api.chat.POST(jsonRequest("POST", `/api/agents/${agentId}/chat`, body), routeParams({ agentId }));
   }
 
   /** Reads the whole SSE stream: the UI message chunks, and whether it ended with [DONE]. */
@@ -1522,7 +1526,7 @@ describe("POST /api/agents/:agentId/chat", () => {
       body: JSON.stringify(transportBody("hello")),
       signal: controller.signal,
     });
-    const response = await api.chat.POST(request, params({ agentId: lead.id }));
+    const response = await api.chat.POST(request, routeParams({ agentId: lead.id }));
     const reader = response.body!.getReader();
     const decoder = new TextDecoder();
     let received = "";
@@ -1618,7 +1622,7 @@ describe("POST /api/agents/:agentId/chat", () => {
     const { lead } = await newTeam();
     const response = await api.chat.POST(
       rawRequest("POST", `/api/agents/${lead.id}/chat`, body),
-      params({ agentId: lead.id }),
+      routeParams({ agentId: lead.id }),
     );
     await expectError(response, 400, code);
     expect(await getMessages(lead.id)).toEqual([]);

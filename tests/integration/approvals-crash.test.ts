@@ -6,9 +6,9 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { decideApproval } from "@/lib/agents/approvals";
-import { assignTask } from "@/lib/agents/tasks";
-import { setToolPolicy } from "@/lib/agents/tool-policies";
+import { decideApproval } from "@/lib/engine/approvals";
+import { assignTask } from "@/lib/domain/tasks";
+import { setToolPolicy } from "@/lib/engine/tool-policies";
 import { approvals, knowledgeItems, messages, type Approval } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { lastUserText, type FakeChatRequest, type FakeReply } from "../support/fake-openai";

@@ -7,8 +7,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CLIENT_ADDRESS_HEADER } from "@/lib/auth-rules";
-import { signInThrottle } from "@/lib/sign-in-throttle";
+import { CLIENT_ADDRESS_HEADER } from "@/lib/auth/auth-rules";
+import { signInThrottle } from "@/lib/auth/sign-in-throttle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -78,14 +78,14 @@ async function loadApiRoutes(): Promise<ApiRoute[]> {
 
 let database: TestDatabase;
 let routes: ApiRoute[];
-let auth: typeof import("@/lib/auth");
+let auth: typeof import("@/lib/auth/auth");
 let signIn: Handler;
 let signOut: Handler;
 
 beforeAll(async () => {
   database = await createWebTestDatabase();
   routes = await loadApiRoutes();
-  auth = await import("@/lib/auth");
+  auth = await import("@/lib/auth/auth");
   signIn = routes.find((route) => route.pattern === "/api/auth/sign-in")!.handlers.POST!;
   signOut = routes.find((route) => route.pattern === "/api/auth/sign-out")!.handlers.POST!;
 });

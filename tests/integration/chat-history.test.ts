@@ -5,11 +5,11 @@
 import type { LanguageModelV4CallOptions } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { streamChatReply } from "@/lib/agents/chat";
-import { assignTask } from "@/lib/agents/tasks";
-import { getWorkLogPage } from "@/lib/work-log-page";
-import type { EngineDeps } from "@/lib/agents/engine-config";
+import { runWorkSession } from "@/lib/engine/agent";
+import { streamChatReply } from "@/lib/engine/chat";
+import { assignTask } from "@/lib/domain/tasks";
+import { getWorkLogPage } from "@/lib/views/work-log-page";
+import type { EngineDeps } from "@/lib/core/engine-config";
 import {
   appendMessages,
   getAllMessages,
@@ -20,7 +20,7 @@ import {
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 import { offeredTools, promptText, sessionModel, textReply, toolCallReply } from "../support/mock-model";
-import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
+import { closeWebTestDatabase, ORIGIN, openOfflineWeb, routeParams } from "../support/web";
 
 async function loadRoutes() {
   return {
@@ -34,20 +34,13 @@ let api: Awaited<ReturnType<typeof loadRoutes>>;
 let engine: EngineDeps;
 
 beforeAll(async () => {
-  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
-    delete process.env[name];
-  database = await createWebTestDatabase();
+  ({ database, engine } = await openOfflineWeb());
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
-  engine = await webEngine();
 });
 
 afterAll(async () => {
   await closeWebTestDatabase(database);
 });
-
-const ORIGIN = "http://localhost:3000";
-const params = <T extends Record<string, string>>(values: T) => ({ params: Promise.resolve(values) });
 
 // never: each route names its own params, so only a context that fits every route is passed
 async function get<T>(
@@ -55,7 +48,7 @@ async function get<T>(
   path: string,
   values: Record<string, string>,
 ) {
-  const response = await handler(new Request(ORIGIN + path), params(values) as never);
+  const response = await handler(new Request(ORIGIN + path), routeParams(values) as never);
   return { status: response.status, body: (await response.json()) as T };
 }
 

@@ -5,8 +5,8 @@ import {
   compactConversation,
   estimateTokens,
   loadContextForCall,
-} from "@/lib/agents/compaction";
-import { toModelMessages } from "@/lib/agents/model-messages";
+} from "@/lib/engine/compaction";
+import { toModelMessages } from "@/lib/engine/model-messages";
 import {
   appendMessages,
   getAllMessages,

@@ -3,7 +3,7 @@
 // server that is not there, nothing configured), and the route that serves it.
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkConnections } from "@/lib/connection-check";
+import { checkConnections } from "@/lib/telemetry/connection-check";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 

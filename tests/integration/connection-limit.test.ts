@@ -86,13 +86,13 @@ describe("a database at its connection limit", () => {
   it("answers 503 while full, leaks no parameters, and recovers its pools and LISTENs after", {
     timeout: 120_000,
   }, async () => {
-    const { subscribeToEvents, EVENTS_CHANNEL } = await import("@/lib/events");
+    const { subscribeToEvents, EVENTS_CHANNEL } = await import("@/lib/http/events");
     const { GET: health } = await import("@/app/api/health/route");
     // Next passes the request; the handler's own signature leaves it out.
     const listTeams = (await import("@/app/api/teams/route")).GET as unknown as (request: Request) => Promise<Response>;
-    const { startSession } = await import("@/lib/auth");
+    const { startSession } = await import("@/lib/auth/auth");
     const { database } = await import("@/lib/db/client");
-    const { webEngine } = await import("@/lib/server");
+    const { webEngine } = await import("@/lib/http/server");
 
     const { token } = await startSession(database().db);
     const cookie = `cadre_session=${token}`;
@@ -154,7 +154,7 @@ describe("a database at its connection limit", () => {
     await waitFor(async () => heard.includes(probe), { timeoutMs: 5_000, what: "an event after the LISTEN came back" });
     expect((await listTeams(asPerson())).status).toBe(200);
     expect((await health()).status).toBe(200);
-    const { createTeam } = await import("@/lib/agents/teams");
+    const { createTeam } = await import("@/lib/domain/teams");
     await createTeam(engine, { name: "After the limit", mission: "Keep watch." }); // a job is sent through pg-boss's pool
   });
 

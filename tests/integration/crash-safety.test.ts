@@ -2,7 +2,7 @@
 // nothing was lost or done twice. Prints its figures.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { createTeamFixture } from "../support/fixtures";
 import { teamPlay } from "../support/team-play";
 import { pause, useWorkerFleet } from "../support/worker-fleet";

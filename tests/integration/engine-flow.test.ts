@@ -1,7 +1,7 @@
 // The full flow with the offline model: task → lead delegates → subordinate searches,
 // reads the first result's page, records and reports → lead woken → briefing → inbox item + foreground message.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import {
   getAllMessages,
   getBackgroundConversation,

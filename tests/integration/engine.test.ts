@@ -1,14 +1,14 @@
 import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/agents/formats";
-import { describeMarker, describeProblem } from "@/lib/plain-words";
-import { stopAgent } from "@/lib/agents/stop";
-import { estimateTokens } from "@/lib/agents/compaction";
-import { streamChatReply } from "@/lib/agents/chat";
-import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask, cancelTask, queueInput } from "@/lib/agents/tasks";
+import { runWorkSession } from "@/lib/engine/agent";
+import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
+import { describeMarker, describeProblem } from "@/lib/views/plain-words";
+import { stopAgent } from "@/lib/engine/stop";
+import { estimateTokens } from "@/lib/engine/compaction";
+import { streamChatReply } from "@/lib/engine/chat";
+import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
+import { assignTask, cancelTask, queueInput } from "@/lib/domain/tasks";
 import {
   claimSession,
   getAllMessages,

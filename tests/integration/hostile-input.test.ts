@@ -13,7 +13,7 @@ import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversa
 import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { createMcpServer } from "@/lib/db/queries/mcp-servers";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -80,7 +80,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   await webEngine();
   // A lived-in world, so bad requests aim at rows that exist.
   const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });

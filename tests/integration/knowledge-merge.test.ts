@@ -7,10 +7,10 @@ import path from "node:path";
 import { MockLanguageModelV4 } from "ai/test";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
-import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
-import type { ToolContext } from "@/lib/agents/tools";
-import type { EffectCall } from "@/lib/agents/tools/context";
+import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
+import { knowledgeTools } from "@/lib/engine/tools/knowledge-tools";
+import type { ToolContext } from "@/lib/engine/tools";
+import type { EffectCall } from "@/lib/engine/tools/context";
 import {
   appendMessages,
   getAllMessages,

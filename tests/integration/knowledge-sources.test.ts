@@ -3,11 +3,11 @@
 // the call, and extraction merges near-duplicates instead of adding them again.
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { extractKnowledgeFromConversation, isNearDuplicate } from "@/lib/agents/knowledge-items";
-import { knowledgeTools } from "@/lib/agents/tools/knowledge-tools";
-import { searchTools } from "@/lib/agents/tools/search-tools";
-import { TurnSources } from "@/lib/agents/tools/sources";
-import type { ToolContext } from "@/lib/agents/tools";
+import { extractKnowledgeFromConversation, isNearDuplicate } from "@/lib/domain/knowledge-items";
+import { knowledgeTools } from "@/lib/engine/tools/knowledge-tools";
+import { searchTools } from "@/lib/engine/tools/search-tools";
+import { TurnSources } from "@/lib/domain/sources";
+import type { ToolContext } from "@/lib/engine/tools";
 import {
   appendMessages,
   createKnowledgeItem,

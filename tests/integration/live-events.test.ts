@@ -4,7 +4,7 @@
 // once it is MAX_UNREAD_BYTES behind. tests/e2e/live-events-leak.test.ts measures the same on
 // a real server's memory.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { countLiveSubscribers, MAX_UNREAD_BYTES } from "@/lib/events";
+import { countLiveSubscribers, MAX_UNREAD_BYTES } from "@/lib/http/events";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 

@@ -14,12 +14,12 @@ import {
   getBackgroundConversation,
   recordUsage,
 } from "@/lib/db/queries";
-import { activityState } from "@/lib/activity";
+import { activityState } from "@/lib/views/activity";
 import { tasks, teams } from "@/lib/db/schema";
-import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/since-last-visit";
+import { getSinceLastVisit, SINCE_LAST_VISIT_LIMIT } from "@/lib/views/since-last-visit";
 import { setSessionTask } from "@/lib/db/queries/work-sessions";
-import { getTeamActivity } from "@/lib/team-activity";
-import { describeToolCall } from "@/lib/tool-labels";
+import { getTeamActivity } from "@/lib/views/team-activity";
+import { describeToolCall } from "@/lib/views/tool-labels";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 

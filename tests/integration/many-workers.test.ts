@@ -3,7 +3,7 @@
 // sessions of one agent at once, and no wake-up lost. Prints its figures.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { systemText, teamPlay } from "../support/team-play";

@@ -8,9 +8,9 @@ import { MockLanguageModelV4 } from "ai/test";
 import { and, eq, isNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { streamChatReply } from "@/lib/agents/chat";
-import { compactConversation } from "@/lib/agents/compaction";
-import { extractKnowledgeFromConversation } from "@/lib/agents/knowledge-items";
+import { streamChatReply } from "@/lib/engine/chat";
+import { compactConversation } from "@/lib/engine/compaction";
+import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
 import {
   appendMessages,
   getAllMessages,
@@ -25,10 +25,10 @@ import { describeModelError, isModelFailure, ModelTimeoutError } from "@/lib/llm
 import { generateModelText, MODEL_CALL_RETRIES, streamModelText } from "@/lib/llm/model-call";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
-import { getSessionTrace } from "@/lib/session-trace";
+import { getSessionTrace } from "@/lib/views/session-trace";
 import { usageReport } from "@/lib/usage/report";
 import { teamSpendToday } from "@/lib/usage/spend";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";

@@ -2,9 +2,9 @@
 // @ai-sdk/openai client: bounded retries, then a failed task with a reason a person
 // can act on; nothing left in_progress; the chat says what went wrong.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { streamChatReply } from "@/lib/agents/chat";
-import { assignTask } from "@/lib/agents/tasks";
+import { runWorkSession } from "@/lib/engine/agent";
+import { streamChatReply } from "@/lib/engine/chat";
+import { assignTask } from "@/lib/domain/tasks";
 import {
   getAllMessages,
   getBackgroundConversation,

@@ -18,7 +18,7 @@ import { createNotificationChannel } from "@/lib/notifications/channels";
 import { deliverNotification } from "@/lib/notifications/deliver";
 import { EMAIL_NEEDS_SMTP } from "@/lib/notifications/email-channel";
 import { enqueueNotifications } from "@/lib/notifications/enqueue";
-import { webhookSignature } from "@/lib/webhooks";
+import { webhookSignature } from "@/lib/http/webhook-signature";
 import type { RunningWorker } from "@/worker/runner";
 import type { TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
@@ -147,7 +147,7 @@ beforeAll(async () => {
 
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   jobs = (await webEngine()).jobs;
   const { startWorker } = await import("@/worker/runner");
   worker = await startWorker({ databaseUrl: database.url, concurrency: 2, log: () => {} });

@@ -14,10 +14,10 @@ import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { asSchema } from "ai";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { ToolContext } from "@/lib/agents/tools";
-import type { SearchConfig } from "@/lib/agents/tools/context";
-import { searchTools } from "@/lib/agents/tools/search-tools";
-import { startSession } from "@/lib/auth";
+import type { ToolContext } from "@/lib/engine/tools";
+import type { SearchConfig } from "@/lib/core/engine-config";
+import { searchTools } from "@/lib/engine/tools/search-tools";
+import { startSession } from "@/lib/auth/auth";
 import { getMcpServer } from "@/lib/db/queries/mcp-servers";
 import { notificationChannels, notifications, type Notification } from "@/lib/db/schema";
 import { parseEnv } from "@/lib/env";
@@ -30,8 +30,8 @@ import {
   sendTestNotification,
 } from "@/lib/notifications/channels";
 import { deliverNotification } from "@/lib/notifications/deliver";
-import { privateAddressesAllowed, type HostLookup, type OutboundPolicy } from "@/lib/outbound-url";
-import { inSpan, startTelemetry } from "@/lib/telemetry";
+import { privateAddressesAllowed, type HostLookup, type OutboundPolicy } from "@/lib/http/outbound-url";
+import { inSpan, startTelemetry } from "@/lib/telemetry/tracing";
 import { freePort } from "../../scripts/lib/embedded-postgres";
 import type { TestDatabase } from "../support/database";
 import { startFakeTavily } from "../support/fake-tavily";
@@ -117,7 +117,7 @@ beforeAll(async () => {
   port = (receiver.address() as AddressInfo).port;
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   jobs = (await webEngine()).jobs;
   cookie = `cadre_session=${(await startSession(database.db)).token}`;
 });

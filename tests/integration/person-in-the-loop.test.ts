@@ -5,16 +5,16 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from "@ai-sdk/provider";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { decideApproval } from "@/lib/agents/approvals";
-import { resumeChat, streamChatReply } from "@/lib/agents/chat";
-import { compactConversation } from "@/lib/agents/compaction";
-import { parseLogInput } from "@/lib/agents/formats";
-import { toModelMessages } from "@/lib/agents/model-messages";
-import { answerQuestionFromPerson } from "@/lib/agents/questions";
-import { assignTask, cancelTask } from "@/lib/agents/tasks";
-import { setTeamStatus } from "@/lib/agents/teams";
-import { setToolPolicy } from "@/lib/agents/tool-policies";
+import { runWorkSession } from "@/lib/engine/agent";
+import { decideApproval } from "@/lib/engine/approvals";
+import { resumeChat, streamChatReply } from "@/lib/engine/chat";
+import { compactConversation } from "@/lib/engine/compaction";
+import { parseLogInput } from "@/lib/core/formats";
+import { toModelMessages } from "@/lib/engine/model-messages";
+import { answerQuestionFromPerson } from "@/lib/domain/questions";
+import { assignTask, cancelTask } from "@/lib/domain/tasks";
+import { setTeamStatus } from "@/lib/domain/teams";
+import { setToolPolicy } from "@/lib/engine/tool-policies";
 import { getAllMessages, getBackgroundConversation, getForegroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import {

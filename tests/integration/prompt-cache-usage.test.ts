@@ -6,14 +6,14 @@
 // say what share of input was cached and what that saved at the model's price.
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { assignTask } from "@/lib/agents/tasks";
+import { runWorkSession } from "@/lib/engine/agent";
+import { assignTask } from "@/lib/domain/tasks";
 import { usage } from "@/lib/db/schema";
 import { chooseModel } from "@/lib/llm/provider";
-import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";
+import { getSessionTrace, type SessionTrace } from "@/lib/views/session-trace";
 import { BUILT_IN_PRICES } from "@/lib/usage/prices";
 import { usageReport, type UsageReport } from "@/lib/usage/report";
-import { getWorkLogPage } from "@/lib/work-log-page";
+import { getWorkLogPage } from "@/lib/views/work-log-page";
 import { startFakeOpenAI, type FakeChatRequest, type FakeOpenAI } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";

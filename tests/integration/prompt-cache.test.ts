@@ -4,13 +4,13 @@
 // Driven through the real @ai-sdk/openai client against a local server that applies OpenAI's
 // prefix rule and reports cached tokens as OpenAI does.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decideApproval } from "@/lib/agents/approvals";
-import { streamChatReply } from "@/lib/agents/chat";
-import { parseLogInput } from "@/lib/agents/formats";
-import { answerQuestionFromPerson } from "@/lib/agents/questions";
-import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask, cancelTask } from "@/lib/agents/tasks";
-import { setToolPolicy } from "@/lib/agents/tool-policies";
+import { decideApproval } from "@/lib/engine/approvals";
+import { streamChatReply } from "@/lib/engine/chat";
+import { parseLogInput } from "@/lib/core/formats";
+import { answerQuestionFromPerson } from "@/lib/domain/questions";
+import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
+import { assignTask, cancelTask } from "@/lib/domain/tasks";
+import { setToolPolicy } from "@/lib/engine/tool-policies";
 import { getAllMessages, getBackgroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { questions, usage } from "@/lib/db/schema";

@@ -10,7 +10,7 @@ import type { LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { streamChatReply } from "@/lib/agents/chat";
+import { streamChatReply } from "@/lib/engine/chat";
 import { createInboxItem, createKnowledgeItem, createTask, getBackgroundConversation, getTeam } from "@/lib/db/queries";
 import { createApproval } from "@/lib/db/queries/approvals";
 import { tasks } from "@/lib/db/schema";
@@ -19,7 +19,7 @@ import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -89,7 +89,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   await webEngine();
   // What reaches the log as unexpected is a 500 in disguise (or a stream that broke).
   const original = console.error;
@@ -548,7 +548,7 @@ describe("races with deletion", () => {
     const { team, lead } = await createTeamFixture(database.db);
     let open = () => {};
     const gate = new Promise<void>((resolve) => (open = resolve));
-    const { webEngine } = await import("@/lib/server");
+    const { webEngine } = await import("@/lib/http/server");
     const engine = await webEngine();
     const loggedBefore = unhandled.length;
     const response = await streamChatReply(

@@ -3,14 +3,14 @@
 // and the offline model's search → read → record → brief on the real engine.
 import { asSchema } from "ai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { STOPPED_MARKER } from "@/lib/agents/formats";
-import { stopAgent } from "@/lib/agents/stop";
-import { assignTask } from "@/lib/agents/tasks";
-import { toolCatalogue } from "@/lib/agents/tool-policies";
-import type { ToolContext } from "@/lib/agents/tools";
-import type { SearchConfig } from "@/lib/agents/tools/context";
-import { PAGE_READING_NOT_CONFIGURED, normalizePageUrl, searchTools } from "@/lib/agents/tools/search-tools";
+import { runWorkSession } from "@/lib/engine/agent";
+import { STOPPED_MARKER } from "@/lib/core/formats";
+import { stopAgent } from "@/lib/engine/stop";
+import { assignTask } from "@/lib/domain/tasks";
+import { toolCatalogue } from "@/lib/engine/tool-policies";
+import type { ToolContext } from "@/lib/engine/tools";
+import type { SearchConfig } from "@/lib/core/engine-config";
+import { PAGE_READING_NOT_CONFIGURED, normalizePageUrl, searchTools } from "@/lib/engine/tools/search-tools";
 import {
   getAllMessages,
   getBackgroundConversation,

@@ -5,10 +5,10 @@
 import { randomUUID } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { EngineDeps } from "@/lib/agents/engine-config";
-import { runWorkSession } from "@/lib/agents/agent";
-import { describeSchedule, nextRuns, previewSchedule } from "@/lib/agents/schedule-preview";
-import { syncLeadSchedules } from "@/lib/agents/schedules";
+import type { EngineDeps } from "@/lib/core/engine-config";
+import { runWorkSession } from "@/lib/engine/agent";
+import { describeSchedule, nextRuns, previewSchedule } from "@/lib/domain/schedule-preview";
+import { syncLeadSchedules } from "@/lib/domain/schedules";
 import { createInboxItem, createKnowledgeItem, createTask, getTask } from "@/lib/db/queries";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
 import { countTeamContents, getTeam } from "@/lib/db/queries/teams";
@@ -46,7 +46,7 @@ beforeAll(async () => {
     delete process.env[name];
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   engine = await webEngine();
 });
 

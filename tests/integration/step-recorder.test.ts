@@ -1,8 +1,8 @@
 import { tool } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ContextReader } from "@/lib/agents/compaction";
-import { StepRecorder } from "@/lib/agents/step-recorder";
+import { ContextReader } from "@/lib/engine/compaction";
+import { StepRecorder } from "@/lib/engine/step-recorder";
 import { appendMessage, getAllMessages, getBackgroundConversation } from "@/lib/db/queries";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";

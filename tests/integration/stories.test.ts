@@ -6,13 +6,14 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, isNotNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { getBackgroundConversation } from "@/lib/db/queries";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { messages, tasks, usage, workSessions } from "@/lib/db/schema";
-import type { Story, StoryPage } from "@/lib/stories";
-import type { TimelineEntry } from "@/lib/timeline";
-import { receiveWebhook, signedWebhookHeaders } from "@/lib/webhooks";
+import type { Story, StoryPage } from "@/lib/views/stories";
+import type { TimelineEntry } from "@/lib/views/timeline";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import { receiveWebhook } from "@/lib/domain/webhooks";
 import { createTestEngine, runUntilQuiet, type TestEngine } from "../support/engine";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";

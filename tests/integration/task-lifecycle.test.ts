@@ -1,14 +1,14 @@
-// A task's life by name (src/lib/agents/task-lifecycle.ts): one rule resumes a waiting task,
+// A task's life by name (src/lib/domain/task-lifecycle.ts): one rule resumes a waiting task,
 // whoever settles what it waited on — the lead's answer, the person's answer, the person's
 // decision on a call — and a final status stays final whatever transition comes later.
 import { beforeAll, describe, expect, it } from "vitest";
-import { decideApproval, requestApprovals } from "@/lib/agents/approvals";
-import { answerQuestionFromPerson, askPerson } from "@/lib/agents/questions";
-import { cancelTrees, resumeTask, startTask, waitForInput } from "@/lib/agents/task-lifecycle";
-import { assignTask } from "@/lib/agents/tasks";
-import type { ToolContext } from "@/lib/agents/tools/context";
-import { subordinateTools } from "@/lib/agents/tools/subordinate-tools";
-import { teamLeadTools } from "@/lib/agents/tools/team-lead-tools";
+import { decideApproval, requestApprovals } from "@/lib/engine/approvals";
+import { answerQuestionFromPerson, askPerson } from "@/lib/domain/questions";
+import { cancelTrees, resumeTask, startTask, waitForInput } from "@/lib/domain/task-lifecycle";
+import { assignTask } from "@/lib/domain/tasks";
+import type { ToolContext } from "@/lib/engine/tools/context";
+import { subordinateTools } from "@/lib/engine/tools/subordinate-tools";
+import { teamLeadTools } from "@/lib/engine/tools/team-lead-tools";
 import { getBackgroundConversation, getTask } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { listOpenQuestionsFor } from "@/lib/db/queries/questions";

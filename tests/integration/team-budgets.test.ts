@@ -5,10 +5,10 @@
 import type { LanguageModelV4GenerateResult } from "@ai-sdk/provider";
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runWorkSession } from "@/lib/agents/agent";
-import { engineConfigFromEnv } from "@/lib/agents/engine-config";
-import { runScheduledLeadCheckIn } from "@/lib/agents/schedules";
-import { assignTask } from "@/lib/agents/tasks";
+import { runWorkSession } from "@/lib/engine/agent";
+import { engineConfigFromEnv } from "@/lib/core/engine-config";
+import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
+import { assignTask } from "@/lib/domain/tasks";
 import { getAllMessages, getBackgroundConversation, getTask, listTasksByAgent, recordUsage } from "@/lib/db/queries";
 import { updateTeam } from "@/lib/db/queries/teams";
 import { inboxItems, workSessions } from "@/lib/db/schema";

@@ -11,7 +11,7 @@
 import { eq } from "drizzle-orm";
 import type { TransactionSql } from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { assignTask, queueInput } from "@/lib/agents/tasks";
+import { assignTask, queueInput } from "@/lib/domain/tasks";
 import { getAllMessages, getBackgroundConversation } from "@/lib/db/queries";
 import { tasks } from "@/lib/db/schema";
 import { JobQueue } from "@/lib/jobs/job-queue";

@@ -5,11 +5,11 @@
 import { randomUUID } from "node:crypto";
 import { APICallError } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import { createInboxItem, createTask } from "@/lib/db/queries";
 import { usage, workSessions } from "@/lib/db/schema";
-import type { TimelineEntry, TimelinePage } from "@/lib/timeline";
-import type { SessionTrace } from "@/lib/session-trace";
+import type { TimelineEntry, TimelinePage } from "@/lib/views/timeline";
+import type { SessionTrace } from "@/lib/views/session-trace";
 import { eq } from "drizzle-orm";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";

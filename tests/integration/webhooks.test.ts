@@ -7,12 +7,8 @@ import { asc, eq } from "drizzle-orm";
 import { getAgent, getBackgroundConversation, listMessages } from "@/lib/db/queries";
 import { agentInputs } from "@/lib/db/schema";
 import { AGENT_WAKE_QUEUE } from "@/lib/jobs/queues";
-import {
-  signedWebhookHeaders,
-  WEBHOOK_BODY_LIMIT_BYTES,
-  WEBHOOK_MESSAGE_MAX_CHARS,
-  webhookSignature,
-} from "@/lib/webhooks";
+import { signedWebhookHeaders, WEBHOOK_BODY_LIMIT_BYTES, webhookSignature } from "@/lib/http/webhook-signature";
+import { WEBHOOK_MESSAGE_MAX_CHARS } from "@/lib/domain/webhooks";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -33,7 +29,7 @@ beforeAll(async () => {
   delete process.env.APP_PASSWORD;
   database = await createWebTestDatabase();
   api = await loadRoutes();
-  const { webEngine } = await import("@/lib/server");
+  const { webEngine } = await import("@/lib/http/server");
   await webEngine();
 });
 

@@ -3,13 +3,13 @@
 import os from "node:os";
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { engineConfigFromEnv } from "@/lib/agents/engine-config";
+import { engineConfigFromEnv } from "@/lib/core/engine-config";
 import { createTask } from "@/lib/db/queries/tasks";
 import { markWorkerStopped, readWorkerLiveness, registerWorker } from "@/lib/db/queries/workers";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { agentInputs, agents, inboxItems, tasks, teams, workers } from "@/lib/db/schema";
 import { JobQueue } from "@/lib/jobs/job-queue";
-import { checkBackgroundWork, checkHealth, NO_WORKER_ALERT_AFTER_SECONDS } from "@/lib/health";
+import { checkBackgroundWork, checkHealth, NO_WORKER_ALERT_AFTER_SECONDS } from "@/lib/domain/health";
 import { startWorker } from "@/worker/runner";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";

@@ -2,7 +2,7 @@
 // @ai-sdk/openai, and two workers sharing one agent without ever running it twice.
 import { asc, eq } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { assignTask } from "@/lib/agents/tasks";
+import { assignTask } from "@/lib/domain/tasks";
 import {
   getAllMessages,
   getBackgroundConversation,

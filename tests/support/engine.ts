@@ -1,11 +1,11 @@
 import type { LanguageModel } from "ai";
-import type { EngineConfig, EngineDeps } from "@/lib/agents/engine-config";
-import { runWorkSession, type SessionOutcome } from "@/lib/agents/agent";
+import type { EngineConfig, EngineDeps } from "@/lib/core/engine-config";
+import { runWorkSession, type SessionOutcome } from "@/lib/engine/agent";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { OfflineModel } from "@/lib/llm/offline-model";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { stopLocalSession } from "@/lib/agents/agent";
+import { stopLocalSession } from "@/lib/engine/agent";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { createTestDatabase, type TestDatabase } from "./database";
 

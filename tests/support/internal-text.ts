@@ -2,9 +2,9 @@
 // modules that build them, so a new phrase is scanned without touching this file), SQL,
 // stack traces and raw tool names. Used by tests/e2e/plain-words.test.ts.
 import type { Page } from "playwright-core";
-import * as formats from "@/lib/agents/formats";
-import * as prompts from "@/lib/agents/prompts";
-import { toolCatalogue } from "@/lib/agents/tool-policies";
+import * as formats from "@/lib/core/formats";
+import * as prompts from "@/lib/core/prompts";
+import { toolCatalogue } from "@/lib/engine/tool-policies";
 
 export type Finding = {
   detector: "uuid" | "engine phrase" | "sql" | "stack" | "tool name";

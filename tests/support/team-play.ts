@@ -1,4 +1,4 @@
-import { parseLogInput } from "@/lib/agents/formats";
+import { parseLogInput } from "@/lib/core/formats";
 import { lastUserText, type FakeChatRequest, type FakeReply } from "./fake-openai";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
-import { hasPageSession, signInRequired } from "@/lib/auth";
-import { safeReturnPath } from "@/lib/auth-rules";
+import { hasPageSession, signInRequired } from "@/lib/auth/auth";
+import { safeReturnPath } from "@/lib/auth/auth-rules";
 import { SignInForm } from "./sign-in-form";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
 "use client";
 
 import { useState, type FormEvent } from "react";
-import { errorMessageFrom } from "@/lib/api-client";
+import { errorMessageFrom } from "@/lib/client/api-client";
 
 export function SignInForm({ returnTo }: { returnTo: string }) {
   const [error, setError] = useState<string | null>(null);

@@ -1,3 +1,4 @@
+import "server-only";
 // How many Postgres connections one Cadre process may open, and whether the server has room
 // for them. A stock Postgres allows 100 (3 of them reserved for superusers); the defaults let
 // a web server and two workers fit with room to spare for psql, backups and a migration.

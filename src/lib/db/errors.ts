@@ -1,3 +1,4 @@
+import "server-only";
 /** The Postgres error code of a failed query, looking through drizzle's wrapper. */
 export function postgresErrorCode(error: unknown): string | undefined {
   for (let current: unknown = error, depth = 0; current && depth < 5; depth++) {

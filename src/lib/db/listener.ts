@@ -1,3 +1,4 @@
+import "server-only";
 // A LISTEN that comes back. postgres.js re-listens once when its LISTEN connection closes, and
 // gives up silently when that one attempt fails — as it does while the server is at its
 // connection limit or restarting — so live updates (web) or instant Stops (worker) would stay
@@ -5,7 +6,7 @@
 // same connection asks Postgres whether it still listens (the way pg-boss keeps its own LISTEN),
 // listening again when not.
 import postgres from "postgres";
-import { describeForLog } from "@/lib/log";
+import { describeForLog } from "@/lib/telemetry/log";
 import { databaseUnavailableReason } from "./errors";
 
 export type Listener = {

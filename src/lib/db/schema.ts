@@ -1,3 +1,4 @@
+import "server-only";
 import { sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import {
   type AnyPgColumn,

@@ -1,3 +1,4 @@
+import "server-only";
 /**
  * Text as Postgres can store it: without NUL (text and jsonb refuse it) and with a lone
  * surrogate half replaced. A model can send either; refusing what it wrote would fail the

@@ -1,3 +1,4 @@
+import "server-only";
 // Waiting for the database at start: a Postgres that is still starting, that has no
 // connections to spare, or that nothing answers for yet (a container or unit started beside
 // it) is worth waiting for; a wrong password or a missing database is not.

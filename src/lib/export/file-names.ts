@@ -1,3 +1,4 @@
+import "server-only";
 import type { Team } from "@/lib/db/schema";
 
 /**

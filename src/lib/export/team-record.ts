@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { getMessagesSince } from "@/lib/db/queries/messages";
 import {
@@ -16,7 +17,7 @@ import {
 } from "@/lib/db/queries/team-record";
 import type { Team } from "@/lib/db/schema";
 import { exportFileName } from "./file-names";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /** Messages read per query: a conversation of 100 000 messages streams in pages, never held at once. */
 export const MESSAGE_PAGE_SIZE = 500;

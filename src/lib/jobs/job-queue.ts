@@ -1,4 +1,6 @@
+import "server-only";
 import { sql } from "drizzle-orm";
+import { markWakeRequested } from "@/lib/db/queries/agents";
 import { fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
 import type { Db } from "@/lib/db/client";
 import {
@@ -88,7 +90,7 @@ export class JobQueue {
 
   /** Gives the agent a reason to run, in the caller's transaction (or on its own). */
   async wakeAgent(db: Db, agentId: string): Promise<void> {
-    await db.execute(sql`update agents set wake_requested_at = clock_timestamp() where id = ${agentId}`);
+    await markWakeRequested(db, agentId);
     await this.boss.send(AGENT_WAKE_QUEUE, { agentId } satisfies AgentWakePayload, {
       db: fromDrizzle(db, sql),
       // At most one queued nudge per agent: more would find nothing new to do.

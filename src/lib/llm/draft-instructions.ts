@@ -1,3 +1,4 @@
+import "server-only";
 import { Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
@@ -5,7 +6,7 @@ import { CadreError } from "@/lib/errors";
 import { describeModelError } from "./errors";
 import { generateModelText } from "./model-call";
 import { chooseModel, type ModelChoice } from "./provider";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 const draftSchema = z.object({
   instructions: z

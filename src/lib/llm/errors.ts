@@ -1,3 +1,4 @@
+import "server-only";
 import { AISDKError, APICallError, RetryError } from "ai";
 import postgres from "postgres";
 

@@ -1,3 +1,4 @@
+import "server-only";
 import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import type { Context } from "@ai-sdk/provider-utils";
 import {
@@ -16,13 +17,13 @@ import {
 import type { Db } from "@/lib/db/client";
 import type { UsagePurpose } from "@/lib/db/schema";
 import { env } from "@/lib/env";
-import { modelCallTelemetry } from "@/lib/telemetry";
+import { modelCallTelemetry } from "@/lib/telemetry/tracing";
 import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
 import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import { CallUsage, type CallRow, type CutOff } from "./call-usage";
 import { modelUsageRow } from "./usage";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /**
  * Retries after a failed attempt (a 429, a 5xx, a dropped connection): the SDK's backoff,

@@ -1,7 +1,8 @@
+import "server-only";
 import { z } from "zod";
 import { env, type Env } from "@/lib/env";
 import { usingOfflineModel } from "./provider";
-import { logError } from "@/lib/log";
+import { logError } from "@/lib/telemetry/log";
 
 /** What the agent editor offers as model overrides: what the configured server lists, or nothing to pick from. */
 export type ModelList = { models: string[]; source: "server" | "none"; error?: string };

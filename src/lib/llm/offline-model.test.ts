@@ -2,12 +2,14 @@ import { Output, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-model";
-import { resumeTaskMessage } from "@/lib/agents/prompts";
+import { resumeTaskMessage } from "@/lib/core/prompts";
 
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
 const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 const TASK_ID = "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
 const QUESTION_ID = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b";
+const ROWAN_ID = "7d8e9f0a-1b2c-4d3e-8f4a-5b6c7d8e9f0a";
+const SUBTASK_IDS = ["1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"];
 
 /** Tools shaped like the product's, whose execute only records the call. */
 function recordingTools() {
@@ -451,6 +453,170 @@ describe("OfflineModel", () => {
         input: { title: "Please research solar panel prices", description: "Please research solar panel prices" },
       },
     ]);
+  });
+
+  describe("a task that lists its questions", () => {
+    const task = [
+      `Task from the person (task id: ${TASK_ID}): Research the port`,
+      "",
+      "Research the port for me.",
+      "",
+      "- How many containers did the port handle in 2025?",
+      "- Who will operate the new north terminal?",
+    ].join("\n");
+    const leadInstructions = `You are Lead, the lead of the team "Port".\n## Your subordinates\n- Scout (id: ${SCOUT_ID}): researcher\n- Rowan (id: ${ROWAN_ID}): researcher`;
+
+    it("has a lead deal the questions out, one delegation per subordinate", async () => {
+      const { tools, calls } = recordingTools();
+      const result = await generateText({
+        model,
+        instructions: leadInstructions,
+        messages: [{ role: "user", content: task }],
+        tools: { delegateToAgent: tools.delegateToAgent, createInboxItem: tools.createInboxItem },
+        stopWhen: stepCountIs(5),
+      });
+      expect(calls.map((call) => [call.name, call.input.agentId])).toEqual([
+        ["delegateToAgent", SCOUT_ID],
+        ["delegateToAgent", ROWAN_ID],
+      ]);
+      expect(calls[0]?.input.description).toContain("- How many containers did the port handle in 2025?");
+      expect(calls[0]?.input.description).not.toContain("north terminal");
+      expect(calls[1]?.input.description).toContain("- Who will operate the new north terminal?");
+      expect(result.text).toBe("Handed the questions to Scout and Rowan; I will brief you when their reports are in.");
+    });
+
+    it("has a subordinate search each question, read the first results, record what answers it with its source, and report it all", async () => {
+      const calls: { name: string; input: Record<string, unknown> }[] = [];
+      const pages: Record<string, string> = {
+        "https://a.example/stats":
+          "# Port statistics\n\nThe port handled 4.37 million containers in 2025. The weather was fine.",
+        "https://b.example/forum": "# Forum\n\nSomeone says the port handled 5.1 million containers in 2025!",
+        "https://c.example/other": "# Other\n\nThe port handled containers in 2025 too.",
+      };
+      const tools = {
+        tavilySearch: tool({
+          inputSchema: z.object({ query: z.string() }),
+          execute: async (input) => {
+            calls.push({ name: "tavilySearch", input });
+            return { results: Object.keys(pages).map((url) => ({ title: url, url, content: "…" })) };
+          },
+        }),
+        readWebPage: tool({
+          inputSchema: z.object({ url: z.string() }),
+          execute: async (input) => {
+            calls.push({ name: "readWebPage", input });
+            return { url: input.url, title: input.url, content: pages[input.url] ?? "" };
+          },
+        }),
+        addKnowledgeItem: tool({
+          inputSchema: z.object({
+            type: z.string(),
+            content: z.string(),
+            confidence: z.number(),
+            sourceUrl: z.string(),
+          }),
+          execute: async (input) => {
+            calls.push({ name: "addKnowledgeItem", input });
+            return { saved: true };
+          },
+        }),
+        reportToLead: tool({
+          inputSchema: z.object({ result: z.string() }),
+          execute: async (input) => {
+            calls.push({ name: "reportToLead", input });
+            return "Report sent to your lead.";
+          },
+        }),
+      };
+      const result = await generateText({
+        model,
+        instructions: "You are Scout, a member of the team.",
+        messages: [
+          {
+            role: "user",
+            content: `Task from your lead (task id: ${SUBTASK_IDS[0]}): How many containers?\n\nQuestions:\n- How many containers did the port handle in 2025?`,
+          },
+        ],
+        tools,
+        stopWhen: stepCountIs(10),
+      });
+      expect(calls.map((call) => call.name)).toEqual([
+        "tavilySearch",
+        "readWebPage",
+        "addKnowledgeItem",
+        "readWebPage",
+        "addKnowledgeItem",
+        "reportToLead",
+      ]);
+      expect(calls[0]?.input).toEqual({ query: "How many containers did the port handle in 2025?" });
+      // The first two results, each page's answering sentence kept with its address; the third is not read.
+      expect(calls[2]?.input).toMatchObject({
+        content: "The port handled 4.37 million containers in 2025. (source: https://a.example/stats)",
+        sourceUrl: "https://a.example/stats",
+      });
+      expect(calls[4]?.input).toMatchObject({ sourceUrl: "https://b.example/forum" });
+      expect(calls[5]?.input.result).toBe(
+        [
+          "Findings:",
+          "- The port handled 4.37 million containers in 2025. (source: https://a.example/stats)",
+          "- Someone says the port handled 5.1 million containers in 2025! (source: https://b.example/forum)",
+        ].join("\n"),
+      );
+      expect(result.text).toBe("Reported to the lead.");
+    });
+
+    it("has the lead brief once, when the last of the reports is in", async () => {
+      const { tools, calls } = recordingTools();
+      const delegations = SUBTASK_IDS.map((taskId, i) => ({
+        call: { type: "tool-call" as const, toolCallId: `d${i}`, toolName: "delegateToAgent", input: {} },
+        result: {
+          type: "tool-result" as const,
+          toolCallId: `d${i}`,
+          toolName: "delegateToAgent",
+          output: { type: "json" as const, value: { delegated: true, taskId } },
+        },
+      }));
+      const report = (name: string, taskId: string, finding: string) => ({
+        role: "user" as const,
+        content: `Subordinate ${name} reports (task id: ${taskId}): Findings:\n- ${finding}`,
+      });
+      const log = [
+        { role: "user" as const, content: task },
+        { role: "assistant" as const, content: [delegations[0]!.call] },
+        { role: "tool" as const, content: [delegations[0]!.result] },
+        { role: "assistant" as const, content: [delegations[1]!.call] },
+        { role: "tool" as const, content: [delegations[1]!.result] },
+        { role: "assistant" as const, content: "Handed the questions out." },
+        report("Rowan", SUBTASK_IDS[1]!, "Meridia will operate it. (source: https://a.example/quay)"),
+      ];
+      const { createInboxItem } = tools;
+      const first = await generateText({
+        model,
+        instructions: leadInstructions,
+        messages: log,
+        tools: { createInboxItem },
+      });
+      expect(calls).toEqual([]);
+      expect(first.text).toBe("Noted Rowan's report; waiting for one more before I brief.");
+
+      await generateText({
+        model,
+        instructions: leadInstructions,
+        messages: [
+          ...log,
+          { role: "assistant", content: first.text },
+          report("Scout", SUBTASK_IDS[0]!, "4.37 million containers. (source: https://a.example/stats)"),
+        ],
+        tools: { createInboxItem },
+        stopWhen: stepCountIs(2),
+      });
+      expect(calls.map((call) => call.name)).toEqual(["createInboxItem"]);
+      const content = String(calls[0]?.input.content);
+      // In the order the questions were handed out, whoever reported first.
+      expect(content.indexOf("### From Scout")).toBeLessThan(content.indexOf("### From Rowan"));
+      expect(content).toContain("- 4.37 million containers. (source: https://a.example/stats)");
+      expect(content).toContain("- Meridia will operate it. (source: https://a.example/quay)");
+    });
   });
 
   it("answers structured output with the emptiest valid object", async () => {

@@ -1,4 +1,5 @@
-import { AWAITING_APPROVAL_RESULT, parseLogInput } from "@/lib/agents/formats";
+import "server-only";
+import { AWAITING_APPROVAL_RESULT, type LogInput, parseLogInput } from "@/lib/core/formats";
 import type {
   JSONSchema7,
   LanguageModelV4,
@@ -13,6 +14,7 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
+import { answeringSentences, dealQuestions, PAGES_PER_QUESTION, questionsOf } from "./offline-research";
 
 /** What the person reads in chat when no LLM is configured and the message asks for no work. */
 export const OFFLINE_EXPLANATION =
@@ -33,7 +35,8 @@ type ToolMessage = Extract<LanguageModelV4Message, { role: "tool" }>;
  * A deterministic stand-in for an LLM, used when no provider is configured. It reads only the
  * prompt, the offered tools and the response format, and drives the real tools through the
  * product's flows (search → read the first result's page → record → report → brief), so
- * every page works with no network.
+ * every page works with no network. A task that lists its questions is researched question by
+ * question (see researchStep), so what the team finds depends on what the web says.
  */
 export class OfflineModel implements LanguageModelV4 {
   readonly specificationVersion = "v4" as const;
@@ -130,6 +133,9 @@ function afterToolResults(options: LanguageModelV4CallOptions, message: ToolMess
   );
   if (failed)
     return { kind: "text", text: `The ${failed.toolName} tool failed: ${truncate(outputText(failed.output), 300)}` };
+  const delegating = results.some((part) => part.toolName === "delegateToAgent");
+  const research = researchStep(options) ?? (delegating ? nextDelegation(options) : null);
+  if (research) return research;
   const names = results.map((part) => part.toolName);
   const searched = results.find((part) => part.toolName === "tavilySearch");
   // A search found pages: read the first one before recording anything.
@@ -211,6 +217,8 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   const looksLikeTask = TASK_WORDS.test(text);
   const input = parseLogInput(text);
   if (input?.kind === "report" && offered(options, "createInboxItem")) {
+    const together = briefingOnAllReports(options.prompt, input);
+    if (together) return together;
     const findings = input.result.replace(/^(?:No findings|Findings): /, "");
     return tool(
       "createInboxItem",
@@ -273,6 +281,10 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
   }
   if (input?.kind === "task-cancelled") return { kind: "text", text: "Dropped the cancelled task." };
   if (/no briefing|decide whether to brief/i.test(text)) return { kind: "text", text: "No briefing needed." };
+  if (input?.kind === "task") {
+    const research = researchStep(options) ?? nextDelegation(options);
+    if (research) return research;
+  }
   const subordinateId = firstSubordinateId(system);
   if (offered(options, "delegateToAgent") && subordinateId && looksLikeTask) {
     return tool("delegateToAgent", {
@@ -289,6 +301,218 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
     return tool("createTask", { title: truncate(text.trim(), 80), description: text });
   }
   return { kind: "text", text: OFFLINE_EXPLANATION };
+}
+
+// Research by questions: a task that lists its questions ("- How many …?") is dealt out by a
+// lead among its subordinates, and each subordinate searches every question of its share,
+// reads the first results and reports what they say, with their addresses. Every step is
+// read from the prompt, so the same web gives the same briefing on every run.
+
+type TaskInput = Extract<LogInput, { kind: "task" }>;
+type LoggedCall = { toolName: string; input: Record<string, unknown>; output?: LanguageModelV4ToolResultOutput };
+
+/** The newest task in the log and where it is. */
+function latestTask(prompt: LanguageModelV4Prompt): { input: TaskInput; index: number } | undefined {
+  for (let index = prompt.length - 1; index >= 0; index--) {
+    const message = prompt[index]!;
+    if (message.role !== "user") continue;
+    const input = parseLogInput(messageText(message));
+    if (input?.kind === "task") return { input, index };
+  }
+  return undefined;
+}
+
+/** The tool calls made after the message at `index`, in order, each with its result once it has one. */
+function callsSince(prompt: LanguageModelV4Prompt, index: number): LoggedCall[] {
+  const calls: LoggedCall[] = [];
+  const byId = new Map<string, LoggedCall>();
+  for (const message of prompt.slice(index + 1)) {
+    if (message.role === "assistant") {
+      for (const part of message.content) {
+        if (part.type !== "tool-call") continue;
+        const call: LoggedCall = { toolName: part.toolName, input: asRecord(part.input) ?? {} };
+        calls.push(call);
+        byId.set(part.toolCallId, call);
+      }
+    } else if (message.role === "tool") {
+      for (const part of message.content) {
+        const call = part.type === "tool-result" ? byId.get(part.toolCallId) : undefined;
+        if (call && part.type === "tool-result") call.output = part.output;
+      }
+    }
+  }
+  return calls;
+}
+
+/**
+ * A subordinate's next step on a task that lists its questions: for each question in turn,
+ * search, read the first results, record what each page says that answers it (with its
+ * address), and when all are done report every finding. Null for a lead, or a task that
+ * lists no questions.
+ */
+function researchStep(options: LanguageModelV4CallOptions): Decision | null {
+  if (!offered(options, "reportToLead")) return null;
+  const task = latestTask(options.prompt);
+  const questions = task ? questionsOf(task.input.description) : [];
+  if (!task || questions.length === 0) return null;
+  const calls = callsSince(options.prompt, task.index);
+  const last = calls.at(-1);
+  if (last?.toolName === "reportToLead") return { kind: "text", text: "Reported to the lead." };
+  const searches = calls.filter((call) => call.toolName === "tavilySearch");
+  if (last?.toolName === "readWebPage" && last.output && offered(options, "addKnowledgeItem")) {
+    const finding = answerOnPage(last.output, questions[Math.max(0, searches.length - 1)]!);
+    if (finding)
+      return tool("addKnowledgeItem", {
+        type: "fact",
+        content: finding.content,
+        confidence: 0.7,
+        sourceUrl: finding.url,
+      });
+  }
+  const latestSearch = searches.at(-1);
+  if (latestSearch?.output && offered(options, "readWebPage")) {
+    const read = new Set(calls.filter((call) => call.toolName === "readWebPage").map((call) => call.input.url));
+    const next = resultUrls(latestSearch.output)
+      .slice(0, PAGES_PER_QUESTION)
+      .find((url) => !read.has(url));
+    if (next) return tool("readWebPage", { url: next });
+  }
+  if (searches.length < questions.length && offered(options, "tavilySearch"))
+    return tool("tavilySearch", { query: truncate(questions[searches.length]!, 400) });
+  const findings = calls.flatMap((call) =>
+    call.toolName === "addKnowledgeItem" && typeof call.input.content === "string" ? [call.input.content] : [],
+  );
+  return tool("reportToLead", {
+    result: findings.length
+      ? `Findings:\n${findings.map((finding) => `- ${finding}`).join("\n")}`
+      : `No findings: nothing I read answers ${questions.map((question) => `"${question}"`).join(" or ")}.`,
+  });
+}
+
+/** What a page read says in answer to a question, with its address; undefined when it says nothing to it. */
+function answerOnPage(
+  output: LanguageModelV4ToolResultOutput,
+  question: string,
+): { content: string; url: string } | undefined {
+  const page = output.type === "json" ? asRecord(output.value) : undefined;
+  if (typeof page?.url !== "string" || typeof page.content !== "string") return undefined;
+  const sentences = answeringSentences(page.content, question);
+  if (sentences.length === 0) return undefined;
+  return { content: `${truncate(sentences.join(" "), 600)} (source: ${page.url})`, url: page.url };
+}
+
+/** The http(s) addresses of a search's results, in their order. */
+function resultUrls(output: LanguageModelV4ToolResultOutput): string[] {
+  const results = output.type === "json" ? asRecord(output.value)?.results : undefined;
+  if (!Array.isArray(results)) return [];
+  return results.flatMap((result) => {
+    const url = asRecord(result)?.url;
+    return typeof url === "string" && /^https?:\/\//i.test(url) ? [url] : [];
+  });
+}
+
+/** A task's questions dealt out among the subordinates: one delegation each; none unless both are several. */
+function delegationPlan(
+  task: TaskInput,
+  subordinates: readonly string[],
+): { agentId: string; title: string; description: string }[] {
+  const questions = questionsOf(task.description);
+  if (questions.length < 2 || subordinates.length < 2) return [];
+  return dealQuestions(questions, subordinates.length).map((share, i) => ({
+    agentId: subordinates[i]!,
+    title: truncate(share[0]!, 120),
+    description: [
+      `Questions from "${truncate(task.title, 80)}":`,
+      ...share.map((question) => `- ${question}`),
+      "",
+      "Search the web, read the sources that matter, and report each finding with its source url.",
+    ].join("\n"),
+  }));
+}
+
+/** A lead's next delegation of a task whose questions it deals out, then a line saying so. Null for any other task. */
+function nextDelegation(options: LanguageModelV4CallOptions): Decision | null {
+  if (!offered(options, "delegateToAgent")) return null;
+  const system = systemText(options.prompt);
+  const task = latestTask(options.prompt);
+  const plan = task ? delegationPlan(task.input, subordinateIds(system)) : [];
+  if (!task || plan.length === 0) return null;
+  const delegated = callsSince(options.prompt, task.index).filter((call) => call.toolName === "delegateToAgent");
+  if (delegated.length < plan.length) return tool("delegateToAgent", plan[delegated.length]!);
+  const names = plan.map((part) => agentName(system, part.agentId) ?? "a subordinate");
+  return {
+    kind: "text",
+    text: `Handed the questions to ${names.join(" and ")}; I will brief you when their reports are in.`,
+  };
+}
+
+/** The task id a delegation's result names ({ delegated: true, taskId }), as json or as its text. */
+function delegatedTaskId(output: LanguageModelV4ToolResultOutput): string | undefined {
+  let value: unknown = output.type === "json" ? output.value : undefined;
+  if (value === undefined && output.type === "text") {
+    try {
+      value = JSON.parse(output.value);
+    } catch {
+      return undefined;
+    }
+  }
+  const taskId = asRecord(value)?.taskId;
+  return typeof taskId === "string" ? taskId : undefined;
+}
+
+/**
+ * A lead that dealt one task's questions out to several subordinates briefs once, on all
+ * their reports: a report while others are still out is only noted; the last one brings the
+ * briefing, the reports in the order the questions were handed out. Null for the report of a
+ * lone delegation.
+ */
+function briefingOnAllReports(
+  prompt: LanguageModelV4Prompt,
+  report: Extract<LogInput, { kind: "report" }>,
+): Decision | null {
+  const batches = new Map<number, string[]>();
+  const callTask = new Map<string, number>();
+  const outcomes = new Map<string, { agentName: string; text: string }>();
+  let task = -1;
+  prompt.forEach((message, index) => {
+    if (message.role === "user") {
+      const input = parseLogInput(messageText(message));
+      if (input?.kind === "task") task = index;
+      if (input?.kind === "report" && input.taskId)
+        outcomes.set(input.taskId, {
+          agentName: input.agentName,
+          text: input.result.replace(/^(?:No findings|Findings):\s*/, ""),
+        });
+      if ((input?.kind === "failed" || input?.kind === "cancelled") && input.taskId)
+        outcomes.set(input.taskId, { agentName: input.agentName, text: `Did not finish: ${input.reason}` });
+    }
+    for (const part of message.role === "assistant" ? message.content : [])
+      if (part.type === "tool-call" && part.toolName === "delegateToAgent") callTask.set(part.toolCallId, task);
+    for (const part of message.role === "tool" ? message.content : []) {
+      const at = part.type === "tool-result" ? callTask.get(part.toolCallId) : undefined;
+      const subtask = at !== undefined && part.type === "tool-result" ? delegatedTaskId(part.output) : undefined;
+      if (at !== undefined && subtask) batches.set(at, [...(batches.get(at) ?? []), subtask]);
+    }
+  });
+  const batch = [...batches.values()].find((ids) => report.taskId !== null && ids.includes(report.taskId));
+  if (!batch || batch.length < 2) return null;
+  const missing = batch.filter((id) => !outcomes.has(id)).length;
+  if (missing > 0)
+    return {
+      kind: "text",
+      text: `Noted ${report.agentName}'s report; waiting for ${missing === 1 ? "one more" : `${missing} more`} before I brief.`,
+    };
+  const reports = batch.map((id) => outcomes.get(id)!);
+  const briefing = demoBriefing(
+    briefingTopic(prompt) ?? "what the team found",
+    reports.map((each) => `### From ${each.agentName}\n\n${each.text}`).join("\n\n"),
+    "What the team found",
+  );
+  const first = reports.map((each) => each.text.replace(/^-\s*/, "")).find(Boolean) ?? "";
+  return tool("createInboxItem", {
+    ...briefing,
+    summary: `${reports.map((each) => each.agentName).join(" and ")} reported. ${firstSentence(first)}`,
+  });
 }
 
 /**
@@ -344,16 +568,21 @@ function summary(prompt: LanguageModelV4Prompt): string {
 }
 
 /**
- * The first agent id in the system prompt that names a subordinate: "- Scout (id: …)". Only
- * the words before the id are judged, since a subordinate's focus may well say "you are".
+ * The agent ids in the system prompt that name subordinates: "- Scout (id: …)". Only the
+ * words before the id are judged, since a subordinate's focus may well say "you are".
  */
-function firstSubordinateId(system: string): string | undefined {
+function subordinateIds(system: string): string[] {
+  const ids: string[] = [];
   for (const line of system.split("\n")) {
     const match = UUID.exec(line);
     const before = match ? line.slice(0, match.index) : "";
-    if (match && !/lead|you are|your id|team|task/i.test(before)) return match[0];
+    if (match && !/lead|you are|your id|team|task/i.test(before) && !ids.includes(match[0])) ids.push(match[0]);
   }
-  return undefined;
+  return ids;
+}
+
+function firstSubordinateId(system: string): string | undefined {
+  return subordinateIds(system)[0];
 }
 
 /** "- Scout (id: 1b2…)" → "Scout". */

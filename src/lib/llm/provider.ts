@@ -1,3 +1,4 @@
+import "server-only";
 import { createOpenAI } from "@ai-sdk/openai";
 import type { LanguageModel } from "ai";
 import { env, type Env } from "@/lib/env";

@@ -1,3 +1,4 @@
+import "server-only";
 import type { ModelMessage } from "ai";
 
 /** Characters per token, roughly, for English text and JSON. */

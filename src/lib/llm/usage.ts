@@ -1,3 +1,4 @@
+import "server-only";
 import type { LanguageModelUsage } from "ai";
 import type { NewUsage } from "@/lib/db/queries/usage";
 

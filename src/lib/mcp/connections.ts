@@ -1,9 +1,10 @@
+import "server-only";
 import { createHash } from "node:crypto";
 import { createMCPClient, type ListToolsResult, type MCPClient } from "@ai-sdk/mcp";
 import type { ChildProcess } from "node:child_process";
 import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import type { McpServer, McpToolInfo } from "@/lib/db/schema";
-import { checkedAddresses, outboundPolicy, policyFetch, type OutboundPolicy } from "@/lib/outbound-url";
+import { checkedAddresses, outboundPolicy, policyFetch, type OutboundPolicy } from "@/lib/http/outbound-url";
 
 /**
  * Connections to MCP servers, one per server per process (the worker for work sessions,

@@ -1,3 +1,4 @@
+import "server-only";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
@@ -14,7 +15,7 @@ import { updateAgent } from "@/lib/db/queries/agents";
 import { writeUnderAgent, writeUnderTeam } from "@/lib/db/queries/teams";
 import type { Agent, McpServer, McpToolInfo, ToolScope } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { outboundUrlProblem, privateAddressesAllowed, type OutboundPolicy } from "@/lib/outbound-url";
+import { outboundUrlProblem, privateAddressesAllowed, type OutboundPolicy } from "@/lib/http/outbound-url";
 import { forgetMcpConnection, openMcpConnection } from "./connections";
 import { renamedMcpTools } from "./names";
 import { describeMcpError, redactSecrets } from "./tools";

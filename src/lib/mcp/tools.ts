@@ -1,3 +1,4 @@
+import "server-only";
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import {
@@ -7,9 +8,9 @@ import {
   recordMcpServerState,
 } from "@/lib/db/queries/mcp-servers";
 import type { Agent, McpServer, McpToolInfo } from "@/lib/db/schema";
-import { abortable } from "@/lib/agents/tools/search-tools";
-import { logError } from "@/lib/log";
-import { maskUrl } from "@/lib/redact";
+import { abortable } from "@/lib/util/abortable";
+import { logError } from "@/lib/telemetry/log";
+import { maskUrl } from "@/lib/util/redact";
 import {
   forgetMcpConnection,
   mcpConnection,

@@ -1,3 +1,4 @@
+import "server-only";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import {
@@ -14,9 +15,9 @@ import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { notificationKinds, type Notification, type NotificationKind } from "@/lib/db/schema";
 import { smtpSettings, type SmtpSettings } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
-import { outboundUrlProblem, privateAddressesAllowed } from "@/lib/outbound-url";
+import { outboundUrlProblem, privateAddressesAllowed } from "@/lib/http/outbound-url";
 import type { JobQueue } from "@/lib/jobs/job-queue";
-import { generateWebhookSecret } from "@/lib/webhooks";
+import { generateWebhookSecret } from "@/lib/http/webhook-signature";
 import { EMAIL_NEEDS_SMTP } from "./email-channel";
 import { enqueueTestNotification } from "./enqueue";
 

@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { getNotificationChannel } from "@/lib/db/queries/notification-channels";
 import {
@@ -9,7 +10,7 @@ import {
 } from "@/lib/db/queries/notifications";
 import type { Notification, NotificationChannel } from "@/lib/db/schema";
 import { smtpSettings, type SmtpSettings } from "@/lib/env";
-import type { OutboundPolicy } from "@/lib/outbound-url";
+import type { OutboundPolicy } from "@/lib/http/outbound-url";
 import type { JobQueue, NotificationAttempt } from "@/lib/jobs/job-queue";
 import { DeliveryError, deliveryErrorMessage } from "./delivery-error";
 import { sendEmailNotification } from "./email-channel";

@@ -1,3 +1,4 @@
+import "server-only";
 /**
  * An attempt to deliver a notification that did not get through, in words for the delivery
  * log ("HTTP 500 from https://…: …"). `permanent` means retrying cannot help (the server has

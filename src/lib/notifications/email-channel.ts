@@ -1,3 +1,4 @@
+import "server-only";
 import nodemailer from "nodemailer";
 import type { Notification } from "@/lib/db/schema";
 import type { SmtpSettings } from "@/lib/env";

@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { listChannelIdsForKind } from "@/lib/db/queries/notification-channels";
 import { insertNotifications, type NotificationPayload } from "@/lib/db/queries/notifications";

@@ -1,5 +1,6 @@
+import "server-only";
 import type { Notification } from "@/lib/db/schema";
-import { signedWebhookHeaders } from "@/lib/webhooks";
+import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
 import {
   isPublicAddress,
@@ -7,8 +8,8 @@ import {
   outboundRequest,
   OutboundUrlRefused,
   type OutboundPolicy,
-} from "@/lib/outbound-url";
-import { maskUrl } from "@/lib/redact";
+} from "@/lib/http/outbound-url";
+import { maskUrl } from "@/lib/util/redact";
 
 // Outbound webhooks: one POST per attempt, signed like inbound webhooks (src/lib/webhooks.ts)
 // so a receiver verifies both the same way:

@@ -1,3 +1,4 @@
+import "server-only";
 // What a model call costs. Pure (no database): the pages, the report and the budgets share it.
 // The person's own prices live in `model_prices` (queries/model-prices.ts) and win over these.
 

@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { DELETED_TEAMS, listUsageByDay, REMOVED_AGENTS, type ModelTokens } from "@/lib/db/queries/usage";
 import { cachedShare, roundUsd, type PriceSource, type PriceTable } from "./prices";

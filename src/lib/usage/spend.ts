@@ -1,3 +1,4 @@
+import "server-only";
 import type { Db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { getTeamUsageTodayByModel, type ModelTokens } from "@/lib/db/queries/usage";

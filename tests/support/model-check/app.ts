@@ -2,15 +2,16 @@
 // cases from the test process. The ONE place that knows which use case implements which
 // button, so it is the one file to repoint when the engine's use cases change.
 import { sql } from "drizzle-orm";
-import type { EngineDeps } from "@/lib/agents/engine-config";
-import { stopAgent } from "@/lib/agents/stop";
-import { assignTask, cancelTask, removeSubordinate } from "@/lib/agents/tasks";
-import { setTeamStatus } from "@/lib/agents/teams";
+import type { EngineDeps } from "@/lib/core/engine-config";
+import { stopAgent } from "@/lib/engine/stop";
+import { assignTask, cancelTask, removeSubordinate } from "@/lib/domain/tasks";
+import { setTeamStatus } from "@/lib/domain/teams";
 import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import type { RemovedTask } from "./invariants";
-import { generateWebhookSecret, receiveWebhook, signedWebhookHeaders } from "@/lib/webhooks";
+import { generateWebhookSecret, signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import { receiveWebhook } from "@/lib/domain/webhooks";
 
 export type App = Pick<EngineDeps, "db" | "jobs" | "config" | "chooseModel" | "log">;
 

@@ -3,7 +3,7 @@
 // messages before the answer. Equal multisets mean the answer follows exactly the
 // context its call was given.
 import type { FakeChatMessage } from "../fake-openai";
-import { SUMMARY_PREFIX } from "@/lib/agents/model-messages";
+import { SUMMARY_PREFIX } from "@/lib/engine/model-messages";
 import { hash32 } from "./random";
 
 type StoredLike = {

@@ -1,7 +1,7 @@
 // The invariants of the engine model-check, checked on a scenario's team once it is quiet.
 // Each is a function from the stored state to violation messages (none = it holds).
 import { eq, inArray, or } from "drizzle-orm";
-import { parseLogInput, type SubordinateOutcome } from "@/lib/agents/formats";
+import { parseLogInput, type SubordinateOutcome } from "@/lib/core/formats";
 import type { Db } from "@/lib/db/client";
 import {
   agentInputs,

@@ -6,8 +6,8 @@
 // from its own tool call ids in the context, so a retried or resumed call picks up where
 // the stored log stands. Each answer carries a key (its tool call ids, or a token at the
 // end of its text) and the identities of the context it was given, for invariant 7.
-import { parseLogInput, splitMarker, type LogInput } from "@/lib/agents/formats";
-import { INTERRUPTED_RESULT } from "@/lib/agents/model-messages";
+import { parseLogInput, splitMarker, type LogInput } from "@/lib/core/formats";
+import { INTERRUPTED_RESULT } from "@/lib/engine/model-messages";
 import type { FakeChatRequest, FakeOpenAIHandler, FakeReply } from "../fake-openai";
 import { wireIdentities, wireText } from "./identity";
 import { hash32, type Rng } from "./random";

@@ -1,15 +1,15 @@
 import type { Metadata } from "next";
 import { InboxList } from "@/components/inbox";
 import { LiveRefresh } from "@/components/live-events";
-import { toWire } from "@/lib/api-client";
-import { requirePageSession } from "@/lib/auth";
+import { toWire } from "@/lib/client/api-client";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
 import { listTeams } from "@/lib/db/queries/teams";
 import { inboxItemTypes } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
-import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/inbox-page";
+import { isUuid } from "@/lib/util/ids";
+import { getInboxPage, type InboxPage as InboxPageData } from "@/lib/views/inbox-page";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Inbox" };

@@ -3,14 +3,14 @@ import Link from "next/link";
 import { KnowledgeRow } from "@/components/knowledge";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
-import { urlNamedIn } from "@/lib/agents/tools/sources";
+import { urlNamedIn } from "@/lib/domain/sources";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { listAgentDirectory } from "@/lib/db/queries/views";
-import { sourceHref } from "@/lib/knowledge-view";
+import { sourceHref } from "@/lib/views/knowledge-view";
 import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Knowledge" };

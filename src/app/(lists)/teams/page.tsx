@@ -5,12 +5,12 @@ import { CreateTeamForm } from "@/components/create-team-form";
 import { OfflineNotice } from "@/components/offline-notice";
 import { LiveRefresh } from "@/components/live-events";
 import { EmptyState, StatusBadge } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
-import { offlineSetup } from "@/lib/connection-check";
+import { requirePageSession } from "@/lib/auth/auth";
+import { offlineSetup } from "@/lib/telemetry/connection-check";
 import { db } from "@/lib/db/client";
 import { listTeamSummaries } from "@/lib/db/queries/views";
-import { plural } from "@/lib/plural";
-import { getTeamActivity } from "@/lib/team-activity";
+import { plural } from "@/lib/util/plural";
+import { getTeamActivity } from "@/lib/views/team-activity";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Teams" };

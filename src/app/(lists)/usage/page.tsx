@@ -5,11 +5,11 @@ import { LiveRefresh } from "@/components/live-events";
 import { PriceTableEditor } from "@/components/price-table";
 import { EmptyState } from "@/components/ui";
 import { UsageChart } from "@/components/usage-chart";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { listModelPrices } from "@/lib/db/queries/model-prices";
 import { listTeams } from "@/lib/db/queries/teams";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 import {
   describeCache,
   formatShare,

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { AgentActivityLine } from "@/components/agent-activity";
-import { activityState } from "@/lib/activity";
+import { activityState } from "@/lib/views/activity";
 import { notFound } from "next/navigation";
 import {
   AssignTaskForm,
@@ -16,24 +16,24 @@ import { Markdown } from "@/components/markdown";
 import { ErrorText, PlainMarkdown } from "@/components/plain-words";
 import { EmptyState, LocalTime, StatusBadge } from "@/components/ui";
 import { WorkLog } from "@/components/work-log";
-import { toWire } from "@/lib/api-client";
+import { toWire } from "@/lib/client/api-client";
 import { findAgent } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
-import { getTeamActivity } from "@/lib/team-activity";
+import { requirePageSession } from "@/lib/auth/auth";
+import { getTeamActivity } from "@/lib/views/team-activity";
 import { db } from "@/lib/db/client";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listTasksForAgentPage, listTasksWithSubtasks } from "@/lib/db/queries/tasks";
-import { isOpenTask } from "@/lib/task-statuses";
+import { isOpenTask } from "@/lib/db/task-statuses";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getAgentUsageByModel, getUsageTotals } from "@/lib/db/queries/usage";
 import { formatUsd } from "@/lib/usage/format";
 import { loadPriceTable, spendOf } from "@/lib/usage/spend";
 import { listSessions } from "@/lib/db/queries/work-sessions";
-import { isUuid } from "@/lib/ids";
-import { describeAgentText, taskGiver, type Named } from "@/lib/plain-words";
+import { isUuid } from "@/lib/util/ids";
+import { describeAgentText, taskGiver, type Named } from "@/lib/views/plain-words";
 import { CadreError } from "@/lib/errors";
-import { getWorkLogPage } from "@/lib/work-log-page";
+import { getWorkLogPage } from "@/lib/views/work-log-page";
 
 export const dynamic = "force-dynamic";
 type Props = {

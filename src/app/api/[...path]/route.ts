@@ -1,4 +1,4 @@
-import { errorResponse, route } from "@/lib/http";
+import { errorResponse, route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
-import { checkConnections } from "@/lib/connection-check";
-import { route } from "@/lib/http";
+import { checkConnections } from "@/lib/telemetry/connection-check";
+import { route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";
 

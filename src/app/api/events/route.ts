@@ -1,5 +1,5 @@
-import { liveEventStream } from "@/lib/events";
-import { route } from "@/lib/http";
+import { liveEventStream } from "@/lib/http/events";
+import { route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";
 
@@ -15,7 +15,7 @@ const headers = {
  * pages refetch what they show). A `ready` event opens each connection, so a client that
  * reconnects knows it may have missed changes and refetches everything it shows. The
  * subscription ends with the request, and a reader that falls behind is dropped
- * (liveEventStream in src/lib/events.ts).
+ * (liveEventStream in src/lib/http/events.ts).
  */
 export const GET = route(
   async (request: Request): Promise<Response> => new Response(liveEventStream(request), { headers }),

@@ -1,13 +1,13 @@
-import { checkHealth } from "@/lib/health";
-import { errorResponse, route } from "@/lib/http";
-import { logError } from "@/lib/log";
+import { checkHealth } from "@/lib/domain/health";
+import { errorResponse, route } from "@/lib/http/http";
+import { logError } from "@/lib/telemetry/log";
 
 export const dynamic = "force-dynamic";
 
 /**
  * Open without a session (a probe for supervisors and load balancers). 200 while the
  * database answers: `{ status: "ok" | "degraded", database, workers, backlog }`, where
- * `degraded` means work waits and no worker is alive (src/lib/health.ts); 503 when it does not.
+ * `degraded` means work waits and no worker is alive (src/lib/telemetry/health.ts); 503 when it does not.
  */
 export const GET = route(
   async (): Promise<Response> => {

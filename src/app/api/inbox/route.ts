@@ -3,9 +3,9 @@ import { countInboxNeedingAttention } from "@/lib/db/queries/inbox-items";
 import { getTeam } from "@/lib/db/queries/teams";
 import { notFound } from "@/lib/errors";
 import { inboxItemTypes } from "@/lib/db/schema";
-import { parseSearchParams, route } from "@/lib/http";
-import { getInboxPage } from "@/lib/inbox-page";
-import { webEngine } from "@/lib/server";
+import { parseSearchParams, route } from "@/lib/http/http";
+import { getInboxPage } from "@/lib/views/inbox-page";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
-import { parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 

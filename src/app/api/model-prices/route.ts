@@ -1,5 +1,5 @@
-import { route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { listPrices } from "@/lib/usage/model-prices";
 
 export const dynamic = "force-dynamic";

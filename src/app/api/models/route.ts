@@ -1,4 +1,4 @@
-import { route } from "@/lib/http";
+import { route } from "@/lib/http/http";
 import { listAvailableModels } from "@/lib/llm/models";
 
 export const dynamic = "force-dynamic";

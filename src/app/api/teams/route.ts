@@ -1,7 +1,7 @@
-import { createTeam } from "@/lib/agents/teams";
+import { createTeam } from "@/lib/domain/teams";
 import { listTeams } from "@/lib/db/queries/teams";
-import { parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { createTeamBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { requireTeam } from "@/lib/db/queries/teams";
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { REPORT_DAYS_DEFAULT, REPORT_DAYS_MAX, usageReport } from "@/lib/usage/report";
 
 export const dynamic = "force-dynamic";

@@ -7,13 +7,13 @@ import { LiveRefresh } from "@/components/live-events";
 import { Markdown } from "@/components/markdown";
 import { QuestionCard } from "@/components/question-card";
 import { LocalTime } from "@/components/ui";
-import { toWire } from "@/lib/api-client";
+import { toWire } from "@/lib/client/api-client";
 import { findInboxItem } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getTask } from "@/lib/db/queries/tasks";
-import { citedSources } from "@/lib/tool-labels";
-import { inboxTitle, plainText } from "@/lib/plain-words";
+import { citedSources } from "@/lib/views/tool-labels";
+import { inboxTitle, plainText } from "@/lib/views/plain-words";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ itemId: string }> };

@@ -6,13 +6,13 @@ import { LiveRefresh } from "@/components/live-events";
 import { ErrorText, ProblemText } from "@/components/plain-words";
 import { formatDuration, SessionWaterfall } from "@/components/session-waterfall";
 import { LocalTime, StatusBadge } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
-import { isUuid } from "@/lib/ids";
-import { plural } from "@/lib/plural";
-import { describeMarker, describeProblem } from "@/lib/plain-words";
-import { getSessionTrace, type SessionTrace } from "@/lib/session-trace";
+import { isUuid } from "@/lib/util/ids";
+import { plural } from "@/lib/util/plural";
+import { describeMarker, describeProblem } from "@/lib/views/plain-words";
+import { getSessionTrace, type SessionTrace } from "@/lib/views/session-trace";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ sessionId: string }> };

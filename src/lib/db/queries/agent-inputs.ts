@@ -1,3 +1,4 @@
+import "server-only";
 import { and, asc, eq, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { agentInputs, type AgentInput } from "../schema";

@@ -1,3 +1,4 @@
+import "server-only";
 import { and, eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
@@ -110,4 +111,9 @@ export async function deleteAgent(db: Db, agentId: string): Promise<void> {
   // A fact another agent reported too stays, with that agent as its first reporter.
   await handOverSharedKnowledge(db, agentId);
   await db.delete(agents).where(eq(agents.id, agentId));
+}
+
+/** Marks that the agent has a reason to run (JobQueue.wakeAgent sends its job with it). */
+export async function markWakeRequested(db: Db, agentId: string): Promise<void> {
+  await db.execute(sql`update agents set wake_requested_at = clock_timestamp() where id = ${agentId}`);
 }

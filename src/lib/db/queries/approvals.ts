@@ -1,3 +1,4 @@
+import "server-only";
 import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";

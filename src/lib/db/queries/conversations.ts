@@ -1,3 +1,4 @@
+import "server-only";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { conversations, type Conversation, type ConversationMode } from "../schema";

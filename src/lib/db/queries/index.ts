@@ -1,3 +1,4 @@
+import "server-only";
 export * from "./agents";
 export * from "./conversations";
 export * from "./inbox-items";

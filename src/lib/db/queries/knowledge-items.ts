@@ -1,3 +1,4 @@
+import "server-only";
 import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
 import {

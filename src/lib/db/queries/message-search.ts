@@ -1,6 +1,7 @@
+import "server-only";
 import { sql } from "drizzle-orm";
 import type { Db } from "../client";
-import { MATCH_END, MATCH_START } from "@/lib/search-marks";
+import { MATCH_END, MATCH_START } from "@/lib/util/search-marks";
 import type { AgentRole, ConversationMode, MessageRole } from "../schema";
 import { atMicros, olderThan } from "./keyset";
 

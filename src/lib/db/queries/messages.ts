@@ -1,4 +1,5 @@
-import { eq, sql, type SQL } from "drizzle-orm";
+import "server-only";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
 import { storable } from "../storable";
@@ -449,4 +450,30 @@ const messagesSinceStatement = statementVariants<
 /** The whole conversation in chain order (admin views, knowledge extraction over a full log). */
 export function getAllMessages(db: Db, conversationId: string): Promise<Message[]> {
   return getMessagesSince(db, conversationId, null);
+}
+
+/** The message before `messageId` in its chain; undefined when no such message is in this conversation. */
+export async function getPreviousMessageId(
+  db: Db,
+  conversationId: string,
+  messageId: string,
+): Promise<{ previous: string | null } | undefined> {
+  const [target] = await db
+    .select({ previous: messages.previousMessageId })
+    .from(messages)
+    .where(and(eq(messages.id, messageId), eq(messages.conversationId, conversationId)));
+  return target;
+}
+
+/** The assistant message of the conversation that holds the tool call (the newest, should a model reuse an id). */
+export async function findMessageHoldingCall(
+  db: Db,
+  conversationId: string,
+  toolCallId: string,
+): Promise<string | null> {
+  const [row] = await db.execute<{ id: string }>(
+    sql`select id from messages where conversation_id = ${conversationId} and role = 'assistant'
+         and tool_calls @> ${JSON.stringify([{ toolCallId }])}::jsonb order by created_at desc limit 1`,
+  );
+  return row?.id ?? null;
 }

@@ -1,3 +1,4 @@
+import "server-only";
 import { and, eq, gt, lte, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { sessions, type Session } from "../schema";

@@ -1,3 +1,4 @@
+import "server-only";
 // The reads behind the timeline's stories: a story is a task nobody delegated (a person's task,
 // a scheduled run, a webhook) with every task delegated under it (tasks.root_task_id), the work
 // logged for those tasks (messages.task_id), what it cost (usage.task_id) and what it sent the

@@ -1,13 +1,14 @@
+import "server-only";
 import { and, asc, desc, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import { notFound } from "@/lib/errors";
-import { finalTaskStatuses, isFinalTask, type OpenTaskStatus, openTaskStatuses } from "@/lib/task-statuses";
+import { finalTaskStatuses, isFinalTask, type OpenTaskStatus, openTaskStatuses } from "@/lib/db/task-statuses";
 import type { Db } from "../client";
 import { tasks, type Task, type TaskSource, type TaskStatus } from "../schema";
 
 /**
  * SQL: `column` holds one of `statuses` (`= 'pending'`, `in ('pending', …)`), for statements
- * written as SQL text, from the named lists of lib/task-statuses.ts. The statuses go in as
+ * written as SQL text, from the named lists of db/task-statuses.ts. The statuses go in as
  * literals, as typed out before: the statement's text and plan stay the same, and they come
  * from the typed vocabulary, never from input.
  */
@@ -96,7 +97,7 @@ export async function listTasksForAgentPage(
  * Moves a task to a new status and returns it, or null when it is already final — a cancelled
  * or completed task stays that way, whoever writes later — or not in one of `from` (open statuses
  * only, so the guard holds). Only the
- * task's lifecycle (src/lib/agents/task-lifecycle.ts) calls it: each transition by its name.
+ * task's lifecycle (src/lib/domain/task-lifecycle.ts) calls it: each transition by its name.
  */
 export async function setTaskStatus(
   db: Db,

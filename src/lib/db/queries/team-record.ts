@@ -1,3 +1,4 @@
+import "server-only";
 import { and, asc, eq, getTableColumns, gte, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { withKnowledgeSources } from "./knowledge-items";
@@ -16,7 +17,7 @@ import {
   workSessions,
   type Usage,
 } from "../schema";
-import { maskUrl } from "@/lib/redact";
+import { maskUrl } from "@/lib/util/redact";
 import { REMOVED_AGENTS } from "./usage";
 
 /**

@@ -1,3 +1,4 @@
+import "server-only";
 import { asc, desc, eq, sql } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";

@@ -1,7 +1,8 @@
+import "server-only";
 // The reads behind the team timeline and the session trace: several sources paged together
 // by (time, id), newest first, each through its own keyset index.
 import { sql, type SQL } from "drizzle-orm";
-import { logInputLikePatterns, type LogInput } from "@/lib/agents/formats";
+import { logInputLikePatterns, type LogInput } from "@/lib/core/formats";
 import type { Db } from "../client";
 import type { AgentRole, InboxItemType, StoredToolCall, TaskSource, TaskStatus } from "../schema";
 import { atMicros, olderThan } from "./keyset";

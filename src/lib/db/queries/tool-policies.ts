@@ -1,3 +1,4 @@
+import "server-only";
 import { and, eq, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { toolPolicyRules, type ToolPolicy, type ToolPolicyRule } from "../schema";

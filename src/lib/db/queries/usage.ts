@@ -1,3 +1,4 @@
+import "server-only";
 import { and, eq, gte, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
 import { usage, type Usage, type UsagePurpose } from "../schema";

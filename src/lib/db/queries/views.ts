@@ -1,3 +1,4 @@
+import "server-only";
 // Read-only queries that shape rows for the pages (names joined in), not for the engine.
 import { desc, eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
@@ -13,7 +14,7 @@ import {
   type ConversationMode,
   type Team,
 } from "@/lib/db/schema";
-import { openTaskStatuses } from "@/lib/task-statuses";
+import { openTaskStatuses } from "@/lib/db/task-statuses";
 import { taskStatusIn } from "./tasks";
 import { inboxAtMicros, inboxFilterWhere, inboxOrder, type InboxFilter, type InboxItemView } from "./inbox-items";
 

@@ -1,3 +1,4 @@
+import "server-only";
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../client";
 import { webhookDeliveries, webhookSecrets, type WebhookSecret } from "../schema";

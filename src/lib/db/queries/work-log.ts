@@ -1,3 +1,4 @@
+import "server-only";
 import { sql } from "drizzle-orm";
 import type { Db } from "../client";
 import type { UsagePurpose, WorkSessionStatus } from "../schema";

@@ -1,3 +1,4 @@
+import "server-only";
 import { and, desc, eq, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";

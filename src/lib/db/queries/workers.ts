@@ -1,3 +1,4 @@
+import "server-only";
 import { eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
 import { workers } from "../schema";

@@ -1,9 +1,9 @@
-import { removeSubordinate } from "@/lib/agents/tasks";
-import { editAgent } from "@/lib/agents/teams";
+import { removeSubordinate } from "@/lib/domain/tasks";
+import { editAgent } from "@/lib/domain/teams";
 import { requireAgent } from "@/lib/db/queries/agents";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { updateAgentBody } from "./schema";
 
 export const dynamic = "force-dynamic";

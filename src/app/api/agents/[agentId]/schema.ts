@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isCron, isTimeZone } from "@/lib/agents/schedule-preview";
+import { isCron, isTimeZone } from "@/lib/domain/schedule-preview";
 
 export const updateAgentBody = z
   .strictObject({

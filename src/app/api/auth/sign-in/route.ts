@@ -1,6 +1,6 @@
-import { signIn } from "@/lib/auth";
+import { signIn } from "@/lib/auth/auth";
 import { database } from "@/lib/db/client";
-import { parseJsonBody, route } from "@/lib/http";
+import { parseJsonBody, route } from "@/lib/http/http";
 import { SIGN_IN_BODY_LIMIT_BYTES, signInBody } from "./schema";
 
 export const dynamic = "force-dynamic";
@@ -9,7 +9,7 @@ export const dynamic = "force-dynamic";
  * POST /api/auth/sign-in {password} → 200 {signedIn: true} with the session cookie and the
  * known-device cookie. Wrong password 401; too many failures 429 with Retry-After (a known
  * browser: 5 a minute of its own; a stranger: 5 a minute per address, 20 a minute for all
- * strangers together; see src/lib/sign-in-throttle.ts).
+ * strangers together; see src/lib/auth/sign-in-throttle.ts).
  */
 export const POST = route(
   async (request: Request) => {

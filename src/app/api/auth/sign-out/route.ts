@@ -1,7 +1,7 @@
-import { clearedSessionCookie, endSession, sessionTokenOf } from "@/lib/auth";
-import { SIGN_IN_PATH } from "@/lib/auth-rules";
+import { clearedSessionCookie, endSession, sessionTokenOf } from "@/lib/auth/auth";
+import { SIGN_IN_PATH } from "@/lib/auth/auth-rules";
 import { database } from "@/lib/db/client";
-import { route } from "@/lib/http";
+import { route } from "@/lib/http/http";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,7 @@
 import { getInboxItemView, setInboxItemArchived, setInboxItemRead } from "@/lib/db/queries/inbox-items";
 import { notFound } from "@/lib/errors";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { updateInboxItemBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
 import { markAllInboxItemsRead } from "@/lib/db/queries/inbox-items";
-import { route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 

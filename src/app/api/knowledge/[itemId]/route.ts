@@ -1,7 +1,7 @@
 import { deleteKnowledgeItem, updateKnowledgeItem, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { notFound } from "@/lib/errors";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { updateKnowledgeItemBody } from "./schema";
 
 export const dynamic = "force-dynamic";

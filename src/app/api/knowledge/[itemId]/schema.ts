@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isFact } from "@/lib/agents/knowledge-items";
+import { isFact } from "@/lib/domain/knowledge-items";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 
 /** A web address the page can link to: http or https only (no javascript:, no data:). */

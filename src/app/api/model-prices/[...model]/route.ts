@@ -1,5 +1,5 @@
-import { parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { modelPriceBody, parseModelId, resetModelPrice, setModelPrice } from "@/lib/usage/model-prices";
 
 export const dynamic = "force-dynamic";

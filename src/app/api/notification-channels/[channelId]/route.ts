@@ -1,6 +1,6 @@
-import { parseId, parseJsonBody, route } from "@/lib/http";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
 import { changeNotificationChannel, removeNotificationChannel } from "@/lib/notifications/channels";
-import { webEngine } from "@/lib/server";
+import { webEngine } from "@/lib/http/server";
 import { updateChannelBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getSessionTrace } from "@/lib/session-trace";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getSessionTrace } from "@/lib/views/session-trace";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ sessionId: string }> };

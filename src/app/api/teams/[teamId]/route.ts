@@ -1,7 +1,7 @@
-import { editTeam, removeTeam, setTeamStatus } from "@/lib/agents/teams";
+import { editTeam, removeTeam, setTeamStatus } from "@/lib/domain/teams";
 import { listTeamAgents, requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { updateTeamBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
 import { db } from "@/lib/db/client";
-import { parseJsonBody, route } from "@/lib/http";
+import { parseJsonBody, route } from "@/lib/http/http";
 import { draftLeadInstructions } from "@/lib/llm/draft-instructions";
 import { draftInstructionsBody } from "./schema";
 

@@ -4,7 +4,7 @@ import { LiveRefresh } from "@/components/live-events";
 import { TeamStatusButton } from "@/components/team-admin";
 import { TeamTabs } from "@/components/team-tabs";
 import { StatusBadge } from "@/components/ui";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { teamOr404, type TeamParams } from "./team-section";

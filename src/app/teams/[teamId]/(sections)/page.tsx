@@ -8,13 +8,13 @@ import { Markdown } from "@/components/markdown";
 import { QuestionCard } from "@/components/question-card";
 import { TeamSpendingSection } from "@/components/team-usage";
 import { LocalTime } from "@/components/ui";
-import { toWire } from "@/lib/api-client";
-import { requirePageSession } from "@/lib/auth";
-import { offlineSetup } from "@/lib/connection-check";
+import { toWire } from "@/lib/client/api-client";
+import { requirePageSession } from "@/lib/auth/auth";
+import { offlineSetup } from "@/lib/telemetry/connection-check";
 import { db } from "@/lib/db/client";
 import { getLatestTeamBriefing, listTeamItemsWaitingForPerson } from "@/lib/db/queries/inbox-items";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { getTeamActivity } from "@/lib/team-activity";
+import { getTeamActivity } from "@/lib/views/team-activity";
 import { sectionMetadata, teamOr404, type TeamParams } from "./team-section";
 
 export const dynamic = "force-dynamic";

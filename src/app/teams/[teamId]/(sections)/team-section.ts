@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { findTeam } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import type { Team } from "@/lib/db/schema";
 
 export type TeamParams = { params: Promise<{ teamId: string }> };

@@ -1,8 +1,8 @@
 import { notFound, redirect } from "next/navigation";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
-import { isUuid } from "@/lib/ids";
+import { isUuid } from "@/lib/util/ids";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ teamId: string }> };

@@ -4,10 +4,10 @@ import { notFound } from "next/navigation";
 import { ConversationSearchForm, SearchResults } from "@/components/conversation-search";
 import { ErrorNote } from "@/components/ui";
 import { findTeam } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { CadreError } from "@/lib/errors";
-import { searchTeamConversations, type SearchPage } from "@/lib/message-search";
+import { searchTeamConversations, type SearchPage } from "@/lib/views/message-search";
 
 export const dynamic = "force-dynamic";
 type Props = { params: Promise<{ teamId: string }>; searchParams: Promise<{ q?: string | string[] }> };

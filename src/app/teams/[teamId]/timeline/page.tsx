@@ -5,11 +5,11 @@ import { ConversationSearchForm } from "@/components/conversation-search";
 import { TeamStories } from "@/components/team-stories";
 import { TeamTimeline } from "@/components/team-timeline";
 import { findTeam } from "@/app/found";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { getStory, getTeamStories } from "@/lib/stories";
-import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/timeline";
+import { getStory, getTeamStories } from "@/lib/views/stories";
+import { getTeamTimeline, timelineKinds, type TimelineKind } from "@/lib/views/timeline";
 
 export const dynamic = "force-dynamic";
 type Props = {

@@ -1,7 +1,7 @@
-import { streamChatReply } from "@/lib/agents/chat";
+import { streamChatReply } from "@/lib/engine/chat";
 import { requireAgent } from "@/lib/db/queries/agents";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { CHAT_BODY_LIMIT_BYTES, chatBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,9 +1,9 @@
 import { requireAgent } from "@/lib/db/queries/agents";
 import { getConversationByMode } from "@/lib/db/queries/conversations";
 import { listMessages } from "@/lib/db/queries/messages";
-import { toApiMessage } from "@/lib/chat-messages";
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { toApiMessage } from "@/lib/views/chat-messages";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { messagesQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
-import { stopAgent } from "@/lib/agents/stop";
+import { stopAgent } from "@/lib/engine/stop";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ agentId: string }> };

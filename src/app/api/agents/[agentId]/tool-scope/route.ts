@@ -1,6 +1,6 @@
 import { setToolScope, toolScopeBody } from "@/lib/mcp/servers";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ agentId: string }> };

@@ -1,7 +1,7 @@
 import { requireAgent } from "@/lib/db/queries/agents";
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getWorkLogPage } from "@/lib/work-log-page";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getWorkLogPage } from "@/lib/views/work-log-page";
 import { workLogQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CHAT_PAGE_SIZE } from "@/lib/chat-messages";
+import { CHAT_PAGE_SIZE } from "@/lib/views/chat-messages";
 
 export const workLogQuery = z
   .strictObject({

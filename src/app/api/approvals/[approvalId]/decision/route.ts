@@ -1,6 +1,6 @@
-import { decideApproval } from "@/lib/agents/approvals";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { decideApproval } from "@/lib/engine/approvals";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { decisionBody } from "./schema";
 
 export const dynamic = "force-dynamic";

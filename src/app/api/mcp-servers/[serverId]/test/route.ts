@@ -1,6 +1,6 @@
 import { testMcpServer } from "@/lib/mcp/servers";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ serverId: string }> };

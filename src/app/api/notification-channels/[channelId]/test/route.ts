@@ -1,6 +1,6 @@
-import { parseId, route } from "@/lib/http";
+import { parseId, route } from "@/lib/http/http";
 import { sendTestNotification } from "@/lib/notifications/channels";
-import { webEngine } from "@/lib/server";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ channelId: string }> };

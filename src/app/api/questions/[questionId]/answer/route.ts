@@ -1,6 +1,6 @@
-import { answerQuestionFromPerson } from "@/lib/agents/questions";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { answerQuestionFromPerson } from "@/lib/domain/questions";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { answerBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
-import { cancelTask } from "@/lib/agents/tasks";
+import { cancelTask } from "@/lib/domain/tasks";
 import { writeUnderTask } from "@/lib/db/queries/teams";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ taskId: string }> };

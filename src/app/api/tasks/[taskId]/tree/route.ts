@@ -1,7 +1,7 @@
 import { listTaskTree } from "@/lib/db/queries/tasks";
 import { notFound } from "@/lib/errors";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ taskId: string }> };

@@ -1,7 +1,7 @@
 import { createSubordinate } from "@/lib/db/queries/agents";
 import { writeUnderTeam } from "@/lib/db/queries/teams";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { createAgentBody } from "./schema";
 
 export const dynamic = "force-dynamic";

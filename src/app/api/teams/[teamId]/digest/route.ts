@@ -1,8 +1,8 @@
 import { requireTeam } from "@/lib/db/queries/teams";
 import { digestFileName, teamDigest } from "@/lib/export/digest";
 import { attachmentHeaders } from "@/lib/export/file-names";
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { digestQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

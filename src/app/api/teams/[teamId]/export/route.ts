@@ -1,8 +1,8 @@
 import { requireTeam } from "@/lib/db/queries/teams";
 import { attachmentHeaders } from "@/lib/export/file-names";
 import { teamRecordFileName, teamRecordStream } from "@/lib/export/team-record";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

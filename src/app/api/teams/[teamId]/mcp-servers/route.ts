@@ -1,7 +1,7 @@
 import { addMcpServer, listMcpServerViews, mcpServerView, newMcpServerBody } from "@/lib/mcp/servers";
 import { requireTeam } from "@/lib/db/queries/teams";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

@@ -1,6 +1,6 @@
-import { parseId, parseJsonBody, route } from "@/lib/http";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
 import { createNotificationChannel, listTeamNotifications } from "@/lib/notifications/channels";
-import { webEngine } from "@/lib/server";
+import { webEngine } from "@/lib/http/server";
 import { createChannelBody } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,6 +1,6 @@
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { searchTeamConversations } from "@/lib/message-search";
-import { webEngine } from "@/lib/server";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { searchTeamConversations } from "@/lib/views/message-search";
+import { webEngine } from "@/lib/http/server";
 import { searchQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

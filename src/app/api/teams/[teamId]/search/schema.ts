@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_SEARCH_CHARS, SEARCH_PAGE_SIZE } from "@/lib/message-search";
+import { MAX_SEARCH_CHARS, SEARCH_PAGE_SIZE } from "@/lib/views/message-search";
 
 export const searchQuery = z.strictObject({
   /** Words, "a phrase", -excluded, or: as in a web search (Postgres websearch_to_tsquery). */

@@ -1,6 +1,6 @@
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getTeamStories } from "@/lib/stories";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getTeamStories } from "@/lib/views/stories";
 import { storiesQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

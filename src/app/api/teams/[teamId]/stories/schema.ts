@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { STORY_PAGE_SIZE } from "@/lib/stories";
-import { timelineKinds } from "@/lib/timeline";
+import { STORY_PAGE_SIZE } from "@/lib/views/stories";
+import { timelineKinds } from "@/lib/views/timeline";
 
 export const storiesQuery = z.strictObject({
   /** The `nextCursor` of the page before: stories older than its last one. */

@@ -1,6 +1,6 @@
-import { parseId, parseSearchParams, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getTeamTimeline } from "@/lib/timeline";
+import { parseId, parseSearchParams, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getTeamTimeline } from "@/lib/views/timeline";
 import { timelineQuery } from "./schema";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TIMELINE_PAGE_SIZE, timelineKinds } from "@/lib/timeline";
+import { TIMELINE_PAGE_SIZE, timelineKinds } from "@/lib/views/timeline";
 
 export const timelineQuery = z.strictObject({
   /** The `nextCursor` of the page before: entries older than its last one. */

@@ -1,7 +1,7 @@
-import { listToolPolicies, setToolPolicy } from "@/lib/agents/tool-policies";
+import { listToolPolicies, setToolPolicy } from "@/lib/engine/tool-policies";
 import { requireTeam } from "@/lib/db/queries/teams";
-import { parseId, parseJsonBody, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
+import { parseId, parseJsonBody, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
 import { setToolPolicyBody } from "./schema";
 
 export const dynamic = "force-dynamic";

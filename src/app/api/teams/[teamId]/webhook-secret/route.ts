@@ -1,9 +1,9 @@
 import { deleteWebhookSecret, getWebhookSecret, setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { requireTeam, writeUnderTeam } from "@/lib/db/queries/teams";
 import { notFound } from "@/lib/errors";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { generateWebhookSecret } from "@/lib/webhooks";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { generateWebhookSecret } from "@/lib/http/webhook-signature";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string }> };

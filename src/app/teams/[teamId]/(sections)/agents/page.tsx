@@ -1,13 +1,13 @@
 import type { Metadata } from "next";
 import { LiveRefresh } from "@/components/live-events";
 import { AddSubordinateForm, AgentEditor, type LeadScheduleView } from "@/components/team-admin";
-import { previewSchedule } from "@/lib/agents/schedule-preview";
-import { requirePageSession } from "@/lib/auth";
+import { previewSchedule } from "@/lib/domain/schedule-preview";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
-import { getTeamActivity } from "@/lib/team-activity";
+import { getTeamActivity } from "@/lib/views/team-activity";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

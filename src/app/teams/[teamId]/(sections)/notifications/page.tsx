@@ -1,10 +1,10 @@
 import type { Metadata } from "next";
 import { NotificationChannels } from "@/components/notification-channels";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { smtpSettings } from "@/lib/env";
 import { listTeamNotifications } from "@/lib/notifications/channels";
-import { WEBHOOK_HEADERS } from "@/lib/webhooks";
+import { WEBHOOK_HEADERS } from "@/lib/http/webhook-signature";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

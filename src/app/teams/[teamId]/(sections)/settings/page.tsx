@@ -4,7 +4,7 @@ import { TeamExport } from "@/components/team-export";
 import { DeleteTeamButton, TeamSettingsForm } from "@/components/team-settings";
 import { TeamUsageSection } from "@/components/team-usage";
 import { WebhookSecretPanel } from "@/components/webhook-secret";
-import { requirePageSession } from "@/lib/auth";
+import { requirePageSession } from "@/lib/auth/auth";
 import { db } from "@/lib/db/client";
 import { getTeamLead } from "@/lib/db/queries/agents";
 import { getLastScheduledTask } from "@/lib/db/queries/tasks";
@@ -13,7 +13,7 @@ import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { env } from "@/lib/env";
 import { lastDays, MAX_DIGEST_DAYS } from "@/lib/export/digest";
 import { chooseModel, usingOfflineModel } from "@/lib/llm/provider";
-import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/webhooks";
+import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/http/webhook-signature";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
 export const dynamic = "force-dynamic";

@@ -1,7 +1,7 @@
 import { notFound } from "@/lib/errors";
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getStory } from "@/lib/stories";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getStory } from "@/lib/views/stories";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string; storyId: string }> };

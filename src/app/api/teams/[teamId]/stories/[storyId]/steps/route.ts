@@ -1,6 +1,6 @@
-import { parseId, route } from "@/lib/http";
-import { webEngine } from "@/lib/server";
-import { getStorySteps } from "@/lib/stories";
+import { parseId, route } from "@/lib/http/http";
+import { webEngine } from "@/lib/http/server";
+import { getStorySteps } from "@/lib/views/stories";
 
 export const dynamic = "force-dynamic";
 type Params = { params: Promise<{ teamId: string; storyId: string }> };
