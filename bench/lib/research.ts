@@ -10,6 +10,7 @@ import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { createTeamWithLead } from "../../src/lib/db/queries/teams";
 import type { Db } from "../../src/lib/db/client";
 import { inboxItems, tasks, workSessions, type Agent, type Team } from "../../src/lib/db/schema";
+import { isOpenTask } from "../../src/lib/db/task-statuses";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
 import { chooseModel } from "../../src/lib/llm/provider";
 import type { FakeChatMessage, FakeChatRequest, FakeReply, FakeToolCall } from "../../tests/support/fake-openai";
@@ -525,7 +526,7 @@ export async function untilCompleted(
         .select({ title: tasks.title, status: tasks.status, result: tasks.result })
         .from(tasks)
         .where(inArray(tasks.id, [...taskIds]));
-      return rows.every((task) => !OPEN_STATUSES.includes(task.status)) ? rows : undefined;
+      return rows.every((task) => !isOpenTask(task.status)) ? rows : undefined;
     },
     { timeoutMs: 150_000, what },
   );
@@ -533,8 +534,6 @@ export async function untilCompleted(
   if (failed) throw new Error(`${what}: the task "${failed.title}" ended ${failed.status}: ${failed.result ?? ""}`);
   await rig.workers.idle();
 }
-
-const OPEN_STATUSES: readonly string[] = ["pending", "in_progress", "waiting_input"];
 
 /** The briefings a team's lead has put in the inbox. */
 export async function briefingsOf(database: BenchDatabase, teamId: string): Promise<number> {

@@ -15,9 +15,11 @@ import { createDatabase } from "../../src/lib/db/client";
 import { createSubordinate } from "../../src/lib/db/queries/agents";
 import { getForegroundConversation } from "../../src/lib/db/queries/conversations";
 import { getLastMessage } from "../../src/lib/db/queries/messages";
+import { taskStatusIn } from "../../src/lib/db/queries/tasks";
 import { writeUnderTeam } from "../../src/lib/db/queries/teams";
 import { keptPrice } from "../../src/lib/db/queries/usage";
 import { agents, conversations, inboxItems, messages, questions, usage } from "../../src/lib/db/schema";
+import { activeTaskStatuses } from "../../src/lib/db/task-statuses";
 import { JobQueue } from "../../src/lib/jobs/job-queue";
 import { loadPriceTable, spendOf } from "../../src/lib/usage/spend";
 import type { Judgement } from "./judge";
@@ -200,9 +202,9 @@ async function untilBriefedAndIdle(
            + (select count(*) from pgboss.job where name = 'agent-wake' and state in ('created', 'retry', 'active'))
            + (select count(*) from agent_inputs i join agents a on a.id = i.agent_id where a.team_id = ${teamId})
            + (select count(*) from tasks t join agents a on a.id = t.agent_id
-               where a.team_id = ${teamId} and t.status = 'pending') as busy,
+               where a.team_id = ${teamId} and ${taskStatusIn(sql`t.status`, ["pending"])}) as busy,
              (select count(*) from tasks t join agents a on a.id = t.agent_id
-               where a.team_id = ${teamId} and t.status in ('in_progress', 'waiting_input')) as open,
+               where a.team_id = ${teamId} and ${taskStatusIn(sql`t.status`, activeTaskStatuses)}) as open,
              (select count(*) from inbox_items where team_id = ${teamId} and type = 'briefing') as briefings`);
     const idle = Number(row?.busy ?? 1) === 0;
     const briefed = Number(row?.briefings ?? 0) > 0;
