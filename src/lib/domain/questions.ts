@@ -1,13 +1,12 @@
 import "server-only";
-import { eq } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { getForegroundConversation } from "@/lib/db/queries/conversations";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
 import { appendMessage } from "@/lib/db/queries/messages";
-import { answerQuestion, createQuestion, getQuestion } from "@/lib/db/queries/questions";
+import { answerQuestion, createQuestion, getQuestion, lockQuestion } from "@/lib/db/queries/questions";
 import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
-import { questions, type Agent, type Question } from "@/lib/db/schema";
+import type { Agent, Question } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { formatPersonQuestion } from "@/lib/core/formats";
@@ -71,7 +70,7 @@ export async function answerQuestionFromPerson(
   const found = await getQuestion(db, questionId);
   if (!found || found.recipientAgentId !== null) throw notFound("question", questionId);
   return writeUnderAgent(db, found.agentId, async (tx) => {
-    const [question] = await tx.select().from(questions).where(eq(questions.id, questionId)).for("update");
+    const question = await lockQuestion(tx, questionId);
     if (!question) throw notFound("question", questionId);
     if (question.status === "answered") {
       throw new CadreError(

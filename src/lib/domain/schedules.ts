@@ -1,11 +1,9 @@
 import "server-only";
-import { and, eq } from "drizzle-orm";
-import { getTeamLead } from "@/lib/db/queries/agents";
+import { getTeamLead, getAgent, listLeadsWithTeamStatus } from "@/lib/db/queries/agents";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { openTaskStatuses } from "@/lib/db/task-statuses";
 import { getTeam } from "@/lib/db/queries/teams";
 import { getRunningSession } from "@/lib/db/queries/work-sessions";
-import { agents, teams } from "@/lib/db/schema";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { teamOverBudget } from "./budgets";
 import { scheduledRunTask } from "@/lib/core/prompts";
@@ -13,16 +11,7 @@ import { assignTask } from "./tasks";
 
 /** Every active team's lead has a schedule; paused teams' leads have none. */
 export async function syncLeadSchedules(deps: EngineDeps, defaultCron: string): Promise<void> {
-  const leads = await deps.db
-    .select({
-      agentId: agents.id,
-      schedule: agents.schedule,
-      scheduleTimeZone: agents.scheduleTimeZone,
-      status: teams.status,
-    })
-    .from(agents)
-    .innerJoin(teams, eq(teams.id, agents.teamId))
-    .where(and(eq(agents.role, "lead")));
+  const leads = await listLeadsWithTeamStatus(deps.db);
   for (const lead of leads) {
     if (lead.status === "active")
       await deps.jobs.scheduleLead(lead.agentId, lead.schedule ?? defaultCron, lead.scheduleTimeZone);
@@ -37,7 +26,7 @@ export async function syncLeadSchedules(deps: EngineDeps, defaultCron: string): 
  */
 export async function runScheduledLeadCheckIn(deps: EngineDeps, agentId: string): Promise<"started" | "skipped"> {
   const { db } = deps;
-  const [lead] = await db.select().from(agents).where(eq(agents.id, agentId));
+  const lead = await getAgent(db, agentId);
   if (lead?.role !== "lead") return "skipped";
   const team = await getTeam(db, lead.teamId);
   if (team?.status !== "active" || (await getTeamLead(db, team.id))?.id !== lead.id) return "skipped";

@@ -1,13 +1,19 @@
 import "server-only";
-import { eq, sql } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { retryingTransaction } from "@/lib/db/transactions";
-import { deleteAgent } from "@/lib/db/queries/agents";
+import { deleteAgent, listAgentTree, lockAgent } from "@/lib/db/queries/agents";
 import { insertAgentInput } from "@/lib/db/queries/agent-inputs";
-import { createTask, listTasksByAgent, requireTask, type NewTask } from "@/lib/db/queries/tasks";
+import {
+  createTask,
+  listTasksByAgent,
+  requireTask,
+  type NewTask,
+  lockTask,
+  findTaskDescribedWith,
+} from "@/lib/db/queries/tasks";
 import { openTaskStatuses } from "@/lib/db/task-statuses";
-import { requestSessionStop, workToResumeOf } from "@/lib/db/queries/work-sessions";
-import { agents, type Task } from "@/lib/db/schema";
+import { requestSessionStop, listAgentsWithWork } from "@/lib/db/queries/work-sessions";
+import type { Task } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { CANCELLED_BY_PERSON, formatLogInput, type LogInput } from "@/lib/core/formats";
@@ -38,9 +44,8 @@ export async function retryTask(db: Db, jobs: JobQueue, task: Task): Promise<Tas
   }
   // One retry per ended task: the task's row lock makes a second retry (a double click, two
   // tabs) wait for the first and then find it.
-  await db.execute(sql`select 1 from tasks where id = ${task.id} for update`);
-  const [earlier] = await db.execute<{ id: string }>(sql`
-    select id from tasks where agent_id = ${task.agentId} and position(${retryMarker(task.id)} in description) > 0 limit 1`);
+  await lockTask(db, task.id);
+  const earlier = await findTaskDescribedWith(db, task.agentId, retryMarker(task.id));
   if (earlier) {
     throw new CadreError(
       "conflict:task_retried",
@@ -94,16 +99,8 @@ export async function cancelTask(
  */
 export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string): Promise<void> {
   await retryingTransaction(db, async (tx) => {
-    const removed = await tx.execute<{ id: string }>(sql`
-      with recursive tree as (
-        select id from agents where id = ${agentId}
-        union all
-        select a.id from agents a join tree on a.parent_agent_id = tree.id
-      )
-      select id from tree`);
-    const ids = removed.map((row) => row.id);
-    for (const id of ids) {
-      await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, id)).for("update");
+    for (const id of await listAgentTree(tx, agentId)) {
+      await lockAgent(tx, id);
       const open = await listTasksByAgent(tx, id, openTaskStatuses);
       await cancelTrees(
         tx,
@@ -120,8 +117,5 @@ export async function removeSubordinate(db: Db, jobs: JobQueue, agentId: string)
 
 /** Wakes every agent of the team that has work waiting or a task left in progress (workToResumeOf), or a wake-up. */
 export async function wakeAgentsWithWork(db: Db, jobs: JobQueue, teamId: string): Promise<void> {
-  const rows = await db.execute<{ id: string }>(sql`
-    select a.id from agents a
-     where a.team_id = ${teamId} and (${workToResumeOf(sql`a.id`)} or a.wake_requested_at is not null)`);
-  for (const { id } of rows) await jobs.wakeAgent(db, id);
+  for (const id of await listAgentsWithWork(db, teamId)) await jobs.wakeAgent(db, id);
 }

@@ -1,5 +1,5 @@
 import "server-only";
-import { and, eq, sql } from "drizzle-orm";
+import { getConversationMode } from "@/lib/db/queries/conversations";
 import type { ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { isUniqueViolation } from "@/lib/db/errors";
@@ -12,13 +12,20 @@ import {
   markExecutionStarted,
   markResolved,
   recordDecision,
+  listTasksWithPendingApprovals,
 } from "@/lib/db/queries/approvals";
 import { markInboxItemOfRead } from "@/lib/db/queries/inbox-items";
-import { appendMessage, getMessagesSince, type NewMessage } from "@/lib/db/queries/messages";
+import {
+  appendMessage,
+  getMessagesSince,
+  type NewMessage,
+  hasToolResult,
+  getCallMessage,
+} from "@/lib/db/queries/messages";
 import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { isActiveTask, isOpenTask } from "@/lib/db/task-statuses";
-import { conversations, messages, type Agent, type Approval } from "@/lib/db/schema";
+import type { Agent, Approval } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import {
@@ -132,11 +139,7 @@ export async function decideApproval(
         `This call was ${approval.status} already; a decision cannot be changed.`,
       );
     }
-    const [conversation] = await tx
-      .select({ mode: conversations.mode })
-      .from(conversations)
-      .where(eq(conversations.id, approval.conversationId));
-    const mode = conversation?.mode ?? "background";
+    const mode = (await getConversationMode(tx, approval.conversationId)) ?? "background";
     const decided =
       decision.decision === "approve"
         ? await recordDecision(tx, approval.id, {
@@ -281,21 +284,13 @@ async function storeOutcome(db: Db, approval: Approval, content: string): Promis
 }
 
 async function hasResult(db: Db, approval: Approval): Promise<boolean> {
-  const [row] = await db
-    .select({ id: messages.id })
-    .from(messages)
-    .where(and(eq(messages.conversationId, approval.conversationId), eq(messages.toolCallId, approval.toolCallId)))
-    .limit(1);
-  return row !== undefined;
+  return hasToolResult(db, approval.conversationId, approval.toolCallId);
 }
 
 /** The task ids whose waiting calls were all carried out now, so a turn can go on with them. */
 export async function tasksReadyToGoOn(db: Db, carried: readonly Approval[]): Promise<(string | null)[]> {
   const ready: (string | null)[] = [];
-  const pending = await db.execute<{ task_id: string | null }>(
-    sql`select distinct task_id from approvals where conversation_id = ${carried[0]?.conversationId ?? null} and status = 'pending'`,
-  );
-  const waiting = new Set(pending.map((row) => row.task_id));
+  const waiting = await listTasksWithPendingApprovals(db, carried[0]?.conversationId ?? null);
   for (const taskId of new Set(
     carried.filter((approval) => approval.status !== "withdrawn").map((approval) => approval.taskId),
   )) {
@@ -321,16 +316,7 @@ export async function decisionsNote(
   carried: readonly Approval[],
 ): Promise<NewMessage | null> {
   if (carried.length === 0) return null;
-  const [call] = await db
-    .select({ id: messages.id, toolCalls: messages.toolCalls })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.conversationId, conversationId),
-        sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId: carried[0]!.toolCallId }])}::jsonb`,
-      ),
-    )
-    .limit(1);
+  const call = await getCallMessage(db, conversationId, carried[0]!.toolCallId);
   if (!call) return null;
   const after = await getMessagesSince(db, conversationId, call.id);
   const movedOn = after.findIndex((message) => message.role !== "tool");

@@ -1,10 +1,16 @@
 import "server-only";
-import { eq, sql } from "drizzle-orm";
+import { lockAgentWake } from "@/lib/db/queries/agents";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
 import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
-import { endSession, keepWakeRequested, queuedWorkOf, workToResumeOf } from "@/lib/db/queries/work-sessions";
-import { agents, workSessions, type Agent, type WorkSession } from "@/lib/db/schema";
+import {
+  endSession,
+  keepWakeRequested,
+  hasWaitingWork,
+  hasWorkToResume,
+  getCancelledTaskOfSession,
+} from "@/lib/db/queries/work-sessions";
+import type { Agent, WorkSession } from "@/lib/db/schema";
 import { activeTaskStatuses } from "@/lib/db/task-statuses";
 import { alertSessionFailed, alertTeamOverBudget } from "@/lib/domain/alerts";
 import { teamBudgets, type TeamBudgetFields } from "@/lib/domain/budgets";
@@ -52,11 +58,7 @@ export async function endWorkSession(deps: EngineDeps, session: EndingSession, e
   const { agent, conversationId } = session;
   await deps.db.transaction(async (tx) => {
     // The lock a session is claimed and finished under: a wake-up cannot slip between the check below and the end.
-    const [locked] = await tx
-      .select({ wakeRequestedAt: agents.wakeRequestedAt })
-      .from(agents)
-      .where(eq(agents.id, agent.id))
-      .for("update");
+    const locked = await lockAgentWake(tx, agent.id);
     // The agent was removed under the session: its log, tasks and session row went with it.
     if (!locked) return;
     if (ending.status === "over-budget")
@@ -137,33 +139,13 @@ async function endOpenWork(
   }
 }
 
-/** Work of the agent's that a session would take up (workToResumeOf), whatever its team's status. */
-async function hasWorkToResume(db: Db, agentId: string): Promise<boolean> {
-  const [row] = await db.execute<{ waiting: boolean }>(sql`select ${workToResumeOf(sql`${agentId}::uuid`)} as waiting`);
-  return row?.waiting === true;
-}
-
-/** Work given to the agent and not taken up yet (queuedWorkOf), when its team is active. */
-async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
-  const [row] = await db.execute<{ waiting: boolean }>(sql`
-    select exists (
-      select 1 from agents a join teams t on t.id = a.team_id
-       where a.id = ${agentId} and t.status = 'active' and ${queuedWorkOf(sql`a.id`)}
-    ) as waiting`);
-  return row?.waiting === true;
-}
-
 /**
  * What a requested stop says (requestSessionStop): the person's Stop, or the cancelling of
  * the agent's last open task, named with its title and reason so the log does not read as a
  * Stop the person never pressed.
  */
 async function stopOf(db: Db, sessionId: string): Promise<{ marker: string; error: string; byPerson: boolean }> {
-  const [row] = await db
-    .select({ cancelledTaskId: workSessions.cancelledTaskId })
-    .from(workSessions)
-    .where(eq(workSessions.id, sessionId));
-  return stopOfTask(db, row?.cancelledTaskId ?? null);
+  return stopOfTask(db, await getCancelledTaskOfSession(db, sessionId));
 }
 
 async function stopOfTask(

@@ -1,12 +1,12 @@
 import "server-only";
-import { eq } from "drizzle-orm";
+import { lockAgent } from "@/lib/db/queries/agents";
 import type { Db } from "@/lib/db/client";
 import { retryingTransaction } from "@/lib/db/transactions";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { listTasksByAgent } from "@/lib/db/queries/tasks";
 import { openTaskStatuses } from "@/lib/db/task-statuses";
 import { requestSessionStop } from "@/lib/db/queries/work-sessions";
-import { agents, type Task, type WorkSession } from "@/lib/db/schema";
+import type { Task, WorkSession } from "@/lib/db/schema";
 import { notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { markStopped } from "./session-end";
@@ -28,7 +28,7 @@ export async function stopAgent(
   agentId: string,
 ): Promise<{ session: WorkSession | null; cancelled: Task[] }> {
   return retryingTransaction(db, async (tx) => {
-    const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
+    const agent = await lockAgent(tx, agentId);
     if (!agent) throw notFound("agent", agentId);
     const open = await listTasksByAgent(tx, agentId, openTaskStatuses);
     const cancelled = await cancelTrees(

@@ -2,7 +2,7 @@ import "server-only";
 import { and, eq, sql } from "drizzle-orm";
 import { CadreError, notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { agents, conversations, type Agent, type ToolScope } from "../schema";
+import { agents, conversations, teams, type Agent, type ToolScope } from "../schema";
 import { handOverSharedKnowledge } from "./knowledge-items";
 
 export async function getAgent(db: Db, agentId: string): Promise<Agent | null> {
@@ -116,4 +116,46 @@ export async function deleteAgent(db: Db, agentId: string): Promise<void> {
 /** Marks that the agent has a reason to run (JobQueue.wakeAgent sends its job with it). */
 export async function markWakeRequested(db: Db, agentId: string): Promise<void> {
   await db.execute(sql`update agents set wake_requested_at = clock_timestamp() where id = ${agentId}`);
+}
+
+/** Locks the agent's row for the transaction; null when there is no such agent. */
+export async function lockAgent(tx: Db, agentId: string): Promise<{ id: string } | null> {
+  const [agent] = await tx.select({ id: agents.id }).from(agents).where(eq(agents.id, agentId)).for("update");
+  return agent ?? null;
+}
+
+/** The agent and every agent under it (its subordinates, theirs, …). */
+export async function listAgentTree(db: Db, agentId: string): Promise<string[]> {
+  const rows = await db.execute<{ id: string }>(sql`
+    with recursive tree as (
+      select id from agents where id = ${agentId}
+      union all
+      select a.id from agents a join tree on a.parent_agent_id = tree.id
+    )
+    select id from tree`);
+  return rows.map((row) => row.id);
+}
+
+/** The agent's wake flag, its row locked for the transaction (the lock a session is claimed and finished under); null when it is gone. */
+export async function lockAgentWake(tx: Db, agentId: string): Promise<{ wakeRequestedAt: Date | null } | null> {
+  const [locked] = await tx
+    .select({ wakeRequestedAt: agents.wakeRequestedAt })
+    .from(agents)
+    .where(eq(agents.id, agentId))
+    .for("update");
+  return locked ?? null;
+}
+
+/** Every lead with its team's status (the schedules follow it). */
+export function listLeadsWithTeamStatus(db: Db) {
+  return db
+    .select({
+      agentId: agents.id,
+      schedule: agents.schedule,
+      scheduleTimeZone: agents.scheduleTimeZone,
+      status: teams.status,
+    })
+    .from(agents)
+    .innerJoin(teams, eq(teams.id, agents.teamId))
+    .where(eq(agents.role, "lead"));
 }

@@ -200,3 +200,14 @@ export function decisionWaitingFor(agentId: SQL): SQL {
   return sql`exists (select 1 from approvals p join conversations pc on pc.id = p.conversation_id and pc.mode = 'background'
                       where p.agent_id = ${agentId} and p.status <> 'pending' and p.resolved_at is null)`;
 }
+
+/** The tasks (null: none) that still have a call of the conversation waiting for the person. */
+export async function listTasksWithPendingApprovals(
+  db: Db,
+  conversationId: string | null,
+): Promise<Set<string | null>> {
+  const rows = await db.execute<{ task_id: string | null }>(
+    sql`select distinct task_id from approvals where conversation_id = ${conversationId} and status = 'pending'`,
+  );
+  return new Set(rows.map((row) => row.task_id));
+}

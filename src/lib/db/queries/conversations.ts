@@ -53,3 +53,12 @@ export function getBackgroundConversation(db: Db, agentId: string): Promise<Conv
 export function getForegroundConversation(db: Db, agentId: string): Promise<Conversation> {
   return getOrCreateConversation(db, agentId, "foreground");
 }
+
+/** Whether the conversation is an agent's chat (foreground) or its work log (background); undefined when gone. */
+export async function getConversationMode(db: Db, conversationId: string): Promise<Conversation["mode"] | undefined> {
+  const [conversation] = await db
+    .select({ mode: conversations.mode })
+    .from(conversations)
+    .where(eq(conversations.id, conversationId));
+  return conversation?.mode;
+}

@@ -477,3 +477,32 @@ export async function findMessageHoldingCall(
   );
   return row?.id ?? null;
 }
+
+/** Whether the call has its result in the conversation. */
+export async function hasToolResult(db: Db, conversationId: string, toolCallId: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.conversationId, conversationId), eq(messages.toolCallId, toolCallId)))
+    .limit(1);
+  return row !== undefined;
+}
+
+/** The message that made the call, with all its calls. */
+export async function getCallMessage(
+  db: Db,
+  conversationId: string,
+  toolCallId: string,
+): Promise<{ id: string; toolCalls: StoredToolCall[] | null } | null> {
+  const [call] = await db
+    .select({ id: messages.id, toolCalls: messages.toolCalls })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.conversationId, conversationId),
+        sql`${messages.toolCalls} @> ${JSON.stringify([{ toolCallId }])}::jsonb`,
+      ),
+    )
+    .limit(1);
+  return call ?? null;
+}

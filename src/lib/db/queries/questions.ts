@@ -51,3 +51,9 @@ export async function hasOpenQuestion(db: Db, taskId: string): Promise<boolean> 
     .limit(1);
   return row !== undefined;
 }
+
+/** The question, its row locked for the transaction. */
+export async function lockQuestion(tx: Db, questionId: string): Promise<Question | null> {
+  const [question] = await tx.select().from(questions).where(eq(questions.id, questionId)).for("update");
+  return question ?? null;
+}

@@ -242,3 +242,10 @@ export function listOpenSubtasks(db: Db, parentTaskId: string): Promise<Task[]> 
     .from(tasks)
     .where(and(eq(tasks.parentTaskId, parentTaskId), inArray(tasks.status, [...openTaskStatuses])));
 }
+
+/** A task of the agent's whose description holds `text` (a retry's marker), if any. */
+export async function findTaskDescribedWith(db: Db, agentId: string, text: string): Promise<{ id: string } | null> {
+  const [found] = await db.execute<{ id: string }>(sql`
+    select id from tasks where agent_id = ${agentId} and position(${text} in description) > 0 limit 1`);
+  return found ?? null;
+}

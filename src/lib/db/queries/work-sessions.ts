@@ -245,7 +245,7 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
  * input, or a decision of the person's to carry out. The one definition the backlog, a
  * session's end and Resume build on (each adds what it alone looks at).
  */
-export function queuedWorkOf(agent: SQL): SQL {
+function queuedWorkOf(agent: SQL): SQL {
   return sql`(exists (select 1 from tasks t where t.agent_id = ${agent} and ${taskStatusIn(sql`t.status`, ["pending"])})
     or exists (select 1 from agent_inputs i where i.agent_id = ${agent})
     or ${decisionWaitingFor(agent)})`;
@@ -256,7 +256,7 @@ export function queuedWorkOf(agent: SQL): SQL {
  * turn): what a new session of agent `agent` would take up. Resume and a budget change wake
  * on it; a budget stop keeps the wake flag while it holds.
  */
-export function workToResumeOf(agent: SQL): SQL {
+function workToResumeOf(agent: SQL): SQL {
   return sql`(${queuedWorkOf(agent)} or exists (select 1 from tasks t where t.agent_id = ${agent} and ${taskStatusIn(sql`t.status`, ["in_progress"])}))`;
 }
 
@@ -369,4 +369,37 @@ export async function readSessionStart(db: Db, agentId: string, sessionId: strin
     context: await getConversationContext(db, conversation.id),
     previous,
   };
+}
+
+/** Work of the agent's that a session would take up (workToResumeOf), whatever its team's status. */
+export async function hasWorkToResume(db: Db, agentId: string): Promise<boolean> {
+  const [row] = await db.execute<{ waiting: boolean }>(sql`select ${workToResumeOf(sql`${agentId}::uuid`)} as waiting`);
+  return row?.waiting === true;
+}
+
+/** Work given to the agent and not taken up yet (queuedWorkOf), when its team is active. */
+export async function hasWaitingWork(db: Db, agentId: string): Promise<boolean> {
+  const [row] = await db.execute<{ waiting: boolean }>(sql`
+    select exists (
+      select 1 from agents a join teams t on t.id = a.team_id
+       where a.id = ${agentId} and t.status = 'active' and ${queuedWorkOf(sql`a.id`)}
+    ) as waiting`);
+  return row?.waiting === true;
+}
+
+/** The team's agents with work waiting or a task left in progress (workToResumeOf), or a wake-up requested. */
+export async function listAgentsWithWork(db: Db, teamId: string): Promise<string[]> {
+  const rows = await db.execute<{ id: string }>(sql`
+    select a.id from agents a
+     where a.team_id = ${teamId} and (${workToResumeOf(sql`a.id`)} or a.wake_requested_at is not null)`);
+  return rows.map((row) => row.id);
+}
+
+/** The task whose cancelling stopped the session (null: the person's Stop). */
+export async function getCancelledTaskOfSession(db: Db, sessionId: string): Promise<string | null> {
+  const [row] = await db
+    .select({ cancelledTaskId: workSessions.cancelledTaskId })
+    .from(workSessions)
+    .where(eq(workSessions.id, sessionId));
+  return row?.cancelledTaskId ?? null;
 }
