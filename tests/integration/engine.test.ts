@@ -11,6 +11,9 @@ import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
 import { assignTask, cancelTask, queueInput } from "@/lib/domain/tasks";
 import {
   claimSession,
+  finishSessionIfIdle,
+  getWorkSession,
+  requestSessionStop,
   getAllMessages,
   getBackgroundConversation,
   getConversationContext,
@@ -657,6 +660,18 @@ describe("limits, failures and stops", () => {
       .from(workSessions)
       .where(and(eq(workSessions.id, first!.id)));
     expect(old!.status).toBe("interrupted");
+  });
+
+  it("a session that finishes quietly as a Stop commits is not recorded as completed: it goes round and ends stopped", async () => {
+    const { lead } = await createTeamFixture(database.db);
+    const session = await claimSession(database.db, lead.id, "a");
+    // The Stop committed while the session waited for the agent's lock to finish.
+    await requestSessionStop(database.db, lead.id);
+    expect(await finishSessionIfIdle(database.db, session!.id, lead.id, 3)).toBe(false);
+    expect(await getWorkSession(database.db, session!.id)).toMatchObject({ status: "running" });
+    const quiet = await claimSession(database.db, (await createTeamFixture(database.db)).lead.id, "b");
+    expect(await finishSessionIfIdle(database.db, quiet!.id, quiet!.agentId, 3)).toBe(true);
+    expect(await getWorkSession(database.db, quiet!.id)).toMatchObject({ status: "completed" });
   });
 
   it("a scheduled check-in is skipped while the lead is working", async () => {

@@ -1,5 +1,5 @@
 import "server-only";
-import { and, desc, eq, sql, type SQL } from "drizzle-orm";
+import { and, desc, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { decisionWaitingFor } from "./approvals";
 import { statement } from "./prepared";
@@ -114,11 +114,17 @@ export async function finishSessionIfIdle(db: Db, sessionId: string, agentId: st
       await tx.update(agents).set({ wakeRequestedAt: null }).where(eq(agents.id, agentId));
       return false;
     }
-    await tx
+    // A Stop that committed while this waited for the agent's lock (it holds it while it cancels)
+    // is not overruled by a quiet end: the session goes round once more, sees it and ends stopped.
+    const ended = await tx
       .update(workSessions)
       .set({ status: "completed", steps, endedAt: sql`now()` })
-      .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "running")));
-    return true;
+      .where(
+        and(eq(workSessions.id, sessionId), eq(workSessions.status, "running"), isNull(workSessions.stopRequestedAt)),
+      )
+      .returning({ id: workSessions.id });
+    if (ended.length > 0) return true;
+    return !(await isSessionStopRequested(tx, sessionId));
   });
 }
 
