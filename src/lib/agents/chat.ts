@@ -180,6 +180,8 @@ async function prepareChatTurn(
     agent,
     team,
     conversationId,
+    workSessionId: null,
+    embedding: deps.embedding,
     search: config.search,
     // The chat serves no task: what it hands out stands on its own.
     focusTaskId: () => null,

@@ -373,6 +373,8 @@ async function sessionTools(
     agent: state.agent,
     team: state.team,
     conversationId: state.conversation.id,
+    workSessionId: state.session.id,
+    embedding: deps.embedding,
     search: deps.config.search,
     focusTaskId: () => state.focus ?? null,
     storyTaskId: () => state.storyTask,
@@ -427,6 +429,8 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
     maxInputChars: deps.config.contextTokenBudget * 4 * 0.8,
     abortSignal: state.signal,
     timeoutMs: deps.config.modelTimeoutMs,
+    embedding: deps.embedding,
+    jobs: deps.jobs,
   });
   state.startTail = messages.at(-1)?.id ?? state.startTail;
   if (state.agent.role === "lead" && !state.briefed) {
