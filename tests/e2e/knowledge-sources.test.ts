@@ -196,6 +196,21 @@ describe("knowledge: one fact, many sources", () => {
     ]);
   }, 60_000);
 
+  it("says why each result of a search was found: its words, its meaning, or both", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${app.url}/knowledge?q=${encodeURIComponent("solar panel prices")}`);
+    await settle(page);
+    const found = await page.locator(".knowledge-row").allInnerTexts();
+    expect(found).toEqual([
+      expect.stringMatching(/Solar panel prices fell 20% in 2025\.[\s\S]*Matched words, similar meaning/),
+      // Full text wants every word; this one shares only "solar", and is found by its meaning.
+      expect.stringMatching(/Rooftop solar installs doubled in 2025\.[\s\S]*Similar meaning/),
+    ]);
+    expect(found[1]).not.toContain("Matched words");
+    await page.getByText("2 items match").waitFor();
+    await shoot(page, "knowledge-search-why");
+  }, 60_000);
+
   for (const width of [1440, 375]) {
     it(`opens the work log at the source's message, highlighted, though it is older than the newest page (${width} px)`, async () => {
       await page.setViewportSize({ width, height: width === 1440 ? 900 : 812 });

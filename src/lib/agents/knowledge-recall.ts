@@ -88,8 +88,13 @@ class Best {
 
   constructor(private readonly size: number) {}
 
+  /** Whether an item this similar would be kept (so its id is made only then). */
+  takes(similarity: number): boolean {
+    return similarity > this.floor || this.items.length < this.size;
+  }
+
   offer(id: string, similarity: number): void {
-    if (similarity <= this.floor && this.items.length >= this.size) return;
+    if (!this.takes(similarity)) return;
     this.items.push({ id, similarity });
     if (this.items.length >= this.size * 2) this.trim();
   }
@@ -112,7 +117,7 @@ class Best {
  * docs/decisions/2026-11-27-recall-by-meaning.md for up to how many items that stays fast).
  * Items without a vector in that space are not among them: they are found by words.
  */
-async function rankKnowledgeByMeaning(
+export async function rankKnowledgeByMeaning(
   db: Db,
   filter: KnowledgeFilter,
   query: Embedding,
@@ -121,7 +126,7 @@ async function rankKnowledgeByMeaning(
   const best = new Best(options.depth);
   await forEachKnowledgeVector(db, filter, query, (id, vector) => {
     const similarity = dot(query.vector, vector);
-    if (similarity >= options.floor) best.offer(id, similarity);
+    if (similarity >= options.floor && best.takes(similarity)) best.offer(id(), similarity);
   });
   return best.sorted();
 }

@@ -348,6 +348,9 @@ export const knowledgeItems = pgTable(
     // What the embedding job looks for first: items saved without a vector, oldest first.
     index("knowledge_items_unembedded_idx").on(t.createdAt, t.id).where(sql`embedding is null`),
     index("knowledge_items_agent_created_idx").on(t.agentId, t.createdAt),
+    // The knowledge page's list of every team's newest items: 200 rows read, not the whole table
+    // (whose rows carry their vectors, 1 KB and more each).
+    index("knowledge_items_created_idx").on(t.createdAt),
     index("knowledge_items_source_conversation_idx").on(t.sourceConversationId),
   ],
 );
