@@ -23,6 +23,7 @@ import { fanOutFigure } from "./figures/fan-out";
 import { peersFigure } from "./figures/peers";
 import { costFigure } from "./figures/cost";
 import { cacheFigure } from "./figures/cache";
+import { recallFigure } from "./figures/recall";
 import { loadHistories, type HistorySpec } from "./lib/history";
 import { ModelServer } from "./lib/model-server";
 import { createBenchDatabase, describeServer, startBenchServer } from "./lib/postgres";
@@ -47,6 +48,7 @@ const allFigures = [
   "peers",
   "cost",
   "cache",
+  "recall",
 ] as const;
 type Figure = (typeof allFigures)[number];
 
@@ -78,11 +80,12 @@ const sizes = {
   pages: quick
     ? { tasks: 1_000, knowledgeItems: 10_000, inboxItems: 5_000, samples: 10 }
     : { tasks: 10_000, knowledgeItems: 100_000, inboxItems: 50_000, samples: 20 },
+  recall: quick ? { sizes: [1_000, 10_000], samples: 12 } : { sizes: [10_000, 30_000, 100_000], samples: 20 },
 };
 // --memory-sessions=N: a longer (or shorter) memory figure than the default.
 const memorySessions = Number(process.argv.find((arg) => arg.startsWith("--memory-sessions="))?.split("=")[1]);
 if (memorySessions > 0) sizes.memory.sessions = memorySessions;
-const needsBuild = ["ttfb", "idle", "fan-out", "pages"].some((figure) => selected.has(figure as Figure));
+const needsBuild = ["ttfb", "idle", "fan-out", "pages", "recall"].some((figure) => selected.has(figure as Figure));
 
 const startedAt = performance.now();
 const elapsed = () => `${((performance.now() - startedAt) / 1000).toFixed(0).padStart(4)} s`;
@@ -157,7 +160,7 @@ try {
   const building: Promise<Build> = needsBuild ? buildIfMissing(log) : Promise.resolve({ built: false, seconds: 0 });
   // The figures that count tokens run on teams of their own and need no histories (minutes to load);
   // every other figure is measured with them in the tables, as before.
-  const needsHistories = [...selected].some((figure) => figure !== "cost" && figure !== "cache");
+  const needsHistories = [...selected].some((figure) => !["cost", "cache", "recall"].includes(figure));
   if (needsHistories)
     log(`loading ${histories.reduce((sum, spec) => sum + spec.length, 0).toLocaleString("en-US")} messages …`);
   const loaded = needsHistories ? await loadHistories(database, histories, log) : new Map<string, never>();
@@ -222,6 +225,9 @@ try {
   await run("ttfb", "POST chat → first streamed byte, production build", () => ttfbFigure(database, build));
   await run("fan-out", `${sizes.fanOut.streams} live-update streams on one web process`, () =>
     fanOutFigure(database, sizes.fanOut),
+  );
+  await run("recall", "hybrid search (words and meaning) at up to 100k items a team", () =>
+    recallFigure(database, sizes.recall),
   );
   // Last: it fills the big team's tables, which would change what other figures read.
   await run("pages", "server render of the team, agent, inbox and knowledge pages of a big team", () =>

@@ -18,6 +18,8 @@ export type KnowledgeRowData = {
   updatedAt: string | null;
   /** The team of the agent that reported it first. */
   teamName: string | null;
+  /** Why a search found it ("Matched words", "Similar meaning", both); null when the list is not a search. */
+  whyFound: string | null;
   /** Every report of it, oldest first: who, the page it came from, and a link to the message. */
   sources: KnowledgeSourceData[];
 };
@@ -131,6 +133,7 @@ export function KnowledgeRow({ item, types }: { item: KnowledgeRowData; types: r
       <div className="knowledge-main">
         <Markdown text={item.content} className="knowledge-text" />
         <div className="meta">
+          {item.whyFound && <span className="knowledge-why">{item.whyFound} · </span>}
           {several ? (
             <span className="knowledge-reporters">
               Reported by{" "}

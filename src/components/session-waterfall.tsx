@@ -49,7 +49,9 @@ function spanRow(span: TraceSpan, duration: number): Row {
               ? "Compaction"
               : span.purpose === "extraction"
                 ? "Extraction"
-                : `Model call (${span.purpose})`,
+                : span.purpose === "embedding"
+                  ? "Embedding"
+                  : `Model call (${span.purpose})`,
         className: `wf-model wf-${span.purpose}`,
         title: span.model,
         detail: `${formatDuration(span.durationMs)} · ${tokens}${span.finishReason ? ` · ${span.finishReason}` : ""}`,

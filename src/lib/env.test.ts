@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseEnv, publicUrl, smtpSettings } from "./env";
+import { chooseEmbeddingModel } from "./llm/embeddings";
 
 describe("TRUST_PROXY", () => {
   it("is off unless set to a yes, and names itself when it is neither yes nor no", () => {
@@ -62,5 +63,34 @@ describe("OpenTelemetry", () => {
     expect(() => parseEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://localhost:4317" })).toThrow(
       /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
     );
+  });
+});
+
+describe("embedding settings", () => {
+  it("chooses the offline embedding without a provider, the provider's model with one, and names a bad length", () => {
+    expect(chooseEmbeddingModel(parseEnv({}))).toMatchObject({ modelId: "offline", dimensions: 256, kind: "offline" });
+    expect(chooseEmbeddingModel(parseEnv({ OPENAI_API_KEY: "sk-test" }))).toMatchObject({
+      modelId: "text-embedding-3-small",
+      dimensions: null,
+      kind: "openai",
+    });
+    const local = parseEnv({
+      OPENAI_BASE_URL: "http://localhost:1234/v1",
+      EMBEDDING_MODEL: "nomic-embed-text",
+      EMBEDDING_DIMENSIONS: "512",
+    });
+    expect(chooseEmbeddingModel(local)).toMatchObject({
+      modelId: "nomic-embed-text",
+      dimensions: 512,
+      kind: "openai-compatible",
+    });
+    // `offline` keeps the local embedding beside a provider that has no embedding model.
+    expect(chooseEmbeddingModel(parseEnv({ OPENAI_API_KEY: "sk-test", EMBEDDING_MODEL: "offline" })).kind).toBe(
+      "offline",
+    );
+    expect(() => parseEnv({ EMBEDDING_DIMENSIONS: "wide" })).toThrow(
+      /EMBEDDING_DIMENSIONS must be a positive whole number/,
+    );
+    expect(() => parseEnv({ EMBEDDING_DIMENSIONS: "0" })).toThrow(/EMBEDDING_DIMENSIONS/);
   });
 });

@@ -44,6 +44,22 @@ const envSchema = z.object({
   PROMPT_CACHE_KEY: optional.pipe(
     z.enum(["auto", "on", "off"], { message: "PROMPT_CACHE_KEY must be auto, on or off" }).default("auto"),
   ),
+  /**
+   * The model knowledge is embedded with for recall by meaning, on the configured provider
+   * (OPENAI_BASE_URL or OpenAI itself); text-embedding-3-small when unset. `offline`: the
+   * built-in local embedding (what is used with no provider at all), for a server without
+   * embeddings. Changing it re-embeds every item in the background.
+   */
+  EMBEDDING_MODEL: optional,
+  /** A shorter vector where the model supports it (text-embedding-3: any size up to its own); unset: the model's own size. */
+  EMBEDDING_DIMENSIONS: optional.pipe(
+    z
+      .string()
+      .regex(/^\d+$/, { message: "EMBEDDING_DIMENSIONS must be a positive whole number" })
+      .transform(Number)
+      .pipe(z.number().int().min(1).max(8192, { message: "EMBEDDING_DIMENSIONS must be at most 8192" }))
+      .optional(),
+  ),
   TAVILY_API_KEY: optional,
   TAVILY_BASE_URL: optional.pipe(z.url({ message: "TAVILY_BASE_URL must be an http(s) URL" }).optional()),
   /** How much of a web page readWebPage hands the model (characters); the rest is cut, and the result says so. */

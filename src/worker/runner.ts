@@ -6,6 +6,7 @@ import { resumeChat } from "@/lib/engine/chat";
 import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { teamsOverBudget } from "@/lib/domain/budgets";
 import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/domain/schedules";
+import { embedWaitingKnowledge } from "@/lib/domain/knowledge-embedding";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
@@ -85,6 +86,13 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     await runScheduledLeadCheckIn(deps, agentId);
   });
   await workNotifications(database.db, jobs, log);
+  await jobs.workKnowledgeEmbeddings(async (signal) => {
+    const run = await embedWaitingKnowledge(
+      { db: database.db, embedding: deps.embedding, log, timeoutMs: deps.config.modelTimeoutMs },
+      { signal },
+    );
+    if (run.embedded > 0) log(`[worker] embedded ${run.embedded} knowledge item(s) for recall by meaning`);
+  });
 
   const reap = async () => {
     for (const agentId of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {
@@ -106,6 +114,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   };
   await reap();
   await drainBacklog();
+  // The backfill: items saved before recall by meaning, or embedded by another model, are
+  // embedded in the background (the job finds them; it finds nothing when none wait).
+  await jobs.embedKnowledge().catch((error: unknown) => log("[worker] could not queue the knowledge backfill", error));
   await syncLeadSchedules(deps, env().LEAD_SCHEDULE).catch((error: unknown) =>
     log("[worker] could not sync lead schedules", error),
   );

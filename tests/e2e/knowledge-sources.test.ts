@@ -10,10 +10,14 @@ import { recordKnowledge } from "@/lib/domain/knowledge-items";
 import { appendMessages } from "@/lib/db/queries/messages";
 import { getBackgroundConversation, getOrCreateConversation } from "@/lib/db/queries/conversations";
 import { getAgent } from "@/lib/db/queries/agents";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { embeddingOf, offlineEmbeddingChoice } from "@/lib/llm/embeddings";
+import { offlineEmbedding } from "@/lib/llm/offline-model";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { buildIfStale, launchChromium, screenshotDir, settle, shoot, startApp, type AppServer } from "./app-server";
 
 let database: TestDatabase;
+let jobs: JobQueue;
 let app: AppServer;
 let browser: Browser;
 let context: BrowserContext;
@@ -51,13 +55,14 @@ async function report(
       ],
     },
   ]).then((stored) => stored.slice(1));
-  await recordKnowledge(database.db, {
+  await recordKnowledge(database.db, jobs, {
     teamId: agent.teamId,
     agentId,
     type: "fact",
     content,
     confidence: options.confidence,
     conversationId: conversation.id,
+    embedding: embeddingOf(offlineEmbeddingChoice(), offlineEmbedding(content)),
     messageId: message!.id,
     sourceUrl: options.sourceUrl,
   });
@@ -88,7 +93,7 @@ async function reportInChat(agentId: string, content: string, after: number) {
     { role: "tool", toolCallId, content: JSON.stringify({ saved: true }) },
     { role: "assistant", content: "Rooftop installs doubled; I saved that." },
   ]);
-  await recordKnowledge(database.db, {
+  await recordKnowledge(database.db, jobs, {
     teamId: agent.teamId,
     agentId,
     type: "fact",
@@ -96,6 +101,7 @@ async function reportInChat(agentId: string, content: string, after: number) {
     confidence: 0.8,
     conversationId: chat.id,
     messageId: message!.id,
+    embedding: embeddingOf(offlineEmbeddingChoice(), offlineEmbedding(content)),
   });
   const later = Array.from({ length: after }, (_, index) => ({
     role: index % 2 ? ("assistant" as const) : ("user" as const),
@@ -109,6 +115,7 @@ describe("knowledge: one fact, many sources", () => {
   beforeAll(async () => {
     buildIfStale();
     database = await createTestDatabase();
+    jobs = await JobQueue.start(database.url, "web", { quiet: true });
     app = await startApp({ DATABASE_URL: database.url });
     const team = await call<{ team: { id: string }; lead: { id: string } }>("/api/teams", {
       name: "Solar desk",
@@ -148,6 +155,7 @@ describe("knowledge: one fact, many sources", () => {
     await context?.close();
     await browser?.close();
     await app?.stop();
+    await jobs?.stop({ graceful: false, timeoutMs: 1000 });
     await database?.close();
   });
 
@@ -186,6 +194,21 @@ describe("knowledge: one fact, many sources", () => {
       expect.stringContaining("Rooftop solar installs doubled in 2025."),
       expect.stringContaining("Solar panel prices fell 20% in 2025."),
     ]);
+  }, 60_000);
+
+  it("says why each result of a search was found: its words, its meaning, or both", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${app.url}/knowledge?q=${encodeURIComponent("solar panel prices")}`);
+    await settle(page);
+    const found = await page.locator(".knowledge-row").allInnerTexts();
+    expect(found).toEqual([
+      expect.stringMatching(/Solar panel prices fell 20% in 2025\.[\s\S]*Matched words, similar meaning/),
+      // Full text wants every word; this one shares only "solar", and is found by its meaning.
+      expect.stringMatching(/Rooftop solar installs doubled in 2025\.[\s\S]*Similar meaning/),
+    ]);
+    expect(found[1]).not.toContain("Matched words");
+    await page.getByText("2 items match").waitFor();
+    await shoot(page, "knowledge-search-why");
   }, 60_000);
 
   for (const width of [1440, 375]) {

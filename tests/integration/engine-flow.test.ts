@@ -113,7 +113,10 @@ describe("the full flow (offline model)", () => {
 
     const usageRows = await database.db.select().from(usage);
     expect(usageRows.length).toBeGreaterThanOrEqual(6);
-    expect(new Set(usageRows.map((row) => row.purpose))).toEqual(new Set(["work", "extraction", "briefing"]));
+    // The facts saved and the knowledge searched are embedded too (the offline embedding, at no cost).
+    expect(new Set(usageRows.map((row) => row.purpose))).toEqual(
+      new Set(["work", "extraction", "briefing", "embedding"]),
+    );
     const sessionRows = await database.db.select().from(workSessions);
     expect(sessionRows.every((row) => row.status === "completed" && row.endedAt)).toBe(true);
   });

@@ -149,11 +149,14 @@ describe("work sessions", () => {
     const outcome = await runWorkSession(engine.deps, lead.id);
     expect(outcome).toMatchObject({ status: "deleted", error: "its team was deleted", agentName: lead.name });
     expect(engine.logs.join("\n")).not.toMatch(/unexpected error/);
-    // Both calls cost something: the one answered after the deletion counts for the team too.
+    // Both calls cost something: the one answered after the deletion counts for the team too
+    // (and so does the first search's query vector).
     expect(calls).toBe(2);
-    const spent = await database.sql`select agent_id, purpose from usage where team_id = ${team.id}`;
+    const spent =
+      await database.sql`select agent_id, purpose from usage where team_id = ${team.id} order by created_at, id`;
     expect(spent.map((row) => [row.agent_id, row.purpose])).toEqual([
       [lead.id, "work"],
+      [lead.id, "embedding"],
       [lead.id, "work"],
     ]);
   });

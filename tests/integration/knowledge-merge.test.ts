@@ -22,15 +22,20 @@ import { deleteAgent } from "@/lib/db/queries/agents";
 import { withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import type { Db } from "@/lib/db/client";
 import { knowledgeItems, knowledgeSources, type Agent, type Team } from "@/lib/db/schema";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { offlineEmbeddingChoice } from "@/lib/llm/embeddings";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { createTeamFixture } from "../support/fixtures";
 import { textReply } from "../support/mock-model";
 
 let database: TestDatabase;
+let jobs: JobQueue;
 beforeAll(async () => {
   database = await createTestDatabase();
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
 });
 afterAll(async () => {
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
   await database?.close();
 });
 
@@ -62,6 +67,9 @@ async function saveFact(
     agent,
     team,
     conversationId: conversation.id,
+    workSessionId: null,
+    embedding: offlineEmbeddingChoice(),
+    jobs,
     search: {},
     focusTaskId: () => null,
     effect: <T>(_id: string, write: (tx: Db, effectCall?: EffectCall) => Promise<T>) =>
@@ -243,6 +251,8 @@ describe("one fact, many sources", () => {
       conversationId: conversation.id,
       messages: await getAllMessages(database.db, conversation.id),
       maxInputChars: 10_000,
+      embedding: offlineEmbeddingChoice(),
+      jobs,
     });
     expect(created.map((item) => item.content)).toEqual([
       "Ask Scout for sources first, see https://example.com/how-to.",

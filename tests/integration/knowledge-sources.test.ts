@@ -16,6 +16,8 @@ import {
   searchKnowledgeItems,
 } from "@/lib/db/queries";
 import type { Db } from "@/lib/db/client";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { offlineEmbeddingChoice } from "@/lib/llm/embeddings";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import { startFakeTavily, type FakeTavily } from "../support/fake-tavily";
 import { createTeamFixture } from "../support/fixtures";
@@ -23,8 +25,10 @@ import { textReply } from "../support/mock-model";
 
 let database: TestDatabase;
 let tavily: FakeTavily;
+let jobs: JobQueue;
 beforeAll(async () => {
   database = await createTestDatabase();
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
   tavily = await startFakeTavily(({ query }) => ({
     results: [
       {
@@ -41,6 +45,7 @@ beforeAll(async () => {
   }));
 });
 afterAll(async () => {
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
   await tavily?.close();
   await database?.close();
 });
@@ -54,6 +59,9 @@ async function scoutContext() {
     agent: scout,
     team,
     conversationId: conversation.id,
+    workSessionId: null,
+    embedding: offlineEmbeddingChoice(),
+    jobs,
     search: { tavilyApiKey: "tvly-test", tavilyBaseUrl: tavily.url },
     focusTaskId: () => null,
     effect: <T>(_id: string, write: (tx: Db) => Promise<T>) => write(database.db),
@@ -127,6 +135,8 @@ async function extractAnswer(agentId: string, conversationId: string, answer: st
     conversationId,
     messages: await getAllMessages(database.db, conversationId),
     maxInputChars: 10_000,
+    embedding: offlineEmbeddingChoice(),
+    jobs,
   });
 }
 

@@ -225,6 +225,8 @@ describe("knowledge extraction", () => {
         messages,
         maxInputChars: 10_000,
         timeoutMs: TIMEOUT_MS,
+        embedding: engine.deps.embedding,
+        jobs: engine.jobs,
       }),
     );
     expect(isModelFailure(error)).toBe(true);

@@ -72,6 +72,8 @@ describe("migrations", () => {
         "inbox_items_unread_idx", // unread count
         "tasks_agent_status_created_idx", // tasks by agent and status
         "knowledge_items_search_idx", // full-text search
+        "knowledge_items_created_idx", // the knowledge page's newest items
+        "knowledge_items_unembedded_idx", // what the embedding job embeds next
       ]),
     );
   });

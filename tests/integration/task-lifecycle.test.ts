@@ -1,6 +1,7 @@
 // A task's life by name (src/lib/domain/task-lifecycle.ts): one rule resumes a waiting task,
 // whoever settles what it waited on — the lead's answer, the person's answer, the person's
 // decision on a call — and a final status stays final whatever transition comes later.
+import { offlineEmbeddingChoice } from "@/lib/llm/embeddings";
 import { beforeAll, describe, expect, it } from "vitest";
 import { decideApproval, requestApprovals } from "@/lib/engine/approvals";
 import { answerQuestionFromPerson, askPerson } from "@/lib/domain/questions";
@@ -34,6 +35,8 @@ async function toolContext(jobs: JobQueue, team: Team, agent: Agent, focus: stri
     agent,
     team,
     conversationId: (await getBackgroundConversation(database.db, agent.id)).id,
+    workSessionId: null,
+    embedding: offlineEmbeddingChoice(),
     search: {},
     focusTaskId: () => focus,
     effect: (_toolCallId, write) => database.db.transaction((tx) => write(tx)),

@@ -673,6 +673,8 @@ describe("what a stranger found from outside", () => {
         where: (team, { eq: equals }) => equals(team.id, lead.teamId),
       }))!,
       conversationId: (await getBackgroundConversation(database.db, lead.id)).id,
+      workSessionId: null,
+      embedding: engine.deps.embedding,
       search: {},
       focusTaskId: () => null,
       effect: (_id, write) => database.db.transaction(write),

@@ -228,8 +228,9 @@ describe("a team over its daily budget", () => {
     });
     expect(await getTask(database.db, task.id)).toMatchObject({ status: "in_progress" });
     const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    // 1,200 tokens of three model calls, and 2 of the searches' query vector (made once: the same words each time).
     expect(log.at(-1)!.content).toBe(
-      `(stopped: the team "${team.name}" used 1,200 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget)`,
+      `(stopped: the team "${team.name}" used 1,202 tokens today, over its daily token budget of 1,000; its work waits until tomorrow (UTC) or until you raise the budget in the team's Settings, under Usage and budget)`,
     );
     const [stopped] = await database.db.select().from(workSessions).where(eq(workSessions.agentId, lead.id));
     expect(stopped).toMatchObject({

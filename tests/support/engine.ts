@@ -4,6 +4,7 @@ import { runWorkSession, type SessionOutcome } from "@/lib/engine/agent";
 import { listAgentsAwaitingWork } from "@/lib/db/queries/work-sessions";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { OfflineModel } from "@/lib/llm/offline-model";
+import { offlineEmbeddingChoice, type EmbeddingChoice } from "@/lib/llm/embeddings";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { stopLocalSession } from "@/lib/engine/agent";
 import { SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
@@ -21,6 +22,8 @@ export async function createTestEngine(
     model?: LanguageModel;
     modelFor?: (override?: string | null) => LanguageModel;
     config?: Partial<EngineConfig>;
+    /** The embedding model; the offline one when not given. */
+    embedding?: EmbeddingChoice;
   } = {},
 ): Promise<TestEngine> {
   const jobs = await JobQueue.start(database.url, "web", { quiet: true });
@@ -43,6 +46,7 @@ export async function createTestEngine(
       const model = options.modelFor?.(override) ?? options.model ?? new OfflineModel();
       return { model, modelId: typeof model === "string" ? model : model.modelId, kind: "offline" };
     },
+    embedding: options.embedding ?? offlineEmbeddingChoice(),
     log: (line) => logs.push(line),
   };
   return { deps, jobs, logs, close: () => jobs.stop({ graceful: false, timeoutMs: 1000 }) };

@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { offlineEmbedding } from "@/lib/llm/offline-model";
 import type { PromptCache } from "./prompt-cache";
 
 /**
- * A local OpenAI-compatible Chat Completions server, so tests exercise the real provider
- * path (`createOpenAI({ baseURL }).chat(id)`: HTTP, SSE parsing, retries) without a network.
+ * A local OpenAI-compatible Chat Completions and Embeddings server, so tests exercise the real
+ * provider path (`createOpenAI({ baseURL }).chat(id)` and `.embedding(id)`: HTTP, SSE parsing,
+ * retries) without a network.
  */
 
 export type FakeChatMessage = {
@@ -50,11 +52,29 @@ export type FakeReply = FakeAnswer | FakeFault;
 
 export type FakeOpenAIHandler = (request: FakeChatRequest) => FakeReply | Promise<FakeReply>;
 
+/** A POST /v1/embeddings body as the server parsed it. */
+type FakeEmbeddingRequest = { model: string; input: string[]; dimensions?: number; encoding_format?: string };
+
+/**
+ * How the server answers an embeddings request: with vectors (the offline embedding of each
+ * input, so meaning compares as it does offline; cut to `dimensions` when asked), after
+ * `delayMs`; or with a fault.
+ */
+export type FakeEmbeddingReply =
+  | { delayMs?: number }
+  | { fault: "status"; status: number; retryAfterSeconds?: number }
+  | { fault: "hang" };
+
+type FakeEmbeddingHandler = (request: FakeEmbeddingRequest) => FakeEmbeddingReply | Promise<FakeEmbeddingReply>;
+
 export type FakeOpenAI = {
   /** Base URL ending in /v1, for `createOpenAI({ baseURL })`. */
   url: string;
   requests: RecordedRequest[];
+  /** Each embeddings request, in arrival order (whatever its reply). */
+  embeddingRequests: FakeEmbeddingRequest[];
   setHandler(handler: FakeOpenAIHandler): void;
+  setEmbeddingHandler(handler: FakeEmbeddingHandler): void;
   close(): Promise<void>;
 };
 
@@ -81,8 +101,10 @@ export async function startFakeOpenAI(
   options: FakeOpenAIOptions = {},
 ): Promise<FakeOpenAI> {
   let current = handler;
+  let embeddingHandler: FakeEmbeddingHandler = () => ({});
   let closed = false;
   const requests: RecordedRequest[] = [];
+  const embeddingRequests: FakeEmbeddingRequest[] = [];
   let received = 0;
   const sockets = new Set<Socket>();
 
@@ -111,6 +133,36 @@ export async function startFakeOpenAI(
         owned_by: "fake",
       }));
       return sendJson(res, 200, { object: "list", data });
+    }
+    if (req.method === "POST" && req.url?.endsWith("/embeddings")) {
+      const request = JSON.parse(await readBody(req)) as FakeEmbeddingRequest;
+      if (typeof request.input === "string") request.input = [request.input];
+      if (options.record !== false) embeddingRequests.push(request);
+      const reply = await embeddingHandler(request);
+      if ("fault" in reply) {
+        if (reply.fault === "hang") return; // close() destroys the socket
+        const headers: Record<string, string> =
+          reply.retryAfterSeconds === undefined ? {} : { "retry-after": String(reply.retryAfterSeconds) };
+        return sendJson(
+          res,
+          reply.status,
+          { error: { message: `Fake failure (${reply.status})`, type: "server_error", code: null } },
+          headers,
+        );
+      }
+      if (reply.delayMs) await sleep(reply.delayMs);
+      if (closed || res.destroyed) return;
+      const tokens = request.input.reduce((sum, text) => sum + Math.ceil(text.length / 4), 0);
+      return sendJson(res, 200, {
+        object: "list",
+        model: request.model,
+        data: request.input.map((text, index) => ({
+          object: "embedding",
+          index,
+          embedding: fakeEmbedding(text, request.dimensions),
+        })),
+        usage: { prompt_tokens: tokens, total_tokens: tokens },
+      });
     }
     if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
       return sendJson(res, 404, {
@@ -178,8 +230,12 @@ export async function startFakeOpenAI(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    embeddingRequests,
     setHandler(next) {
       current = next;
+    },
+    setEmbeddingHandler(next) {
+      embeddingHandler = next;
     },
     close() {
       closed = true;
@@ -188,6 +244,14 @@ export async function startFakeOpenAI(
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The offline embedding of `text`, cut to `dimensions` and normalized again when asked (as text-embedding-3 shortens). */
+function fakeEmbedding(text: string, dimensions: number | undefined): number[] {
+  const full = offlineEmbedding(text);
+  const cut = dimensions ? Array.from({ length: dimensions }, (_, i) => full[i] ?? 0) : full;
+  const norm = Math.sqrt(cut.reduce((sum, value) => sum + value * value, 0)) || 1;
+  return cut.map((value) => value / norm);
 }
 
 type WireToolCall = { id: string; type: string; function: { name: string; arguments: string } };

@@ -2,6 +2,7 @@ import "server-only";
 import os from "node:os";
 import { env } from "@/lib/env";
 import { chooseModel, type ModelChoice } from "@/lib/llm/provider";
+import { configuredEmbedding, type EmbeddingChoice } from "@/lib/llm/embeddings";
 import type { Db } from "@/lib/db/client";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import type { OutboundPolicy } from "@/lib/http/outbound-url";
@@ -41,6 +42,8 @@ export type EngineDeps = {
   jobs: JobQueue;
   config: EngineConfig;
   chooseModel: (override?: string | null) => ModelChoice;
+  /** The model knowledge is embedded with, for recall by meaning (one per installation: vectors of two models do not compare). */
+  embedding: EmbeddingChoice;
   /** A line for the operator's log; an error keeps its cause and stack. */
   log: (message: string, error?: unknown) => void;
 };
@@ -73,6 +76,7 @@ export function engineDeps(
     jobs,
     config: overrides.config ?? engineConfigFromEnv(),
     chooseModel: overrides.chooseModel ?? ((override) => chooseModel(override)),
+    embedding: overrides.embedding ?? configuredEmbedding(),
     log: overrides.log ?? ((message, error) => (error === undefined ? console.log(message) : logError(message, error))),
   };
 }

@@ -29,7 +29,16 @@ export const taskSources = ["user", "lead", "system", "schedule", "webhook"] as 
 export const taskStatuses = ["pending", "in_progress", "waiting_input", "completed", "failed", "cancelled"] as const;
 export const inboxItemTypes = ["briefing", "question", "approval", "alert"] as const;
 export const knowledgeItemTypes = ["fact", "technique", "pattern", "lesson"] as const;
-export const usagePurposes = ["chat", "work", "compaction", "extraction", "briefing", "title", "draft"] as const;
+export const usagePurposes = [
+  "chat",
+  "work",
+  "compaction",
+  "extraction",
+  "briefing",
+  "title",
+  "draft",
+  "embedding",
+] as const;
 export const workSessionStatuses = ["running", "completed", "failed", "stopped", "interrupted"] as const;
 export const questionStatuses = ["open", "answered", "withdrawn"] as const;
 export const approvalStatuses = ["pending", "approved", "denied", "withdrawn"] as const;
@@ -71,6 +80,7 @@ const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "dat
 const updatedAt = () => timestamp("updated_at", { withTimezone: true, mode: "date" }).defaultNow().notNull();
 
 const tsvector = customType<{ data: string }>({ dataType: () => "tsvector" });
+const bytea = customType<{ data: Buffer }>({ dataType: () => "bytea" });
 
 export const teams = pgTable(
   "teams",
@@ -315,13 +325,33 @@ export const knowledgeItems = pgTable(
     sourceUrl: text("source_url"),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }),
     searchVector: tsvector("search_vector").notNull().generatedAlwaysAs(sql`to_tsvector('english', content)`),
+    /**
+     * The content's vector for recall by meaning (float32, little-endian; see llm/embeddings.ts),
+     * with the model and length it was made with: a vector of another model or length is not
+     * compared, and is made again in the background (knowledge-embedding.ts). Null until the item
+     * is embedded, and again once its content changes: until then it is found by words only.
+     */
+    embedding: bytea("embedding"),
+    embeddingModel: text("embedding_model"),
+    embeddingDimensions: integer("embedding_dimensions"),
+    embeddedAt: timestamp("embedded_at", { withTimezone: true, mode: "date" }),
     createdAt: createdAt(),
   },
   (t) => [
     check("knowledge_items_type_check", oneOf("type", knowledgeItemTypes)),
     check("knowledge_items_confidence_check", sql`confidence >= 0 and confidence <= 1`),
+    // A vector is whole or absent: its model, its length (4 bytes a dimension) and when it was made.
+    check(
+      "knowledge_items_embedding_check",
+      sql`(embedding is null and embedding_model is null and embedding_dimensions is null and embedded_at is null) or (embedding_model is not null and embedded_at is not null and embedding_dimensions > 0 and octet_length(embedding) = 4 * embedding_dimensions)`,
+    ),
     index("knowledge_items_search_idx").using("gin", t.searchVector),
+    // What the embedding job looks for first: items saved without a vector, oldest first.
+    index("knowledge_items_unembedded_idx").on(t.createdAt, t.id).where(sql`embedding is null`),
     index("knowledge_items_agent_created_idx").on(t.agentId, t.createdAt),
+    // The knowledge page's list of every team's newest items: 200 rows read, not the whole table
+    // (whose rows carry their vectors, 1 KB and more each).
+    index("knowledge_items_created_idx").on(t.createdAt),
     index("knowledge_items_source_conversation_idx").on(t.sourceConversationId),
   ],
 );
@@ -774,7 +804,10 @@ export type Conversation = InferSelectModel<typeof conversations>;
 export type Message = InferSelectModel<typeof messages>;
 export type Task = InferSelectModel<typeof tasks>;
 export type InboxItem = InferSelectModel<typeof inboxItems>;
-export type KnowledgeItem = Omit<InferSelectModel<typeof knowledgeItems>, "searchVector">;
+export type KnowledgeItem = Omit<
+  InferSelectModel<typeof knowledgeItems>,
+  "searchVector" | "embedding" | "embeddingModel" | "embeddingDimensions" | "embeddedAt"
+>;
 export type Usage = InferSelectModel<typeof usage>;
 export type WorkSession = InferSelectModel<typeof workSessions>;
 export type Session = InferSelectModel<typeof sessions>;

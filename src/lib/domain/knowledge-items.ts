@@ -3,9 +3,17 @@ import { NoObjectGeneratedError, Output } from "ai";
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import { storable } from "@/lib/db/storable";
-import { sql } from "drizzle-orm";
 import { getAgent } from "@/lib/db/queries/agents";
-import { createKnowledgeItem, mergeKnowledgeSource, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import {
+  createKnowledgeItem,
+  mergeKnowledgeSource,
+  updateKnowledgeItem,
+  type KnowledgeChanges,
+  lockTeamKnowledge,
+} from "@/lib/db/queries/knowledge-items";
+import type { JobQueue } from "@/lib/jobs/job-queue";
+import type { Embedding, EmbeddingChoice } from "@/lib/llm/embeddings";
+import { embedOrNot, sameFigures, sameKnowledgeCandidates } from "./knowledge-recall";
 import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -117,16 +125,25 @@ export function isNearDuplicate(a: string, b: string): boolean {
   return shared / (leftWords.size + rightWords.size - shared) >= 0.8;
 }
 
-/** How many of a team's newest items a new fact is compared with. */
-const COMPARED_ITEMS = 2000;
-
 /**
  * The team's item that says the same as `content`, if any: the one place that decides what
- * "the same fact" is. Today by text (isNearDuplicate); recall by meaning (embeddings) plugs in here.
+ * "the same fact" is. Among the items closest by words and by meaning (sameKnowledgeCandidates),
+ * the best that says it in nearly the same words (isNearDuplicate), or in other words as close
+ * as a restatement with the same figures ("500 Wh/kg" and "400 Wh/kg" read alike, and differ).
+ * Without the fact's vector (the model did not answer), by words only.
  */
-async function findSameKnowledge(db: Db, teamId: string, content: string): Promise<KnowledgeItem | null> {
-  const known = await searchKnowledgeItems(db, { teamId, limit: COMPARED_ITEMS });
-  return known.find((item) => isNearDuplicate(item.content, content)) ?? null;
+async function findSameKnowledge(
+  db: Db,
+  teamId: string,
+  content: string,
+  embedding: Embedding | null,
+): Promise<KnowledgeItem | null> {
+  const candidates = await sameKnowledgeCandidates(db, teamId, content, embedding);
+  const same = candidates.find(
+    ({ item, closeInMeaning }) =>
+      isNearDuplicate(item.content, content) || (closeInMeaning && sameFigures(item.content, content)),
+  );
+  return same?.item ?? null;
 }
 
 export type KnowledgeReport = {
@@ -140,20 +157,25 @@ export type KnowledgeReport = {
   messageId?: string | null;
   /** The source the agent gave; when none, an address the fact names in its text. */
   sourceUrl?: string | null;
+  /** The fact's vector (embedOrNot), made before the transaction; null when the model did not answer in time. */
+  embedding: Embedding | null;
 };
 
 /**
  * Stores a fact an agent reported: a new item, or — when the team knows it already
  * (findSameKnowledge) — one more source on that item, which keeps the higher confidence and
  * gains the URL if it had none. Under a lock per team held to the end of the caller's
- * transaction, so two agents saving the same fact at once make one item, not two.
+ * transaction, so two agents saving the same fact at once make one item, not two. A new item
+ * without its vector has the embedding job queued in the same transaction (the outbox): it
+ * is found by words until the job has embedded it.
  */
 export function recordKnowledge(
   db: Db,
+  jobs: Pick<JobQueue, "embedKnowledge">,
   report: KnowledgeReport,
 ): Promise<{ item: KnowledgeItem; merged: boolean; sourceUrl: string | null }> {
   return db.transaction(async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`knowledge:${report.teamId}`}, 0))`);
+    await lockTeamKnowledge(tx, report.teamId);
     const url = webSourceUrl(report.sourceUrl) ?? urlNamedIn(report.content);
     const source = {
       agentId: report.agentId,
@@ -161,7 +183,7 @@ export function recordKnowledge(
       messageId: report.messageId ?? null,
       url,
     };
-    const same = await findSameKnowledge(tx, report.teamId, report.content);
+    const same = await findSameKnowledge(tx, report.teamId, report.content, report.embedding);
     const merged = same ? await mergeKnowledgeSource(tx, same.id, { ...source, confidence: report.confidence }) : null;
     if (merged) return { item: merged, merged: true, sourceUrl: url };
     const item = await createKnowledgeItem(tx, {
@@ -172,8 +194,28 @@ export function recordKnowledge(
       sourceConversationId: report.conversationId,
       sourceMessageId: source.messageId,
       sourceUrl: url,
+      embedding: report.embedding,
     });
+    if (!report.embedding) await jobs.embedKnowledge(tx);
     return { item, merged: false, sourceUrl: url };
+  });
+}
+
+/**
+ * The person's correction of an item. New words drop the old words' vector, and the embedding
+ * job is queued in the same transaction: the item is found by its new words at once, and by
+ * their meaning once the job has embedded it. Null when the item is gone.
+ */
+export function editKnowledgeItem(
+  db: Db,
+  jobs: Pick<JobQueue, "embedKnowledge">,
+  itemId: string,
+  changes: KnowledgeChanges,
+): Promise<KnowledgeItem | null> {
+  return db.transaction(async (tx) => {
+    const edited = await updateKnowledgeItem(tx, itemId, changes);
+    if (edited?.unembedded) await jobs.embedKnowledge(tx);
+    return edited?.item ?? null;
   });
 }
 
@@ -219,6 +261,9 @@ export async function extractKnowledgeFromConversation(input: {
   abortSignal?: AbortSignal;
   /** How long the model call may take; MODEL_TIMEOUT_MS when not given. */
   timeoutMs?: number;
+  /** The model the facts are embedded with, and the queue an item saved without its vector is embedded through. */
+  embedding: EmbeddingChoice;
+  jobs: Pick<JobQueue, "embedKnowledge">;
 }): Promise<KnowledgeItem[]> {
   if (input.messages.length === 0) return [];
   const { db, model, agentId, conversationId, workSessionId, taskId, abortSignal, timeoutMs } = input;
@@ -260,13 +305,20 @@ export async function extractKnowledgeFromConversation(input: {
   const created: KnowledgeItem[] = [];
   // Text as Postgres can store it (no NUL): an insert refused here would fail the wrap-up. A
   // tool's fact with a NUL is refused instead, and the model sees the error and can retry.
-  for (const item of extracted.map((read) => ({ ...read, content: storable(read.content) }))) {
-    const { item: saved, merged } = await recordKnowledge(db, {
-      ...item,
+  const facts = extracted.map((read) => ({ ...read, content: storable(read.content) }));
+  // All the facts' vectors in one call, before any item's transaction.
+  const embeddings = await embedOrNot(
+    { db, model: input.embedding, agentId, teamId, conversationId, workSessionId, taskId, abortSignal },
+    facts.map((fact) => fact.content),
+  );
+  for (const [index, fact] of facts.entries()) {
+    const { item: saved, merged } = await recordKnowledge(db, input.jobs, {
+      ...fact,
       teamId,
       agentId,
       conversationId,
-      messageId: messageSaying(input.messages, item.content)?.id ?? null,
+      messageId: messageSaying(input.messages, fact.content)?.id ?? null,
+      embedding: embeddings[index] ?? null,
     });
     if (!merged) created.push(saved);
   }

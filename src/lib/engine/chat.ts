@@ -171,7 +171,7 @@ async function prepareChatTurn(
   const model = deps.chooseModel(agent.model);
   const recorder = new StepRecorder(db, conversationId);
   // The chat serves no task: what it hands out stands on its own.
-  const owner: TurnOwner = { agent, team, conversationId, recorder, focus: () => null };
+  const owner: TurnOwner = { agent, team, conversationId, workSessionId: null, recorder, focus: () => null };
   const [{ tools, toolApproval, awaitingDecision, heldForPerson, endStep }, members] = await Promise.all([
     openTurn(deps, owner, foregroundTools, { signal }),
     listTeamAgents(db, team.id),

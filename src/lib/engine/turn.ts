@@ -16,6 +16,8 @@ export type TurnOwner = {
   agent: Agent;
   team: Team;
   conversationId: string;
+  /** The work session the turn belongs to (what an embedding it makes is counted under); null in the chat. */
+  workSessionId: string | null;
   recorder: StepRecorder;
   /** The task the turn serves (what it delegates, asks or reports belongs to it); the chat serves none. */
   focus: () => string | null;
@@ -45,6 +47,8 @@ export function turnTools(
     agent: owner.agent,
     team: owner.team,
     conversationId: owner.conversationId,
+    workSessionId: owner.workSessionId,
+    embedding: deps.embedding,
     search: deps.config.search,
     focusTaskId: owner.focus,
     storyTaskId: owner.story,

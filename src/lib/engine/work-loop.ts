@@ -369,6 +369,7 @@ function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
     recorder,
     focus: () => state.focus ?? null,
     story: () => state.storyTask,
+    workSessionId: state.session.id,
   };
 }
 
@@ -414,6 +415,8 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
     maxInputChars: deps.config.contextTokenBudget * 4 * 0.8,
     abortSignal: state.signal,
     timeoutMs: deps.config.modelTimeoutMs,
+    embedding: deps.embedding,
+    jobs: deps.jobs,
   });
   state.startTail = messages.at(-1)?.id ?? state.startTail;
   if (state.agent.role === "lead" && !state.briefed) {

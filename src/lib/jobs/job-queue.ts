@@ -6,6 +6,7 @@ import type { Db } from "@/lib/db/client";
 import {
   AGENT_WAKE_QUEUE,
   CHAT_RESUME_QUEUE,
+  KNOWLEDGE_EMBEDDING_QUEUE,
   LEAD_SCHEDULE_QUEUE,
   NOTIFICATION_GIVE_UP_QUEUE,
   NOTIFICATION_QUEUE,
@@ -123,6 +124,22 @@ export class JobQueue {
         if (job) await handler(job);
       },
     );
+  }
+
+  /**
+   * Knowledge waits for its vector: a worker embeds what waits (knowledge-embedding.ts). In the
+   * caller's transaction (the outbox: the item and its job commit together), or on its own (a
+   * worker starting: the backfill). At most one queued: it embeds everything that waits when it runs.
+   */
+  async embedKnowledge(db?: Db): Promise<void> {
+    await this.boss.send(KNOWLEDGE_EMBEDDING_QUEUE, {}, db ? { db: fromDrizzle(db, sql) } : {});
+  }
+
+  /** Embeds waiting knowledge, one job at a time across all workers; `signal` aborts when this worker loses the job. */
+  async workKnowledgeEmbeddings(handler: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    await this.boss.work(KNOWLEDGE_EMBEDDING_QUEUE, { batchSize: 1, pollingIntervalSeconds: 2 }, async ([job]) => {
+      if (job) await handler(job.signal);
+    });
   }
 
   /** `timeZone`: the IANA zone the cron is read in (null: UTC), so "0 8 * * *" stays 08:00 across a DST change. */
@@ -294,6 +311,20 @@ async function ensureQueues(boss: PgBoss, settings: { notificationRetryDelaySeco
     retryDelayMax: 60,
     expireInSeconds: 60 * 30,
     heartbeatSeconds: 15,
+  });
+
+  await boss.createQueue(KNOWLEDGE_EMBEDDING_QUEUE, {
+    // "stately": one job working (two would embed the same items twice), one queued for items
+    // saved meanwhile. A worker that dies mid-way stops its heartbeat; the supervisor fails the
+    // job after 10 s and it is retried, taking up the items the dead worker had not stored.
+    policy: "stately",
+    notify: true,
+    retryLimit: 10,
+    retryDelay: 5,
+    retryBackoff: true,
+    retryDelayMax: 300,
+    expireInSeconds: 60 * 60,
+    heartbeatSeconds: 10,
   });
 
   // The give-up queue first: a queue's dead letter must exist when the queue names it.

@@ -14,6 +14,12 @@ export const NOTIFICATION_QUEUE = "notification-delivery";
 /** Where pg-boss puts a delivery it gave up on, however its last attempt ended (an error, or a worker that died). */
 export const NOTIFICATION_GIVE_UP_QUEUE = "notification-give-up";
 
+/**
+ * Knowledge waits for its vector (saved without one, edited, or of another embedding model):
+ * a worker embeds every item that waits, batch by batch. One job at a time, one queued behind it.
+ */
+export const KNOWLEDGE_EMBEDDING_QUEUE = "knowledge-embedding";
+
 export const agentWakePayload = z.object({ agentId: z.uuid() });
 export type AgentWakePayload = z.infer<typeof agentWakePayload>;
 

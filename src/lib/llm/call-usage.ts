@@ -71,8 +71,12 @@ export class CallUsage {
       (event.tools ? estimateTokens(JSON.stringify(event.tools)) : 0);
   }
 
-  /** An attempt's request is going out: its row, estimated. None when it was stopped before (the request is never sent). */
-  start(params: LanguageModelV4CallOptions): Attempt {
+  /**
+   * An attempt's request is going out: its row, estimated. None when it was stopped before (the
+   * request is never sent). `inputTokens`: the estimate when the caller has its own (an
+   * embedding's values), else the one from the call's start or its prompt.
+   */
+  start(params: Pick<LanguageModelV4CallOptions, "abortSignal"> & { prompt?: unknown }, inputTokens?: number): Attempt {
     const id = randomUUID();
     if (params.abortSignal?.aborted) {
       this.current = null;
@@ -86,13 +90,13 @@ export class CallUsage {
         done: true,
       };
     }
-    const inputTokens = this.inputEstimate ?? estimateTokens(JSON.stringify(params.prompt));
-    const started = recordUsageStart(this.db, { ...this.row, id, inputTokens, outputTokens: 0 }).catch(
+    const estimate = inputTokens ?? this.inputEstimate ?? estimateTokens(JSON.stringify(params.prompt ?? []));
+    const started = recordUsageStart(this.db, { ...this.row, id, inputTokens: estimate, outputTokens: 0 }).catch(
       (error: unknown) => this.log(`Could not record the start of a ${this.row.purpose} model call`, error),
     );
     const attempt: Attempt = {
       id,
-      inputTokens,
+      inputTokens: estimate,
       startedAt: Date.now(),
       started,
       outputChars: 0,
@@ -126,6 +130,27 @@ export class CallUsage {
   /** The provider answered: the SDK's onLanguageModelCallEnd writes its count over the row. */
   answered(attempt: Attempt): void {
     attempt.done = true;
+  }
+
+  /**
+   * An embedding attempt answered: its row settled with the provider's count of its input (an
+   * embedding has no output), or kept as the estimate when the provider gave none.
+   */
+  async settleEmbedding(attempt: Attempt, inputTokens: number | undefined): Promise<void> {
+    if (attempt.done) return;
+    attempt.done = true;
+    try {
+      await recordUsage(this.db, {
+        ...this.row,
+        id: attempt.id,
+        inputTokens: inputTokens ?? attempt.inputTokens,
+        outputTokens: 0,
+        durationMs: Date.now() - attempt.startedAt,
+        estimated: inputTokens === undefined,
+      });
+    } catch (error) {
+      this.log(`Could not record the usage of a ${this.row.purpose} model call`, error);
+    }
   }
 
   /**

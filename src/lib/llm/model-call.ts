@@ -1,7 +1,13 @@
 import "server-only";
-import type { LanguageModelV4, LanguageModelV4StreamPart, SharedV4ProviderOptions } from "@ai-sdk/provider";
+import type {
+  EmbeddingModelV4,
+  LanguageModelV4,
+  LanguageModelV4StreamPart,
+  SharedV4ProviderOptions,
+} from "@ai-sdk/provider";
 import type { Context } from "@ai-sdk/provider-utils";
 import {
+  embedMany,
   gateway,
   generateText,
   streamText,
@@ -24,6 +30,8 @@ import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
 import { CallUsage, type CallRow, type CutOff } from "./call-usage";
 import { modelUsageRow } from "./usage";
 import { logError } from "@/lib/telemetry/log";
+import { embeddingOf, type Embedding, type EmbeddingChoice } from "./embeddings";
+import { tokensOfChars } from "./token-estimate";
 
 /**
  * Retries after a failed attempt (a 429, a 5xx, a dropped connection): the SDK's backoff,
@@ -168,8 +176,67 @@ function withCacheKey(
   };
 }
 
+/** Who an embedding call is for: a ModelCall's keys (its purpose is "embedding"), with an embedding model. */
+export type EmbeddingCall = Omit<ModelCall, "model" | "purpose" | "onUsageRecorded" | "usageStoredByCaller"> & {
+  model: EmbeddingChoice;
+  /** Retries after a failed attempt; MODEL_CALL_RETRIES when not given (a caller waiting on the answer may give fewer). */
+  retries?: number;
+};
+
+/**
+ * `embedMany` with what every model call needs: the time limit on each attempt, bounded
+ * retries, the caller's abort, one usage row per attempt (purpose "embedding": written as it
+ * starts, settled with the provider's count, see CallUsage) and its telemetry. The vectors
+ * come back in the order of `values`, normalized, each with the space it lives in.
+ */
+export async function embedModelValues(call: EmbeddingCall, values: readonly string[]): Promise<Embedding[]> {
+  if (values.length === 0) return [];
+  const keys = { ...call, purpose: "embedding" as const };
+  const usage = new CallUsage(call.db, callRow(keys), call.log ?? logError);
+  const { embeddings } = await embedMany({
+    model: guardedEmbeddingModel(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS, usage),
+    values: [...values],
+    dimensions: call.model.dimensions ?? undefined,
+    maxRetries: call.retries ?? MODEL_CALL_RETRIES,
+    abortSignal: call.abortSignal,
+    telemetry: modelCallTelemetry(keys),
+  });
+  return embeddings.map((vector) => embeddingOf(call.model, vector));
+}
+
+/**
+ * The embedding model with guardedModel's time limit on each attempt and a usage row per
+ * attempt: written (estimated from the values' length) as the request goes out, settled with
+ * the provider's count when it answers, kept as the estimate when it is cut off, removed when
+ * it failed (nothing billed).
+ */
+function guardedEmbeddingModel(model: EmbeddingModelV4, timeoutMs: number, usage: CallUsage): EmbeddingModelV4 {
+  return {
+    specificationVersion: "v4",
+    provider: model.provider,
+    modelId: model.modelId,
+    maxEmbeddingsPerCall: model.maxEmbeddingsPerCall,
+    supportsParallelCalls: model.supportsParallelCalls,
+    doEmbed: async (params) => {
+      const deadline = new Deadline(timeoutMs, params.abortSignal);
+      const chars = params.values.reduce((sum, value) => sum + value.length, 0);
+      const attempt = usage.start(params, tokensOfChars(chars));
+      try {
+        const result = await deadline.race(model.doEmbed({ ...params, abortSignal: deadline.signal }));
+        await usage.settleEmbedding(attempt, result.usage?.tokens);
+        return result;
+      } catch (error) {
+        await usage.ended(attempt, deadline.cutOff());
+        throw deadline.explain(error);
+      } finally {
+        deadline.clear();
+      }
+    },
+  };
+}
+
 /** What a usage row of `call` names: its agent, team, conversation, work session and task. */
-function callRow(call: ModelCall): CallRow {
+function callRow(call: Omit<ModelCall, "model"> & { model: { modelId: string } }): CallRow {
   return {
     agentId: call.agentId,
     teamId: call.teamId,

@@ -1,7 +1,13 @@
 import { Output, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { OFFLINE_EXPLANATION, OfflineModel, isOfflineModel } from "./offline-model";
+import {
+  OFFLINE_EMBEDDING_DIMENSIONS,
+  OFFLINE_EXPLANATION,
+  OfflineModel,
+  isOfflineModel,
+  offlineEmbedding,
+} from "./offline-model";
 import { resumeTaskMessage } from "@/lib/core/prompts";
 
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
@@ -731,5 +737,29 @@ describe("OfflineModel", () => {
     });
     expect(calls).toEqual([]);
     expect(result.text).toContain("Denied by the person: not now");
+  });
+});
+
+describe("the offline embedding", () => {
+  const similarity = (a: string, b: string) =>
+    offlineEmbedding(a).reduce((sum, value, i) => sum + value * offlineEmbedding(b)[i]!, 0);
+
+  it("is deterministic, of a fixed length and normalized", () => {
+    const vector = offlineEmbedding("Pilot battery cells reached 500 Wh/kg.");
+    expect(vector).toHaveLength(OFFLINE_EMBEDDING_DIMENSIONS);
+    expect(offlineEmbedding("Pilot battery cells reached 500 Wh/kg.")).toEqual(vector);
+    expect(Math.hypot(...vector)).toBeCloseTo(1, 6);
+    // Nothing to go by (no letters or digits, or only stop words): no direction at all.
+    expect(offlineEmbedding("the of and").every((value) => value === 0)).toBe(true);
+  });
+
+  it("puts texts that share stems and word pieces close, and unrelated ones apart", () => {
+    const fact = "Pilot battery cells reached 500 Wh/kg, a record density.";
+    const related = similarity("energy density of prototype batteries", fact);
+    const unrelated = similarity("energy density of prototype batteries", "Solar module prices fell 12% in 2025.");
+    expect(related).toBeGreaterThan(0.35);
+    expect(unrelated).toBeLessThan(0.15);
+    expect(similarity("battery", "batteries")).toBeGreaterThan(0.9);
+    expect(similarity("analysis of contracts", "analyzing the contract")).toBeGreaterThan(0.5);
   });
 });

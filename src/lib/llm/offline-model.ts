@@ -1,6 +1,9 @@
 import "server-only";
 import { AWAITING_APPROVAL_RESULT, type LogInput, parseLogInput } from "@/lib/core/formats";
 import type {
+  EmbeddingModelV4,
+  EmbeddingModelV4CallOptions,
+  EmbeddingModelV4Result,
   JSONSchema7,
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -98,6 +101,86 @@ export function isOfflineModel(model: unknown): boolean {
   if (model instanceof OfflineModel) return true;
   if (typeof model !== "object" || model === null) return false;
   return Reflect.get(model, "provider") === "cadre" && Reflect.get(model, "modelId") === "offline";
+}
+
+/** The offline embedding's length: fixed, so vectors stored by one version compare with the next. */
+export const OFFLINE_EMBEDDING_DIMENSIONS = 256;
+
+/**
+ * A deterministic stand-in for an embedding model, used when no provider is configured (or
+ * EMBEDDING_MODEL=offline): recall by meaning works with no network. It knows no synonyms; it
+ * sees shared word stems and shared pieces of words ("battery" / "batteries", "analysis" /
+ * "analyze"), so it finds what a search shares only in part with a fact, which full-text search
+ * (every word must match) misses.
+ */
+export class OfflineEmbeddingModel implements EmbeddingModelV4 {
+  readonly specificationVersion = "v4" as const;
+  readonly provider = "cadre";
+  readonly modelId = "offline";
+  readonly maxEmbeddingsPerCall = 2048;
+  readonly supportsParallelCalls = true;
+
+  async doEmbed(options: EmbeddingModelV4CallOptions): Promise<EmbeddingModelV4Result> {
+    throwIfAborted(options.abortSignal);
+    const chars = options.values.reduce((sum, value) => sum + value.length, 0);
+    return {
+      embeddings: options.values.map(offlineEmbedding),
+      usage: { tokens: Math.ceil(chars / 4) },
+      warnings: [],
+    };
+  }
+}
+
+/** Words that say little about what a fact is about. */
+const STOP_WORDS = new Set(
+  "a an and are as at be been but by can could did do does for from had has have how in into is it its may might more most of on or our so than that the their them then there these they this those to was we were what when where which while who will with would".split(
+    " ",
+  ),
+);
+
+/** A word without its common English endings: "batteries" → "battery", "reached" → "reach". */
+function stem(word: string): string {
+  if (/^\d/.test(word) || word.length <= 3) return word;
+  if (word.endsWith("ies") && word.length > 4) return `${word.slice(0, -3)}y`;
+  if (word.endsWith("sses")) return word.slice(0, -2);
+  if (word.endsWith("ing") && word.length > 5) return word.slice(0, -3);
+  if (word.endsWith("ed") && word.length > 4) return word.slice(0, -2);
+  if (word.endsWith("ly") && word.length > 4) return word.slice(0, -2);
+  if (word.endsWith("s") && !/(ss|us|is)$/.test(word)) return word.slice(0, -1);
+  return word;
+}
+
+/**
+ * The text's features, hashed into OFFLINE_EMBEDDING_DIMENSIONS buckets with a sign each (so
+ * collisions cancel out on average) and normalized: every stem (a number only as itself), and
+ * the three- and four-letter pieces of each longer stem, weighted so a word counts about as
+ * much through its pieces as through itself.
+ */
+export function offlineEmbedding(text: string): number[] {
+  const vector = new Array<number>(OFFLINE_EMBEDDING_DIMENSIONS).fill(0);
+  const add = (feature: string, weight: number) => {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < feature.length; i++) h = Math.imul(h ^ feature.charCodeAt(i), 0x01000193);
+    const bucket = (h >>> 0) % OFFLINE_EMBEDDING_DIMENSIONS;
+    vector[bucket]! += (h & 0x80000000 ? -1 : 1) * weight;
+  };
+  const words = text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .match(/[\p{L}\p{N}]+(?:[.,]\d+)*/gu);
+  for (const word of words ?? []) {
+    if (STOP_WORDS.has(word)) continue;
+    const base = stem(word);
+    add(`w:${base}`, 1);
+    if (/^\d/.test(base) || base.length < 4) continue;
+    const padded = `<${base}>`;
+    const pieces: string[] = [];
+    for (const n of [3, 4]) for (let i = 0; i + n <= padded.length; i++) pieces.push(padded.slice(i, i + n));
+    for (const piece of pieces) add(`g:${piece}`, 1.5 / Math.sqrt(pieces.length));
+  }
+  const norm = Math.sqrt(vector.reduce((sum, value) => sum + value * value, 0));
+  return norm > 0 ? vector.map((value) => value / norm) : vector;
 }
 
 function decide(options: LanguageModelV4CallOptions): Decision {

@@ -6,7 +6,8 @@ import "server-only";
 export type TokenPrice = { inputUsdPerMtok: number; cachedInputUsdPerMtok: number | null; outputUsdPerMtok: number };
 
 /**
- * Built-in defaults: OpenAI's list prices (standard tier) as of August 2025, per million tokens.
+ * Built-in defaults: OpenAI's list prices (standard tier) as of August 2025, per million tokens
+ * (the embedding models' too).
  * Prices change and discounts exist (batch, flex, contracts): every one can be overridden, and
  * models not listed added, in the price table on the Usage page. The offline model runs on no
  * provider and costs nothing.
@@ -23,6 +24,10 @@ export const BUILT_IN_PRICES: Readonly<Record<string, TokenPrice>> = {
   o3: { inputUsdPerMtok: 2, cachedInputUsdPerMtok: 0.5, outputUsdPerMtok: 8 },
   "o3-mini": { inputUsdPerMtok: 1.1, cachedInputUsdPerMtok: 0.55, outputUsdPerMtok: 4.4 },
   "o4-mini": { inputUsdPerMtok: 1.1, cachedInputUsdPerMtok: 0.275, outputUsdPerMtok: 4.4 },
+  // Embedding models (recall by meaning): input only, no cache.
+  "text-embedding-3-small": { inputUsdPerMtok: 0.02, cachedInputUsdPerMtok: null, outputUsdPerMtok: 0 },
+  "text-embedding-3-large": { inputUsdPerMtok: 0.13, cachedInputUsdPerMtok: null, outputUsdPerMtok: 0 },
+  "text-embedding-ada-002": { inputUsdPerMtok: 0.1, cachedInputUsdPerMtok: null, outputUsdPerMtok: 0 },
   offline: { inputUsdPerMtok: 0, cachedInputUsdPerMtok: 0, outputUsdPerMtok: 0 },
 };
 

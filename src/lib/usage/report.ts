@@ -28,10 +28,14 @@ export type UsageFigures = {
   unpricedModels: string[];
 };
 
-/** Usage of no team: calls made for no agent (drafting a new team's lead instructions). */
+/**
+ * Usage of no team: calls made for no agent, the person's own: drafting a new team's lead
+ * instructions, and the meaning of what they search for on the knowledge page (no team's
+ * budget pays for it, whichever team the search looks in).
+ */
 export const NO_TEAM_KEY = "drafting";
-const NO_TEAM_NAME = "Drafting new teams";
-const NO_AGENT_NAME = "Drafting lead instructions";
+const NO_TEAM_NAME = "Drafting new teams and searching knowledge";
+const NO_AGENT_NAME = "Drafting lead instructions and searching knowledge";
 const DELETED_TEAMS_KEY = "deleted";
 const REMOVED_AGENTS_KEY = "removed";
 

@@ -18,3 +18,9 @@ export function sourceHref(
     ? `/agents/${source.agentId}?message=${source.messageId}#m-${source.messageId}`
     : `/agents/${source.agentId}#work-log`;
 }
+
+/** Why a search found an item, as the knowledge page says it: its words, its meaning, or both. */
+export function whyFound(matched: { words: boolean; meaning: boolean }): string {
+  if (matched.words && matched.meaning) return "Matched words, similar meaning";
+  return matched.words ? "Matched words" : "Similar meaning";
+}

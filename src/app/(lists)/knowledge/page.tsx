@@ -8,8 +8,10 @@ import { db } from "@/lib/db/client";
 import { urlNamedIn } from "@/lib/domain/sources";
 import { searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { listAgentDirectory } from "@/lib/db/queries/views";
-import { sourceHref } from "@/lib/views/knowledge-view";
-import { knowledgeItemTypes, type KnowledgeItemType } from "@/lib/db/schema";
+import { sourceHref, whyFound } from "@/lib/views/knowledge-view";
+import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType } from "@/lib/db/schema";
+import { recallKnowledge, type RecallMatch } from "@/lib/domain/knowledge-recall";
+import { configuredEmbedding } from "@/lib/llm/embeddings";
 import { isUuid } from "@/lib/util/ids";
 
 export const dynamic = "force-dynamic";
@@ -29,15 +31,15 @@ export default async function KnowledgePage({ searchParams }: Props) {
     ? (one(params.type) as KnowledgeItemType)
     : undefined;
 
+  const filter = { agentId: agentId || undefined, teamId: teamId || undefined, type, limit: 200 };
+  // A search finds by words and by meaning (recallKnowledge); the person pays for the search's
+  // vector (a usage row of no agent), once per text: a live refresh reuses it.
+  const found: Promise<(KnowledgeItem & { matched?: RecallMatch })[]> = q
+    ? recallKnowledge({ db: db(), model: configuredEmbedding(), agentId: null, teamId: null }, { ...filter, q })
+    : searchKnowledgeItems(db(), filter);
   const [agents, items] = await Promise.all([
     listAgentDirectory(db()),
-    searchKnowledgeItems(db(), {
-      q: q || undefined,
-      agentId: agentId || undefined,
-      teamId: teamId || undefined,
-      type,
-      limit: 200,
-    }).then((found) => withKnowledgeSources(db(), found)),
+    found.then((list) => withKnowledgeSources(db(), list)),
   ]);
   const agentsById = new Map(agents.map((agent) => [agent.id, agent]));
   const filtered = Boolean(q || agentId || teamId || type);
@@ -137,6 +139,7 @@ export default async function KnowledgePage({ searchParams }: Props) {
                   createdAt: item.createdAt.toISOString(),
                   updatedAt: item.updatedAt?.toISOString() ?? null,
                   teamName: agent?.teamName ?? null,
+                  whyFound: item.matched ? whyFound(item.matched) : null,
                   sources: item.sources.map((source) => ({
                     agentId: source.agentId,
                     agentName: source.agentName,

@@ -1,6 +1,8 @@
 import "server-only";
 import { and, asc, desc, eq, getTableColumns, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
+import type { Embedding } from "@/lib/llm/embeddings";
+import { storedEmbedding } from "./knowledge-embeddings";
 import {
   agents,
   conversations,
@@ -21,16 +23,30 @@ export type NewKnowledgeItem = {
   sourceUrl?: string | null;
   /** The message it was reported in, for its first source. */
   sourceMessageId?: string | null;
+  /** Its content's vector, when it was made before the save (else the embedding job makes it). */
+  embedding?: Embedding | null;
 };
 
-// Everything but the generated search vector, which nobody outside Postgres needs.
-const { searchVector: _searchVector, ...knowledgeColumns } = getTableColumns(knowledgeItems);
+// Everything but the search vector and the embedding: Postgres and recall (knowledge-embeddings.ts) use them, nobody reads them.
+const {
+  searchVector: _searchVector,
+  embedding: _embedding,
+  embeddingModel: _embeddingModel,
+  embeddingDimensions: _embeddingDimensions,
+  embeddedAt: _embeddedAt,
+  ...columns
+} = getTableColumns(knowledgeItems);
+/** The columns of a KnowledgeItem: what pages, the API and the export read of an item. */
+export const knowledgeColumns = columns;
 
 /** A new item with its first source (the reporting agent, its conversation, message and URL). */
 export function createKnowledgeItem(db: Db, input: NewKnowledgeItem): Promise<KnowledgeItem> {
-  const { sourceMessageId, ...values } = input;
+  const { sourceMessageId, embedding, ...values } = input;
   return db.transaction(async (tx) => {
-    const [item] = await tx.insert(knowledgeItems).values(values).returning(knowledgeColumns);
+    const [item] = await tx
+      .insert(knowledgeItems)
+      .values({ ...values, ...(embedding ? storedEmbedding(embedding) : {}) })
+      .returning(knowledgeColumns);
     await addKnowledgeSource(tx, item!.id, {
       agentId: input.agentId,
       conversationId: input.sourceConversationId,
@@ -135,24 +151,24 @@ export async function withKnowledgeSources<T extends { id: string }>(
   return items.map((item) => ({ ...item, sources: byItem.get(item.id) ?? [] }));
 }
 
+/** Which items a search looks at: `teamId`, `agentId`, `agentIds` and `type` as in KnowledgeSearch. */
+export type KnowledgeFilter = {
+  agentId?: string;
+  agentIds?: string[];
+  teamId?: string;
+  type?: KnowledgeItemType;
+};
+
 /**
  * `teamId`: knowledge has no team of its own; it is its agents' team's (the agent that reported
  * it first). `agentId`: items with a source from that agent.
  */
-export type KnowledgeSearch = {
-  agentId?: string;
-  agentIds?: string[];
-  teamId?: string;
+export type KnowledgeSearch = KnowledgeFilter & {
   q?: string;
-  type?: KnowledgeItemType;
   limit?: number;
 };
 
-/**
- * Knowledge items, best full-text match first when `q` is given (websearch syntax:
- * quotes, OR, -exclusions), newest first otherwise.
- */
-export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Promise<KnowledgeItem[]> {
+function filterConditions(search: KnowledgeFilter): SQL[] {
   const conditions: SQL[] = [];
   // An agent's knowledge: every item it reported, first or again.
   if (search.agentId) {
@@ -164,6 +180,16 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
   if (search.teamId)
     conditions.push(sql`${knowledgeItems.agentId} in (select id from agents where team_id = ${search.teamId})`);
   if (search.type) conditions.push(eq(knowledgeItems.type, search.type));
+  return conditions;
+}
+
+/**
+ * Knowledge items by words only, best full-text match first when `q` is given (websearch
+ * syntax: quotes, OR, -exclusions), newest first otherwise. A search by meaning as well is
+ * recallKnowledge's (agents/knowledge-recall.ts).
+ */
+export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Promise<KnowledgeItem[]> {
+  const conditions = filterConditions(search);
   const q = search.q?.trim();
   const query = q ? sql`websearch_to_tsquery('english', ${q})` : undefined;
   if (query) conditions.push(sql`${knowledgeItems.searchVector} @@ ${query}`);
@@ -178,6 +204,50 @@ export function searchKnowledgeItems(db: Db, search: KnowledgeSearch = {}): Prom
     .limit(Math.min(search.limit ?? 100, 500));
 }
 
+/**
+ * The ids of the `depth` items that match `q` best by words, best first. `anyWord`: an item
+ * needs one of the words, not all (the near-duplicate check's candidates, ranked by how many
+ * it shares); otherwise `q` reads as websearch syntax, as on the knowledge page.
+ */
+export async function rankKnowledgeByWords(
+  db: Db,
+  filter: KnowledgeFilter,
+  q: string,
+  options: { depth: number; anyWord?: boolean },
+): Promise<string[]> {
+  const query = options.anyWord
+    ? sql`replace(plainto_tsquery('english', ${q})::text, ' & ', ' | ')::tsquery`
+    : sql`websearch_to_tsquery('english', ${q})`;
+  const rows = await db
+    .select({ id: knowledgeItems.id })
+    .from(knowledgeItems)
+    .where(and(...filterConditions(filter), sql`${knowledgeItems.searchVector} @@ ${query}`))
+    .orderBy(desc(sql`ts_rank(${knowledgeItems.searchVector}, ${query})`), desc(knowledgeItems.createdAt))
+    .limit(options.depth);
+  return rows.map((row) => row.id);
+}
+
+/** The items of `ids` that still exist, in no order; `excluding`: not those matching these words (websearch syntax). */
+export function getKnowledgeItemsById(
+  db: Db,
+  ids: readonly string[],
+  options: { excluding?: string } = {},
+): Promise<KnowledgeItem[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  const excluded = options.excluding?.trim();
+  return db
+    .select(knowledgeColumns)
+    .from(knowledgeItems)
+    .where(
+      and(
+        inArray(knowledgeItems.id, [...ids]),
+        excluded
+          ? sql`not (${knowledgeItems.searchVector} @@ websearch_to_tsquery('english', ${excluded}))`
+          : undefined,
+      ),
+    );
+}
+
 export async function getKnowledgeItem(db: Db, itemId: string): Promise<KnowledgeItem | null> {
   const [item] = await db.select(knowledgeColumns).from(knowledgeItems).where(eq(knowledgeItems.id, itemId));
   return item ?? null;
@@ -190,18 +260,33 @@ export type KnowledgeChanges = {
   confidence?: number;
 };
 
-/** The person's edit (or a merge of a near-duplicate): the changed fields and `updated_at`; null when the item is gone. */
+/**
+ * The person's edit: the changed fields and `updated_at`; null when the item is gone. New
+ * words drop the old words' vector (the item is found by words until it is embedded again).
+ */
 export async function updateKnowledgeItem(
   db: Db,
   itemId: string,
   changes: KnowledgeChanges,
-): Promise<KnowledgeItem | null> {
-  const [item] = await db
+): Promise<{ item: KnowledgeItem; unembedded: boolean } | null> {
+  const keepsVector = changes.content === undefined ? undefined : sql`${knowledgeItems.content} = ${changes.content}`;
+  const [row] = await db
     .update(knowledgeItems)
-    .set({ ...changes, updatedAt: sql`now()` })
+    .set({
+      ...changes,
+      updatedAt: sql`now()`,
+      ...(keepsVector && {
+        embedding: sql`case when ${keepsVector} then ${knowledgeItems.embedding} end`,
+        embeddingModel: sql`case when ${keepsVector} then ${knowledgeItems.embeddingModel} end`,
+        embeddingDimensions: sql`case when ${keepsVector} then ${knowledgeItems.embeddingDimensions} end`,
+        embeddedAt: sql`case when ${keepsVector} then ${knowledgeItems.embeddedAt} end`,
+      }),
+    })
     .where(eq(knowledgeItems.id, itemId))
-    .returning(knowledgeColumns);
-  return item ?? null;
+    .returning({ ...knowledgeColumns, unembedded: sql<boolean>`${knowledgeItems.embedding} is null` });
+  if (!row) return null;
+  const { unembedded, ...item } = row;
+  return { item, unembedded };
 }
 
 /** Deletes an item; true when it existed. */
@@ -242,4 +327,9 @@ export async function handOverSharedKnowledge(db: Db, agentId: string): Promise<
     )
     update knowledge_items k set agent_id = heir.agent_id, source_conversation_id = heir.conversation_id
       from heir where k.id = heir.knowledge_item_id`);
+}
+
+/** Holds the team's knowledge for the transaction: two saves of one fact do not both find it missing. */
+export async function lockTeamKnowledge(tx: Db, teamId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`knowledge:${teamId}`}, 0))`);
 }

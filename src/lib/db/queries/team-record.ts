@@ -1,7 +1,7 @@
 import "server-only";
 import { and, asc, eq, getTableColumns, gte, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import type { Db } from "../client";
-import { withKnowledgeSources } from "./knowledge-items";
+import { knowledgeColumns, withKnowledgeSources } from "./knowledge-items";
 import {
   agents,
   approvals,
@@ -86,11 +86,10 @@ export function listTeamApprovals(db: Db, teamId: string) {
     .orderBy(asc(approvals.createdAt), asc(approvals.id));
 }
 
-/** The team's knowledge, each item with its sources (every report of it: agent, conversation, message, URL). */
+/** The team's knowledge, each item with its sources (every report of it: agent, conversation, message, URL); not its vectors, which are made again from the words. */
 export async function listTeamKnowledge(db: Db, teamId: string) {
-  const { searchVector: _vector, ...columns } = getTableColumns(knowledgeItems);
   const items = await db
-    .select(columns)
+    .select(knowledgeColumns)
     .from(knowledgeItems)
     .where(inArray(knowledgeItems.agentId, teamAgentIds(teamId)))
     .orderBy(asc(knowledgeItems.createdAt), asc(knowledgeItems.id));

@@ -3,6 +3,7 @@ import type { Db } from "@/lib/db/client";
 import type { Agent, Team } from "@/lib/db/schema";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import type { SearchConfig } from "@/lib/core/engine-config";
+import type { EmbeddingChoice } from "@/lib/llm/embeddings";
 
 /** Where the call being run was stored: the assistant message holding it (null when it cannot be found). */
 export type EffectCall = { messageId: string | null };
@@ -18,6 +19,10 @@ export type ToolContext = {
   team: Team;
   /** The conversation the tool runs in: the agent's background one, or the foreground chat. */
   conversationId: string;
+  /** The work session the tool runs in (the usage rows of its embedding calls name it); null in the chat. */
+  workSessionId: string | null;
+  /** The model knowledge is embedded with: what searchKnowledge and addKnowledgeItem compare meaning by. */
+  embedding: EmbeddingChoice;
   search: SearchConfig;
   /**
    * The task the agent's current turn serves (see work-loop.ts): what it delegates,

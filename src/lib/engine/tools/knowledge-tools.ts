@@ -2,14 +2,30 @@ import "server-only";
 import { tool } from "ai";
 import { z } from "zod";
 import { listTeamAgents } from "@/lib/db/queries/teams";
-import { deleteKnowledgeItem, getKnowledgeItem, searchKnowledgeItems } from "@/lib/db/queries/knowledge-items";
+import { deleteKnowledgeItem, getKnowledgeItem } from "@/lib/db/queries/knowledge-items";
+import type { EmbeddingCall } from "@/lib/llm/model-call";
 import { knowledgeItemTypes } from "@/lib/db/schema";
 import type { ToolContext } from "./context";
 import { recordKnowledge } from "@/lib/domain/knowledge-items";
 import { TurnSources, urlNamedIn, webSourceUrl } from "@/lib/domain/sources";
+import { embedOrNot, recallKnowledge } from "@/lib/domain/knowledge-recall";
 
 async function teamAgentIds(context: ToolContext): Promise<string[]> {
   return (await listTeamAgents(context.db, context.team.id)).map((agent) => agent.id);
+}
+
+/** An embedding call of the agent's (its usage row names the agent, its session and the task it serves). */
+function embeddingCall(context: ToolContext, abortSignal: AbortSignal | undefined): EmbeddingCall {
+  return {
+    db: context.db,
+    model: context.embedding,
+    agentId: context.agent.id,
+    teamId: context.team.id,
+    conversationId: context.conversationId,
+    workSessionId: context.workSessionId,
+    taskId: context.focusTaskId() ?? context.storyTaskId?.() ?? null,
+    abortSignal,
+  };
 }
 
 // Built once: a tool set is made for every turn, and a schema's construction and its JSON
@@ -31,14 +47,17 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
       description:
         "Record something worth remembering: a fact, a technique, a pattern or a lesson. Keep it to one self-contained statement with its source.",
       inputSchema: addKnowledgeItemInput,
-      execute: ({ type, content, confidence, sourceUrl }, { toolCallId }) =>
-        context.effect(toolCallId, async (tx, call) => {
+      execute: async ({ type, content, confidence, sourceUrl }, { toolCallId, abortSignal }) => {
+        // The fact's vector before the transaction (no model call under the team's lock): the
+        // near-duplicate check compares meaning with it, and the item stores it.
+        const [embedding] = await embedOrNot(embeddingCall(context, abortSignal), [content]);
+        return context.effect(toolCallId, async (tx, call) => {
           // A fact the team knows already gains this agent as a source instead of a second item.
           const {
             item,
             merged,
             sourceUrl: recorded,
-          } = await recordKnowledge(tx, {
+          } = await recordKnowledge(tx, context.jobs, {
             teamId: context.team.id,
             agentId: context.agent.id,
             type,
@@ -47,6 +66,7 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
             conversationId: context.conversationId,
             messageId: call?.messageId ?? null,
             sourceUrl: webSourceUrl(sourceUrl) ?? urlNamedIn(content) ?? sources.sourceOf(content),
+            embedding: embedding ?? null,
           });
           return {
             saved: true,
@@ -56,13 +76,14 @@ export function knowledgeTools(context: ToolContext, sources = new TurnSources()
               : {}),
             ...(recorded ? { sourceUrl: recorded } : {}),
           };
-        }),
+        });
+      },
     }),
     searchKnowledge: tool({
-      description: "Search the knowledge your team has collected (full-text).",
+      description: "Search the knowledge your team has collected, by its words and by its meaning.",
       inputSchema: searchKnowledgeInput,
-      execute: async ({ query }) => {
-        const items = await searchKnowledgeItems(context.db, {
+      execute: async ({ query }, { abortSignal }) => {
+        const items = await recallKnowledge(embeddingCall(context, abortSignal), {
           q: query,
           agentIds: await teamAgentIds(context),
           limit: 10,

@@ -1,4 +1,5 @@
-import { deleteKnowledgeItem, updateKnowledgeItem, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
+import { editKnowledgeItem } from "@/lib/domain/knowledge-items";
+import { deleteKnowledgeItem, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
 import { notFound } from "@/lib/errors";
 import { parseId, parseJsonBody, route } from "@/lib/http/http";
 import { webEngine } from "@/lib/http/server";
@@ -11,8 +12,8 @@ type Params = { params: Promise<{ itemId: string }> };
 export const PATCH = route(async (request: Request, { params }: Params) => {
   const itemId = parseId((await params).itemId, "knowledge_item");
   const body = await parseJsonBody(request, updateKnowledgeItemBody);
-  const { db } = await webEngine();
-  const item = await updateKnowledgeItem(db, itemId, body);
+  const { db, jobs } = await webEngine();
+  const item = await editKnowledgeItem(db, jobs, itemId, body);
   if (!item) throw notFound("knowledge_item", itemId);
   const [withSources] = await withKnowledgeSources(db, [item]);
   return Response.json({ item: withSources });
