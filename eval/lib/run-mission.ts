@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import postgres from "postgres";
-import { withDatabase } from "../../scripts/lib/postgres-server";
+import { copyDatabase, withDatabase } from "../../scripts/lib/postgres-server";
 import { startWorkerProcess, waitFor, type WorkerProcess } from "../../tests/support/worker-process";
 import { streamChatReply } from "../../src/lib/engine/chat";
 import { engineConfigFromEnv, engineDeps, type EngineDeps } from "../../src/lib/core/engine-config";
@@ -330,24 +330,6 @@ async function questionsOf(db: ReturnType<typeof createDatabase>["db"], teamId: 
     .innerJoin(agents, eq(agents.id, questions.agentId))
     .where(eq(agents.teamId, teamId));
   return Number(row?.count ?? 0);
-}
-
-/** A copy of the migrated template; two copies at once can collide for a moment ("being accessed"), so retry briefly. */
-async function copyDatabase(adminUrl: string, template: string, name: string): Promise<void> {
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await admin.unsafe(`create database ${name} template ${template}`);
-        return;
-      } catch (error) {
-        if (attempt >= 20 || !String(error).includes("being accessed")) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
-      }
-    }
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
 }
 
 export async function dropDatabase(adminUrl: string, name: string): Promise<void> {

@@ -52,3 +52,25 @@ export async function localOrEmbeddedPostgres(options: {
     },
   };
 }
+
+/**
+ * Creates `name` as a copy of the migrated `template` database (a test file's own database, an
+ * eval mission's). Two copies from one template at once can collide for a moment ("being
+ * accessed by other users"), so it retries briefly.
+ */
+export async function copyDatabase(adminUrl: string, template: string, name: string): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.unsafe(`create database ${name} template ${template}`);
+        return;
+      } catch (error) {
+        if (attempt >= 20 || !String(error).includes("being accessed")) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
+      }
+    }
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+}

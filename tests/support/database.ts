@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { inject } from "vitest";
 import { createDatabase, type Database } from "@/lib/db/client";
-import { withDatabase } from "../../scripts/lib/postgres-server";
+import { copyDatabase, withDatabase } from "../../scripts/lib/postgres-server";
 
 export type TestDatabase = Database & { url: string; name: string; drop: () => Promise<void> };
 
@@ -14,21 +14,7 @@ export async function createTestDatabase(options: { max?: number } = {}): Promis
   const adminUrl = inject("databaseAdminUrl");
   const template = inject("templateDatabase");
   const name = `cadre_test_${randomBytes(6).toString("hex")}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  try {
-    // Copies from one template can collide for a moment ("being accessed by other users"); retry briefly.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await admin.unsafe(`create database ${name} template ${template}`);
-        break;
-      } catch (error) {
-        if (attempt >= 20 || !String(error).includes("being accessed")) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100 + attempt * 50));
-      }
-    }
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
+  await copyDatabase(adminUrl, template, name);
   const url = withDatabase(adminUrl, name);
   const database = createDatabase(url, { max: options.max ?? 10 });
   return {
