@@ -2,6 +2,7 @@ import { createDatabase, type Database } from "@/lib/db/client";
 import { connectionBudget, reportConnectionRoom } from "@/lib/db/connection-budget";
 import { listenWithRecovery } from "@/lib/db/listener";
 import { runWorkSession, stopLocalSession } from "@/lib/engine/agent";
+import { endReapedStop } from "@/lib/engine/session-end";
 import { resumeChat } from "@/lib/engine/chat";
 import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { teamsOverBudget } from "@/lib/domain/budgets";
@@ -95,9 +96,13 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   });
 
   const reap = async () => {
-    for (const agentId of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {
-      log(`[worker] agent ${agentId}: its worker stopped responding; taking the session up again.`);
-      await jobs.nudgeAgent(agentId);
+    for (const reaped of await reapStaleSessions(database.db, deps.config.staleSessionSeconds)) {
+      if (reaped.stopRequested) {
+        log(`[worker] agent ${reaped.agentId}: its worker stopped responding after a Stop; the session ends stopped.`);
+        await endReapedStop(database.db, reaped);
+      } else log(`[worker] agent ${reaped.agentId}: its worker stopped responding; taking the session up again.`);
+      // Work given after a Stop goes on, as after any end.
+      await jobs.nudgeAgent(reaped.agentId);
     }
   };
   // The backlog that exists now (tasks created while no worker ran, sessions of a

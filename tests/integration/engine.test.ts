@@ -2,7 +2,14 @@ import { APICallError } from "ai";
 import { and, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runWorkSession } from "@/lib/engine/agent";
-import { CANCELLED_BY_PERSON, splitMarker, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
+import {
+  CANCELLED_BY_PERSON,
+  splitMarker,
+  STOPPED_BY_PERSON,
+  STOPPED_MARKER,
+  taskCancelledMarker,
+} from "@/lib/core/formats";
+import { endReapedStop } from "@/lib/engine/session-end";
 import { describeMarker, describeProblem } from "@/lib/views/plain-words";
 import { stopAgent } from "@/lib/engine/stop";
 import { estimateTokens } from "@/lib/engine/compaction";
@@ -13,6 +20,7 @@ import {
   claimSession,
   finishSessionIfIdle,
   getWorkSession,
+  reapStaleSessions,
   requestSessionStop,
   getAllMessages,
   getBackgroundConversation,
@@ -675,6 +683,29 @@ describe("limits, failures and stops", () => {
     const quiet = await claimSession(database.db, (await createTeamFixture(database.db)).lead.id, "b");
     expect(await finishSessionIfIdle(database.db, quiet!.id, quiet!.agentId, 3)).toBe(true);
     expect(await getWorkSession(database.db, quiet!.id)).toMatchObject({ status: "completed" });
+  });
+
+  it("a Stop whose session's worker died before ending it: the reaper ends it stopped, with the Stop's marker in the log", async () => {
+    const { lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Scout"] });
+    const stopped = await claimSession(database.db, lead.id, "vm:gone");
+    const crashed = await claimSession(database.db, subordinates[0]!.id, "vm:gone");
+    await requestSessionStop(database.db, lead.id);
+    await database.db.update(workSessions).set({ heartbeatAt: new Date(Date.now() - 600_000) });
+    const reaped = await reapStaleSessions(database.db, 60);
+    expect(reaped).toEqual(
+      expect.arrayContaining([
+        { agentId: lead.id, sessionId: stopped!.id, stopRequested: true },
+        { agentId: subordinates[0]!.id, sessionId: crashed!.id, stopRequested: false },
+      ]),
+    );
+    for (const session of reaped.filter((each) => each.stopRequested)) await endReapedStop(database.db, session);
+    expect(await getWorkSession(database.db, stopped!.id)).toMatchObject({
+      status: "stopped",
+      error: STOPPED_BY_PERSON,
+    });
+    expect(await getWorkSession(database.db, crashed!.id)).toMatchObject({ status: "interrupted" });
+    const log = await getAllMessages(database.db, (await getBackgroundConversation(database.db, lead.id)).id);
+    expect(log.at(-1)).toMatchObject({ role: "assistant", content: STOPPED_MARKER });
   });
 
   it("a scheduled check-in is skipped while the lead is working", async () => {

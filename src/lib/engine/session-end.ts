@@ -2,6 +2,7 @@ import "server-only";
 import { lockAgentWake } from "@/lib/db/queries/agents";
 import type { Db } from "@/lib/db/client";
 import { appendMessage } from "@/lib/db/queries/messages";
+import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { getTask, listTasksByAgent } from "@/lib/db/queries/tasks";
 import {
   endSession,
@@ -9,6 +10,8 @@ import {
   hasWaitingWork,
   hasWorkToResume,
   getCancelledTaskOfSession,
+  getRunningSession,
+  recordReapedAsStopped,
 } from "@/lib/db/queries/work-sessions";
 import type { Agent, WorkSession } from "@/lib/db/schema";
 import { activeTaskStatuses } from "@/lib/db/task-statuses";
@@ -181,4 +184,22 @@ export async function honourUnfinishedStop(
 ): Promise<void> {
   if (previous?.stopRequestedAt && previous.status !== "stopped")
     await markStopped(db, conversationId, (await stopOfTask(db, previous.cancelledTaskId)).marker);
+}
+
+/**
+ * A session whose worker died after the person's Stop was recorded and before the session
+ * ended it: the reaper found it. It ends as a Stop ends, not as a crash: "stopped", and the
+ * Stop's marker in the log (its open calls closed with it), under the agent's lock — unless a
+ * new session of the agent's runs already (it honoured the Stop at its start, see
+ * honourUnfinishedStop). The Stop itself cancelled the work when it was pressed.
+ */
+export async function endReapedStop(db: Db, reaped: { agentId: string; sessionId: string }): Promise<void> {
+  await db.transaction(async (tx) => {
+    if (!(await lockAgentWake(tx, reaped.agentId)) || (await getRunningSession(tx, reaped.agentId))) return;
+    const stop = await stopOf(tx, reaped.sessionId);
+    if (!(await recordReapedAsStopped(tx, reaped.sessionId, stop.error))) return;
+    const conversation = await getBackgroundConversation(tx, reaped.agentId);
+    await closeOpenToolCalls(tx, conversation.id, stop.marker);
+    await appendMessage(tx, conversation.id, { role: "assistant", content: stop.marker });
+  });
 }

@@ -225,13 +225,16 @@ export async function requestSessionStop(
 const deadWorkerGraceSeconds = (staleAfterSeconds: number) => (staleAfterSeconds * 2) / 5;
 
 /**
- * Marks sessions of dead workers interrupted; returns their agents so they can be woken
- * again. Dead is either of: no heartbeat for `staleAfterSeconds` (a worker that hangs, a
+ * Marks sessions of dead workers interrupted; returns them (their agents are woken again, and
+ * one the person had asked to stop ends as a Stop: endReapedStop). Dead is either of: no heartbeat for `staleAfterSeconds` (a worker that hangs, a
  * machine that vanished without closing its connections), or no heartbeat for two beats
  * and its worker's liveness lock free (a killed process: Postgres freed the lock when its
  * connection closed), which retakes a kill -9's sessions in seconds instead of 15–20.
  */
-export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS): Promise<string[]> {
+export async function reapStaleSessions(
+  db: Db,
+  staleAfterSeconds = DEFAULT_STALE_SESSION_SECONDS,
+): Promise<{ agentId: string; sessionId: string; stopRequested: boolean }[]> {
   const silentFor = (seconds: number) => sql`${workSessions.heartbeatAt} < now() - make_interval(secs => ${seconds})`;
   const rows = await db
     .update(workSessions)
@@ -242,8 +245,26 @@ export async function reapStaleSessions(db: Db, staleAfterSeconds = DEFAULT_STAL
         sql`(${silentFor(staleAfterSeconds)} or (${silentFor(deadWorkerGraceSeconds(staleAfterSeconds))} and not ${workerHoldsLock(sql`${workSessions.worker}`)}))`,
       ),
     )
-    .returning({ agentId: workSessions.agentId });
-  return rows.map((row) => row.agentId);
+    .returning({
+      agentId: workSessions.agentId,
+      sessionId: workSessions.id,
+      stopRequestedAt: workSessions.stopRequestedAt,
+    });
+  return rows.map((row) => ({
+    agentId: row.agentId,
+    sessionId: row.sessionId,
+    stopRequested: row.stopRequestedAt !== null,
+  }));
+}
+
+/** A reaped session the person had asked to stop, recorded as the Stop it was (see endReapedStop). */
+export async function recordReapedAsStopped(db: Db, sessionId: string, error: string): Promise<boolean> {
+  const rows = await db
+    .update(workSessions)
+    .set({ status: "stopped", error })
+    .where(and(eq(workSessions.id, sessionId), eq(workSessions.status, "interrupted")))
+    .returning({ id: workSessions.id });
+  return rows.length > 0;
 }
 
 /**
