@@ -20,6 +20,7 @@ import {
 import { knowledgeIdsReportedBy, type KnowledgeFilter } from "@/lib/db/queries/knowledge-items";
 import { env } from "@/lib/env";
 import { dot, type Embedding } from "@/lib/llm/embeddings";
+import { int8Codes, int8Query, int8Similarities, strideOf, type Int8Query } from "@/lib/llm/int8-similarity";
 import { logError } from "@/lib/telemetry/log";
 
 /** What a kept vector costs beside its codes (a byte a dimension): its id (16 bytes), its scale (4) and its type (1). */
@@ -30,14 +31,17 @@ const COMPACT_AFTER = 64;
 
 /**
  * One agent's vectors in one space, as of a version of them (knowledge_vector_changes' sums).
- * Each vector is kept as a byte a dimension and a scale (int8: the largest component is ±127),
- * so a similarity is off by about 0.001 (at most a few hundredths in theory, for a vector whose
- * weight sits in one component): ranking and thresholds hold (tests/integration/knowledge-recall.test.ts).
+ * Each vector is kept as a byte a dimension and a scale (int8: its largest component ±127; a
+ * similarity is then off by about 0.001, at most a few hundredths in theory), compared by the
+ * WebAssembly kernel (llm/int8-similarity.ts): ranking and thresholds hold (the tests compare
+ * with the exact similarities).
  */
 class AgentVectors {
   count = 0;
   /** When the newest vector was made (µs since 2000): what to read after, when only more were added. */
   newest = Number.NEGATIVE_INFINITY;
+  /** The bytes a vector's codes take: its dimensions, padded to the kernel's groups of 16. */
+  private readonly stride: number;
   private ids: Uint8Array;
   private types: Uint8Array;
   private scales: Float32Array;
@@ -48,21 +52,27 @@ class AgentVectors {
     public version: VectorVersion,
     capacity: number,
   ) {
+    this.stride = strideOf(dimensions);
     const size = Math.max(capacity, 1);
     this.ids = new Uint8Array(size * 16);
     this.types = new Uint8Array(size);
     this.scales = new Float32Array(size);
-    this.codes = new Int8Array(size * dimensions);
+    this.codes = new Int8Array(size * this.stride);
+  }
+
+  /** The memory `count` vectors of `dimensions` take. */
+  static bytesFor(count: number, dimensions: number): number {
+    return count * (strideOf(dimensions) + BYTES_BESIDE_CODES);
   }
 
   /** The memory it holds. */
   get bytes(): number {
-    return this.scales.length * (this.dimensions + BYTES_BESIDE_CODES);
+    return AgentVectors.bytesFor(this.scales.length, this.dimensions);
   }
 
   /** The memory it would hold with `more` vectors added. */
   bytesWith(more: number): number {
-    return Math.max(this.scales.length, this.count + more) * (this.dimensions + BYTES_BESIDE_CODES);
+    return AgentVectors.bytesFor(Math.max(this.scales.length, this.count + more), this.dimensions);
   }
 
   add(row: VectorRow): void {
@@ -71,69 +81,50 @@ class AgentVectors {
     row.bytes.copy(this.ids, i * 16, row.idAt, row.idAt + 16);
     this.types[i] = row.type;
     this.newest = Math.max(this.newest, row.embeddedAt);
-    const { vector } = row;
-    const d = this.dimensions;
-    let largest = 0;
-    for (let j = 0; j < d; j++) largest = Math.max(largest, Math.abs(vector[j]!));
-    const scale = largest / 127;
-    this.scales[i] = scale;
-    if (scale > 0) for (let j = 0, at = i * d; j < d; j++) this.codes[at + j] = Math.round(vector[j]! / scale);
+    this.scales[i] = int8Codes(row.vector, this.codes, i * this.stride);
   }
 
   /** Adds every vector of `other` (the same space), in one step: a search sees them all or none. */
   append(other: AgentVectors): void {
     if (this.count + other.count > this.scales.length) this.grow(this.count + other.count);
-    const d = this.dimensions;
     this.ids.set(other.ids.subarray(0, other.count * 16), this.count * 16);
     this.types.set(other.types.subarray(0, other.count), this.count);
     this.scales.set(other.scales.subarray(0, other.count), this.count);
-    this.codes.set(other.codes.subarray(0, other.count * d), this.count * d);
+    this.codes.set(other.codes.subarray(0, other.count * this.stride), this.count * this.stride);
     this.count += other.count;
     this.newest = Math.max(this.newest, other.newest);
   }
 
   private grow(capacity: number): void {
-    const d = this.dimensions;
     const ids = new Uint8Array(capacity * 16);
     ids.set(this.ids.subarray(0, this.count * 16));
     const types = new Uint8Array(capacity);
     types.set(this.types.subarray(0, this.count));
     const scales = new Float32Array(capacity);
     scales.set(this.scales.subarray(0, this.count));
-    const codes = new Int8Array(capacity * d);
-    codes.set(this.codes.subarray(0, this.count * d));
+    const codes = new Int8Array(capacity * this.stride);
+    codes.set(this.codes.subarray(0, this.count * this.stride));
     Object.assign(this, { ids, types, scales, codes });
   }
 
   /**
-   * Offers `best` each vector at least `floor` similar to `query` (normalized, as the stored
-   * vectors are), of `type` when not 0, among `reported` when given. One loop over the codes,
-   * four sums at a time; an id is made text only for a vector `best` takes.
+   * Offers `best` each vector at least `floor` similar to the query, of `type` when not 0,
+   * among `reported` when given; an id is made text only for a vector `best` takes.
    */
-  scan(query: Float64Array, floor: number, type: number, reported: Set<string> | null, best: Best): void {
-    const { codes, scales, types, ids } = this;
-    const d = this.dimensions;
-    const whole = d - (d % 4);
-    for (let i = 0; i < this.count; i++) {
-      if (type !== 0 && types[i] !== type) continue;
-      const at = i * d;
-      let a = 0;
-      let b = 0;
-      let c = 0;
-      let e = 0;
-      let j = 0;
-      for (; j < whole; j += 4) {
-        a += query[j]! * codes[at + j]!;
-        b += query[j + 1]! * codes[at + j + 1]!;
-        c += query[j + 2]! * codes[at + j + 2]!;
-        e += query[j + 3]! * codes[at + j + 3]!;
-      }
-      for (; j < d; j++) a += query[j]! * codes[at + j]!;
-      const similarity = (a + b + c + e) * scales[i]!;
-      if (similarity < floor || !best.takes(similarity)) continue;
-      const id = uuidText(ids, i * 16);
-      if (!reported || reported.has(id)) best.offer(id, similarity);
-    }
+  scan(query: Int8Query, floor: number, type: number, reported: Set<string> | null, best: Best): void {
+    const { types, ids } = this;
+    int8Similarities(
+      query,
+      this.codes,
+      this.scales,
+      this.count,
+      (i) => type !== 0 && types[i] !== type,
+      (i, similarity) => {
+        if (similarity < floor || !best.takes(similarity)) return;
+        const id = uuidText(ids, i * 16);
+        if (!reported || reported.has(id)) best.offer(id, similarity);
+      },
+    );
   }
 }
 
@@ -281,7 +272,7 @@ export class KnowledgeVectorCache {
     }
     if (kept) this.kept.delete(key);
     const count = Math.max(version.added - version.removed, 0);
-    const bytes = count * (space.dimensions + BYTES_BESIDE_CODES);
+    const bytes = AgentVectors.bytesFor(count, space.dimensions);
     if (!this.makeRoom(bytes, using, key)) {
       this.counts.streamed++;
       return null;
@@ -369,7 +360,9 @@ export async function rankKnowledgeByMeaning(
       if (!reported || reported.has(id)) best.offer(id, similarity);
     });
   }
-  const vector = Float64Array.from(query.vector);
-  for (const vectors of found) vectors.scan(vector, options.floor, type, reported, best);
+  if (found.length > 0) {
+    const kernelQuery = int8Query(query.vector);
+    for (const vectors of found) vectors.scan(kernelQuery, options.floor, type, reported, best);
+  }
   return best.sorted();
 }
