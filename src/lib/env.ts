@@ -65,7 +65,7 @@ const envSchema = z.object({
    * for recall by meaning (domain/knowledge-vectors.ts): a byte a dimension and 21 more a vector
    * (100 000 items at 256 dimensions: 28 MB; at 1 536: 156 MB). Past it, the vectors searched
    * least recently are let go, and a team whose vectors alone do not fit is read from Postgres
-   * for each search (slower: see docs/decisions/2026-11-28-knowledge-vectors-in-memory.md). 0: keep none.
+   * for each search (slower: see docs/decisions/2026-11-27-knowledge-vectors-in-memory.md). 0: keep none.
    */
   KNOWLEDGE_VECTOR_CACHE_MB: optional
     .pipe(

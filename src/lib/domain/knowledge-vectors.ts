@@ -3,7 +3,7 @@ import "server-only";
 // (the web server, each worker) keeps the vectors of the agents it searched in memory, a byte a
 // dimension, and asks Postgres only what changed since (knowledge_vector_changes, counted by
 // triggers): nothing, a few new vectors, or, after anything was removed, all of them again.
-// Why, how fast and at what memory: docs/decisions/2026-11-28-knowledge-vectors-in-memory.md.
+// Why, how fast and at what memory: docs/decisions/2026-11-27-knowledge-vectors-in-memory.md.
 import { is } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
 import type { Db } from "@/lib/db/client";
@@ -321,11 +321,11 @@ export function knowledgeVectorCache(): KnowledgeVectorCache {
 
 /**
  * The `depth` items closest in meaning to `query` (at least `floor`), best first: every vector
- * the filter selects in the query's space is compared, exactly in what it ranks (no index),
- * against the kept copy (knowledgeVectorCache) made current first, or, for what is not kept,
- * as it streams from Postgres. Items without a vector in that space are not among them: they
- * are found by words. In a transaction that changed an agent's vectors, that agent's are read
- * in the transaction, so a fact it saved is found.
+ * the filter selects in the query's space is compared (no index, nothing skipped): the kept
+ * copy (knowledgeVectorCache, int8: similarities within about 0.001), made current first, or,
+ * for what is not kept, the stored float32 vectors as they stream from Postgres. Items without
+ * a vector in that space are not among them: they are found by words. In a transaction that
+ * changed an agent's vectors, that agent's are read in the transaction, so a fact it saved is found.
  */
 export async function rankKnowledgeByMeaning(
   db: Db,

@@ -2,7 +2,7 @@ import "server-only";
 // Similarities of many vectors kept as a byte a dimension (int8 with a scale each) to one
 // query, by WebAssembly SIMD: 16 dimensions an instruction, 16 times the speed of the best
 // JavaScript loop measured (100 000 vectors of 256 dimensions: 1.8 ms against 29 ms; of 1 536:
-// 11 ms against 190 ms). See docs/decisions/2026-11-28-knowledge-vectors-in-memory.md.
+// 11 ms against 190 ms). See docs/decisions/2026-11-27-knowledge-vectors-in-memory.md.
 
 /**
  * The module, written by hand (its text below; every byte checked by the tests, which compare

@@ -1,6 +1,7 @@
 import "server-only";
 // The vectors of knowledge items (recall by meaning): stored with the model and length they
-// were made with, streamed out for exact ranking, found when missing or of another model.
+// were made with, read out for ranking (kept by each process, or streamed), found when missing or
+// of another model; the counts of their changes that tell a process its kept ones are current.
 import { and, asc, eq, is, isNull, sql, type SQL } from "drizzle-orm";
 import { PgTransaction } from "drizzle-orm/pg-core";
 import { PostgresJsSession } from "drizzle-orm/postgres-js";
