@@ -50,6 +50,18 @@ describe("PAGE_READ_MAX_CHARS", () => {
   });
 });
 
+describe("KNOWLEDGE_VECTOR_CACHE_MB", () => {
+  it("defaults to 256, takes 0 (keep none) or a whole number, and refuses the rest", () => {
+    expect(parseEnv({}).KNOWLEDGE_VECTOR_CACHE_MB).toBe(256);
+    expect(parseEnv({ KNOWLEDGE_VECTOR_CACHE_MB: "0" }).KNOWLEDGE_VECTOR_CACHE_MB).toBe(0);
+    expect(parseEnv({ KNOWLEDGE_VECTOR_CACHE_MB: " 1024 " }).KNOWLEDGE_VECTOR_CACHE_MB).toBe(1024);
+    expect(() => parseEnv({ KNOWLEDGE_VECTOR_CACHE_MB: "1.5" })).toThrow(
+      /KNOWLEDGE_VECTOR_CACHE_MB must be a whole number/,
+    );
+    expect(() => parseEnv({ KNOWLEDGE_VECTOR_CACHE_MB: "-1" })).toThrow(/KNOWLEDGE_VECTOR_CACHE_MB/);
+  });
+});
+
 describe("OpenTelemetry", () => {
   it("is off unless OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) URL", () => {
     expect(parseEnv({}).OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();

@@ -60,6 +60,24 @@ const envSchema = z.object({
       .pipe(z.number().int().min(1).max(8192, { message: "EMBEDDING_DIMENSIONS must be at most 8192" }))
       .optional(),
   ),
+  /**
+   * How much memory (MB) each process (the web server, each worker) keeps knowledge vectors in
+   * for recall by meaning (domain/knowledge-vectors.ts): a byte a dimension and 21 more a vector
+   * (100 000 items at 256 dimensions: 28 MB; at 1 536: 156 MB). Past it, the vectors searched
+   * least recently are let go, and a team whose vectors alone do not fit is read from Postgres
+   * for each search (slower: see docs/decisions/2026-11-27-knowledge-vectors-in-memory.md). 0: keep none.
+   */
+  KNOWLEDGE_VECTOR_CACHE_MB: optional
+    .pipe(
+      z
+        .string()
+        .regex(/^\d+$/, { message: "KNOWLEDGE_VECTOR_CACHE_MB must be a whole number (0: keep none)" })
+        .optional(),
+    )
+    .transform((value) => (value === undefined ? 256 : Number(value)))
+    .pipe(
+      z.number().int().min(0).max(1_048_576, { message: "KNOWLEDGE_VECTOR_CACHE_MB must be at most 1048576 (1 TB)" }),
+    ),
   TAVILY_API_KEY: optional,
   TAVILY_BASE_URL: optional.pipe(z.url({ message: "TAVILY_BASE_URL must be an http(s) URL" }).optional()),
   /** How much of a web page readWebPage hands the model (characters); the rest is cut, and the result says so. */

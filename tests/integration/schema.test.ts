@@ -38,6 +38,7 @@ describe("migrations", () => {
       "inbox_items",
       "knowledge_items",
       "knowledge_sources",
+      "knowledge_vector_changes",
       "mcp_servers",
       "messages",
       "model_prices",
@@ -74,6 +75,8 @@ describe("migrations", () => {
         "knowledge_items_search_idx", // full-text search
         "knowledge_items_created_idx", // the knowledge page's newest items
         "knowledge_items_unembedded_idx", // what the embedding job embeds next
+        "knowledge_items_agent_embedded_idx", // the vectors made since a search last read them
+        "knowledge_vector_changes_agent_idx", // whether kept vectors are current
       ]),
     );
   });

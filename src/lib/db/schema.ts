@@ -2,6 +2,7 @@ import "server-only";
 import { sql, type InferInsertModel, type InferSelectModel } from "drizzle-orm";
 import {
   type AnyPgColumn,
+  bigint,
   boolean,
   check,
   customType,
@@ -349,11 +350,42 @@ export const knowledgeItems = pgTable(
     // What the embedding job looks for first: items saved without a vector, oldest first.
     index("knowledge_items_unembedded_idx").on(t.createdAt, t.id).where(sql`embedding is null`),
     index("knowledge_items_agent_created_idx").on(t.agentId, t.createdAt),
+    // An agent's vectors made since a moment: what a process that keeps them in memory reads
+    // after a save (knowledge-vectors.ts), a few rows instead of all the agent's.
+    index("knowledge_items_agent_embedded_idx").on(t.agentId, t.embeddedAt).where(sql`embedding is not null`),
     // The knowledge page's list of every team's newest items: 200 rows read, not the whole table
     // (whose rows carry their vectors, 1 KB and more each).
     index("knowledge_items_created_idx").on(t.createdAt),
     index("knowledge_items_source_conversation_idx").on(t.sourceConversationId),
   ],
+);
+
+/**
+ * How many vectors an agent's knowledge gained and lost, per model and length: one row per
+ * statement that changed any (triggers on knowledge_items, drizzle/0021_knowledge_vector_changes.sql),
+ * summed by readers, so a save takes no lock another could wait on. A process that keeps an
+ * agent's vectors in memory (domain/knowledge-vectors.ts) compares the sums it loaded them at
+ * with the current ones: equal, nothing changed; only more added, it reads the new vectors;
+ * any removed (a delete, an edit, another model, another type or owner), it reads them all again.
+ * Readers sum a key's rows into one when they pile up (compactVectorChanges): the sums stay.
+ */
+export const knowledgeVectorChanges = pgTable(
+  "knowledge_vector_changes",
+  {
+    agentId: uuid("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    embeddingModel: text("embedding_model").notNull(),
+    embeddingDimensions: integer("embedding_dimensions").notNull(),
+    added: bigint("added", { mode: "number" }).notNull().default(0),
+    removed: bigint("removed", { mode: "number" }).notNull().default(0),
+    /**
+     * The top-level transaction that wrote the row (also from a savepoint): a search in that
+     * transaction sees vectors nobody else sees yet, and must not keep them for others.
+     */
+    writtenBy: bigint("written_by", { mode: "number" }).notNull().default(sql`pg_current_xact_id()::text::bigint`),
+  },
+  (t) => [index("knowledge_vector_changes_agent_idx").on(t.agentId, t.embeddingModel, t.embeddingDimensions)],
 );
 
 /**

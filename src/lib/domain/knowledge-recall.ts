@@ -3,11 +3,11 @@ import "server-only";
 // page, the searchKnowledge tool and the near-duplicate check (knowledge-items.ts) rank here.
 import type { Db } from "@/lib/db/client";
 import { getKnowledgeItemsById, rankKnowledgeByWords, type KnowledgeFilter } from "@/lib/db/queries/knowledge-items";
-import { forEachKnowledgeVector } from "@/lib/db/queries/knowledge-embeddings";
 import type { KnowledgeItem } from "@/lib/db/schema";
-import { dot, offlineEmbeddingChoice, type Embedding, type EmbeddingChoice } from "@/lib/llm/embeddings";
+import { offlineEmbeddingChoice, type Embedding, type EmbeddingChoice } from "@/lib/llm/embeddings";
 import { embedModelValues, type EmbeddingCall } from "@/lib/llm/model-call";
 import { logError } from "@/lib/telemetry/log";
+import { rankKnowledgeByMeaning } from "./knowledge-vectors";
 
 /**
  * From what similarity an item is about the search ("similar meaning"), and from what
@@ -80,56 +80,6 @@ function fuse(words: readonly string[], meaning: readonly { id: string; similari
       Number(b.wordsRank !== null) - Number(a.wordsRank !== null) ||
       (b.similarity ?? 0) - (a.similarity ?? 0),
   );
-}
-
-/** The `size` best of what is offered, by score. */
-class Best {
-  private readonly items: { id: string; similarity: number }[] = [];
-  private floor = Number.NEGATIVE_INFINITY;
-
-  constructor(private readonly size: number) {}
-
-  /** Whether an item this similar would be kept (so its id is made only then). */
-  takes(similarity: number): boolean {
-    return similarity > this.floor || this.items.length < this.size;
-  }
-
-  offer(id: string, similarity: number): void {
-    if (!this.takes(similarity)) return;
-    this.items.push({ id, similarity });
-    if (this.items.length >= this.size * 2) this.trim();
-  }
-
-  private trim(): void {
-    this.items.sort((a, b) => b.similarity - a.similarity);
-    this.items.length = Math.min(this.items.length, this.size);
-    if (this.items.length >= this.size) this.floor = this.items.at(-1)!.similarity;
-  }
-
-  sorted(): { id: string; similarity: number }[] {
-    this.trim();
-    return this.items;
-  }
-}
-
-/**
- * The `depth` items closest in meaning to `query` (at least `floor`), best first: every vector
- * the filter selects in the query's space is compared, exactly (no index: see
- * docs/decisions/2026-11-27-recall-by-meaning.md for up to how many items that stays fast).
- * Items without a vector in that space are not among them: they are found by words.
- */
-export async function rankKnowledgeByMeaning(
-  db: Db,
-  filter: KnowledgeFilter,
-  query: Embedding,
-  options: { depth: number; floor: number },
-): Promise<{ id: string; similarity: number }[]> {
-  const best = new Best(options.depth);
-  await forEachKnowledgeVector(db, filter, query, (id, vector) => {
-    const similarity = dot(query.vector, vector);
-    if (similarity >= options.floor && best.takes(similarity)) best.offer(id(), similarity);
-  });
-  return best.sorted();
 }
 
 /** What recall by meaning remembers per embedding model: query vectors, and a recent failure. */

@@ -110,3 +110,16 @@ export function readVector(bytes: Uint8Array, offset: number, into: Float32Array
   }
   return into;
 }
+
+/**
+ * Reads stored vectors into `into`, again and again, allocating nothing a vector (a stream of
+ * 100 000 of them is read this way, knowledge-embeddings.ts).
+ */
+export function vectorReader(into: Float32Array): (bytes: Buffer, offset: number) => Float32Array {
+  if (!LITTLE_ENDIAN) return (bytes, offset) => readVector(bytes, offset, into);
+  const view = new Uint8Array(into.buffer, into.byteOffset, into.byteLength);
+  return (bytes, offset) => {
+    bytes.copy(view, 0, offset, offset + view.length);
+    return into;
+  };
+}

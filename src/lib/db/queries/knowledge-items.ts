@@ -227,6 +227,15 @@ export async function rankKnowledgeByWords(
   return rows.map((row) => row.id);
 }
 
+/** The ids of the items `agentId` reported, first or again (the knowledge page's agent filter, for ranking by meaning). */
+export async function knowledgeIdsReportedBy(db: Db, agentId: string): Promise<Set<string>> {
+  const rows = await db
+    .selectDistinct({ id: knowledgeSources.knowledgeItemId })
+    .from(knowledgeSources)
+    .where(eq(knowledgeSources.agentId, agentId));
+  return new Set(rows.map((row) => row.id));
+}
+
 /** The items of `ids` that still exist, in no order; `excluding`: not those matching these words (websearch syntax). */
 export function getKnowledgeItemsById(
   db: Db,
