@@ -5,7 +5,7 @@
 // is down is found by words and embedded later through its job (the outbox), and every
 // embedding call is a priced usage row. The offline embedding stands in for a model, and the fake
 // OpenAI server's /embeddings for a provider (the SDK's own client runs against it).
-import { sql } from "drizzle-orm";
+import { inArray, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { editKnowledgeItem, isNearDuplicate, recordKnowledge } from "@/lib/domain/knowledge-items";
 import { embedWaitingKnowledge } from "@/lib/domain/knowledge-embedding";
@@ -16,7 +16,7 @@ import type { Db } from "@/lib/db/client";
 import { getBackgroundConversation } from "@/lib/db/queries/conversations";
 import { countUnembeddedKnowledge } from "@/lib/db/queries/knowledge-embeddings";
 import { createKnowledgeItem, searchKnowledgeItems, withKnowledgeSources } from "@/lib/db/queries/knowledge-items";
-import type { Agent, Team } from "@/lib/db/schema";
+import { type Agent, knowledgeItems, type Team } from "@/lib/db/schema";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { KNOWLEDGE_EMBEDDING_QUEUE } from "@/lib/jobs/queues";
 import { chooseEmbeddingModel, offlineEmbeddingChoice, type EmbeddingChoice } from "@/lib/llm/embeddings";
@@ -203,6 +203,13 @@ describe("the near-duplicate check", () => {
     const other = await (await toolsOf(team, analyst)).save("Pilot cells reached 400 Wh/kg.");
     expect(other.id).not.toBe(first.id);
     expect(other.note).toBeUndefined();
+
+    // Alike but for a word swapped in place: a different claim, kept apart (the approvals crash test's
+    // "finding one …" / "finding two …" were merged, and an approved fact read as lost).
+    const rose = await (await toolsOf(team, scout)).save("Cell output rose in pilot line 7.");
+    const fell = await (await toolsOf(team, analyst)).save("Cell output fell in pilot line 7.");
+    expect(fell.id).not.toBe(rose.id);
+    await database.db.delete(knowledgeItems).where(inArray(knowledgeItems.id, [rose.id, fell.id]));
 
     const items = await withKnowledgeSources(database.db, await searchKnowledgeItems(database.db, { teamId: team.id }));
     expect(items.map((item) => [item.content, item.sources.map((source) => source.agentName)])).toEqual([

@@ -126,6 +126,20 @@ export function isNearDuplicate(a: string, b: string): boolean {
 }
 
 /**
+ * Two facts alike but for a word or two swapped ("revenue rose 5%" / "revenue fell 5%", "finding
+ * one" / "finding two") make different claims, however close in meaning they read: a
+ * restatement rewords more than that. Kept apart, a missed merge costs a duplicate; merged, a
+ * fact would be lost.
+ */
+function swapsAFewWords(a: string, b: string): boolean {
+  const left = new Set(normalizeKnowledge(a).split(" "));
+  const right = new Set(normalizeKnowledge(b).split(" "));
+  const onlyLeft = [...left].filter((word) => !right.has(word)).length;
+  const onlyRight = [...right].filter((word) => !left.has(word)).length;
+  return onlyLeft > 0 && onlyLeft <= 2 && onlyRight > 0 && onlyRight <= 2;
+}
+
+/**
  * The team's item that says the same as `content`, if any: the one place that decides what
  * "the same fact" is. Among the items closest by words and by meaning (sameKnowledgeCandidates),
  * the best that says it in nearly the same words (isNearDuplicate), or in other words as close
@@ -141,7 +155,8 @@ async function findSameKnowledge(
   const candidates = await sameKnowledgeCandidates(db, teamId, content, embedding);
   const same = candidates.find(
     ({ item, closeInMeaning }) =>
-      isNearDuplicate(item.content, content) || (closeInMeaning && sameFigures(item.content, content)),
+      isNearDuplicate(item.content, content) ||
+      (closeInMeaning && sameFigures(item.content, content) && !swapsAFewWords(item.content, content)),
   );
   return same?.item ?? null;
 }

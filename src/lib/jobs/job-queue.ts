@@ -193,6 +193,16 @@ export class JobQueue {
         if (!job) return;
         try {
           await handler(job);
+        } catch (error) {
+          // The job is retried after its backoff, and nothing announces it when it falls due: a
+          // fetcher polls a quiet queue only every IDLE_POLL_SECONDS. This one looks again once
+          // the retry's latest start has passed, so a failed session resumes within its backoff.
+          const due = retryDueSeconds(job);
+          if (due !== null && fetcherId) {
+            const id = fetcherId;
+            setTimeout(() => !this.stopping && this.boss.notifyWorker(id), (due + 1) * 1000).unref();
+          }
+          throw error;
         } finally {
           if (fetcherId && !this.stopping) this.boss.notifyWorker(fetcherId);
         }
@@ -335,4 +345,16 @@ async function ensureQueues(boss: PgBoss, settings: { notificationRetryDelaySeco
   // createQueue keeps an existing queue as it was: bring its retry policy up to date, so a
   // changed policy reaches installations whose queue was made by an older version.
   await boss.updateQueue(NOTIFICATION_QUEUE, policy);
+}
+
+/**
+ * The latest a failed job's retry falls due, in seconds from its failure (pg-boss's backoff:
+ * retryDelay × 2^n, up to twice that with its jitter, at most retryDelayMax); null when no
+ * retry is left.
+ */
+function retryDueSeconds(job: JobWithMetadata<object>): number | null {
+  if (job.retryCount >= job.retryLimit) return null;
+  if (!job.retryBackoff) return job.retryDelay;
+  const latest = Math.max(job.retryDelay, 1) * 2 ** Math.min(16, job.retryCount + 1);
+  return job.retryDelayMax ? Math.min(job.retryDelayMax, latest) : latest;
 }
