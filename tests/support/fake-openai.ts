@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { JOINED_MESSAGES_SEPARATOR } from "@/lib/core/prompts";
 import { offlineEmbedding } from "@/lib/llm/offline-model";
 import type { PromptCache } from "./prompt-cache";
 
@@ -71,6 +72,8 @@ export type FakeOpenAI = {
   /** Base URL ending in /v1, for `createOpenAI({ baseURL })`. */
   url: string;
   requests: RecordedRequest[];
+  /** Each chat request a misbehaviour refused (strictRoles), with the reason the server gave, in arrival order. */
+  refusals: FakeRefusal[];
   /** Each embeddings request, in arrival order (whatever its reply). */
   embeddingRequests: FakeEmbeddingRequest[];
   setHandler(handler: FakeOpenAIHandler): void;
@@ -79,6 +82,27 @@ export type FakeOpenAI = {
 };
 
 const defaultHandler: FakeOpenAIHandler = () => ({ text: "Hello from the fake model." });
+
+/**
+ * A way a real OpenAI-compatible server departs from OpenAI, reproduced by the fake whatever its
+ * handler answers (tests/integration/misbehaving-models.test.ts runs the engine's flows under each):
+ *
+ * - `ignoreToolChoice`: `tool_choice` is not honoured either way, as Ollama does (ollama#8421): under
+ *   "none" the answer is a tool call all the same (the handler's, or the first tool offered), and a
+ *   forced tool ("required" or a named function) gets plain text.
+ * - `strictRoles`: the request goes through a strict chat template first, as llama.cpp's server and
+ *   vLLM apply the model's Jinja template: a system message anywhere but first, a conversation that
+ *   does not start with the user, or two adjacent messages of one role (tool results aside) is
+ *   refused with HTTP 400 and the template's own words.
+ */
+export type FakeMisbehaviour = "ignoreToolChoice" | "strictRoles";
+
+/** A request a misbehaviour refused: why (the server's words), and the request. */
+export type FakeRefusal = { reason: string; request: FakeChatRequest };
+
+/** What strict chat templates raise (Llama 2, Mistral, Gemma; Qwen's for a late system message). */
+export const ROLES_MUST_ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/...";
+export const SYSTEM_MESSAGE_FIRST = "System message must be at the beginning.";
 
 export type FakeOpenAIOptions = {
   /** Keep every request in `requests` (default true). Long runs turn it off to bound memory. */
@@ -94,6 +118,8 @@ export type FakeOpenAIOptions = {
    * and none are cached.
    */
   promptCache?: PromptCache;
+  /** How the server departs from OpenAI's behaviour (see FakeMisbehaviour); none by default. */
+  misbehaviours?: readonly FakeMisbehaviour[];
 };
 
 export async function startFakeOpenAI(
@@ -104,6 +130,8 @@ export async function startFakeOpenAI(
   let embeddingHandler: FakeEmbeddingHandler = () => ({});
   let closed = false;
   const requests: RecordedRequest[] = [];
+  const refusals: FakeRefusal[] = [];
+  const misbehaves = (what: FakeMisbehaviour) => options.misbehaviours?.includes(what) ?? false;
   const embeddingRequests: FakeEmbeddingRequest[] = [];
   let received = 0;
   const sockets = new Set<Socket>();
@@ -174,7 +202,13 @@ export async function startFakeOpenAI(
     // Measured as it arrives, so the cache holds every request, whatever its reply.
     const cached = options.promptCache?.measure(request);
     if (options.record !== false) requests.push(request);
-    const reply = await current(request);
+    const refused = misbehaves("strictRoles") ? templateRefusal(request.messages) : null;
+    if (refused) {
+      refusals.push({ reason: refused, request });
+      return sendJson(res, 400, { error: { message: refused, type: "invalid_request_error", code: null } });
+    }
+    const answer = await current(request);
+    const reply = misbehaves("ignoreToolChoice") && !("fault" in answer) ? ignoringToolChoice(request, answer) : answer;
     // Gone: the client aborted, or close() destroyed the socket while the handler ran.
     const gone = () => closed || res.destroyed;
 
@@ -230,6 +264,7 @@ export async function startFakeOpenAI(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    refusals,
     embeddingRequests,
     setHandler(next) {
       current = next;
@@ -244,6 +279,34 @@ export async function startFakeOpenAI(
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Why a strict chat template refuses these messages, or null when it renders them: one system
+ * message at most, first; then the user first, and user and assistant turns alternating, where
+ * tool results (after the assistant message that called them) count as neither.
+ */
+function templateRefusal(messages: readonly FakeChatMessage[]): string | null {
+  if (messages.some((message, index) => message.role === "system" && index > 0)) return SYSTEM_MESSAGE_FIRST;
+  const turns = messages.filter((message) => message.role !== "system");
+  if (turns[0] && turns[0].role !== "user") return ROLES_MUST_ALTERNATE;
+  for (let index = 1; index < turns.length; index++) {
+    const [before, message] = [turns[index - 1]!, turns[index]!];
+    if (message.role !== "tool" && message.role === before.role) return ROLES_MUST_ALTERNATE;
+  }
+  return null;
+}
+
+/** The answer of a server that does not honour `tool_choice` (see FakeMisbehaviour). */
+function ignoringToolChoice(request: FakeChatRequest, answer: FakeAnswer): FakeAnswer {
+  const choice = request.tool_choice;
+  const first = request.tools?.[0]?.function.name;
+  if (choice === "none" && !answer.toolCalls?.length && first)
+    return { ...answer, text: "", toolCalls: [{ name: first, arguments: {} }] };
+  const forced = choice === "required" || (typeof choice === "object" && choice !== null);
+  if (forced && answer.toolCalls?.length)
+    return { ...answer, toolCalls: [], text: answer.text || "I would rather answer in words." };
+  return answer;
 }
 
 /** The offline embedding of `text`, cut to `dimensions` and normalized again when asked (as text-embedding-3 shortens). */
@@ -365,10 +428,20 @@ export function scriptedHandler(steps: FakeReply[]): FakeOpenAIHandler {
   return () => steps[next++] ?? last;
 }
 
-/** The text of the last user message, whether its content is a string or an array of parts. */
+/**
+ * The text of the last user input, whether its message's content is a string or an array of
+ * parts: the last of the inputs a request joined into that message (see alternatingPrompt).
+ */
 export function lastUserText(request: FakeChatRequest): string {
-  const user = request.messages.findLast((message) => message.role === "user");
-  if (!user?.content) return "";
-  if (typeof user.content === "string") return user.content;
-  return user.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
+  return userInputsOf(request.messages.findLast((message) => message.role === "user")).at(-1) ?? "";
+}
+
+/** The inputs a user message carries: one, or several the engine joined into one message. */
+export function userInputsOf(message: FakeChatMessage | undefined): string[] {
+  if (!message?.content) return [];
+  const text =
+    typeof message.content === "string"
+      ? message.content
+      : message.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
+  return text.split(JOINED_MESSAGES_SEPARATOR);
 }

@@ -85,6 +85,17 @@ export function scheduledRunTask(team: Team): { title: string; description: stri
   };
 }
 
+/**
+ * Between two messages of one role that follow each other in a request (two reports that came
+ * together, a note and the task it announces, briefings one after another), sent as one message
+ * because many chat templates refuse a conversation whose roles do not alternate
+ * (llm/alternating-prompt.ts).
+ */
+export const JOINED_MESSAGES_SEPARATOR = "\n\n---\n\n";
+
+/** Opens a conversation that starts with the agent's own words (a lead's chat opens with its briefings): templates want the user first. */
+export const CONVERSATION_OPENING = "(The conversation so far follows.)";
+
 export const BRIEFING_DECISION_PROMPT =
   "(Session ending) Decide whether to brief the person. If this session produced something they should know that you have not briefed yet, call createInboxItem. Otherwise reply exactly: No briefing needed. Call no other tool now: new work waits for the next session.";
 

@@ -1,5 +1,5 @@
 import "server-only";
-import type { ModelMessage, ToolSet } from "ai";
+import { type ModelMessage, ToolChoiceViolationError, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
 import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
 import type { Message } from "@/lib/db/schema";
@@ -93,7 +93,8 @@ async function generateConversationSummary(options: CompactionOptions, context: 
   if (options.tools) {
     const text = await summaryAsNextTurn(options, context, options.tools);
     if (text) return cut(text);
-    // The model answered with a tool call instead: the log rendered for a summarizer, as below.
+    // The model answered with a tool call instead (or with nothing): the log rendered for a
+    // summarizer, as below, in a request that offers no tool to call.
   }
   const result = await generateModelText(compactionCall(options, context), {
     instructions: `${COMPACTION_INSTRUCTIONS}\n\nThe agent's standing instructions (kept separately, for reference):\n${options.instructions.slice(0, Math.floor(options.budget * 4 * 0.15))}`,
@@ -125,7 +126,9 @@ function compactionCall(options: CompactionOptions, context: readonly Message[])
  * (none may be called) and the context as the last call had it, then the request to summarize.
  * It extends the request before it, so the provider's prompt cache serves all but its last
  * lines: the conversation's one planned break costs the summary, not the whole context again.
- * Empty when the model did not answer in words.
+ * Empty when the model did not answer in words — among them a model that called a tool all
+ * the same (servers that ignore `tool_choice`, as Ollama does): the SDK throws for that rather
+ * than answer, and a summary is no reason for the work to fail.
  */
 async function summaryAsNextTurn(
   options: CompactionOptions,
@@ -139,14 +142,20 @@ async function summaryAsNextTurn(
     ...toModelMessages(context, renderSettings(options)),
     { role: "user", content: COMPACTION_REQUEST },
   ];
-  const result = await generateModelText(compactionCall(options, context), {
-    instructions: options.instructions,
-    messages,
-    tools: offered,
-    toolChoice: "none",
-    maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
-  });
-  return result.text.trim();
+  try {
+    const result = await generateModelText(compactionCall(options, context), {
+      instructions: options.instructions,
+      messages,
+      tools: offered,
+      toolChoice: "none",
+      maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
+    });
+    return result.text.trim();
+  } catch (error) {
+    // The call's usage row is written already (the SDK reports the call's end before it checks the choice).
+    if (ToolChoiceViolationError.isInstance(error)) return "";
+    throw error;
+  }
 }
 
 /** How the context is rendered for a model call of this conversation (and so for its summary). */

@@ -24,6 +24,7 @@ import type { Db } from "@/lib/db/client";
 import type { UsagePurpose } from "@/lib/db/schema";
 import { env } from "@/lib/env";
 import { modelCallTelemetry } from "@/lib/telemetry/tracing";
+import { alternatingPrompt } from "./alternating-prompt";
 import { ModelTimeoutError } from "./errors";
 import type { ModelChoice } from "./provider";
 import { recordUsage, type NewUsage } from "@/lib/db/queries/usage";
@@ -296,7 +297,8 @@ async function recordCallUsage(
 }
 
 /**
- * The model with a time limit on each call (each attempt, when the SDK retries): a call
+ * The model with its prompt shaped for any chat template (alternatingPrompt), and a time
+ * limit on each call (each attempt, when the SDK retries): a call
  * that has not answered by then is aborted and fails with ModelTimeoutError, even if the
  * model ignores its abort signal. Applied around the model rather than through the SDK's
  * `timeout` option, whose step limit also covers prepareStep and tool runs and whose
@@ -308,6 +310,8 @@ function guardedModel(model: LanguageModel, timeoutMs: number, usage: CallUsage)
     // A bare id means a gateway model, as it does for the SDK itself.
     model: typeof model === "string" ? gateway(model) : model,
     middleware: {
+      // Whoever built the request, it goes out as every chat template takes it (see alternatingPrompt).
+      transformParams: async ({ params }) => ({ ...params, prompt: alternatingPrompt(params.prompt) }),
       wrapGenerate: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
         const attempt = usage.start(params);

@@ -17,6 +17,7 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
+import { separatedPrompt } from "./alternating-prompt";
 import { answeringSentences, dealQuestions, PAGES_PER_QUESTION, questionsOf } from "./offline-research";
 
 /** What the person reads in chat when no LLM is configured and the message asks for no work. */
@@ -49,7 +50,8 @@ export class OfflineModel implements LanguageModelV4 {
 
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     throwIfAborted(options.abortSignal);
-    const decision = decide(options);
+    // The log's inputs one by one, as they were before the request joined adjacent ones.
+    const decision = decide({ ...options, prompt: separatedPrompt(options.prompt) });
     const promptChars = options.prompt.reduce((sum, message) => sum + messageText(message).length, 0);
     if (decision.kind === "text") {
       return result([{ type: "text", text: decision.text }], "stop", promptChars, decision.text.length);
