@@ -5,6 +5,7 @@ import { assignTask } from "../../src/lib/domain/tasks";
 import { plural } from "../../src/lib/util/plural";
 import { tasks, type Usage } from "../../src/lib/db/schema";
 import type { JobQueue } from "../../src/lib/jobs/job-queue";
+import { separatedMessages } from "../../tests/support/fake-openai";
 import { waitFor } from "../../tests/support/worker-process";
 import type { MeasuredCall } from "../lib/model-server";
 import type { BenchDatabase } from "../lib/postgres";
@@ -290,10 +291,11 @@ async function leadAcrossTasks(
 /** Requests in which a report follows a tool result: it arrived while the turn was under way. */
 function reportsMidTurn(calls: readonly MeasuredCall[]): number {
   return calls.filter(({ request }) => {
-    const lastOther = request.messages.findLastIndex((message) => message.role !== "user");
-    const arrived = request.messages.slice(lastOther + 1);
+    const messages = separatedMessages(request.messages);
+    const lastOther = messages.findLastIndex((message) => message.role !== "user");
+    const arrived = messages.slice(lastOther + 1);
     return (
-      request.messages[lastOther]?.role === "tool" &&
+      messages[lastOther]?.role === "tool" &&
       arrived.some((message) => parseLogInput(String(message.content ?? ""))?.kind === "report")
     );
   }).length;

@@ -34,7 +34,8 @@ const reply = (
   };
 };
 
-type Run = { workCalls: number[]; compactionCalls: number[] };
+/** The prompt tokens of each call, and how many summaries the model answered with a tool call instead. */
+type Run = { workCalls: number[]; compactionCalls: number[]; toolCallsForSummary: number };
 
 /**
  * One scripted session of 500 tool rounds (a web search each, ~2 kB of results), run
@@ -46,7 +47,7 @@ async function scriptedSession(
   budget: number,
   search: { tavilyApiKey: string; tavilyBaseUrl: string },
 ): Promise<Run> {
-  const run: Run = { workCalls: [], compactionCalls: [] };
+  const run: Run = { workCalls: [], compactionCalls: [], toolCallsForSummary: 0 };
   const model = new MockLanguageModelV4({
     doGenerate: async (options) => {
       if (options.responseFormat?.type === "json")
@@ -55,6 +56,19 @@ async function scriptedSession(
         run.compactionCalls.push(promptTokens(options));
         const text = `Tasks: the survey (in progress, round ${run.workCalls.length} of ${COMPACTION_STEPS}). Facts so far, with sources: ${"a finding with its URL; ".repeat(50)}`;
         return reply(options, [{ type: "text", text }], "stop");
+      }
+      // The summary asked as the log's next request, none of its tools callable: this model calls
+      // one all the same (as models behind servers that ignore tool_choice do), and the engine
+      // asks again without tools. Its tokens count as the compaction's.
+      if (options.toolChoice?.type === "none") {
+        run.compactionCalls.push(promptTokens(options));
+        run.toolCallsForSummary += 1;
+        const input = JSON.stringify({ query: "one more round instead" });
+        return reply(
+          options,
+          [{ type: "tool-call", toolCallId: `instead_${run.toolCallsForSummary}`, toolName: "tavilySearch", input }],
+          "tool-calls",
+        );
       }
       const round = run.workCalls.length;
       run.workCalls.push(promptTokens(options));
@@ -142,7 +156,7 @@ export async function compactionFigure(database: BenchDatabase): Promise<FigureR
         },
       ],
       notes: [
-        `compaction: ${compacted.compactionCalls.length} compactions in the ${COMPACTION_STEPS}-step session (their prompts, ${formatCount(sum(compacted.compactionCalls))} tokens, are in the total); without compaction the last call carries ${formatCount(unbounded.workCalls.at(-1)!)} tokens. Tokens are counted as the budget counts them (characters / 4) on the prompt the model received.`,
+        `compaction: ${compacted.compactionCalls.length - compacted.toolCallsForSummary} compactions in the ${COMPACTION_STEPS}-step session, each asked first as the log's next request and answered with a tool call (${compacted.toolCallsForSummary} such answers), then without tools (all their prompts, ${formatCount(sum(compacted.compactionCalls))} tokens, are in the total); without compaction the last call carries ${formatCount(unbounded.workCalls.at(-1)!)} tokens. Tokens are counted as the budget counts them (characters / 4) on the prompt the model received.`,
       ],
     };
   } finally {

@@ -1,6 +1,7 @@
 import { BRIEFING_DECISION_PROMPT, COMPACTION_INSTRUCTIONS } from "../../src/lib/core/prompts";
 import {
   lastUserText,
+  separatedMessages,
   startFakeOpenAI,
   type FakeChatRequest,
   type FakeOpenAI,
@@ -144,7 +145,8 @@ export class ModelServer {
     const agent = agentOf(request);
     const script = this.scripts.get(agent);
     if (!script) return { text: lastUserText(request) ? "Nothing to do." : "Done." };
-    return script({ agent, kind, request, arrivedAt });
+    // Scripts read the log's inputs one by one, as the engine stored them (the request joins adjacent ones).
+    return script({ agent, kind, request: { ...request, messages: separatedMessages(request.messages) }, arrivedAt });
   }
 
   close(): Promise<void> {

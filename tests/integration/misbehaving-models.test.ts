@@ -31,7 +31,7 @@ import {
   type FakeMisbehaviour,
   type FakeOpenAI,
   type FakeReply,
-  userInputsOf,
+  separatedMessages,
 } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -146,10 +146,9 @@ function surveyRound(): FakeReply {
 
 /** Every log input the request's user messages carry, whether sent one by one or joined into one message. */
 function userInputs(request: FakeChatRequest) {
-  return request.messages
+  return separatedMessages(request.messages)
     .filter((message) => message.role === "user")
-    .flatMap(userInputsOf)
-    .map(parseLogInput);
+    .map((message) => parseLogInput(String(message.content ?? "")));
 }
 
 describe.each(modes)("under $name", ({ misbehaviours }) => {

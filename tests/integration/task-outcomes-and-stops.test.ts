@@ -22,6 +22,7 @@ import {
   listTasksByAgent,
 } from "@/lib/db/queries";
 import { agentInputs, agents, inboxItems, questions, tasks, workSessions } from "@/lib/db/schema";
+import { separatedPrompt } from "@/lib/llm/alternating-prompt";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { runUntilQuiet, useEngineTests, type TestEngine } from "../support/engine";
@@ -42,9 +43,9 @@ const unreachable = () =>
     statusCode: 401,
   });
 
-/** The text of the newest message of the prompt a model call was given. */
+/** The text of the newest message of the prompt a model call was given (one of those the request joined: see alternatingPrompt). */
 function lastMessage(options: LanguageModelV4CallOptions): string {
-  return promptText(options.prompt.slice(-1));
+  return promptText(separatedPrompt(options.prompt).slice(-1));
 }
 
 const whoIs = (options: LanguageModelV4CallOptions) =>
@@ -436,7 +437,7 @@ describe("resume, wrap-up, cancel, answers", () => {
           return last?.kind === "task"
             ? toolCallReply("requestInput", { question: `Which ${last.title}?` })
             : textReply("Waiting.");
-        const asked = options.prompt
+        const asked = separatedPrompt(options.prompt)
           .map((message) => parseLogInput(promptText([message])))
           .find((input) => input?.kind === "question" && input.question === "Which One?");
         if (asked?.kind === "question" && !answered) {

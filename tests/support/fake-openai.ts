@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { JOINED_MESSAGES_SEPARATOR } from "@/lib/core/prompts";
+import { CONVERSATION_OPENING, JOINED_MESSAGES_SEPARATOR } from "@/lib/core/prompts";
 import { offlineEmbedding } from "@/lib/llm/offline-model";
 import type { PromptCache } from "./prompt-cache";
 
@@ -433,15 +433,33 @@ export function scriptedHandler(steps: FakeReply[]): FakeOpenAIHandler {
  * parts: the last of the inputs a request joined into that message (see alternatingPrompt).
  */
 export function lastUserText(request: FakeChatRequest): string {
-  return userInputsOf(request.messages.findLast((message) => message.role === "user")).at(-1) ?? "";
+  return textOf(separatedMessages(request.messages).findLast((message) => message.role === "user"));
 }
 
-/** The inputs a user message carries: one, or several the engine joined into one message. */
-export function userInputsOf(message: FakeChatMessage | undefined): string[] {
-  if (!message?.content) return [];
-  const text =
-    typeof message.content === "string"
-      ? message.content
-      : message.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
-  return text.split(JOINED_MESSAGES_SEPARATOR);
+/**
+ * The messages as the engine's log holds them, before the request joined adjacent ones of one
+ * role (see alternatingPrompt): each joined message split at the separator again, the opening
+ * line of a conversation that starts with the agent's words left out. For scripts that read a
+ * log's inputs one by one.
+ */
+export function separatedMessages(messages: readonly FakeChatMessage[]): FakeChatMessage[] {
+  return messages.flatMap((message, index) => {
+    if (message.role !== "user" && message.role !== "assistant") return [message];
+    const text = textOf(message);
+    if (message.role === "user" && index <= 1 && text === CONVERSATION_OPENING) return [];
+    const pieces = text.split(JOINED_MESSAGES_SEPARATOR);
+    if (pieces.length === 1) return [message];
+    // An answer's calls belong with its last words.
+    return pieces.map((piece, at) => ({
+      ...message,
+      content: piece,
+      tool_calls: at === pieces.length - 1 ? message.tool_calls : undefined,
+    }));
+  });
+}
+
+function textOf(message: FakeChatMessage | undefined): string {
+  if (!message?.content) return "";
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
 }
