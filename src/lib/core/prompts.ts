@@ -85,6 +85,17 @@ export function scheduledRunTask(team: Team): { title: string; description: stri
   };
 }
 
+/**
+ * The note after a task's turn ended with an empty answer (no text, no tool call): an empty
+ * answer is no result, so the model is told what was missing and answers once more.
+ */
+export const EMPTY_ANSWER_NOTE =
+  "(Your last answer was empty: no text and no tool call. The task in focus is not done until you do its work with your tools and end with its result in words. Go on now.)";
+
+/** The note after a task's last answer was cut off at the output length limit: it is asked once more, shorter. */
+export const CUT_ANSWER_NOTE =
+  "(Your last answer was cut off at the output length limit, so it is not a result. Answer again, shorter: the result in a few short paragraphs.)";
+
 export const BRIEFING_DECISION_PROMPT =
   "(Session ending) Decide whether to brief the person. If this session produced something they should know that you have not briefed yet, call createInboxItem. Otherwise reply exactly: No briefing needed. Call no other tool now: new work waits for the next session.";
 

@@ -11,7 +11,7 @@ import { plural } from "@/lib/util/plural";
 import { BudgetExceeded, type TeamBudgetFields, TeamOverBudget } from "@/lib/domain/budgets";
 import { budgetMarker, errorMarker } from "@/lib/core/formats";
 import type { SessionEnding } from "./session-end";
-import { StepLimitReached, type WorkLoopOutcome } from "./work-loop";
+import { StepLimitReached, UnusableAnswers, type WorkLoopOutcome } from "./work-loop";
 
 /** What was deleted under a session, found once it failed (agentAfterDeletions). */
 export type DeletedUnderSession = "team-deleted" | "agent-deleted";
@@ -91,6 +91,9 @@ export function classifyEnding(run: SessionRun): ClassifiedEnding {
     if (stopReason === "user") return { kind: "end", ending: { status: "stopped" } };
     if (error instanceof StepLimitReached)
       return { kind: "end", ending: { status: "failed", reason: error.message, marker: error.marker } };
+    // The model kept sending calls nothing could run: its task fails in words, as a model failure does.
+    if (error instanceof UnusableAnswers)
+      return { kind: "end", ending: { status: "failed", reason: error.message, marker: errorMarker(error.message) } };
     if (error instanceof TeamOverBudget) {
       const ending = {
         status: "over-budget",

@@ -1,5 +1,5 @@
 import "server-only";
-import { stepCountIs, type ToolSet } from "ai";
+import { stepCountIs, type FinishReason, type StepResult, type ToolSet } from "ai";
 import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
@@ -26,6 +26,7 @@ import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
+import { cutAnswerReason, emptyAnswerReason, unusableAnswersReason } from "@/lib/llm/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry/tracing";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
@@ -41,9 +42,16 @@ import {
   taskSourceWords,
 } from "@/lib/core/formats";
 import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
-import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "@/lib/core/prompts";
+import {
+  BRIEFING_DECISION_PROMPT,
+  CUT_ANSWER_NOTE,
+  EMPTY_ANSWER_NOTE,
+  resumeTaskMessage,
+  taskMessage,
+  workInstructions,
+} from "@/lib/core/prompts";
 import { StepRecorder } from "./step-recorder";
-import { completeTask, startTask } from "@/lib/domain/task-lifecycle";
+import { completeTask, failTask, startTask } from "@/lib/domain/task-lifecycle";
 import { workTools } from "./tools";
 import { openTurn, type TurnOwner, turnTools } from "./turn";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
@@ -72,6 +80,8 @@ export type SessionState = {
    * and briefing come of that work. Null for a turn about no task at all.
    */
   storyTask: string | null;
+  /** Why the model's last answer of the latest turn ended ("length": cut off at its output limit). */
+  lastFinish?: FinishReason;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
   /**
@@ -96,6 +106,32 @@ export class StepLimitReached extends Error {
     this.name = "StepLimitReached";
     this.marker = stepLimitMarker(limit);
   }
+}
+
+/**
+ * A turn's model sent MAX_UNUSABLE_ANSWERS answers in a row that nothing could be done with:
+ * each told so, each answer no better. The session ends, and what it was working on fails,
+ * instead of spending the step limit's rounds on more of the same.
+ */
+export class UnusableAnswers extends Error {
+  constructor(modelId: string, answers: number) {
+    super(unusableAnswersReason(modelId, answers));
+    this.name = "UnusableAnswers";
+  }
+}
+
+/** Answers in a row whose every tool call could not be run (arguments not JSON, a tool never offered) a turn takes. */
+const MAX_UNUSABLE_ANSWERS = 3;
+
+/** How many of a turn's latest answers, in a row, called tools and every one of those calls was unusable. */
+function unusableAnswersInARow(steps: readonly Pick<StepResult<ToolSet>, "toolCalls">[]): number {
+  let count = 0;
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const calls = steps[index]!.toolCalls;
+    if (calls.length === 0 || !calls.every((call) => call.invalid === true)) break;
+    count += 1;
+  }
+  return count;
 }
 
 /**
@@ -377,8 +413,13 @@ function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
  * After a work turn: the task in focus is done when nothing it started is still open —
  * its result is the turn's last words. A subordinate that ends without reportToLead
  * reports anyway (completeTask tells the lead), so its lead is never left waiting.
+ *
+ * Empty last words (no text, no call), or words cut off at the model's output limit, are no
+ * result: a note at the log's tail says what was missing and the model answers once more
+ * (`askedAgain`); if that is no result either, the task fails with a reason the person and
+ * its lead can read — never "completed" with nothing behind it.
  */
-async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void> {
+async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = false): Promise<void> {
   const { db } = deps;
   if (!state.focus) return;
   const tail = await getLastMessage(db, state.conversation.id);
@@ -388,8 +429,25 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
   // Input about it arrived during the turn's last call (a report, an answer): the turn's last
   // words were written without it. The next turn takes it up and settles the task then.
   if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;
-  const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
-  await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, result));
+  const words = tail?.role === "assistant" ? tail.content.trim() : "";
+  const cut = state.lastFinish === "length";
+  if (words && !cut) {
+    await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, words));
+    return;
+  }
+  if (!askedAgain) {
+    await appendMessage(
+      db,
+      state.conversation.id,
+      { role: "user", content: cut ? CUT_ANSWER_NOTE : EMPTY_ANSWER_NOTE, taskId: task.id },
+      { heldBy: state.session.id },
+    );
+    await runTurn(deps, state, { purpose: "work", takesInput: true });
+    if (state.shuttingDown()) return;
+    return settleFocus(deps, state, true);
+  }
+  const reason = cut ? cutAnswerReason(state.model.modelId) : emptyAnswerReason(state.model.modelId);
+  await db.transaction((tx) => failTask(tx, deps.jobs, task.id, reason));
 }
 
 /**
@@ -524,7 +582,11 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
           ? { openai: { allowedTools: { toolNames: [...turn.only] } } }
           : undefined,
       toolCallConcurrency: 1,
-      stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
+      stopWhen: [
+        stepCountIs(remaining),
+        () => state.shuttingDown(),
+        ({ steps }) => unusableAnswersInARow(steps) >= MAX_UNUSABLE_ANSWERS,
+      ],
       prepareStep: async ({ stepNumber }) => {
         recorder.throwIfFailed();
         return stepNumber === 0 ? undefined : calls.prepare();
@@ -532,8 +594,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       // Stores the answer, right after the context it was given, and the call's usage row with it.
       onLanguageModelCallEnd: async (event) => {
         state.steps += 1;
-        recordSpending(state, event.usage);
+        // The row's count: the provider's, or Cadre's estimate when the server sent none.
         const usage = usageRowOf(call, event);
+        recordSpending(state, usage);
         await recorder.recordModelResponse(event.content, calls.contextTail(), usage);
         call.onUsageRecorded?.(usage);
       },
@@ -548,6 +611,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   recorder.throwIfFailed();
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
+  state.lastFinish = last?.finishReason;
+  if (unusableAnswersInARow(result.steps) >= MAX_UNUSABLE_ANSWERS && !state.shuttingDown())
+    throw new UnusableAnswers(state.model.modelId, MAX_UNUSABLE_ANSWERS);
   const waitsForPerson = recorder.heldForDecision > 0;
   if (
     last?.finishReason === "tool-calls" &&
