@@ -278,12 +278,12 @@ async function send(
   const usage = answers.withoutUsage(request)
     ? undefined
     : wireUsage(
-    reply.usage ?? {
-      prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
-      completion_tokens: Math.ceil(completionChars / 4),
-      cached_tokens: cached?.cachedTokens,
-    },
-  );
+        reply.usage ?? {
+          prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
+          completion_tokens: Math.ceil(completionChars / 4),
+          cached_tokens: cached?.cachedTokens,
+        },
+      );
 
   if (!request.stream) {
     const message = {

@@ -223,7 +223,12 @@ export function describeLogMessage(
   if (content === EMPTY_ANSWER_NOTE)
     return { headline: "Asked again: its answer was empty", text: "", failed: false, engine: true };
   if (content === CUT_ANSWER_NOTE)
-    return { headline: "Asked again: its answer was cut off at the model's length limit", text: "", failed: false, engine: true };
+    return {
+      headline: "Asked again: its answer was cut off at the model's length limit",
+      text: "",
+      failed: false,
+      engine: true,
+    };
   const resumed = RESUME.exec(content);
   if (resumed) return { headline: `Took up “${resumed[1]}” again`, text: "", failed: false, engine: true };
   const noted = parseOpenTasks(content);

@@ -301,8 +301,9 @@ export default async function UsagePage({ searchParams }: Props) {
             <p className="hint estimated-summary">
               {formatTokens(totals.estimatedCalls)}{" "}
               {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} not counted by the provider: cut off
-              (stopped, timed out, or its worker died mid-call), or answered by a server that sends no usage figures. They
-              are counted with Cadre&apos;s estimate, budgets included: the input that was sent and the output received.
+              (stopped, timed out, or its worker died mid-call), or answered by a server that sends no usage figures.
+              They are counted with Cadre&apos;s estimate, budgets included: the input that was sent and the output
+              received.
             </p>
           )}
           {totals.unpricedModels.length > 0 && (
