@@ -275,6 +275,44 @@ describe("a research through a lead and two subordinates", () => {
   });
 });
 
+describe("calls nothing can run, again and again", () => {
+  it("a tool never offered: the model is told each time, and the turn ends after three such answers", {
+    timeout: 60_000,
+  }, async () => {
+    const { engine, openai } = await engineOn({}, (request) =>
+      request.response_format ? { text: '{"items":[]}' } : { toolCalls: [{ name: "launchMissiles", arguments: {} }] },
+    );
+    const { lead } = await createTeamFixture(tests.database.db, { name: "Unknown tool" });
+    await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Try" });
+    await runTeam(engine, [lead]);
+
+    const [task] = await listTasksByAgent(tests.database.db, lead.id);
+    expect(task!.status).toBe("failed");
+    expect(task!.result).toMatch(/^The model fake-model sent 3 answers in a row that could not be used/);
+    const work = openai.requests.filter((request) => (request.tools?.length ?? 0) > 0);
+    expect(work).toHaveLength(3);
+    expect(text(work[1]!.messages.at(-1)!)).toMatch(/launchMissiles/);
+  });
+
+  it("arguments in JSON that the tool does not take are no such answer: the model is told and may go on", {
+    timeout: 60_000,
+  }, async () => {
+    const { engine } = await engineOn({}, (request) => {
+      if (request.response_format) return { text: '{"items":[]}' };
+      const tries = request.messages.filter((message) => message.role === "tool").length;
+      return tries < 4
+        ? { toolCalls: [{ name: "searchKnowledge", arguments: { query: "x".repeat(500) } }] }
+        : { text: "Found nothing on it." };
+    });
+    const { lead } = await createTeamFixture(tests.database.db, { name: "Schema errors" });
+    await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Look" });
+    await runTeam(engine, [lead]);
+
+    const [task] = await listTasksByAgent(tests.database.db, lead.id);
+    expect(task).toMatchObject({ status: "completed", result: "Found nothing on it." });
+  });
+});
+
 describe("budgets when the server sends no usage", () => {
   it("the team's daily budget stops work at its limit: the rest waits, and the person is told", {
     timeout: 90_000,
@@ -346,23 +384,29 @@ describe("a single task's last answer", () => {
 });
 
 describe("a model that cannot call tools", () => {
-  it("ends the work with one clear message naming the model and what to choose, without retrying", {
+  it("ends all of the agent's work with one clear message naming the model and what to choose, without retrying", {
     timeout: 60_000,
   }, async () => {
     const { engine, openai } = await engineOn({ noTools: true });
-    const { team, task, agents } = await researchTeam("No tools", engine);
+    const { team, lead, agents } = await researchTeam("No tools", engine);
+    for (const title of ["Battery prices", "Grid prices"])
+      await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title });
     await runTeam(engine, agents);
 
     const tasks = await tasksOf(team.id);
-    expect(tasks).toHaveLength(1);
-    expect(tasks[0]!.status).toBe("failed");
-    expect(tasks[0]!.result).toMatch(
-      /^The model fake-model cannot call tools \(its server says: registry\.ollama\.ai\/library\/fake-model does not support tools\).*Choose a model that supports tool calling/,
-    );
+    expect(tasks).toHaveLength(3);
+    for (const task of tasks) {
+      expect(task.status).toBe("failed");
+      expect(task.result).toMatch(
+        /^The model fake-model cannot call tools \(its server says: registry\.ollama\.ai\/library\/fake-model does not support tools\).*Choose a model that supports tool calling/,
+      );
+    }
     const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
-    expect(alerts).toHaveLength(1);
-    expect(alerts[0]).toMatchObject({ taskId: task.id });
-    // One request for the work: a 400 is not retried.
+    expect(alerts.map((alert) => alert.title)).toEqual([
+      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+    ]);
+    expect(taskResultText("failed", tasks[0]!.result!)).toMatch(/cannot call tools/);
+    // One request for all of it: a 400 is not retried, and the other tasks do not ask again.
     expect(openai.requests.filter((request) => (request.tools?.length ?? 0) > 0)).toHaveLength(1);
   });
 

@@ -391,7 +391,7 @@ export function lastUserText(request: FakeChatRequest): string {
  * When a mode applies: `true` to every chat request, a number to that many first requests it
  * could apply to, a function to the requests it picks.
  */
-export type AnswerModeWhen = boolean | number | ((request: FakeChatRequest) => boolean);
+type AnswerModeWhen = boolean | number | ((request: FakeChatRequest) => boolean);
 
 export type AnswerModes = {
   /** No `usage` in the answer: none in a completion, and no usage chunk in a stream (as many local servers do). */

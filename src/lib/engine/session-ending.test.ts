@@ -128,10 +128,18 @@ describe("classifyEnding: what the run threw", () => {
       isRetryable: false,
     });
     const ending = threw(error);
-    expect(ending).toMatchObject({ kind: "end", ending: { status: "failed" }, log: { line: "model failure" } });
+    expect(ending).toMatchObject({
+      kind: "end",
+      ending: { status: "failed", modelWithoutTools: "tiny" },
+      log: { line: "model failure" },
+    });
     const reason = ending.kind === "end" && ending.ending.status === "failed" ? ending.ending.reason : "";
     expect(reason).toMatch(/^The model tiny cannot call tools/);
     expect(reason).toMatch(/Choose a model that supports tool calling, in LLM_MODEL or as this agent's own model\./);
+  });
+
+  it("any other model error names no model without tools", () => {
+    expect(threw(modelDown())).not.toHaveProperty("ending.modelWithoutTools");
   });
 
   it("a model that kept sending calls nothing could run fails what the session was on, in words", () => {

@@ -5,7 +5,7 @@ import "server-only";
 // endWorkSession writes, a log line, or the interruption that leaves the job to its retry.
 import { SessionTakenOver } from "@/lib/db/queries/messages";
 import { databaseUnavailableReason, isDataException } from "@/lib/db/errors";
-import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { describeModelError, isModelFailure, modelWithoutTools } from "@/lib/llm/errors";
 import { describeForLog } from "@/lib/telemetry/log";
 import { plural } from "@/lib/util/plural";
 import { BudgetExceeded, type TeamBudgetFields, TeamOverBudget } from "@/lib/domain/budgets";
@@ -108,9 +108,15 @@ export function classifyEnding(run: SessionRun): ClassifiedEnding {
     // An abort nobody asked for is the model call's own timeout.
     if (isModelFailure(error)) {
       const reason = describeModelError(error);
+      const withoutTools = modelWithoutTools(error);
       return {
         kind: "end",
-        ending: { status: "failed", reason, marker: errorMarker(reason) },
+        ending: {
+          status: "failed",
+          reason,
+          marker: errorMarker(reason),
+          ...(withoutTools !== null && { modelWithoutTools: withoutTools }),
+        },
         log: { line: "model failure", error },
       };
     }

@@ -1,5 +1,5 @@
 import "server-only";
-import { stepCountIs, type FinishReason, type StepResult, type ToolSet } from "ai";
+import { JSONParseError, stepCountIs, type FinishReason, type StepResult, type ToolSet } from "ai";
 import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
@@ -128,10 +128,20 @@ function unusableAnswersInARow(steps: readonly Pick<StepResult<ToolSet>, "toolCa
   let count = 0;
   for (let index = steps.length - 1; index >= 0; index--) {
     const calls = steps[index]!.toolCalls;
-    if (calls.length === 0 || !calls.every((call) => call.invalid === true)) break;
+    if (calls.length === 0 || !calls.every(unusableCall)) break;
     count += 1;
   }
   return count;
+}
+
+/**
+ * A call nothing can run: a tool never offered, or arguments that are not JSON (as an answer
+ * cut at the length limit leaves them). Arguments in JSON that the tool does not take are a
+ * tool error like any other: the model is told, and may well put them right.
+ */
+function unusableCall(call: { invalid?: boolean; error?: unknown }): boolean {
+  if (call.invalid !== true || !(call.error instanceof Error)) return false;
+  return call.error.name === "AI_NoSuchToolError" || JSONParseError.isInstance(call.error.cause);
 }
 
 /**

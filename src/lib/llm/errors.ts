@@ -89,8 +89,17 @@ export function describeModelError(error: unknown): string {
  */
 const NO_TOOLS = /does not support tools|tools? (?:use |calling |calls )?(?:is |are )?not supported/i;
 
-/** The model cannot call tools at all, as its server said: no retry or other task will fare better. */
-export function cannotCallTools(error: unknown): boolean {
+/**
+ * The model that cannot call tools at all, as its server said (no retry or other task will fare
+ * better): its name as the request gave it, or "the model"; null for any other error.
+ */
+export function modelWithoutTools(error: unknown): string | null {
+  const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
+  if (!cannotCallTools(root) || !APICallError.isInstance(root)) return null;
+  return requestedModel(root) ?? "the model";
+}
+
+function cannotCallTools(error: unknown): boolean {
   const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
   return (
     APICallError.isInstance(root) &&

@@ -275,14 +275,16 @@ function settledRow(
     }),
     id: started?.id,
   };
-  if (event.usage.inputTokens !== undefined || event.usage.outputTokens !== undefined) return row;
-  // The server sent no count (many local servers do not): the call is counted all the same, as
-  // Cadre estimates it — the input from the request, the output from the answer — and marked
-  // estimated, so pages say so and budgets still stop work at their limit.
+  const { inputTokens, outputTokens } = event.usage;
+  if (inputTokens !== undefined && outputTokens !== undefined) return row;
+  // The server sent no count, or half of one (many local servers send none): the call is counted
+  // all the same, what is missing as Cadre estimates it — the input from the request, the output
+  // from the answer — and marked estimated, so pages say so and budgets still stop work at their
+  // limit. A missing cached figure is no estimate: the input then counts as not cached.
   return {
     ...row,
-    inputTokens: started?.inputTokens ?? 0,
-    outputTokens: tokensOfChars(outputChars(event.content)),
+    inputTokens: inputTokens ?? started?.inputTokens ?? 0,
+    outputTokens: outputTokens ?? tokensOfChars(outputChars(event.content)),
     estimated: true,
   };
 }
