@@ -410,6 +410,30 @@ describe("a model that cannot call tools", () => {
     expect(openai.requests.filter((request) => (request.tools?.length ?? 0) > 0)).toHaveLength(1);
   });
 
+  it("one that writes its tool calls as text is told once, then its agent's work ends with one clear message", {
+    timeout: 60_000,
+  }, async () => {
+    const { engine, openai } = await engineOn({}, (request) =>
+      request.response_format
+        ? { text: '{"items":[]}' }
+        : { text: '```json\n{"name": "delegateToAgent", "arguments": {"title": "Solar prices"}}\n```' },
+    );
+    const { team, lead, agents } = await researchTeam("Calls as text", engine);
+    await assignTask(tests.database.db, engine.jobs, { agentId: lead.id, source: "user", title: "Grid prices" });
+    await runTeam(engine, agents);
+
+    const tasks = await tasksOf(team.id);
+    expect(tasks.map((task) => task.status)).toEqual(["failed", "failed"]);
+    for (const task of tasks) expect(task.result).toMatch(/^The model fake-model writes its tool calls as text/);
+    const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
+    expect(alerts.map((alert) => alert.title)).toEqual([
+      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+    ]);
+    const work = openai.requests.filter((request) => toolNames(request).includes("delegateToAgent"));
+    expect(work).toHaveLength(2);
+    expect(lastUserText(work[1]!)).toMatch(/^\(Your last answer wrote a tool call out as text/);
+  });
+
   it("the chat says so too", { timeout: 30_000 }, async () => {
     const { engine } = await engineOn({ noTools: true });
     const { lead } = await createTeamFixture(tests.database.db, { name: "No tools chat" });

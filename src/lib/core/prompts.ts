@@ -96,6 +96,10 @@ export const EMPTY_ANSWER_NOTE =
 export const CUT_ANSWER_NOTE =
   "(Your last answer was cut off at the output length limit, so it is not a result. Answer again, shorter: the result in a few short paragraphs.)";
 
+/** The note after a task's last answer was a tool call written out as text: text is not run, so it is asked once more. */
+export const TOOL_CALL_AS_TEXT_NOTE =
+  "(Your last answer wrote a tool call out as text. Text is not run: call the tool itself, or, if the task is done, answer with its result in words.)";
+
 export const BRIEFING_DECISION_PROMPT =
   "(Session ending) Decide whether to brief the person. If this session produced something they should know that you have not briefed yet, call createInboxItem. Otherwise reply exactly: No briefing needed. Call no other tool now: new work waits for the next session.";
 

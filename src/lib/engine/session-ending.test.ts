@@ -7,7 +7,7 @@ import { ModelTimeoutError } from "@/lib/llm/errors";
 import { BudgetExceeded, TeamOverBudget } from "@/lib/domain/budgets";
 import { budgetMarker, errorMarker, stepLimitMarker } from "@/lib/core/formats";
 import { classifyEnding, interruptionText, type SessionRun } from "./session-ending";
-import { StepLimitReached, UnusableAnswers } from "./work-loop";
+import { StepLimitReached, ToolCallsAsText, UnusableAnswers } from "./work-loop";
 
 const team = { id: "team-1", name: "Scouts", dailyTokenBudget: 1000, dailyCostBudgetUsd: null };
 const started = { team, steps: 7 };
@@ -149,6 +149,22 @@ describe("classifyEnding: what the run threw", () => {
       ending: { status: "failed", reason: error.message, marker: errorMarker(error.message) },
     });
     expect(error.message).toMatch(/^The model tiny sent 3 answers in a row that could not be used/);
+  });
+
+  it("a model that writes its tool calls as text ends its agent's work as one without tools does, in words", () => {
+    const error = new ToolCallsAsText("tiny");
+    expect(threw(error)).toEqual({
+      kind: "end",
+      ending: {
+        status: "failed",
+        reason: error.message,
+        marker: errorMarker(error.message),
+        modelWithoutTools: "tiny",
+      },
+    });
+    expect(error.message).toMatch(
+      /^The model tiny writes its tool calls as text.*Choose a model that supports tool calling/,
+    );
   });
 
   it("work the database refuses to store fails visibly instead of being retried without end", () => {

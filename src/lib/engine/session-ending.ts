@@ -11,7 +11,7 @@ import { plural } from "@/lib/util/plural";
 import { BudgetExceeded, type TeamBudgetFields, TeamOverBudget } from "@/lib/domain/budgets";
 import { budgetMarker, errorMarker } from "@/lib/core/formats";
 import type { SessionEnding } from "./session-end";
-import { StepLimitReached, UnusableAnswers, type WorkLoopOutcome } from "./work-loop";
+import { StepLimitReached, ToolCallsAsText, UnusableAnswers, type WorkLoopOutcome } from "./work-loop";
 
 /** What was deleted under a session, found once it failed (agentAfterDeletions). */
 export type DeletedUnderSession = "team-deleted" | "agent-deleted";
@@ -94,6 +94,14 @@ export function classifyEnding(run: SessionRun): ClassifiedEnding {
     // The model kept sending calls nothing could run: its task fails in words, as a model failure does.
     if (error instanceof UnusableAnswers)
       return { kind: "end", ending: { status: "failed", reason: error.message, marker: errorMarker(error.message) } };
+    // Its tool calls come as text: no work of the agent's can be done with this model, as when its server refuses tools.
+    if (error instanceof ToolCallsAsText) {
+      const reason = error.message;
+      return {
+        kind: "end",
+        ending: { status: "failed", reason, marker: errorMarker(reason), modelWithoutTools: error.modelId },
+      };
+    }
     if (error instanceof TeamOverBudget) {
       const ending = {
         status: "over-budget",

@@ -26,7 +26,7 @@ import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
-import { cutAnswerReason, emptyAnswerReason, unusableAnswersReason } from "@/lib/llm/errors";
+import { cutAnswerReason, emptyAnswerReason, toolCallsAsTextReason, unusableAnswersReason } from "@/lib/llm/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry/tracing";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
@@ -47,6 +47,7 @@ import {
   CUT_ANSWER_NOTE,
   EMPTY_ANSWER_NOTE,
   resumeTaskMessage,
+  TOOL_CALL_AS_TEXT_NOTE,
   taskMessage,
   workInstructions,
 } from "@/lib/core/prompts";
@@ -118,6 +119,45 @@ export class UnusableAnswers extends Error {
     super(unusableAnswersReason(modelId, answers));
     this.name = "UnusableAnswers";
   }
+}
+
+/**
+ * A task's model wrote its tool calls as text twice, told in between that text is not run: its
+ * server does not pass tool calls for it, so no task of the agent's can be done with it. The
+ * session ends as for a model whose server refuses tools (classifyEnding): all of the agent's
+ * open work fails with the one reason, and the person hears it once.
+ */
+export class ToolCallsAsText extends Error {
+  constructor(readonly modelId: string) {
+    super(toolCallsAsTextReason(modelId));
+    this.name = "ToolCallsAsText";
+  }
+}
+
+/**
+ * Whether an answer is nothing but a tool call written out as JSON text (`{"name": …,
+ * "arguments": …}`, or a list of them, maybe in a code fence): what a model prints when its
+ * server's chat template does not pass tools.
+ */
+export function writesToolCallAsText(words: string): boolean {
+  const json = words.replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
+  if (!/^[[{]/.test(json)) return false;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return false;
+  }
+  const calls = Array.isArray(value) ? value : [value];
+  return (
+    calls.length > 0 &&
+    calls.every((call: unknown) => {
+      if (typeof call !== "object" || call === null) return false;
+      const named = call as { name?: unknown; function?: { name?: unknown } };
+      const name = typeof named.name === "string" ? named.name : named.function?.name;
+      return typeof name === "string" && ["arguments", "parameters", "input", "function"].some((key) => key in call);
+    })
+  );
 }
 
 /** Answers in a row whose every tool call could not be run (arguments not JSON, a tool never offered) a turn takes. */
@@ -424,10 +464,11 @@ function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
  * its result is the turn's last words. A subordinate that ends without reportToLead
  * reports anyway (completeTask tells the lead), so its lead is never left waiting.
  *
- * Empty last words (no text, no call), or words cut off at the model's output limit, are no
- * result: a note at the log's tail says what was missing and the model answers once more
- * (`askedAgain`); if that is no result either, the task fails with a reason the person and
- * its lead can read — never "completed" with nothing behind it.
+ * Empty last words (no text, no call), words cut off at the model's output limit, or a tool
+ * call written out as text are no result: a note at the log's tail says what was missing and
+ * the model answers once more (`askedAgain`); if that is no result either, the task fails with
+ * a reason the person and its lead can read — never "completed" with nothing behind it (a tool
+ * call as text again ends the session: ToolCallsAsText).
  */
 async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = false): Promise<void> {
   const { db } = deps;
@@ -441,7 +482,8 @@ async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = f
   if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;
   const words = tail?.role === "assistant" ? tail.content.trim() : "";
   const cut = state.lastFinish === "length";
-  if (words && !cut) {
+  const asText = words !== "" && writesToolCallAsText(words);
+  if (words && !cut && !asText) {
     await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, words));
     return;
   }
@@ -449,13 +491,18 @@ async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = f
     await appendMessage(
       db,
       state.conversation.id,
-      { role: "user", content: cut ? CUT_ANSWER_NOTE : EMPTY_ANSWER_NOTE, taskId: task.id },
+      {
+        role: "user",
+        content: cut ? CUT_ANSWER_NOTE : asText ? TOOL_CALL_AS_TEXT_NOTE : EMPTY_ANSWER_NOTE,
+        taskId: task.id,
+      },
       { heldBy: state.session.id },
     );
     await runTurn(deps, state, { purpose: "work", takesInput: true });
     if (state.shuttingDown()) return;
     return settleFocus(deps, state, true);
   }
+  if (asText && !cut) throw new ToolCallsAsText(state.model.modelId);
   const reason = cut ? cutAnswerReason(state.model.modelId) : emptyAnswerReason(state.model.modelId);
   await db.transaction((tx) => failTask(tx, deps.jobs, task.id, reason));
 }

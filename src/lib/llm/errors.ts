@@ -133,6 +133,14 @@ export function unusableAnswersReason(modelId: string, answers: number): string 
   return `The model ${modelId} sent ${answers} answers in a row that could not be used (tool calls whose arguments were not JSON, or that named a tool it was not offered), so its task was stopped. Try it again, or choose another model for this agent.`;
 }
 
+/**
+ * A task's model wrote its tool calls as text, even after it was told text is not run: its server
+ * does not pass tool calls for it (a chat template without tools), so no work can be done with it.
+ */
+export function toolCallsAsTextReason(modelId: string): string {
+  return `The model ${modelId} writes its tool calls as text instead of calling the tools, even when told, so the task was not done: its server does not pass tool calls for this model. Choose a model that supports tool calling, in LLM_MODEL or as this agent's own model.`;
+}
+
 /** A chat reply that said nothing and called nothing. */
 export function emptyReplyMessage(modelId: string): string {
   return `The model ${modelId} answered with nothing. Try again, or choose another model for this agent.`;

@@ -12,7 +12,12 @@ import {
   STOPPED_BY_PERSON,
   type LogInput,
 } from "@/lib/core/formats";
-import { BRIEFING_DECISION_PROMPT, CUT_ANSWER_NOTE, EMPTY_ANSWER_NOTE } from "@/lib/core/prompts";
+import {
+  BRIEFING_DECISION_PROMPT,
+  CUT_ANSWER_NOTE,
+  EMPTY_ANSWER_NOTE,
+  TOOL_CALL_AS_TEXT_NOTE,
+} from "@/lib/core/prompts";
 import { toolAction } from "@/lib/views/tool-labels";
 
 const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -229,6 +234,8 @@ export function describeLogMessage(
       failed: false,
       engine: true,
     };
+  if (content === TOOL_CALL_AS_TEXT_NOTE)
+    return { headline: "Asked again: it wrote a tool call as text", text: "", failed: false, engine: true };
   const resumed = RESUME.exec(content);
   if (resumed) return { headline: `Took up “${resumed[1]}” again`, text: "", failed: false, engine: true };
   const noted = parseOpenTasks(content);
@@ -309,7 +316,7 @@ export function taskGiver(source: string): string {
 export function plainSnippet(snippet: string): string {
   if (/\(Session ending\)|Decide whether to brief the person/.test(snippet)) return "Wrapped up the session";
   if (snippet.includes("(Your open tasks now)")) return "Its open tasks";
-  if (/\(Your last answer was (?:empty|cut off)/.test(snippet)) return "Asked again";
+  if (/\(Your last answer (?:was empty|was cut off|wrote a tool call)/.test(snippet)) return "Asked again";
   return withoutIds(snippet)
     .replace(/\(Resuming task [^:]*: /g, "Took up again: ")
     .replace(/Nothing you started for it is still open: finish it, or say where it stands\.\)/g, "")
