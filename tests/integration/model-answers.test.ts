@@ -461,6 +461,7 @@ describe("the chat", () => {
     const { team, lead } = await createTeamFixture(tests.database.db, { name: "Chat without usage" });
     const body = await (await streamChatReply(engine.deps, lead.id, "hello?", new AbortController().signal)).text();
     expect(body).toMatch(/"delta":"Hello "/);
+    expect(body).not.toMatch(/"type":"error"/);
     await expect.poll(async () => (await usageOf(team.id)).length).toBe(1);
     const [row] = await usageOf(team.id);
     expect(row).toMatchObject({ purpose: "chat", estimated: true });
