@@ -106,7 +106,8 @@ function When({ at }: { at: string }) {
 function costLine(durationMs: number | null, cost: Story["cost"]): string {
   const parts: string[] = [];
   if (durationMs !== null) parts.push(durationMs < 1000 ? "under a second" : formatElapsed(durationMs));
-  if (cost.tokens > 0) parts.push(`${formatTokensShort(cost.tokens)} tokens`);
+  // Estimated: some calls were not counted by the model server (cut off, or it sends no usage).
+  if (cost.tokens > 0) parts.push(`${formatTokensShort(cost.tokens)} tokens${cost.estimated ? " (estimated)" : ""}`);
   if (cost.usd > 0) parts.push(formatUsd(cost.usd));
   else if (cost.tokens > 0 && cost.unpriced) parts.push("no price set");
   return parts.join(" · ");

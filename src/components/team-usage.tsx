@@ -84,6 +84,17 @@ function overBudget(team: Team, spend: Spend): boolean {
   return spend.tokens >= budgets.tokens.limit || (budgets.costUsd !== null && spend.costUsd >= budgets.costUsd);
 }
 
+/** Calls the provider did not count (cut off, or a server that sends no usage): their tokens are an estimate. */
+function Estimated({ spend }: { spend: Spend }) {
+  return spend.estimatedCalls > 0 ? (
+    <p className="hint">
+      {formatTokens(spend.estimatedCalls)} of today&apos;s model calls {spend.estimatedCalls === 1 ? "was" : "were"} not
+      counted by the model server: {spend.estimatedCalls === 1 ? "its" : "their"} tokens are Cadre&apos;s estimate
+      (estimated), and the budget counts them.
+    </p>
+  ) : null;
+}
+
 function Unpriced({ spend }: { spend: Spend }) {
   return spend.unpricedModels.length > 0 ? (
     <p className="hint">
@@ -113,6 +124,7 @@ export async function TeamSpendingSection({ team }: { team: Team }) {
         </p>
       )}
       <SpendToday team={team} spend={spend} />
+      <Estimated spend={spend} />
       <Unpriced spend={spend} />
       {report.totals.calls === 0 ? (
         <p className="hint">
@@ -151,6 +163,7 @@ export async function TeamUsageSection({ team }: { team: Team }) {
         </p>
       )}
       <SpendToday team={team} spend={spend} />
+      <Estimated spend={spend} />
       <Unpriced spend={spend} />
       <TeamBudgetForm
         // A budget changed elsewhere (another tab, the API) starts the form afresh.

@@ -120,6 +120,8 @@ export type FakeOpenAIOptions = {
   promptCache?: PromptCache;
   /** How the server departs from OpenAI's behaviour (see FakeMisbehaviour); none by default. */
   misbehaviours?: readonly FakeMisbehaviour[];
+  /** How the server gets its answers wrong, as some OpenAI-compatible servers do (see AnswerModes). */
+  answerModes?: AnswerModes;
 };
 
 export async function startFakeOpenAI(
@@ -135,6 +137,7 @@ export async function startFakeOpenAI(
   const embeddingRequests: FakeEmbeddingRequest[] = [];
   let received = 0;
   const sockets = new Set<Socket>();
+  const answers = answerModesOf(options.answerModes);
 
   const server = createServer((req, res) => {
     void respond(req, res).catch((error: unknown) => {
@@ -207,8 +210,11 @@ export async function startFakeOpenAI(
       refusals.push({ reason: refused, request });
       return sendJson(res, 400, { error: { message: refused, type: "invalid_request_error", code: null } });
     }
+    const refusal = answers.refusal(request);
+    if (refusal) return sendJson(res, refusal.status, refusal.body);
     const answer = await current(request);
-    const reply = misbehaves("ignoreToolChoice") && !("fault" in answer) ? ignoringToolChoice(request, answer) : answer;
+    const obeyed = misbehaves("ignoreToolChoice") && !("fault" in answer) ? ignoringToolChoice(request, answer) : answer;
+    const reply = answers.reshape(request, obeyed);
     // Gone: the client aborted, or close() destroyed the socket while the handler ran.
     const gone = () => closed || res.destroyed;
 
@@ -243,7 +249,7 @@ export async function startFakeOpenAI(
             type: "function",
             function: { name, arguments: reply.arguments ?? '{"query": "cats' },
           };
-          return send(request, res, { text: "", toolCalls: [] }, [call], gone, cached);
+          return send(request, res, { text: "", toolCalls: [] }, [call], gone, cached, answers);
         }
       }
     }
@@ -255,7 +261,7 @@ export async function startFakeOpenAI(
       type: "function",
       function: { name: call.name, arguments: JSON.stringify(call.arguments) },
     }));
-    return send(request, res, reply, calls, gone, cached);
+    return send(request, res, reply, calls, gone, cached, answers);
   }
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -323,20 +329,25 @@ async function send(
   request: FakeChatRequest,
   res: ServerResponse,
   reply: FakeAnswer,
-  calls: WireToolCall[],
+  answered: WireToolCall[],
   gone: () => boolean,
   cached: { promptTokens: number; cachedTokens: number } | undefined,
+  answers: AnswerModesState,
 ): Promise<void> {
-  const text = reply.text ?? "";
-  const finishReason = calls.length > 0 ? "tool_calls" : "stop";
+  const cut = answers.cut(request);
+  const text = cut ? cutInHalf(reply.text ?? "") : (reply.text ?? "");
+  const calls = cut ? answered.map(cutArguments) : answered;
+  const finishReason = cut ? "length" : calls.length > 0 ? "tool_calls" : "stop";
   const completionChars = text.length + calls.reduce((sum, call) => sum + call.function.arguments.length, 0);
-  const usage = wireUsage(
-    reply.usage ?? {
-      prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
-      completion_tokens: Math.ceil(completionChars / 4),
-      cached_tokens: cached?.cachedTokens,
-    },
-  );
+  const usage = answers.withoutUsage(request)
+    ? undefined
+    : wireUsage(
+        reply.usage ?? {
+          prompt_tokens: cached?.promptTokens ?? Math.ceil(JSON.stringify(request.messages).length / 4),
+          completion_tokens: Math.ceil(completionChars / 4),
+          cached_tokens: cached?.cachedTokens,
+        },
+      );
 
   if (!request.stream) {
     const message = {
@@ -350,7 +361,7 @@ async function send(
       created: Math.floor(Date.now() / 1000),
       model: request.model,
       choices: [{ index: 0, message, finish_reason: finishReason }],
-      usage,
+      ...(usage && { usage }),
     });
   }
 
@@ -371,7 +382,7 @@ async function send(
     }
   });
   events.push(chunk(request, { delta: {}, finish_reason: finishReason }));
-  events.push({ ...chunk(request, undefined), usage });
+  if (usage) events.push({ ...chunk(request, undefined), usage });
 
   for (const event of events) {
     if (gone()) return;
@@ -462,4 +473,84 @@ function textOf(message: FakeChatMessage | undefined): string {
   if (!message?.content) return "";
   if (typeof message.content === "string") return message.content;
   return message.content.map((part) => (part.type === "text" ? (part.text ?? "") : "")).join("");
+}
+
+// ---- Answer modes: a server that gets its answers wrong (issue 33, item 3) ----------------------
+// Kept in one block (the options' `answerModes`, and the hooks named `answers` above) so other
+// modes of misbehaviour sit beside it without touching it.
+
+/**
+ * When a mode applies: `true` to every chat request, a number to that many first requests it
+ * could apply to, a function to the requests it picks.
+ */
+type AnswerModeWhen = boolean | number | ((request: FakeChatRequest) => boolean);
+
+export type AnswerModes = {
+  /** No `usage` in the answer: none in a completion, and no usage chunk in a stream (as many local servers do). */
+  noUsage?: AnswerModeWhen;
+  /** The answer says nothing: empty content and no tool calls, whatever the handler answered (a fault still fails). */
+  emptyAnswers?: AnswerModeWhen;
+  /** The answer is cut by the length limit: half its text, half of each call's arguments, finish_reason "length". */
+  lengthCut?: AnswerModeWhen;
+  /** A request that offers tools is refused with a 400, as Ollama refuses it for a model without tool support. */
+  noTools?: AnswerModeWhen;
+};
+
+type AnswerModesState = {
+  /** The error a request gets instead of an answer (noTools), or null. */
+  refusal(request: FakeChatRequest): { status: number; body: object } | null;
+  /** The handler's reply as the mode changes it (emptyAnswers). */
+  reshape(request: FakeChatRequest, reply: FakeReply): FakeReply;
+  /** Whether this answer is cut by the length limit (lengthCut). */
+  cut(request: FakeChatRequest): boolean;
+  /** Whether this answer goes without usage (noUsage). */
+  withoutUsage(request: FakeChatRequest): boolean;
+};
+
+function answerModesOf(modes: AnswerModes = {}): AnswerModesState {
+  const applies = (when: AnswerModeWhen | undefined) => {
+    let left = typeof when === "number" ? when : 0;
+    return (request: FakeChatRequest): boolean => {
+      if (when === undefined || when === false) return false;
+      if (when === true) return true;
+      if (typeof when === "function") return when(request);
+      if (left <= 0) return false;
+      left -= 1;
+      return true;
+    };
+  };
+  const [noUsage, empty, cut, noTools] = [
+    applies(modes.noUsage),
+    applies(modes.emptyAnswers),
+    applies(modes.lengthCut),
+    applies(modes.noTools),
+  ];
+  return {
+    refusal: (request) =>
+      (request.tools?.length ?? 0) > 0 && noTools(request)
+        ? {
+            status: 400,
+            body: {
+              error: {
+                message: `registry.ollama.ai/library/${request.model} does not support tools`,
+                type: "api_error",
+                param: null,
+                code: null,
+              },
+            },
+          }
+        : null,
+    reshape: (request, reply) => ("fault" in reply || !empty(request) ? reply : { ...reply, text: "", toolCalls: [] }),
+    cut,
+    withoutUsage: noUsage,
+  };
+}
+
+function cutInHalf(text: string): string {
+  return text.slice(0, Math.ceil(text.length / 2));
+}
+
+/** A call whose arguments stop half-way: no longer JSON, as a length cut leaves them. */
+function cutArguments(call: WireToolCall): WireToolCall {
+  return { ...call, function: { ...call.function, arguments: cutInHalf(call.function.arguments) } };
 }

@@ -221,3 +221,50 @@ describe("the prompt cache stand-in", () => {
     ).toBe(true);
   });
 });
+
+describe("fake OpenAI server's answer modes", () => {
+  const servers: FakeOpenAI[] = [];
+  afterAll(async () => {
+    for (const server of servers) await server.close();
+  });
+  const on = async (modes: Parameters<typeof startFakeOpenAI>[1]) => {
+    const fake = await startFakeOpenAI(
+      () => ({ text: "Twelve words that the model meant to say in full, and more." }),
+      modes,
+    );
+    servers.push(fake);
+    return createOpenAI({ baseURL: fake.url, apiKey: "test" }).chat("tiny");
+  };
+  const tools = { search: tool({ inputSchema: z.object({ query: z.string() }), execute: async () => "hit" }) };
+
+  it("noUsage: no usage in a completion, nor a usage chunk in a stream", async () => {
+    const model = await on({ answerModes: { noUsage: true } });
+    const generated = await generateText({ model, prompt: "hi" });
+    expect(generated.usage.inputTokens).toBeUndefined();
+    const streamed = streamText({ model, prompt: "hi" });
+    expect(await streamed.text).toMatch(/^Twelve/);
+    expect((await streamed.usage).inputTokens).toBeUndefined();
+  });
+
+  it("emptyAnswers (the first N): empty content and no calls, then the handler's answers", async () => {
+    const model = await on({ answerModes: { emptyAnswers: 1 } });
+    expect((await generateText({ model, prompt: "hi" })).text).toBe("");
+    expect((await generateText({ model, prompt: "hi" })).text).toMatch(/^Twelve/);
+  });
+
+  it("lengthCut: half the text, finish reason length", async () => {
+    const model = await on({ answerModes: { lengthCut: true } });
+    const result = await generateText({ model, prompt: "hi" });
+    expect(result.finishReason).toBe("length");
+    expect(result.text).toBe("Twelve words that the model me");
+  });
+
+  it("noTools: a request that offers tools gets Ollama's 400; one without tools is answered", async () => {
+    const model = await on({ answerModes: { noTools: true } });
+    await expect(generateText({ model, prompt: "hi", tools, maxRetries: 0 })).rejects.toMatchObject({
+      statusCode: 400,
+      message: "registry.ollama.ai/library/tiny does not support tools",
+    });
+    expect((await generateText({ model, prompt: "hi" })).text).toMatch(/^Twelve/);
+  });
+});

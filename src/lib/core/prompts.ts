@@ -96,6 +96,21 @@ export const JOINED_MESSAGES_SEPARATOR = "\n\n---\n\n";
 /** Opens a conversation that starts with the agent's own words (a lead's chat opens with its briefings): templates want the user first. */
 export const CONVERSATION_OPENING = "(The conversation so far follows.)";
 
+/**
+ * The note after a task's turn ended with an empty answer (no text, no tool call): an empty
+ * answer is no result, so the model is told what was missing and answers once more.
+ */
+export const EMPTY_ANSWER_NOTE =
+  "(Your last answer was empty: no text and no tool call. The task in focus is not done until you do its work with your tools and end with its result in words. Go on now.)";
+
+/** The note after a task's last answer was cut off at the output length limit: it is asked once more, shorter. */
+export const CUT_ANSWER_NOTE =
+  "(Your last answer was cut off at the output length limit, so it is not a result. Answer again, shorter: the result in a few short paragraphs.)";
+
+/** The note after a task's last answer was a tool call written out as text: text is not run, so it is asked once more. */
+export const TOOL_CALL_AS_TEXT_NOTE =
+  "(Your last answer wrote a tool call out as text. Text is not run: call the tool itself, or, if the task is done, answer with its result in words.)";
+
 export const BRIEFING_DECISION_PROMPT =
   "(Session ending) Decide whether to brief the person. If this session produced something they should know that you have not briefed yet, call createInboxItem. Otherwise reply exactly: No briefing needed. Call no other tool now: new work waits for the next session.";
 

@@ -62,6 +62,28 @@ export async function alertTaskFailed(
 }
 
 /**
+ * The model an agent uses cannot call tools (its server refused them): none of the agent's work
+ * can be done, and its tasks failed with `reason`. Once per team and model, however many tasks,
+ * agents or sessions it stopped: the person hears it once, with what to choose instead.
+ */
+export async function alertModelWithoutTools(
+  db: Db,
+  jobs: JobQueue,
+  agent: Agent,
+  model: string,
+  reason: string,
+): Promise<void> {
+  await raiseAlert(db, jobs, {
+    teamId: agent.teamId,
+    agentId: agent.id,
+    key: `model-without-tools:${agent.teamId}:${model}`,
+    title: `The model ${model} cannot call tools: ${agent.name}'s work stopped`,
+    summary: reason,
+    content: `**${agent.name}** works with the model **${model}**, and its server says that model cannot call tools. Cadre's agents work through tools, so nothing it was given could be done: its open tasks failed with this reason.\n\n${reason}\n\nOnce the agent has a model that calls tools, give the work again (Retry on each task).`,
+  });
+}
+
+/**
  * A work session failed with no task of the person's to fail (a webhook's input, a report):
  * the team stopped working, and the person hears so once per session.
  */

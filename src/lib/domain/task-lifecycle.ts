@@ -63,14 +63,23 @@ export function completeTask(db: Db, jobs: JobQueue, taskId: string, result: str
   return endTask(db, jobs, taskId, { status: "completed", result });
 }
 
-/** fail: the person is alerted and the work delegated from it is cancelled (see endTask). Null when it was final already. */
-export function failTask(db: Db, jobs: JobQueue, taskId: string, reason: string): Promise<Task | null> {
-  return endTask(db, jobs, taskId, { status: "failed", reason });
+/**
+ * fail: the person is alerted and the work delegated from it is cancelled (see endTask). Null when
+ * it was final already. `alerted`: the caller raised the one alert that covers this failure and others.
+ */
+export function failTask(
+  db: Db,
+  jobs: JobQueue,
+  taskId: string,
+  reason: string,
+  options: { alerted?: boolean } = {},
+): Promise<Task | null> {
+  return endTask(db, jobs, taskId, { status: "failed", reason, alerted: options.alerted });
 }
 
 type TaskEnd =
   | { status: "completed"; result: string }
-  | { status: "failed"; reason: string }
+  | { status: "failed"; reason: string; alerted?: boolean }
   | { status: "cancelled"; reason: string; removed?: boolean };
 
 /**
@@ -105,7 +114,7 @@ async function endTask(db: Db, jobs: JobQueue, taskId: string, end: TaskEnd): Pr
     }
   }
   if (end.status === "failed") {
-    await alertTaskFailed(db, jobs, agent, task, end.reason);
+    if (!end.alerted) await alertTaskFailed(db, jobs, agent, task, end.reason);
     const delegated = await listOpenSubtasks(db, task.id);
     await cancelTrees(
       db,

@@ -19,7 +19,7 @@ import type { Db } from "@/lib/db/client";
 import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
-import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { describeModelError, emptyReplyMessage, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry/tracing";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { teamSpendToday } from "@/lib/usage/spend";
@@ -116,7 +116,7 @@ async function replyInChat(
     },
     onLanguageModelCallEnd: async (event) => {
       partial = "";
-      await recorder.recordModelResponse(event.content);
+      await recorder.recordModelResponse(saidOrMarked(event.content, model.modelId));
     },
     onStepEnd: turn.endStep,
     onEnd: () => {
@@ -144,7 +144,8 @@ async function replyInChat(
 
   const stream = createUIMessageStream({
     execute: ({ writer }) => {
-      writer.merge(toUIMessageStream({ stream: result.stream, onError: describeChatError }));
+      const told = result.stream.pipeThrough(sayWhenEmpty(model.modelId));
+      writer.merge(toUIMessageStream({ stream: told, onError: describeChatError }));
     },
     // The person sees what went wrong and what to do, never a bare "An error occurred".
     onError: describeChatError,
@@ -274,7 +275,7 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
     await generateModelText(call, {
       ...(await turn.options()),
       onLanguageModelCallEnd: async (event) => {
-        await turn.recorder.recordModelResponse(event.content);
+        await turn.recorder.recordModelResponse(saidOrMarked(event.content, turn.model.modelId));
       },
       onStepEnd: turn.endStep,
     });
@@ -308,7 +309,47 @@ function isAgentDeleted(error: unknown): boolean {
 }
 
 function describeChatError(error: unknown): string {
+  if (error instanceof EmptyReply) return error.message;
   return isAgentDeleted(error)
     ? "This agent was deleted while it answered; the rest of the reply was not kept."
     : describeModelError(error);
+}
+
+/** A reply whose last answer said nothing and called nothing: the person is told so, in words. */
+class EmptyReply extends Error {
+  constructor(modelId: string) {
+    super(emptyReplyMessage(modelId));
+    this.name = "EmptyReply";
+  }
+}
+
+type AnswerPart = { type: string; text?: string };
+
+/** Whether an answer says nothing and calls nothing (reasoning alone is nothing to the person). */
+function saysNothing(content: readonly AnswerPart[]): boolean {
+  return !content.some((part) => part.type === "tool-call" || (part.type === "text" && part.text?.trim()));
+}
+
+/** An answer as it is stored: one that says nothing is stored as the error it is, so the chat shows it and a reload still does. */
+function saidOrMarked<T extends AnswerPart>(content: readonly T[], modelId: string): readonly AnswerPart[] {
+  return saysNothing(content) ? [{ type: "text", text: errorMarker(emptyReplyMessage(modelId)) }] : content;
+}
+
+/**
+ * The reply's stream, with an error part before its end when its last step said nothing and
+ * called nothing: the person reads why there is no answer instead of an empty bubble.
+ */
+function sayWhenEmpty<PART extends AnswerPart>(modelId: string): TransformStream<PART, PART> {
+  let said = false;
+  let failed = false;
+  return new TransformStream({
+    transform(part, controller) {
+      if (part.type === "start-step") said = false;
+      else if (part.type === "tool-call" || (part.type === "text-delta" && part.text?.trim())) said = true;
+      else if (part.type === "error" || part.type === "abort") failed = true;
+      else if (part.type === "finish" && !said && !failed)
+        controller.enqueue({ type: "error", error: new EmptyReply(modelId) } as unknown as PART);
+      controller.enqueue(part);
+    },
+  });
 }

@@ -14,8 +14,8 @@ import {
   recordReapedAsStopped,
 } from "@/lib/db/queries/work-sessions";
 import type { Agent, WorkSession } from "@/lib/db/schema";
-import { activeTaskStatuses } from "@/lib/db/task-statuses";
-import { alertSessionFailed, alertTeamOverBudget } from "@/lib/domain/alerts";
+import { activeTaskStatuses, openTaskStatuses } from "@/lib/db/task-statuses";
+import { alertModelWithoutTools, alertSessionFailed, alertTeamOverBudget } from "@/lib/domain/alerts";
 import { teamBudgets, type TeamBudgetFields } from "@/lib/domain/budgets";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { CANCELLED_BY_PERSON, STOPPED_BY_PERSON, STOPPED_MARKER, taskCancelledMarker } from "@/lib/core/formats";
@@ -29,8 +29,12 @@ export type SessionEnding =
    * cancelled — or because its last open task was cancelled, which left nothing to cancel.
    */
   | { status: "stopped" }
-  /** A model error, the step limit or a budget: what it was working on failed, and the person gets an alert. */
-  | { status: "failed"; reason: string; marker: string }
+  /**
+   * A model error, the step limit or a budget: what it was working on failed, and the person gets
+   * an alert. `modelWithoutTools`: the model cannot call tools at all, so all of the agent's open
+   * work fails with the one reason, and the person gets one alert for the team and model.
+   */
+  | { status: "failed"; reason: string; marker: string; modelWithoutTools?: string }
   /** The worker is shutting down: another worker continues from the stored log. */
   | { status: "interrupted"; reason: string }
   /**
@@ -131,6 +135,14 @@ async function endOpenWork(
       STOPPED_BY_PERSON,
       { quietFor: agent.id },
     );
+    return;
+  }
+  if (ending.modelWithoutTools) {
+    // Not the turn but the model failed: no task of the agent's can be done with it, so each ends
+    // now with the reason, rather than one session after another asking the server to refuse again.
+    await alertModelWithoutTools(tx, deps.jobs, agent, ending.modelWithoutTools, ending.reason);
+    const open = await listTasksByAgent(tx, agent.id, openTaskStatuses);
+    for (const task of open) await failTask(tx, deps.jobs, task.id, ending.reason, { alerted: true });
     return;
   }
   // What failed is the turn, so the task it served fails: the agent's other tasks (waiting

@@ -7,7 +7,7 @@ import { ModelTimeoutError } from "@/lib/llm/errors";
 import { BudgetExceeded, TeamOverBudget } from "@/lib/domain/budgets";
 import { budgetMarker, errorMarker, stepLimitMarker } from "@/lib/core/formats";
 import { classifyEnding, interruptionText, type SessionRun } from "./session-ending";
-import { StepLimitReached } from "./work-loop";
+import { StepLimitReached, ToolCallsAsText, UnusableAnswers } from "./work-loop";
 
 const team = { id: "team-1", name: "Scouts", dailyTokenBudget: 1000, dailyCostBudgetUsd: null };
 const started = { team, steps: 7 };
@@ -117,6 +117,54 @@ describe("classifyEnding: what the run threw", () => {
     const ending = threw(new ModelTimeoutError(30_000));
     expect(ending).toMatchObject({ kind: "end", ending: { status: "failed" }, log: { line: "model failure" } });
     expect(ending.kind === "end" && ending.ending.status === "failed" && ending.ending.reason).toMatch(/30 s/);
+  });
+
+  it("a model that cannot call tools fails what the session was on once, naming the model and what to choose", () => {
+    const error = new APICallError({
+      message: "registry.ollama.ai/library/tiny does not support tools",
+      url: "http://model/v1/chat/completions",
+      requestBodyValues: { model: "tiny" },
+      statusCode: 400,
+      isRetryable: false,
+    });
+    const ending = threw(error);
+    expect(ending).toMatchObject({
+      kind: "end",
+      ending: { status: "failed", modelWithoutTools: "tiny" },
+      log: { line: "model failure" },
+    });
+    const reason = ending.kind === "end" && ending.ending.status === "failed" ? ending.ending.reason : "";
+    expect(reason).toMatch(/^The model tiny cannot call tools/);
+    expect(reason).toMatch(/Choose a model that supports tool calling, in LLM_MODEL or as this agent's own model\./);
+  });
+
+  it("any other model error names no model without tools", () => {
+    expect(threw(modelDown())).not.toHaveProperty("ending.modelWithoutTools");
+  });
+
+  it("a model that kept sending calls nothing could run fails what the session was on, in words", () => {
+    const error = new UnusableAnswers("tiny", 3);
+    expect(threw(error)).toEqual({
+      kind: "end",
+      ending: { status: "failed", reason: error.message, marker: errorMarker(error.message) },
+    });
+    expect(error.message).toMatch(/^The model tiny sent 3 answers in a row that could not be used/);
+  });
+
+  it("a model that writes its tool calls as text ends its agent's work as one without tools does, in words", () => {
+    const error = new ToolCallsAsText("tiny");
+    expect(threw(error)).toEqual({
+      kind: "end",
+      ending: {
+        status: "failed",
+        reason: error.message,
+        marker: errorMarker(error.message),
+        modelWithoutTools: "tiny",
+      },
+    });
+    expect(error.message).toMatch(
+      /^The model tiny writes its tool calls as text.*Choose a model that supports tool calling/,
+    );
   });
 
   it("work the database refuses to store fails visibly instead of being retried without end", () => {

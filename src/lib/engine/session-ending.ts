@@ -5,13 +5,13 @@ import "server-only";
 // endWorkSession writes, a log line, or the interruption that leaves the job to its retry.
 import { SessionTakenOver } from "@/lib/db/queries/messages";
 import { databaseUnavailableReason, isDataException } from "@/lib/db/errors";
-import { describeModelError, isModelFailure } from "@/lib/llm/errors";
+import { describeModelError, isModelFailure, modelWithoutTools } from "@/lib/llm/errors";
 import { describeForLog } from "@/lib/telemetry/log";
 import { plural } from "@/lib/util/plural";
 import { BudgetExceeded, type TeamBudgetFields, TeamOverBudget } from "@/lib/domain/budgets";
 import { budgetMarker, errorMarker } from "@/lib/core/formats";
 import type { SessionEnding } from "./session-end";
-import { StepLimitReached, type WorkLoopOutcome } from "./work-loop";
+import { StepLimitReached, ToolCallsAsText, UnusableAnswers, type WorkLoopOutcome } from "./work-loop";
 
 /** What was deleted under a session, found once it failed (agentAfterDeletions). */
 export type DeletedUnderSession = "team-deleted" | "agent-deleted";
@@ -91,6 +91,17 @@ export function classifyEnding(run: SessionRun): ClassifiedEnding {
     if (stopReason === "user") return { kind: "end", ending: { status: "stopped" } };
     if (error instanceof StepLimitReached)
       return { kind: "end", ending: { status: "failed", reason: error.message, marker: error.marker } };
+    // The model kept sending calls nothing could run: its task fails in words, as a model failure does.
+    if (error instanceof UnusableAnswers)
+      return { kind: "end", ending: { status: "failed", reason: error.message, marker: errorMarker(error.message) } };
+    // Its tool calls come as text: no work of the agent's can be done with this model, as when its server refuses tools.
+    if (error instanceof ToolCallsAsText) {
+      const reason = error.message;
+      return {
+        kind: "end",
+        ending: { status: "failed", reason, marker: errorMarker(reason), modelWithoutTools: error.modelId },
+      };
+    }
     if (error instanceof TeamOverBudget) {
       const ending = {
         status: "over-budget",
@@ -105,9 +116,15 @@ export function classifyEnding(run: SessionRun): ClassifiedEnding {
     // An abort nobody asked for is the model call's own timeout.
     if (isModelFailure(error)) {
       const reason = describeModelError(error);
+      const withoutTools = modelWithoutTools(error);
       return {
         kind: "end",
-        ending: { status: "failed", reason, marker: errorMarker(reason) },
+        ending: {
+          status: "failed",
+          reason,
+          marker: errorMarker(reason),
+          ...(withoutTools !== null && { modelWithoutTools: withoutTools }),
+        },
         log: { line: "model failure", error },
       };
     }

@@ -1,5 +1,5 @@
 import "server-only";
-import { stepCountIs, type ToolSet } from "ai";
+import { JSONParseError, stepCountIs, type FinishReason, type StepResult, type ToolSet } from "ai";
 import { TransactionRollbackError } from "drizzle-orm";
 import type { Db } from "@/lib/db/client";
 import { requireAgent } from "@/lib/db/queries/agents";
@@ -26,6 +26,7 @@ import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
 import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
+import { cutAnswerReason, emptyAnswerReason, toolCallsAsTextReason, unusableAnswersReason } from "@/lib/llm/errors";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { inSpan } from "@/lib/telemetry/tracing";
 import { carryOutDecisions, decisionsNote, tasksReadyToGoOn } from "./approvals";
@@ -41,9 +42,17 @@ import {
   taskSourceWords,
 } from "@/lib/core/formats";
 import { extractKnowledgeFromConversation } from "@/lib/domain/knowledge-items";
-import { BRIEFING_DECISION_PROMPT, resumeTaskMessage, taskMessage, workInstructions } from "@/lib/core/prompts";
+import {
+  BRIEFING_DECISION_PROMPT,
+  CUT_ANSWER_NOTE,
+  EMPTY_ANSWER_NOTE,
+  resumeTaskMessage,
+  TOOL_CALL_AS_TEXT_NOTE,
+  taskMessage,
+  workInstructions,
+} from "@/lib/core/prompts";
 import { StepRecorder } from "./step-recorder";
-import { completeTask, startTask } from "@/lib/domain/task-lifecycle";
+import { completeTask, failTask, startTask } from "@/lib/domain/task-lifecycle";
 import { workTools } from "./tools";
 import { openTurn, type TurnOwner, turnTools } from "./turn";
 import { awaitsReply, moveQueuedInput, storyTaskOfInput } from "./work-log";
@@ -72,6 +81,8 @@ export type SessionState = {
    * and briefing come of that work. Null for a turn about no task at all.
    */
   storyTask: string | null;
+  /** Why the model's last answer of the latest turn ended ("length": cut off at its output limit). */
+  lastFinish?: FinishReason;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
   /**
@@ -96,6 +107,81 @@ export class StepLimitReached extends Error {
     this.name = "StepLimitReached";
     this.marker = stepLimitMarker(limit);
   }
+}
+
+/**
+ * A turn's model sent MAX_UNUSABLE_ANSWERS answers in a row that nothing could be done with:
+ * each told so, each answer no better. The session ends, and what it was working on fails,
+ * instead of spending the step limit's rounds on more of the same.
+ */
+export class UnusableAnswers extends Error {
+  constructor(modelId: string, answers: number) {
+    super(unusableAnswersReason(modelId, answers));
+    this.name = "UnusableAnswers";
+  }
+}
+
+/**
+ * A task's model wrote its tool calls as text twice, told in between that text is not run: its
+ * server does not pass tool calls for it, so no task of the agent's can be done with it. The
+ * session ends as for a model whose server refuses tools (classifyEnding): all of the agent's
+ * open work fails with the one reason, and the person hears it once.
+ */
+export class ToolCallsAsText extends Error {
+  constructor(readonly modelId: string) {
+    super(toolCallsAsTextReason(modelId));
+    this.name = "ToolCallsAsText";
+  }
+}
+
+/**
+ * Whether an answer is nothing but a tool call written out as JSON text (`{"name": …,
+ * "arguments": …}`, or a list of them, maybe in a code fence): what a model prints when its
+ * server's chat template does not pass tools.
+ */
+export function writesToolCallAsText(words: string): boolean {
+  const json = words.replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
+  if (!/^[[{]/.test(json)) return false;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return false;
+  }
+  const calls = Array.isArray(value) ? value : [value];
+  return (
+    calls.length > 0 &&
+    calls.every((call: unknown) => {
+      if (typeof call !== "object" || call === null) return false;
+      const named = call as { name?: unknown; function?: { name?: unknown } };
+      const name = typeof named.name === "string" ? named.name : named.function?.name;
+      return typeof name === "string" && ["arguments", "parameters", "input", "function"].some((key) => key in call);
+    })
+  );
+}
+
+/** Answers in a row whose every tool call could not be run (arguments not JSON, a tool never offered) a turn takes. */
+const MAX_UNUSABLE_ANSWERS = 3;
+
+/** How many of a turn's latest answers, in a row, called tools and every one of those calls was unusable. */
+function unusableAnswersInARow(steps: readonly Pick<StepResult<ToolSet>, "toolCalls">[]): number {
+  let count = 0;
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const calls = steps[index]!.toolCalls;
+    if (calls.length === 0 || !calls.every(unusableCall)) break;
+    count += 1;
+  }
+  return count;
+}
+
+/**
+ * A call nothing can run: a tool never offered, or arguments that are not JSON (as an answer
+ * cut at the length limit leaves them). Arguments in JSON that the tool does not take are a
+ * tool error like any other: the model is told, and may well put them right.
+ */
+function unusableCall(call: { invalid?: boolean; error?: unknown }): boolean {
+  if (call.invalid !== true || !(call.error instanceof Error)) return false;
+  return call.error.name === "AI_NoSuchToolError" || JSONParseError.isInstance(call.error.cause);
 }
 
 /**
@@ -377,8 +463,14 @@ function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
  * After a work turn: the task in focus is done when nothing it started is still open —
  * its result is the turn's last words. A subordinate that ends without reportToLead
  * reports anyway (completeTask tells the lead), so its lead is never left waiting.
+ *
+ * Empty last words (no text, no call), words cut off at the model's output limit, or a tool
+ * call written out as text are no result: a note at the log's tail says what was missing and
+ * the model answers once more (`askedAgain`); if that is no result either, the task fails with
+ * a reason the person and its lead can read — never "completed" with nothing behind it (a tool
+ * call as text again ends the session: ToolCallsAsText).
  */
-async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void> {
+async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = false): Promise<void> {
   const { db } = deps;
   if (!state.focus) return;
   const tail = await getLastMessage(db, state.conversation.id);
@@ -388,8 +480,31 @@ async function settleFocus(deps: EngineDeps, state: SessionState): Promise<void>
   // Input about it arrived during the turn's last call (a report, an answer): the turn's last
   // words were written without it. The next turn takes it up and settles the task then.
   if (await hasAgentInputAbout(db, state.agent.id, task.id)) return;
-  const result = tail?.role === "assistant" && tail.content.trim() ? tail.content.trim() : "Done.";
-  await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, result));
+  const words = tail?.role === "assistant" ? tail.content.trim() : "";
+  const cut = state.lastFinish === "length";
+  const asText = words !== "" && writesToolCallAsText(words);
+  if (words && !cut && !asText) {
+    await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, words));
+    return;
+  }
+  if (!askedAgain) {
+    await appendMessage(
+      db,
+      state.conversation.id,
+      {
+        role: "user",
+        content: cut ? CUT_ANSWER_NOTE : asText ? TOOL_CALL_AS_TEXT_NOTE : EMPTY_ANSWER_NOTE,
+        taskId: task.id,
+      },
+      { heldBy: state.session.id },
+    );
+    await runTurn(deps, state, { purpose: "work", takesInput: true });
+    if (state.shuttingDown()) return;
+    return settleFocus(deps, state, true);
+  }
+  if (asText && !cut) throw new ToolCallsAsText(state.model.modelId);
+  const reason = cut ? cutAnswerReason(state.model.modelId) : emptyAnswerReason(state.model.modelId);
+  await db.transaction((tx) => failTask(tx, deps.jobs, task.id, reason));
 }
 
 /**
@@ -524,7 +639,11 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
           ? { openai: { allowedTools: { toolNames: [...turn.only] } } }
           : undefined,
       toolCallConcurrency: 1,
-      stopWhen: [stepCountIs(remaining), () => state.shuttingDown()],
+      stopWhen: [
+        stepCountIs(remaining),
+        () => state.shuttingDown(),
+        ({ steps }) => unusableAnswersInARow(steps) >= MAX_UNUSABLE_ANSWERS,
+      ],
       prepareStep: async ({ stepNumber }) => {
         recorder.throwIfFailed();
         return stepNumber === 0 ? undefined : calls.prepare();
@@ -532,8 +651,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
       // Stores the answer, right after the context it was given, and the call's usage row with it.
       onLanguageModelCallEnd: async (event) => {
         state.steps += 1;
-        recordSpending(state, event.usage);
+        // The row's count: the provider's, or Cadre's estimate when the server sent none.
         const usage = usageRowOf(call, event);
+        recordSpending(state, usage);
         await recorder.recordModelResponse(event.content, calls.contextTail(), usage);
         call.onUsageRecorded?.(usage);
       },
@@ -548,6 +668,9 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   recorder.throwIfFailed();
   if (recorder.executedTools.includes("createInboxItem")) state.briefed = true;
   const last = result.steps.at(-1);
+  state.lastFinish = last?.finishReason;
+  if (unusableAnswersInARow(result.steps) >= MAX_UNUSABLE_ANSWERS && !state.shuttingDown())
+    throw new UnusableAnswers(state.model.modelId, MAX_UNUSABLE_ANSWERS);
   const waitsForPerson = recorder.heldForDecision > 0;
   if (
     last?.finishReason === "tool-calls" &&

@@ -36,7 +36,8 @@ type Attempt = {
  * estimated: the input estimated from the request, no output. So a call whose process dies
  * mid-call (kill -9) is counted, as the provider may bill it. Then, as the call ends:
  * - answered: the SDK's onLanguageModelCallEnd writes the provider's count over the row
- *   (recordUsage, or the caller's own write with the id from takeRowId);
+ *   (recordUsage, or the caller's own write with the id from takeRow); a server that sent no
+ *   count leaves the estimate, its output estimated from the answer, still marked estimated;
  * - stopped by its caller or cut off by its time limit, or failed after output began: the row
  *   keeps the estimate, with the output streamed so far, its duration and why it ended;
  * - failed before any output (a 429, a 5xx, a refused request: not billed): the row is removed.
@@ -184,13 +185,14 @@ export class CallUsage {
   }
 
   /**
-   * The id of the row the current call's start wrote, for the write that settles it with the
-   * provider's count (onLanguageModelCallEnd): nothing here writes over it after.
+   * The row the current call's start wrote, for the write that settles it with the provider's
+   * count (onLanguageModelCallEnd): its id (nothing here writes over it after) and its input
+   * estimate, which stands when the provider sent no count.
    */
-  takeRowId(): string | undefined {
+  takeRow(): { id: string | undefined; inputTokens: number } {
     const attempt = this.current;
-    if (!attempt) return undefined;
+    if (!attempt) return { id: undefined, inputTokens: this.inputEstimate ?? 0 };
     attempt.done = true;
-    return attempt.id;
+    return { id: attempt.id, inputTokens: attempt.inputTokens };
   }
 }

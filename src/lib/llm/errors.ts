@@ -55,6 +55,10 @@ export function describeModelError(error: unknown): string {
       return "The model server is rate-limiting requests (HTTP 429). Wait a little and try again, or raise your plan's limits.";
     if (status !== undefined && status >= 500)
       return `The model server failed (HTTP ${status}). Try again in a moment.`;
+    if (cannotCallTools(root)) {
+      const model = requestedModel(root);
+      return `The model ${model ?? "in use"} cannot call tools (its server says: ${root.message}), and Cadre's agents work through tools. Choose a model that supports tool calling, in LLM_MODEL or as this agent's own model.`;
+    }
     if (status !== undefined && status < 300)
       return `The model server's answer was cut off or malformed (${root.message}). Try again; if it keeps happening, check the server's logs.`;
     if (status !== undefined) return `The model server rejected the request (HTTP ${status}): ${root.message}`;
@@ -77,6 +81,69 @@ export function describeModelError(error: unknown): string {
   }
   if (/timed? ?out|timeout/i.test(message)) return `The model server did not answer in time (${message}). Try again.`;
   return `The model call failed: ${message}`;
+}
+
+/**
+ * A server's refusal to take tools for this model (Ollama: "registry.ollama.ai/library/x does
+ * not support tools"; others say "tools are not supported", "tool calling is not supported").
+ */
+const NO_TOOLS = /does not support tools|tools? (?:use |calling |calls )?(?:is |are )?not supported/i;
+
+/**
+ * The model that cannot call tools at all, as its server said (no retry or other task will fare
+ * better): its name as the request gave it, or "the model"; null for any other error.
+ */
+export function modelWithoutTools(error: unknown): string | null {
+  const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
+  if (!cannotCallTools(root) || !APICallError.isInstance(root)) return null;
+  return requestedModel(root) ?? "the model";
+}
+
+function cannotCallTools(error: unknown): boolean {
+  const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
+  return (
+    APICallError.isInstance(root) &&
+    root.statusCode !== undefined &&
+    root.statusCode >= 400 &&
+    root.statusCode < 500 &&
+    NO_TOOLS.test(`${root.message} ${root.responseBody ?? ""}`)
+  );
+}
+
+/** The model's name as the request gave it, for words that name it. */
+function requestedModel(error: APICallError): string | null {
+  const body = error.requestBodyValues;
+  return body && typeof body === "object" && "model" in body && typeof body.model === "string" ? body.model : null;
+}
+
+// What a model sent that is no answer, in words (the work loop and the chat use them).
+
+/** A task's turn ended with nothing said or done, even after the model was told so and asked again. */
+export function emptyAnswerReason(modelId: string): string {
+  return `The model ${modelId} answered with nothing, even when asked again, so the task was not done. Try it again, or choose another model for this agent.`;
+}
+
+/** A task's last answer was cut off at the model's output limit, even after it was asked for a shorter one. */
+export function cutAnswerReason(modelId: string): string {
+  return `The model ${modelId} was cut off at its output length limit, even when asked for a shorter answer, so the task was not done. Raise the model server's output limit, or choose another model for this agent.`;
+}
+
+/** A turn's model kept sending answers nothing could be done with (see UnusableAnswers in work-loop.ts). */
+export function unusableAnswersReason(modelId: string, answers: number): string {
+  return `The model ${modelId} sent ${answers} answers in a row that could not be used (tool calls whose arguments were not JSON, or that named a tool it was not offered), so its task was stopped. Try it again, or choose another model for this agent.`;
+}
+
+/**
+ * A task's model wrote its tool calls as text, even after it was told text is not run: its server
+ * does not pass tool calls for it (a chat template without tools), so no work can be done with it.
+ */
+export function toolCallsAsTextReason(modelId: string): string {
+  return `The model ${modelId} writes its tool calls as text instead of calling the tools, even when told, so the task was not done: its server does not pass tool calls for this model. Choose a model that supports tool calling, in LLM_MODEL or as this agent's own model.`;
+}
+
+/** A chat reply that said nothing and called nothing. */
+export function emptyReplyMessage(modelId: string): string {
+  return `The model ${modelId} answered with nothing. Try again, or choose another model for this agent.`;
 }
 
 function isTimeoutSignal(error: unknown): boolean {

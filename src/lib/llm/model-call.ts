@@ -256,7 +256,7 @@ function callRow(call: Omit<ModelCall, "model"> & { model: { modelId: string } }
  */
 export function usageRowOf(
   call: ModelCall,
-  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">,
+  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance" | "content">,
 ): NewUsage {
   return settledRow(call, usageOfCalls.get(call), event);
 }
@@ -264,17 +264,41 @@ export function usageRowOf(
 function settledRow(
   call: ModelCall,
   usage: CallUsage | undefined,
-  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance">,
+  event: Pick<LanguageModelCallEndEvent<ToolSet>, "finishReason" | "usage" | "performance" | "content">,
 ): NewUsage {
-  return {
+  const started = usage?.takeRow();
+  const row = {
     ...modelUsageRow({
       ...callRow(call),
       finishReason: event.finishReason,
       usage: event.usage,
       durationMs: Math.round(event.performance.responseTimeMs),
     }),
-    id: usage?.takeRowId(),
+    id: started?.id,
   };
+  const { inputTokens, outputTokens } = event.usage;
+  if (inputTokens !== undefined && outputTokens !== undefined) return row;
+  // The server sent no count, or half of one (many local servers send none): the call is counted
+  // all the same, what is missing as Cadre estimates it — the input from the request, the output
+  // from the answer — and marked estimated, so pages say so and budgets still stop work at their
+  // limit. A missing cached figure is no estimate: the input then counts as not cached.
+  return {
+    ...row,
+    inputTokens: inputTokens ?? started?.inputTokens ?? 0,
+    outputTokens: outputTokens ?? tokensOfChars(outputChars(event.content)),
+    estimated: true,
+  };
+}
+
+/** The characters of an answer the model wrote: its text, its reasoning, its calls' arguments. */
+function outputChars(content: LanguageModelCallEndEvent<ToolSet>["content"]): number {
+  let chars = 0;
+  for (const part of content) {
+    if (part.type === "text" || part.type === "reasoning") chars += part.text.length;
+    else if (part.type === "tool-call")
+      chars += typeof part.input === "string" ? part.input.length : (JSON.stringify(part.input)?.length ?? 0);
+  }
+  return chars;
 }
 
 /**

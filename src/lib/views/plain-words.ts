@@ -12,7 +12,12 @@ import {
   STOPPED_BY_PERSON,
   type LogInput,
 } from "@/lib/core/formats";
-import { BRIEFING_DECISION_PROMPT } from "@/lib/core/prompts";
+import {
+  BRIEFING_DECISION_PROMPT,
+  CUT_ANSWER_NOTE,
+  EMPTY_ANSWER_NOTE,
+  TOOL_CALL_AS_TEXT_NOTE,
+} from "@/lib/core/prompts";
 import { toolAction } from "@/lib/views/tool-labels";
 
 const UUID_SOURCE = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}";
@@ -220,6 +225,17 @@ export function describeLogMessage(
   // The prompt's opening: its wording grew over versions, and older logs keep theirs.
   if (content.startsWith(BRIEFING_DECISION_PROMPT.slice(0, BRIEFING_DECISION_PROMPT.indexOf(".") + 1)))
     return { headline: "Wrapped up the session", text: "", failed: false, engine: true };
+  if (content === EMPTY_ANSWER_NOTE)
+    return { headline: "Asked again: its answer was empty", text: "", failed: false, engine: true };
+  if (content === CUT_ANSWER_NOTE)
+    return {
+      headline: "Asked again: its answer was cut off at the model's length limit",
+      text: "",
+      failed: false,
+      engine: true,
+    };
+  if (content === TOOL_CALL_AS_TEXT_NOTE)
+    return { headline: "Asked again: it wrote a tool call as text", text: "", failed: false, engine: true };
   const resumed = RESUME.exec(content);
   if (resumed) return { headline: `Took up “${resumed[1]}” again`, text: "", failed: false, engine: true };
   const noted = parseOpenTasks(content);
@@ -300,6 +316,7 @@ export function taskGiver(source: string): string {
 export function plainSnippet(snippet: string): string {
   if (/\(Session ending\)|Decide whether to brief the person/.test(snippet)) return "Wrapped up the session";
   if (snippet.includes("(Your open tasks now)")) return "Its open tasks";
+  if (/\(Your last answer (?:was empty|was cut off|wrote a tool call)/.test(snippet)) return "Asked again";
   return withoutIds(snippet)
     .replace(/\(Resuming task [^:]*: /g, "Took up again: ")
     .replace(/Nothing you started for it is still open: finish it, or say where it stands\.\)/g, "")

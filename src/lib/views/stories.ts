@@ -59,6 +59,8 @@ type StoryCost = {
   cachedTokens: number;
   usd: number /** Some calls were made with a model that has no price. */;
   unpriced: boolean;
+  /** Some calls' tokens are Cadre's estimate: cut off, or the model server sent no usage. */
+  estimated: boolean;
 };
 
 export type StoryInboxItem = {
@@ -191,6 +193,7 @@ async function buildStories(
           cachedTokens: cached,
           usd: spend.costUsd,
           unpriced: spend.unpricedModels.length > 0,
+          estimated: spend.estimatedCalls > 0,
         },
         // In the person's words: a failure as what happened, never the engine's text.
         result: task.result ? taskResultText(task.status, task.result) : null,
@@ -233,8 +236,9 @@ async function buildStories(
           cachedTokens: sum.cachedTokens + part.cost.cachedTokens,
           usd: roundUsd(sum.usd + part.cost.usd),
           unpriced: sum.unpriced || part.cost.unpriced,
+          estimated: sum.estimated || part.cost.estimated,
         }),
-        { tokens: 0, cachedTokens: 0, usd: 0, unpriced: false },
+        { tokens: 0, cachedTokens: 0, usd: 0, unpriced: false, estimated: false },
       ),
       agents: [...agents.values()],
     };

@@ -300,10 +300,10 @@ export default async function UsagePage({ searchParams }: Props) {
           {totals.estimatedCalls > 0 && (
             <p className="hint estimated-summary">
               {formatTokens(totals.estimatedCalls)}{" "}
-              {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} cut off before the provider counted{" "}
-              {totals.estimatedCalls === 1 ? "its" : "their"} tokens (stopped, timed out, or its worker died mid-call).
-              The provider may bill them all the same, so they are counted with an estimate: the input that was sent and
-              the output received so far.
+              {totals.estimatedCalls === 1 ? "model call was" : "model calls were"} not counted by the provider: cut off
+              (stopped, timed out, or its worker died mid-call), or answered by a server that sends no usage figures.
+              They are counted with Cadre&apos;s estimate, budgets included: the input that was sent and the output
+              received.
             </p>
           )}
           {totals.unpricedModels.length > 0 && (

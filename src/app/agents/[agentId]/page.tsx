@@ -176,9 +176,9 @@ export default async function AgentPage({ params, searchParams }: Props) {
         )}
         {spend.estimatedCalls > 0 && (
           <p className="hint">
-            {number(spend.estimatedCalls)} of these calls {spend.estimatedCalls === 1 ? "was" : "were"} cut off before
-            the provider counted
-            {spend.estimatedCalls === 1 ? " its" : " their"} tokens: estimated from what was sent and received.
+            {number(spend.estimatedCalls)} of these calls {spend.estimatedCalls === 1 ? "was" : "were"} not counted by
+            the provider (cut off, or a server that sends no usage figures):
+            {spend.estimatedCalls === 1 ? " its" : " their"} tokens are estimated from what was sent and received.
           </p>
         )}
       </section>
