@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { checkAndStoreModel, listTeamModels, readModelProfile } from "@/lib/domain/model-profiles";
+import { checkAndStoreModel, listModelsInUse, listTeamModels, readModelProfile } from "@/lib/domain/model-profiles";
 import { modelServerUrl } from "@/lib/llm/provider";
 import { modelCard, offlineModelCard } from "@/lib/views/model-card";
 import { createTeamFixture } from "../support/fixtures";
@@ -329,6 +329,8 @@ describe("checking a model", () => {
       ],
     );
     expect(modelCard("other-model", null, 24_000).state).toBe("unchecked");
+    // For `npm run check-model -- --all`: the configured model first, then each agent's own.
+    expect(await listModelsInUse(database.db, config())).toEqual(["local-model", "other-model"]);
   });
 });
 

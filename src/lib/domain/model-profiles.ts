@@ -6,6 +6,7 @@ import {
   saveModelProfile,
   type ModelOnServer,
 } from "@/lib/db/queries/model-profiles";
+import { listAgentModelOverrides } from "@/lib/db/queries/agents";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import type { ModelProfile } from "@/lib/db/schema";
 import { env, type Env } from "@/lib/env";
@@ -102,4 +103,11 @@ export async function checkConnectionsAndModel(
   const connections = await checkConnections(config);
   const profile = connections.model.state === "reachable" ? await checkAndStoreModel(db(), null, { config }) : null;
   return { ...connections, profile };
+}
+
+/** Every model in use on this installation: the configured one and each agent's own, the configured first. */
+export async function listModelsInUse(db: Db, config: ModelConfig = env()): Promise<string[]> {
+  const configured = modelInUse(null, config);
+  const overrides = (await listAgentModelOverrides(db)).map((model) => modelInUse(model, config));
+  return [...new Set([configured, ...overrides])];
 }

@@ -90,6 +90,11 @@ function toolLines(profile: Profile): ModelCardLine[] {
       tone: "warn",
       text: "It answered in words when told to call a tool. With it, a task ends with a message that names the model.",
     });
+  } else if (named === false && required === false) {
+    lines.push({
+      tone: "warn",
+      text: "It answers in words when told it must call a tool, though it calls tools by itself. Cadre does not count on being obeyed: what it answers is read as it comes.",
+    });
   } else if (named === false || required === false) {
     lines.push({
       tone: "warn",
