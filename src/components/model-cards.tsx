@@ -1,5 +1,7 @@
 "use client";
 
+import { useRouter } from "next/navigation";
+import { useCallback } from "react";
 import { api } from "@/lib/client/api-client";
 import type { ModelCard, ModelCardLine } from "@/lib/views/model-card";
 import { ErrorNote, LocalTime } from "./ui";
@@ -63,5 +65,22 @@ export function ModelCards({ models }: { models: ModelInUseCard[] }) {
         <ModelCardView key={model.card.model} {...model} />
       ))}
     </div>
+  );
+}
+
+/**
+ * After an agent's model was changed: that model checked on the configured server in the
+ * background (its profile replaced), then the page read again so its card shows what was seen.
+ * `model` null: the default model. A failed check shows on the card; nothing else waits for it.
+ */
+export function useModelRecheck(): (model: string | null) => void {
+  const router = useRouter();
+  return useCallback(
+    (model: string | null) => {
+      api("/api/models/check", { method: "POST", body: model ? { model } : {} })
+        .then(() => router.refresh())
+        .catch(() => {});
+    },
+    [router],
   );
 }
