@@ -27,6 +27,8 @@ type Behaviour = {
   noTools?: boolean;
   /** Calls one tool per answer at most. */
   oneCallAtATime?: boolean;
+  /** Every chat request answered with this status (404: a model it does not serve; 401: a key it refuses). */
+  refuseWith?: number;
   /** What GET /models lists for each model beside its id (context fields). */
   listed?: Record<string, unknown>;
 };
@@ -45,6 +47,8 @@ const sockets = new Set<Socket>();
 let baseUrl: string;
 
 function answer(request: ChatRequest): { status: number; body: object } {
+  if (behaviour.refuseWith)
+    return { status: behaviour.refuseWith, body: { error: { message: "refused", type: "invalid_request_error" } } };
   const roles = request.messages.map((message) => message.role);
   if (behaviour.strictRoles && roles.some((role, index) => index > 0 && role === roles[index - 1]))
     return {
@@ -298,12 +302,26 @@ describe("checking a model", () => {
       timeoutMs: 5_000,
     });
     expect(profile).toMatchObject({ baseUrl: nowhere, callsNamedTool: null, reportsUsage: null });
-    expect(profile!.problem).toMatch(/^Could not reach the model server/);
+    expect(profile!.problem).toBe("The server could not be reached: is it running, at the address Cadre is set to?");
     const card = modelCard(profile!.model, profile, 24_000);
     expect(card).toMatchObject({ state: "failed", summary: expect.stringMatching(/^The check could not finish\. /) });
     // One request (with the SDK's retries), not five.
     const attempts = await database.db.execute(sql`select 1 from usage`);
     expect(attempts.length).toBeLessThanOrEqual(3);
+  });
+
+  it("stops at the first request when the server does not serve the model or refuses the key, and says which", async () => {
+    for (const [status, problem] of [
+      [404, "The server does not serve a model by this name."],
+      [401, "The server refused the key Cadre sends (HTTP 401)."],
+    ] as const) {
+      behaviour = { refuseWith: status };
+      received.length = 0;
+      const { profile, card } = await check();
+      expect(profile).toMatchObject({ problem, callsNamedTool: null, acceptsConsecutiveRoles: null });
+      expect(received).toHaveLength(1);
+      expect(card.summary).toBe(`The check could not finish. ${problem}`);
+    }
   });
 
   it("asks nothing on the offline model, whose card says it needs no check", async () => {

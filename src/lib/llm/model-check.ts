@@ -3,7 +3,8 @@ import { APICallError, RetryError, ToolChoiceViolationError, tool, type ModelMes
 import { z } from "zod";
 import type { Db } from "@/lib/db/client";
 import type { NewModelProfile } from "@/lib/db/queries/model-profiles";
-import { describeModelError } from "./errors";
+import { logError } from "@/lib/telemetry/log";
+import { ModelTimeoutError } from "./errors";
 import { generateModelText, type ModelCall } from "./model-call";
 import type { ModelChoice } from "./provider";
 
@@ -96,8 +97,7 @@ export async function checkModelBehaviour(options: ModelCheckOptions): Promise<M
     reportsCachedTokens: answers.length === 0 ? null : answers.some((probe) => probe.usage.cachedFigure),
     contextTokens: await contextTokens,
     // Nothing answered and nothing it did was seen: what the first request met is why.
-    problem:
-      answers.length === 0 && !probes.some((probe) => violated(probe)) ? describeModelError(failure(named)) : null,
+    problem: answers.length === 0 && !probes.some((probe) => violated(probe)) ? problemOf(failure(named)) : null,
   };
 }
 
@@ -173,10 +173,34 @@ function refusedRequest(error: unknown): boolean {
 function blockingProblem(error: unknown): string | null {
   const status = apiErrorOf(error)?.statusCode;
   if (status === 400 || status === 422 || ToolChoiceViolationError.isInstance(error)) return null;
-  if (status !== undefined && status < 500 && status !== 429 && status !== 408) return describeModelError(error);
-  const text = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : String(error);
-  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed/i.test(text)) return describeModelError(error);
-  return null;
+  if (status !== undefined && status < 500 && status !== 429 && status !== 408) return problemOf(error);
+  return unreachable(error) ? problemOf(error) : null;
+}
+
+function unreachable(error: unknown): boolean {
+  const root = RetryError.isInstance(error) ? (error.lastError ?? error) : error;
+  const text = root instanceof Error ? `${root.message} ${String(root.cause ?? "")}` : String(root);
+  return /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|fetch failed|Cannot connect/i.test(text);
+}
+
+/**
+ * Why a check could not finish, in words for the model's card (which names no settings: the
+ * README's Models section does). The error itself goes to the log.
+ */
+function problemOf(error: unknown): string {
+  const status = apiErrorOf(error)?.statusCode;
+  if (status === 401 || status === 403) return `The server refused the key Cadre sends (HTTP ${status}).`;
+  if (status === 404) return "The server does not serve a model by this name.";
+  if (status === 429) return "The server is limiting requests (HTTP 429): try again in a while.";
+  if (status !== undefined) return `The server answered with an error (HTTP ${status}).`;
+  if (
+    ModelTimeoutError.isInstance(error) ||
+    (RetryError.isInstance(error) && ModelTimeoutError.isInstance(error.lastError))
+  )
+    return "The model did not answer in time.";
+  if (unreachable(error)) return "The server could not be reached: is it running, at the address Cadre is set to?";
+  logError("A model check failed:", error);
+  return "The request failed; the server's log has the details.";
 }
 
 /** Where servers state a model's context window in GET /models, the nearest to what it serves first. */
