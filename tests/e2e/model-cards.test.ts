@@ -95,7 +95,7 @@ describe("the models' cards on Settings", () => {
     await settle(page);
     const card = page.locator("#compatibility").getByRole("article");
     await expect.poll(() => card.count()).toBe(1);
-    expect(await card.textContent()).toMatch(/Built-in demo model.*needs no check/);
+    expect(await card.textContent()).toMatch(/Built-in demo model.*plays every agent.*needs no check/);
     expect(await card.getByRole("button").count()).toBe(0);
     await expectPlainWords();
     await shoot(page, "model-cards-offline");

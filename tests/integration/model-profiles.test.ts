@@ -331,7 +331,8 @@ describe("checking a model", () => {
     expect(received).toHaveLength(0);
     expect(offlineModelCard()).toMatchObject({
       state: "offline",
-      summary: expect.stringMatching(/built-in demo model.*needs no check/),
+      model: "Built-in demo model",
+      summary: expect.stringMatching(/needs no check/),
     });
   });
 

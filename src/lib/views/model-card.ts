@@ -24,7 +24,7 @@ export function offlineModelCard(): ModelCard {
   return {
     model: "Built-in demo model",
     state: "offline",
-    summary: "Answers come from Cadre's built-in demo model, which does what Cadre needs by design: it needs no check.",
+    summary: "It plays every agent and does what Cadre asks by design: it needs no check.",
     lines: [],
     checkedAt: null,
   };

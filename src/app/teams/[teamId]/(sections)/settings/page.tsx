@@ -84,18 +84,23 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
               model={lead.model}
               defaultModel={usingOfflineModel() ? undefined : chooseModel(null).modelId}
             />
+            {/* Beside the model it is about, where the pair has room: the schedule's column is the taller. */}
+            <div className="model-compatibility" id="compatibility">
+              {/* The demo model's card says all there is: no heading to introduce it. */}
+              {!usingOfflineModel() && (
+                <>
+                  <h3>How the models behave</h3>
+                  <p className="hint">
+                    Models and their servers do not all do what they are told. A check asks a model a few small
+                    questions; Cadre adapts to what it does.
+                  </p>
+                </>
+              )}
+              <ModelCards models={modelCards} />
+            </div>
           </section>
         </div>
       )}
-
-      <section aria-labelledby="compatibility-heading" className="section" id="compatibility">
-        <h2 id="compatibility-heading">How the models behave</h2>
-        <p className="hint">
-          Models and the servers that run them do not all do what they are told. A check asks a model a few small
-          questions; Cadre adapts to the answers.
-        </p>
-        <ModelCards models={modelCards} />
-      </section>
 
       <TeamUsageSection team={team} />
 
