@@ -3,6 +3,7 @@
 import { useState, type FormEvent } from "react";
 import { choiceOf, cronOf } from "@/lib/domain/schedule-presets";
 import { api } from "@/lib/client/api-client";
+import { useModelRecheck } from "./model-cards";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote } from "./ui";
 import { useAction } from "./use-action";
@@ -87,13 +88,17 @@ export function LeadModelForm({
   const [model, setModel] = useState(savedModel ?? "");
   const [saved, setSaved] = useState(false);
   const { busy, error, clearError, run } = useAction();
+  const recheck = useModelRecheck();
   const changed = (model.trim() || null) !== savedModel;
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
-    if (await run(() => api(`/api/agents/${agentId}`, { method: "PATCH", body: { model: model.trim() || null } })))
+    const next = model.trim() || null;
+    if (await run(() => api(`/api/agents/${agentId}`, { method: "PATCH", body: { model: next } }))) {
       setSaved(true);
+      recheck(next);
+    }
   };
   return (
     <form className="card form" onSubmit={save} aria-label="The lead's model">

@@ -9,6 +9,7 @@ import type { Agent, TeamStatus } from "@/lib/db/schema";
 import type { AgentActivity } from "@/lib/views/activity";
 import { AgentActivityLine } from "./agent-activity";
 import { Markdown } from "./markdown";
+import { useModelRecheck } from "./model-cards";
 import { ModelField, ScheduleFields, schedulePreviewOf } from "./schedule-fields";
 import { ErrorNote, LocalTime } from "./ui";
 import { useAction } from "./use-action";
@@ -158,6 +159,7 @@ function AgentEditForm({
   const [drafting, setDrafting] = useState(false);
   const [draftError, setDraftError] = useState<string | null>(null);
   const { busy, error, clearError, run } = useAction();
+  const recheck = useModelRecheck();
   const prefix = `agent-${agent.id}`;
   const preview = schedule ? schedulePreviewOf(choice, timeZone, schedule.defaultCron) : null;
 
@@ -165,7 +167,10 @@ function AgentEditForm({
     event.preventDefault();
     const body: Record<string, unknown> = { name, instructions, model: model.trim() || null };
     if (schedule) Object.assign(body, { schedule: cronOf(choice), scheduleTimeZone: timeZone.trim() || null });
-    if (await run(() => api(`/api/agents/${agent.id}`, { method: "PATCH", body }))) onDone();
+    if (!(await run(() => api(`/api/agents/${agent.id}`, { method: "PATCH", body })))) return;
+    // A new model is checked in the background, so its card on Settings says how it behaves.
+    if ((model.trim() || null) !== agent.model) recheck(model.trim() || null);
+    onDone();
   };
   const improve = async () => {
     setDrafting(true);

@@ -160,6 +160,7 @@ describe("POST /api/connection-check", () => {
     expect(await response.json()).toEqual({
       model: { state: "not_configured", message: expect.any(String) },
       search: { state: "not_configured", message: expect.any(String) },
+      compatibility: null,
     });
   });
 });

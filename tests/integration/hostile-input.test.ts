@@ -52,6 +52,7 @@ async function loadRoutes() {
     teamRecord: await import("@/app/api/teams/[teamId]/export/route"),
     usage: await import("@/app/api/usage/route"),
     modelPrice: await import("@/app/api/model-prices/[...model]/route"),
+    modelCheck: await import("@/app/api/models/check/route"),
     search: await import("@/app/api/teams/[teamId]/search/route"),
     workLog: await import("@/app/api/agents/[agentId]/work-log/route"),
   };
@@ -1846,6 +1847,50 @@ const cases: Case[] = [
     () => api.modelPrice.DELETE(request("DELETE", "/x"), modelParams("gpt-4o")),
   ],
   ["model-prices DELETE: SQL as model id", 400, () => api.modelPrice.DELETE(request("DELETE", "/x"), modelParams(SQL))],
+
+  // --- checking a model (on the offline model a valid body would ask nothing and write nothing: these never get that far)
+  ["models/check POST: malformed JSON", 400, () => api.modelCheck.POST(request("POST", "/x", { body: "{" }))],
+  [
+    "models/check POST: a model as a number",
+    400,
+    () => api.modelCheck.POST(request("POST", "/x", { body: json({ model: 7 }) })),
+  ],
+  [
+    "models/check POST: an empty model name",
+    400,
+    () => api.modelCheck.POST(request("POST", "/x", { body: json({ model: "  " }) })),
+  ],
+  [
+    "models/check POST: a 10 000-character model name",
+    400,
+    () => api.modelCheck.POST(request("POST", "/x", { body: json({ model: long(10_000) }) })),
+  ],
+  [
+    "models/check POST: a server address of its own choosing",
+    400,
+    () => api.modelCheck.POST(request("POST", "/x", { body: json({ model: "m", baseUrl: "http://169.254.169.254" }) })),
+  ],
+  [
+    "models/check POST: an array for the body",
+    400,
+    () => api.modelCheck.POST(request("POST", "/x", { body: json([]) })),
+  ],
+  [
+    "models/check POST: a text/plain body",
+    415,
+    () =>
+      api.modelCheck.POST(
+        request("POST", "/x", { body: json({ model: "m" }), headers: { "content-type": "text/plain" } }),
+      ),
+  ],
+  [
+    "models/check POST: from a foreign Origin",
+    403,
+    () =>
+      api.modelCheck.POST(
+        request("POST", "/x", { body: json({ model: "m" }), headers: { origin: "https://evil.example" } }),
+      ),
+  ],
 ];
 
 describe("hostile input", () => {

@@ -64,7 +64,8 @@ const NO_PARENT: Record<string, string> = {
   "POST /api/inbox/read-all": "an update of whatever exists",
   "POST /api/auth/sign-in": "sessions belong to no team",
   "POST /api/auth/sign-out": "sessions belong to no team",
-  "POST /api/connection-check": "writes nothing: it asks the model server and Tavily",
+  "POST /api/connection-check": "asks the model server and Tavily; writes a model's profile, under no team",
+  "POST /api/models/check": "writes a model's profile and its usage rows, under no team",
   // The catch-all for paths no route serves: it writes nothing and answers a JSON 404.
   "POST /api/[...path]": "writes nothing: a path no route serves",
   "PUT /api/[...path]": "writes nothing: a path no route serves",

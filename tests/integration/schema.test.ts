@@ -42,6 +42,7 @@ describe("migrations", () => {
       "mcp_servers",
       "messages",
       "model_prices",
+      "model_profiles",
       "notification_channels",
       "notifications",
       "questions",

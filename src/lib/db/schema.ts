@@ -39,6 +39,7 @@ export const usagePurposes = [
   "title",
   "draft",
   "embedding",
+  "model_check",
 ] as const;
 export const workSessionStatuses = ["running", "completed", "failed", "stopped", "interrupted"] as const;
 export const questionStatuses = ["open", "answered", "withdrawn"] as const;
@@ -772,6 +773,45 @@ export const modelPrices = pgTable(
   ],
 );
 
+/**
+ * What a model on a server was seen to do when it was checked (Check connection, a model's
+ * "Check", `npm run check-model`): a few small requests, one per behaviour. Each answer is
+ * true, false, or null when that request could not tell (it failed for another reason). The
+ * engine reads it (readModelProfile) to shape its requests; the person reads it as a card.
+ * One row per model name and server: a changed model or server has no profile until checked.
+ */
+export const modelProfiles = pgTable(
+  "model_profiles",
+  {
+    model: text("model").notNull(),
+    /** The server's base URL as Cadre calls it (OPENAI_BASE_URL, or OpenAI's own), without a trailing slash. */
+    baseUrl: text("base_url").notNull(),
+    /** It called the one tool it was told to call (tool_choice naming a tool). */
+    callsNamedTool: boolean("calls_named_tool"),
+    /** It called a tool when told it must call one (tool_choice "required"). */
+    callsToolWhenRequired: boolean("calls_tool_when_required"),
+    /** It answered in words when told not to call tools (tool_choice "none") though tools were offered. */
+    respectsNoTools: boolean("respects_no_tools"),
+    /** It made two tool calls in one answer when asked for two lookups at once. */
+    parallelToolCalls: boolean("parallel_tool_calls"),
+    /** It accepted two user messages in a row (many chat templates refuse roles that do not alternate). */
+    acceptsConsecutiveRoles: boolean("accepts_consecutive_roles"),
+    /** Its answers carry token counts (`usage`). */
+    reportsUsage: boolean("reports_usage"),
+    /** Its token counts say how many input tokens came from its prompt cache. */
+    reportsCachedTokens: boolean("reports_cached_tokens"),
+    /** The context window its server states in GET /models; null when it states none. */
+    contextTokens: integer("context_tokens"),
+    /** Why the check could not finish (the server unreachable, the model unknown), in words; null when it did. */
+    problem: text("problem"),
+    checkedAt: timestamp("checked_at", { withTimezone: true, mode: "date" }).defaultNow().notNull(),
+  },
+  (t) => [
+    primaryKey({ name: "model_profiles_pkey", columns: [t.model, t.baseUrl] }),
+    check("model_profiles_context_tokens_check", sql`context_tokens is null or context_tokens > 0`),
+  ],
+);
+
 export const workers = pgTable(
   "workers",
   {
@@ -853,3 +893,4 @@ export type NotificationChannel = InferSelectModel<typeof notificationChannels>;
 export type Notification = InferSelectModel<typeof notifications>;
 export type McpServer = InferSelectModel<typeof mcpServers>;
 export type ModelPrice = InferSelectModel<typeof modelPrices>;
+export type ModelProfile = InferSelectModel<typeof modelProfiles>;

@@ -14,6 +14,7 @@ export type ModelChoice = {
 };
 
 const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
+const OPENAI_BASE_URL = "https://api.openai.com/v1";
 
 /**
  * The model an agent talks to. OPENAI_BASE_URL: any OpenAI-compatible server over
@@ -47,4 +48,13 @@ export function chooseModel(
 
 export function usingOfflineModel(config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL"> = env()): boolean {
   return !config.OPENAI_API_KEY && !config.OPENAI_BASE_URL;
+}
+
+/**
+ * The server a chosen model is asked on, as its profile names it (see model_profiles): the
+ * configured base URL without a trailing slash, or OpenAI's own; null on the offline model.
+ */
+export function modelServerUrl(config: Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL"> = env()): string | null {
+  if (usingOfflineModel(config)) return null;
+  return (config.OPENAI_BASE_URL ?? OPENAI_BASE_URL).replace(/\/+$/, "");
 }

@@ -15,7 +15,10 @@ type ServiceState = "reachable" | "key_refused" | "model_missing" | "unreachable
 export type ServiceCheck = { state: ServiceState; message: string };
 export type ConnectionCheck = { model: ServiceCheck; search: ServiceCheck };
 
-type CheckConfig = Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL" | "TAVILY_API_KEY" | "TAVILY_BASE_URL">;
+export type CheckConfig = Pick<
+  Env,
+  "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL" | "TAVILY_API_KEY" | "TAVILY_BASE_URL"
+>;
 
 const OPENAI_BASE_URL = "https://api.openai.com/v1";
 const TAVILY_BASE_URL = "https://api.tavily.com";

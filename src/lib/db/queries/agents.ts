@@ -159,3 +159,13 @@ export function listLeadsWithTeamStatus(db: Db) {
     .innerJoin(teams, eq(teams.id, agents.teamId))
     .where(eq(agents.role, "lead"));
 }
+
+/** The model overrides agents have (distinct, sorted): with the configured model, the models in use. */
+export async function listAgentModelOverrides(db: Db): Promise<string[]> {
+  const rows = await db
+    .selectDistinct({ model: agents.model })
+    .from(agents)
+    .where(sql`${agents.model} is not null`)
+    .orderBy(agents.model);
+  return rows.flatMap((row) => (row.model ? [row.model] : []));
+}

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { LeadModelForm, LeadScheduleForm } from "@/components/lead-settings";
+import { ModelCards, type ModelInUseCard } from "@/components/model-cards";
 import { TeamExport } from "@/components/team-export";
 import { DeleteTeamButton, TeamSettingsForm } from "@/components/team-settings";
 import { TeamUsageSection } from "@/components/team-usage";
@@ -12,7 +13,9 @@ import { countTeamContents } from "@/lib/db/queries/teams";
 import { getWebhookSecretStatus } from "@/lib/db/queries/webhook-status";
 import { env } from "@/lib/env";
 import { lastDays, MAX_DIGEST_DAYS } from "@/lib/export/digest";
+import { listTeamModels } from "@/lib/domain/model-profiles";
 import { chooseModel, usingOfflineModel } from "@/lib/llm/provider";
+import { modelCard, offlineModelCard } from "@/lib/views/model-card";
 import { WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS } from "@/lib/http/webhook-signature";
 import { sectionMetadata, teamOr404, type TeamParams } from "../team-section";
 
@@ -26,11 +29,18 @@ export async function generateMetadata({ params }: TeamParams): Promise<Metadata
 export default async function TeamSettingsPage({ params }: TeamParams) {
   await requirePageSession();
   const team = await teamOr404(params);
-  const [lead, webhook, contents] = await Promise.all([
+  const [lead, webhook, contents, models] = await Promise.all([
     getTeamLead(db(), team.id),
     getWebhookSecretStatus(db(), team.id),
     countTeamContents(db(), team.id),
+    listTeamModels(db(), team.id),
   ]);
+  const modelCards: ModelInUseCard[] = usingOfflineModel()
+    ? [{ card: offlineModelCard(), agents: [] }]
+    : models.map(({ model, agents, profile }) => ({
+        card: modelCard(model, profile, env().CONTEXT_TOKEN_BUDGET),
+        agents,
+      }));
   const lastRun = lead ? await getLastScheduledTask(db(), lead.id) : null;
   const week = lastDays(7);
 
@@ -74,6 +84,20 @@ export default async function TeamSettingsPage({ params }: TeamParams) {
               model={lead.model}
               defaultModel={usingOfflineModel() ? undefined : chooseModel(null).modelId}
             />
+            {/* Beside the model it is about, where the pair has room: the schedule's column is the taller. */}
+            <div className="model-compatibility" id="compatibility">
+              {/* The demo model's card says all there is: no heading to introduce it. */}
+              {!usingOfflineModel() && (
+                <>
+                  <h3>How the models behave</h3>
+                  <p className="hint">
+                    Models and their servers do not all do what they are told. A check asks a model a few small
+                    questions; Cadre adapts to what it does.
+                  </p>
+                </>
+              )}
+              <ModelCards models={modelCards} />
+            </div>
           </section>
         </div>
       )}
