@@ -86,7 +86,9 @@ export class SignInThrottle {
     };
     return {
       attempt: {
-        wrong: () => void (settled = true),
+        wrong: () => {
+          settled = true;
+        },
         right: () => settle("right"),
         unchecked: () => settle("unchecked"),
       },
