@@ -30,6 +30,8 @@ const PUBLIC: Record<string, number> = {
   "POST /api/auth/sign-in": 400, // no body
   "POST /api/auth/sign-out": 200,
   "POST /api/hooks/[teamId]": 404, // a random team id; a real one would want a signature
+  "POST /api/act": 404, // no token: an action link's token is the credential for its one item
+  "POST /api/slack/actions": 404, // Slack buttons are off without SLACK_SIGNING_SECRET; with it, Slack's signature
 };
 
 type Handler = (request: Request, context: { params: Promise<Record<string, string | string[]>> }) => Promise<Response>;

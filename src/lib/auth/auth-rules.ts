@@ -29,7 +29,10 @@ export const CLIENT_ADDRESS_HEADER = "x-cadre-client-address";
  * otherwise the connection's address. "unknown" when neither is there (a server started without
  * scripts/lib/client-address.mjs): then all strangers share one count.
  */
-export function clientAddress(request: Request, options: { trustProxy?: boolean } = {}): string {
+export function clientAddress(
+  request: { headers: { get(name: string): string | null } },
+  options: { trustProxy?: boolean } = {},
+): string {
   const forwarded = options.trustProxy
     ? request.headers
         .get("x-forwarded-for")
@@ -43,10 +46,15 @@ export function clientAddress(request: Request, options: { trustProxy?: boolean 
 
 /**
  * Reachable without a session: the health probe, signing in and out, webhooks (they carry their
- * own HMAC), and the app's icons and web manifest (the sign-in page shows them; they hold nothing private).
+ * own HMAC), an action link's page and its one click (the signed token is the credential, for one
+ * item: src/lib/auth/action-links.ts), Slack's buttons (Slack's signature), and the app's icons and
+ * web manifest (the sign-in page shows them; they hold nothing private).
  */
 const publicPaths = [
   /^\/sign-in\/?$/,
+  /^\/act\/?$/,
+  /^\/api\/act\/?$/,
+  /^\/api\/slack\/actions\/?$/,
   /^\/api\/health\/?$/,
   /^\/api\/auth\/sign-(in|out)\/?$/,
   /^\/api\/hooks\/[^/]+\/?$/,
