@@ -108,6 +108,7 @@ function ItemPage({ state, token }: { state: Extract<LinkState, { state: "open" 
         <section className="act-item" aria-label="The request">
           {item.approval.reason && (
             <div className="approval-reason">
+              <div className="tool-label">Why, in {item.agentName}&apos;s words</div>
               <Markdown text={plainText(item.approval.reason)} />
             </div>
           )}
