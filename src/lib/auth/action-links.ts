@@ -14,10 +14,10 @@ import { serverKey } from "@/lib/db/queries/server-keys";
 //
 // Tokens travel in the query string (`/act?t=…`), which Cadre's logs and traces never keep.
 
-export const linkActions = ["approve", "deny", "answer"] as const;
+const linkActions = ["approve", "deny", "answer"] as const;
 export type LinkAction = (typeof linkActions)[number];
 /** Which message carried the link: the decision records it (approvals.decided_via). */
-export const linkChannels = ["email", "webhook", "slack"] as const;
+const linkChannels = ["email", "webhook", "slack"] as const;
 export type LinkChannel = (typeof linkChannels)[number];
 
 export type ActionClaim = { action: LinkAction; channel: LinkChannel; itemId: string; expiresAt: Date };

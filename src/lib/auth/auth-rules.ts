@@ -76,7 +76,7 @@ export function cookieValue(cookieHeader: string | null, name: string): string |
 }
 
 /** Every value of the cookie called `name` (a browser sends duplicates when they differ in path or domain). */
-export function cookieValues(cookieHeader: string | null, name: string): string[] {
+function cookieValues(cookieHeader: string | null, name: string): string[] {
   if (!cookieHeader) return [];
   const values: string[] = [];
   for (const part of cookieHeader.split(";")) {

@@ -19,7 +19,7 @@ import { decideApproval, type DecidedVia } from "./approvals";
 // is not an error: it reads back how the item was decided.
 
 /** The item a link acts on, with the names the page shows. */
-export type LinkedItem =
+type LinkedItem =
   | { kind: "approval"; approval: Approval; agentName: string; teamName: string }
   | { kind: "question"; question: Question; agentName: string; teamName: string };
 

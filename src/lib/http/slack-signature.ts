@@ -9,11 +9,11 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 // A timestamp more than five minutes away is refused, so a captured request cannot be replayed
 // later; within those minutes a replay decides nothing new (a decision is made once).
 
-export const SLACK_TOLERANCE_SECONDS = 300;
+const SLACK_TOLERANCE_SECONDS = 300;
 export const SLACK_BODY_LIMIT_BYTES = 64 * 1024;
-export const SLACK_HEADERS = { timestamp: "x-slack-request-timestamp", signature: "x-slack-signature" } as const;
+const SLACK_HEADERS = { timestamp: "x-slack-request-timestamp", signature: "x-slack-signature" } as const;
 
-export function slackSignature(secret: string, timestamp: string, body: Uint8Array | string): string {
+function slackSignature(secret: string, timestamp: string, body: Uint8Array | string): string {
   return `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:`).update(body).digest("hex")}`;
 }
 

@@ -10,7 +10,7 @@ export type ActionLink = { action: LinkAction; label: string; url: string; token
 const LABELS: Record<LinkAction, string> = { approve: "Approve", deny: "Deny", answer: "Answer" };
 
 /** The page a link opens: it shows the item and asks for one click to confirm (a GET never decides). */
-export const ACTION_PAGE_PATH = "/act";
+const ACTION_PAGE_PATH = "/act";
 
 /**
  * The links of a notification of an approval (Approve, Deny) or a question (Answer), signed for
