@@ -15,7 +15,9 @@ import { plainText } from "@/lib/views/plain-words";
 import { toolAction } from "@/lib/views/tool-labels";
 
 export const dynamic = "force-dynamic";
-export const metadata: Metadata = { title: "Decide", referrer: "no-referrer", robots: { index: false } };
+// No "no-referrer" here: it would send the button's POST with `Origin: null`, which Cadre refuses; the
+// site-wide strict-origin-when-cross-origin already keeps the token out of other sites' logs.
+export const metadata: Metadata = { title: "Decide", robots: { index: false } };
 
 type Props = { searchParams: Promise<{ t?: string | string[] }> };
 
