@@ -1,12 +1,6 @@
 import { NextResponse, type NextRequest } from "next/server";
-import { isLiveSession } from "@/lib/auth/auth";
-import {
-  isLoopbackHost,
-  isPublicPath,
-  looksLikeSessionToken,
-  SESSION_COOKIE,
-  SIGN_IN_PATH,
-} from "@/lib/auth/auth-rules";
+import { hasLiveSession } from "@/lib/auth/auth";
+import { isLoopbackHost, isPublicPath, SIGN_IN_PATH, sessionTokensIn } from "@/lib/auth/auth-rules";
 import { database } from "@/lib/db/client";
 import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/http/security-headers";
 import { databaseUnavailableReason } from "@/lib/db/errors";
@@ -36,6 +30,14 @@ export async function proxy(request: NextRequest): Promise<Response> {
 async function gate(request: NextRequest, onward: { request: { headers: Headers } }): Promise<Response> {
   const { pathname, search } = request.nextUrl;
   const api = pathname.startsWith("/api/");
+  // Normally answered before Next by scripts/lib/client-address.mjs; here too for a server started without it.
+  if (!SERVED_METHODS.includes(request.method)) {
+    const message = `Cadre does not answer ${request.method.slice(0, 20)} requests; it answers ${SERVED_METHODS.join(", ")}.`;
+    return Response.json(
+      { error: { code: "method_not_allowed:http", message } },
+      { status: 405, headers: { allow: SERVED_METHODS.join(", ") } },
+    );
+  }
   const password = process.env.APP_PASSWORD?.trim();
 
   // Next decodes a dynamic segment after this proxy and answers a bare text 500 when it cannot
@@ -58,7 +60,7 @@ async function gate(request: NextRequest, onward: { request: { headers: Headers 
       : new Response(message, { status: 403 });
   }
 
-  if (isPublicPath(pathname) || (await sessionLooksValid(request.cookies.get(SESSION_COOKIE)?.value)))
+  if (isPublicPath(pathname) || (await sessionLooksValid(sessionTokensIn(request.headers.get("cookie")))))
     return NextResponse.next(onward);
   if (api) {
     return Response.json(
@@ -70,6 +72,9 @@ async function gate(request: NextRequest, onward: { request: { headers: Headers 
   if (pathname !== "/") signIn.searchParams.set("next", `${pathname}${search}`);
   return NextResponse.redirect(signIn);
 }
+
+/** Every method some route or page answers (also in scripts/lib/client-address.mjs). */
+const SERVED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /** Where a page path that cannot be decoded is sent: Next's own not-found route (src/app/not-found.tsx). */
 const NOT_FOUND_PATH = "/_not-found";
@@ -88,10 +93,10 @@ function isDecodablePath(pathname: string): boolean {
  * A live session in the database. When the database cannot be asked, the request goes on:
  * what is behind the proxy checks again and fails closed.
  */
-async function sessionLooksValid(token: string | undefined): Promise<boolean> {
-  if (!looksLikeSessionToken(token)) return false;
+async function sessionLooksValid(tokens: readonly string[]): Promise<boolean> {
+  if (tokens.length === 0) return false;
   try {
-    return await isLiveSession(database().db, token);
+    return await hasLiveSession(database().db, tokens);
   } catch (error) {
     // One line: under a full or restarting database every request says this.
     const why = databaseUnavailableReason(error) ?? describeForLog(error);

@@ -7,6 +7,8 @@
 // - It refuses a request with a body whose path cannot be decoded (`/api/teams/%`). Only Next's
 //   proxy could answer such a path, and it reads the whole body first: a half-sent body would be
 //   held open, and big ones buffered. Here it is answered at once, its body unread.
+// - It answers a method Cadre serves nowhere (TRACE, PROPFIND, …) with 405 and an Allow header:
+//   Next answers those with a bare 500 and logs a stack each time, so a stranger could fill the log.
 import http from "node:http";
 import https from "node:https";
 
@@ -20,7 +22,11 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "strict-origin-when-cross-origin",
+  "permissions-policy": "camera=(), microphone=(), geolocation=(), usb=(), payment=()",
 };
+
+/** Every method some route or page of Cadre answers (Next answers OPTIONS and HEAD itself); also in src/proxy.ts. */
+const SERVED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 function hasBody(request) {
   const length = Number(request.headers["content-length"] ?? 0);
@@ -56,6 +62,24 @@ function refuseUndecodable(request, response) {
   response.end(body);
 }
 
+/** 405 for a method no route serves, its body unread; the connection closes after. */
+function refuseMethod(request, response) {
+  const body = JSON.stringify({
+    error: {
+      code: "method_not_allowed:http",
+      message: `Cadre does not answer ${String(request.method).slice(0, 20)} requests; it answers ${SERVED_METHODS.join(", ")}.`,
+    },
+  });
+  response.writeHead(405, {
+    ...SECURITY_HEADERS,
+    allow: SERVED_METHODS.join(", "),
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    connection: "close",
+  });
+  response.end(body);
+}
+
 for (const Server of [http.Server, https.Server]) {
   const prototype = Server.prototype;
   if (prototype[stamped]) continue;
@@ -63,6 +87,10 @@ for (const Server of [http.Server, https.Server]) {
   prototype.emit = function emitWithClientAddress(event, request, response, ...rest) {
     if (event === "request" && request?.headers) {
       request.headers[HEADER] = request.socket?.remoteAddress ?? "";
+      if (response && !SERVED_METHODS.includes(request.method)) {
+        refuseMethod(request, response);
+        return true;
+      }
       if (response && hasBody(request) && !decodablePath(request.url)) {
         refuseUndecodable(request, response);
         return true;

@@ -5,6 +5,7 @@ import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent } from "react";
 import { api, ApiError, messageOf, type Wire } from "@/lib/client/api-client";
 import type { Approval } from "@/lib/db/schema";
+import { decidedByWords } from "@/lib/views/decided-via";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
 import { useInlineForm } from "./use-inline-form";
@@ -49,10 +50,11 @@ function Arguments({ label, value }: { label: string; value: unknown }) {
 
 /** How a decided (or withdrawn) call reads, in plain words. */
 function Outcome({ approval }: { approval: ApprovalData }) {
+  const via = decidedByWords(approval.decidedVia, approval.decidedBy);
   const when = approval.decidedAt ? (
     <>
       {" "}
-      · <LocalTime value={approval.decidedAt} relative />
+      {via && <span className="decision-via">· {via} </span>}· <LocalTime value={approval.decidedAt} relative />
     </>
   ) : null;
   if (approval.status === "approved") {

@@ -4,6 +4,7 @@ import { useRouter } from "next/navigation";
 import { useId, useState, type FormEvent, type KeyboardEvent } from "react";
 import { api, ApiError, messageOf, type Wire } from "@/lib/client/api-client";
 import type { Question } from "@/lib/db/schema";
+import { decidedByWords } from "@/lib/views/decided-via";
 import { Markdown } from "./markdown";
 import { ErrorNote, LocalTime } from "./ui";
 
@@ -116,6 +117,9 @@ export function QuestionCard({
             {question.answeredAt && (
               <span className="decision-meta">
                 {" "}
+                {question.answeredVia && (
+                  <span className="decision-via">· {decidedByWords(question.answeredVia)} </span>
+                )}
                 · <LocalTime value={question.answeredAt} relative />
               </span>
             )}

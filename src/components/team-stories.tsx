@@ -216,7 +216,7 @@ const INBOX_WORDS: Record<StoryInboxItem["type"], string> = {
 function InboxLine({ item }: { item: StoryInboxItem }) {
   const state =
     item.state && item.state !== "open" && item.state !== "pending"
-      ? ` (${item.state})`
+      ? ` (${item.state}${item.via ? ` ${item.via}` : ""})`
       : item.state
         ? " — waiting for you"
         : "";

@@ -127,6 +127,18 @@ const envSchema = z.object({
    */
   NOTIFICATION_RETRY_DELAY_SECONDS: positiveInt(2),
   /**
+   * How long the Approve / Deny / Answer links in a notification work (hours, from when it is
+   * sent out). Each link still decides once: after the item is decided it only says how.
+   */
+  ACTION_LINK_TTL_HOURS: positiveInt(72).pipe(
+    z.number().max(24 * 90, { message: "ACTION_LINK_TTL_HOURS must be at most 2160 (90 days)" }),
+  ),
+  /**
+   * The signing secret of the Slack app whose buttons post to /api/slack/actions (Slack: Basic
+   * Information → Signing Secret). Unset: Slack buttons are refused (the links in the message still work).
+   */
+  SLACK_SIGNING_SECRET: optional,
+  /**
    * OpenTelemetry: where spans go (OTLP over HTTP, the collector's base URL; /v1/traces is
    * added). Unset: no tracing at all. The exporter itself reads OTEL_EXPORTER_OTLP_HEADERS.
    */

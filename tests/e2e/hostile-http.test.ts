@@ -31,7 +31,7 @@ function raw(
   method: string,
   path: string,
   options: { headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; type: string; body: string }> {
+): Promise<{ status: number; type: string; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const request = http.request(
       `${app.url}/`,
@@ -41,7 +41,12 @@ function raw(
         response.setEncoding("utf8");
         response.on("data", (chunk: string) => (body += chunk));
         response.on("end", () =>
-          resolve({ status: response.statusCode ?? 0, type: String(response.headers["content-type"] ?? ""), body }),
+          resolve({
+            status: response.statusCode ?? 0,
+            type: String(response.headers["content-type"] ?? ""),
+            body,
+            headers: response.headers,
+          }),
         );
       },
     );
@@ -78,6 +83,28 @@ describe("requests Next itself would answer 500", () => {
       expect(response.body).toContain("There is nothing here");
     }
     expect(app.output().slice(logBefore)).not.toMatch(/error|Internal Server Error/i);
+  });
+
+  it("answers a method Cadre serves nowhere with 405, its security headers and an Allow header, and logs no stack", async () => {
+    const logBefore = app.output().length;
+    for (const [method, path] of [
+      ["TRACE", "/"],
+      ["TRACE", "/api/teams"],
+      ["PROPFIND", "/teams"],
+      ["MKCOL", "/api/health"],
+      ["PURGE", "/sign-in"],
+    ] as const) {
+      for (let repeat = 0; repeat < 3; repeat++) {
+        const response = await raw(method, path);
+        expect({ method, path, status: response.status }).toEqual({ method, path, status: 405 });
+        expect(response.headers.allow).toBe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        expect(response.headers["x-frame-options"]).toBe("DENY");
+        expect(response.headers["content-security-policy"]).toContain("default-src 'none'");
+        expect(JSON.parse(response.body)).toMatchObject({ error: { code: "method_not_allowed:http" } });
+      }
+    }
+    await pause(300);
+    expect(app.output().slice(logBefore)).not.toMatch(/error|^\s+at /im);
   });
 
   it("answers an API path no route serves with the API's JSON 404, not an HTML page", async () => {

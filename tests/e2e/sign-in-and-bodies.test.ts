@@ -11,6 +11,7 @@
 //   in the web server's memory (figures printed).
 // - A client that gives up half-way through its body is one line in the log, with no stack.
 import http from "node:http";
+import net from "node:net";
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database";
@@ -168,6 +169,52 @@ describe("signing in while someone guesses", () => {
     console.log(
       `[sign-in] ${statuses.length} wrong passwords from as many addresses in ${attackSeconds.toFixed(1)} s: ${wrong} answered 401, ${statuses.length - wrong} held back (429); the known browser signed in twice meanwhile`,
     );
+  });
+
+  describe("a burst of held-back bodies, on a server no one has guessed at yet", () => {
+    let fresh: AppServer;
+    beforeAll(async () => {
+      fresh = await startApp({ DATABASE_URL: database.url, APP_PASSWORD: PASSWORD, TRUST_PROXY: "1" }, ["--web-only"]);
+    }, 120_000);
+    afterAll(async () => await fresh?.stop(), 60_000);
+
+    it("checks at most 5 of 200 passwords whose bodies are held back and then sent at once; the rest answer 429", async () => {
+      const { port } = new URL(fresh.url);
+      const connections = await Promise.all(
+        Array.from(
+          { length: 200 },
+          (_, index) =>
+            new Promise<{ socket: net.Socket; body: string; status: Promise<number> }>((resolve, reject) => {
+              // The last one carries the right password: it must not get through either.
+              const body = JSON.stringify({ password: index === 199 ? PASSWORD : `burst ${index}` });
+              const socket = net.connect(Number(port), "127.0.0.1", () => {
+                socket.write(
+                  `POST /api/auth/sign-in HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Forwarded-For: 203.0.113.99\r\n` +
+                    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`,
+                );
+                let answer = "";
+                const status = new Promise<number>((settled) => {
+                  socket.on("data", (chunk) => (answer += chunk.toString()));
+                  socket.on("close", () => settled(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
+                  socket.on("error", () => settled(0));
+                });
+                resolve({ socket, body, status });
+              });
+              socket.on("error", reject);
+            }),
+        ),
+      );
+      await pause(500); // every connection in, every body held back
+      for (const { socket, body } of connections) socket.write(body);
+      const statuses = await Promise.all(connections.map(({ status }) => status));
+      const count = (status: number) => statuses.filter((each) => each === status).length;
+      console.log(
+        `[sign-in] 200 held-back bodies from one address, sent at once: ${count(401)} × 401, ${count(429)} × 429, ${count(200)} × 200, other ${200 - count(401) - count(429) - count(200)}`,
+      );
+      expect(count(401)).toBeLessThanOrEqual(5);
+      expect(count(200)).toBe(0);
+      expect(count(429)).toBeGreaterThanOrEqual(195);
+    }, 60_000);
   });
 
   describe("without TRUST_PROXY", () => {

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { actOnClaim } from "@/lib/engine/action-links";
 import { decideApproval } from "@/lib/engine/approvals";
 import { assignTask } from "@/lib/domain/tasks";
 import { setToolPolicy } from "@/lib/engine/tool-policies";
@@ -73,6 +74,8 @@ describe("approvals under kill -9", () => {
 
     const decided = new Map<string, Decided>();
     let secondDecisions = 0;
+    let byLink = 0;
+    const expiresAt = new Date(Date.now() + 3_600_000);
     let deciding = true;
     // The person: decides what waits, at random moments, in random order, now and then twice.
     const person = (async () => {
@@ -89,6 +92,21 @@ describe("approvals under kill -9", () => {
               : as === "edited"
                 ? ({ decision: "approve", input: { type: "fact", content: `edited ${approval.id}` } } as const)
                 : ({ decision: "deny", reason: `no ${approval.id}` } as const);
+          // Half the plain approvals and denials come from an email's link (issue 37): the same one-winner path.
+          if (as !== "edited" && Math.random() < 0.5) {
+            const state = await actOnClaim(
+              fleet.database.db,
+              fleet.jobs,
+              { action: as === "approved" ? "approve" : "deny", channel: "email", itemId: approval.id, expiresAt },
+              { reason: `no ${approval.id}` },
+            );
+            const now = state.state === "settled" && state.item.kind === "approval" ? state.item.approval : null;
+            if (now?.decidedVia === "email" && now.status === as) {
+              decided.set(approval.id, { approval, as });
+              byLink += 1;
+            } else secondDecisions += 1;
+            continue;
+          }
           try {
             await decideApproval(fleet.database.db, fleet.jobs, approval.id, decision);
             decided.set(approval.id, { approval, as });
@@ -175,6 +193,7 @@ describe("approvals under kill -9", () => {
       approved: [...decided.values()].filter((d) => d.as !== "denied").length,
       denied: [...decided.values()].filter((d) => d.as === "denied").length,
       secondDecisionsRefused: secondDecisions,
+      decidedFromEmailLinks: byLink,
       tasks: await count(sql`select count(*) as n from tasks`),
       completed: await count(sql`select count(*) as n from tasks where status = 'completed'`),
       interruptedSessions: await count(sql`select count(*) as n from work_sessions where status = 'interrupted'`),
@@ -186,6 +205,7 @@ describe("approvals under kill -9", () => {
     expect(kills).toBe(KILLS);
     expect(figures.pending).toBeGreaterThanOrEqual(8);
     expect(figures.decided).toBeGreaterThan(0);
+    expect(byLink).toBeGreaterThan(0);
     expect(ranTwice).toBe(0);
     expect(wrongCall).toBe(0);
     expect(lost).toBe(0);

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { NextRequest } from "next/server";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CLIENT_ADDRESS_HEADER } from "@/lib/auth/auth-rules";
+import { CLIENT_ADDRESS_HEADER, sessionTokensIn } from "@/lib/auth/auth-rules";
 import { signInThrottle } from "@/lib/auth/sign-in-throttle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
@@ -30,6 +30,8 @@ const PUBLIC: Record<string, number> = {
   "POST /api/auth/sign-in": 400, // no body
   "POST /api/auth/sign-out": 200,
   "POST /api/hooks/[teamId]": 404, // a random team id; a real one would want a signature
+  "POST /api/act": 404, // no token: an action link's token is the credential for its one item
+  "POST /api/slack/actions": 404, // Slack buttons are off without SLACK_SIGNING_SECRET; with it, Slack's signature
 };
 
 type Handler = (request: Request, context: { params: Promise<Record<string, string | string[]>> }) => Promise<Response>;
@@ -339,10 +341,75 @@ describe("signing in", () => {
     const overHttps = await signIn(signInRequest(PASSWORD, { "x-forwarded-proto": "https" }), {
       params: Promise.resolve({}),
     });
-    expect(overHttps.headers.getSetCookie()).toEqual([
-      expect.stringMatching(/; Secure$/),
-      expect.stringMatching(/; Secure$/),
-    ]);
+    // Over https both are `__Host-` cookies: Secure, Path=/, no Domain, so no neighbouring subdomain can plant one.
+    const [httpsSession, httpsDevice] = overHttps.headers.getSetCookie() as [string, string];
+    expect(httpsSession).toMatch(/^__Host-cadre_session=[A-Za-z0-9_-]{43}; Path=\/; .*; Secure$/);
+    expect(httpsDevice).toMatch(/^__Host-cadre_device=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}; Path=\/; .*; Secure$/);
+    expect(`${httpsSession};${httpsDevice}`).not.toMatch(/Domain=/i);
+    const httpsCookie = httpsSession.split(";")[0]!;
+    expect((await call(api("/api/teams"), "GET", { cookie: httpsCookie })).status).toBe(200);
+  });
+
+  it("does not let a planted duplicate cookie shadow the real one (cookie tossing)", async () => {
+    signInThrottle.clear();
+    const first = await attempt(PASSWORD, from("198.51.100.40"));
+    const session = first.headers.getSetCookie()[0]!.split(";")[0]!;
+    const device = deviceCookieOf(first);
+    const plantedSession = `cadre_session=${randomBytes(32).toString("base64url")}`;
+    const plantedDevice = `cadre_device=${"A".repeat(22)}.${"B".repeat(43)}`;
+    // A planted session before (and after) the real one: the real one still counts, for the API and for pages.
+    for (const cookie of [`${plantedSession}; ${session}`, `${session}; ${plantedSession}`]) {
+      expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(200);
+      expect(await auth.checkPageAccess({ host: "localhost:3000", sessionTokens: sessionTokensIn(cookie) })).toEqual({
+        allowed: true,
+      });
+    }
+    // A planted device cookie before the real one: the person's browser is still known while strangers wait.
+    for (let guess = 0; guess < signInThrottle.limits.strangers; guess++)
+      expect((await attempt("wrong", from(`192.0.2.${guess}`))).status).toBe(401);
+    expect((await attempt(PASSWORD, { ...from("198.51.100.40"), cookie: `${plantedDevice}; ${device}` })).status).toBe(
+      200,
+    );
+    signInThrottle.clear();
+  });
+
+  it("checks at most the limit of passwords whose bodies arrive together: the rest answer 429 unread", async () => {
+    signInThrottle.clear();
+    // 200 attempts from one address, each with its body held back until all have been let in.
+    const releases: Array<() => void> = [];
+    const held = (password: string) => {
+      const body = new TextEncoder().encode(JSON.stringify({ password }));
+      return new ReadableStream<Uint8Array>({
+        start(controller) {
+          releases.push(() => {
+            controller.enqueue(body);
+            controller.close();
+          });
+        },
+      });
+    };
+    const answers = Array.from({ length: 200 }, (_, index) =>
+      signIn(
+        new Request(`${ORIGIN}/api/auth/sign-in`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...from("203.0.113.50") },
+          body: held(index === 199 ? PASSWORD : `guess ${index}`),
+          duplex: "half",
+        } as RequestInit),
+        { params: Promise.resolve({}) },
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const release of releases) release();
+    const statuses = (await Promise.all(answers)).map((response) => response.status);
+    const count = (status: number) => statuses.filter((each) => each === status).length;
+    console.log(
+      `[sign-in] 200 held-back bodies from one address: ${count(401)} × 401, ${count(429)} × 429, ${count(200)} × 200`,
+    );
+    expect(count(401) + count(200)).toBeLessThanOrEqual(signInThrottle.limits.perClient);
+    expect(count(429)).toBeGreaterThanOrEqual(200 - signInThrottle.limits.perClient);
+    expect(count(200)).toBe(0); // the right password came last, long after the limit was reached
+    signInThrottle.clear();
   });
 
   it("refuses bad sign-in bodies with 400, and a sign-in posted from another site with 403", async () => {
@@ -516,14 +583,16 @@ describe("pages", () => {
   it("the page check wants a live session", async () => {
     const cookie = await signedInCookie();
     const token = cookie.split("=")[1];
-    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionToken: undefined })).toEqual({
+    expect(await auth.checkPageAccess({ host: "localhost:3000", sessionTokens: [] })).toEqual({
       allowed: false,
       reason: "sign-in",
     });
     expect(
-      await auth.checkPageAccess({ host: "localhost:3000", sessionToken: randomBytes(32).toString("base64url") }),
+      await auth.checkPageAccess({ host: "localhost:3000", sessionTokens: [randomBytes(32).toString("base64url")] }),
     ).toEqual({ allowed: false, reason: "sign-in" });
-    expect(await auth.checkPageAccess({ host: "cadre.example.org", sessionToken: token })).toEqual({ allowed: true });
+    expect(await auth.checkPageAccess({ host: "cadre.example.org", sessionTokens: [token!] })).toEqual({
+      allowed: true,
+    });
   });
 });
 

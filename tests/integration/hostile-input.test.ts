@@ -14,6 +14,9 @@ import { createApproval } from "@/lib/db/queries/approvals";
 import { createQuestion } from "@/lib/db/queries/questions";
 import { createMcpServer } from "@/lib/db/queries/mcp-servers";
 import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import { signedSlackHeaders } from "@/lib/http/slack-signature";
+import { actionLinkKey, signActionLink } from "@/lib/auth/action-links";
+import { signInThrottle } from "@/lib/auth/sign-in-throttle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
@@ -55,6 +58,8 @@ async function loadRoutes() {
     modelCheck: await import("@/app/api/models/check/route"),
     search: await import("@/app/api/teams/[teamId]/search/route"),
     workLog: await import("@/app/api/agents/[agentId]/work-log/route"),
+    act: await import("@/app/api/act/route"),
+    slack: await import("@/app/api/slack/actions/route"),
   };
 }
 
@@ -73,10 +78,17 @@ const ids = {
   question: "",
   otherAgent: "",
   mcpServer: "",
+  /** Action link tokens: Approve for the approval, Answer for the question, and an expired Approve. */
+  approveToken: "",
+  answerToken: "",
+  expiredToken: "",
 };
+
+const SLACK_SECRET = "hostile-slack-signing-secret";
 
 beforeAll(async () => {
   delete process.env.APP_PASSWORD;
+  process.env.SLACK_SIGNING_SECRET = SLACK_SECRET;
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "TAVILY_API_KEY", "TAVILY_BASE_URL"])
     delete process.env[name];
   database = await createWebTestDatabase();
@@ -153,6 +165,27 @@ beforeAll(async () => {
     question: question.id,
     otherAgent: other.lead.id,
     mcpServer: mcpServer.id,
+  });
+  // The link-signing key is made before the fingerprints are taken: its first use writes it.
+  const key = await actionLinkKey(database.db);
+  const inThreeDays = new Date(Date.now() + 72 * 3_600_000);
+  ids.approveToken = signActionLink(key, {
+    action: "approve",
+    channel: "email",
+    itemId: ids.approval,
+    expiresAt: inThreeDays,
+  });
+  ids.answerToken = signActionLink(key, {
+    action: "answer",
+    channel: "email",
+    itemId: ids.question,
+    expiresAt: inThreeDays,
+  });
+  ids.expiredToken = signActionLink(key, {
+    action: "approve",
+    channel: "email",
+    itemId: ids.approval,
+    expiresAt: new Date(Date.now() - 1000),
   });
 });
 
@@ -1891,7 +1924,78 @@ const cases: Case[] = [
         request("POST", "/x", { body: json({ model: "m" }), headers: { origin: "https://evil.example" } }),
       ),
   ],
+  // --- action links (issue 37): the token is the credential; bad ones, and bad bodies with good ones, change nothing
+  ["act POST: no token", 404, () => act(undefined, json({}))],
+  ["act POST: a made-up token", 404, () => act(`${"A".repeat(60)}.${"B".repeat(43)}`, json({}))],
+  ["act POST: SQL as token", 404, () => act(SQL, json({}))],
+  ["act POST: an expired token", 404, () => act(ids.expiredToken, json({}))],
+  ["act POST: an unknown field", 400, () => act(ids.approveToken, json({ decision: "approve", input: {} }))],
+  ["act POST: malformed JSON", 400, () => act(ids.approveToken, "{")],
+  ["act POST: an answer that is a number", 400, () => act(ids.answerToken, json({ answer: 42 }))],
+  ["act POST: an empty answer", 400, () => act(ids.answerToken, json({ answer: "   " }))],
+  ["act POST: an answer of 1 MiB", 413, () => act(ids.answerToken, json({ answer: long(MiB) }))],
+  [
+    "act POST: a JSON body sent as text/plain",
+    415,
+    () => act(ids.approveToken, "{}", { "content-type": "text/plain" }),
+  ],
+  [
+    "act POST: from a foreign Origin, with a good token",
+    403,
+    () => act(ids.approveToken, json({}), { origin: "https://evil.example" }),
+  ],
+
+  // --- Slack's buttons (issue 37): Slack's signature first
+  ["slack POST: no signature", 401, () => slack(`payload=${encodeURIComponent(json({ type: "block_actions" }))}`, {})],
+  [
+    "slack POST: signed with the wrong secret",
+    401,
+    () => {
+      const body = `payload=${encodeURIComponent(json({ type: "block_actions" }))}`;
+      return slack(body, signedSlackHeaders("not-the-secret", body));
+    },
+  ],
+  [
+    "slack POST: a stale timestamp",
+    401,
+    () => {
+      const body = `payload=${encodeURIComponent(json({ type: "block_actions" }))}`;
+      return slack(body, signedSlackHeaders(SLACK_SECRET, body, Math.floor(Date.now() / 1000) - 3600));
+    },
+  ],
+  [
+    "slack POST: signed, the payload not JSON",
+    400,
+    () => slack("payload=%7Bnope", signedSlackHeaders(SLACK_SECRET, "payload=%7Bnope")),
+  ],
+  [
+    "slack POST: signed, the payload the wrong shape",
+    400,
+    () => {
+      const body = `payload=${encodeURIComponent(json({ type: "block_actions", user: "ana", actions: "approve" }))}`;
+      return slack(body, signedSlackHeaders(SLACK_SECRET, body));
+    },
+  ],
+  ["slack POST: a 100 KiB body", 413, () => slack(long(100 * 1024), {})],
 ];
+
+/** POST /api/act?t=TOKEN, the throttle cleared first (this table tries more bad tokens than it allows). */
+function act(token: string | undefined, body: string, headers: Record<string, string> = {}) {
+  signInThrottle.clear();
+  const query = token === undefined ? "" : `?t=${encodeURIComponent(token)}`;
+  return api.act.POST(request("POST", `/api/act${query}`, { body, headers }));
+}
+
+function slack(body: string, headers: Record<string, string>) {
+  signInThrottle.clear();
+  return api.slack.POST(
+    new Request(`${ORIGIN}/api/slack/actions`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body,
+    }),
+  );
+}
 
 describe("hostile input", () => {
   it("has at least 50 cases", () => {

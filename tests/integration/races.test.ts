@@ -20,12 +20,20 @@ import type { ModelChoice } from "@/lib/llm/provider";
 import { insertNotificationChannel } from "@/lib/db/queries/notification-channels";
 import { setWebhookSecret } from "@/lib/db/queries/webhooks";
 import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import { signedSlackHeaders } from "@/lib/http/slack-signature";
+import { actionLinkKey, signActionLink } from "@/lib/auth/action-links";
+import { signInThrottle } from "@/lib/auth/sign-in-throttle";
 import { createTeamFixture } from "../support/fixtures";
 import type { TestDatabase } from "../support/database";
 import { closeWebTestDatabase, createWebTestDatabase } from "../support/web";
 
 const ORIGIN = "http://localhost:3000";
 const ROUNDS = 30;
+const SLACK_SECRET = vi.hoisted(() => {
+  // Before any module parses the environment: Slack's buttons are on in this file.
+  process.env.SLACK_SIGNING_SECRET = "race-slack-signing-secret";
+  return "race-slack-signing-secret";
+});
 
 async function loadRoutes() {
   return {
@@ -44,6 +52,8 @@ async function loadRoutes() {
     knowledgeItem: await import("@/app/api/knowledge/[itemId]/route"),
     hook: await import("@/app/api/hooks/[teamId]/route"),
     decision: await import("@/app/api/approvals/[approvalId]/decision/route"),
+    act: await import("@/app/api/act/route"),
+    slack: await import("@/app/api/slack/actions/route"),
     answer: await import("@/app/api/questions/[questionId]/answer/route"),
     toolPolicies: await import("@/app/api/teams/[teamId]/tool-policies/route"),
     notificationChannels: await import("@/app/api/teams/[teamId]/notification-channels/route"),
@@ -195,6 +205,8 @@ async function round(index: number): Promise<{ key: string; status: number; body
     url: "http://127.0.0.1:9/mcp",
   });
   const hookBody = JSON.stringify({ name: "race", index });
+  const linkKey = await actionLinkKey(database.db);
+  const expiresAt = new Date(Date.now() + 3_600_000);
   // Port 9 (discard): nothing in this file works the queue, so nothing is sent anyway.
   const channel = await insertNotificationChannel(database.db, team.id, {
     type: "webhook",
@@ -352,6 +364,57 @@ async function round(index: number): Promise<{ key: string; status: number; body
     {
       key: "POST /api/questions/[questionId]/answer",
       run: () => api.answer.POST(request("POST", { answer: "yes" }), params({ questionId: question.id })),
+    },
+    // The same decisions from an email's link and a Slack button, racing the app's and the deletes.
+    {
+      key: "POST /api/act",
+      run: () => {
+        signInThrottle.clear();
+        const action = index % 2 ? "approve" : "deny";
+        const token = signActionLink(linkKey, { action, channel: "email", itemId: approval.id, expiresAt });
+        return api.act.POST(
+          new Request(`${ORIGIN}/api/act?t=${token}`, {
+            method: "POST",
+            headers: { origin: ORIGIN, "content-type": "application/json" },
+            body: "{}",
+          }),
+        );
+      },
+    },
+    {
+      key: "POST /api/act",
+      run: () => {
+        signInThrottle.clear();
+        const token = signActionLink(linkKey, { action: "answer", channel: "email", itemId: question.id, expiresAt });
+        return api.act.POST(
+          new Request(`${ORIGIN}/api/act?t=${token}`, {
+            method: "POST",
+            headers: { origin: ORIGIN, "content-type": "application/json" },
+            body: JSON.stringify({ answer: "from the email" }),
+          }),
+        );
+      },
+    },
+    {
+      key: "POST /api/slack/actions",
+      run: () => {
+        signInThrottle.clear();
+        const value = signActionLink(linkKey, { action: "approve", channel: "slack", itemId: approval.id, expiresAt });
+        const body = `payload=${encodeURIComponent(
+          JSON.stringify({
+            type: "block_actions",
+            user: { id: "U1", username: "ana" },
+            actions: [{ action_id: "cadre_approve", value }],
+          }),
+        )}`;
+        return api.slack.POST(
+          new Request(`${ORIGIN}/api/slack/actions`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded", ...signedSlackHeaders(SLACK_SECRET, body) },
+            body,
+          }),
+        );
+      },
     },
     {
       key: "PUT /api/teams/[teamId]/tool-policies",

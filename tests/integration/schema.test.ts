@@ -46,6 +46,7 @@ describe("migrations", () => {
       "notification_channels",
       "notifications",
       "questions",
+      "server_keys",
       "sessions",
       "tasks",
       "teams",

@@ -5,6 +5,7 @@ import {
   cookieValue,
   crossSiteReason,
   isLoopbackHost,
+  cookieCandidates,
   isPublicPath,
   looksLikeSessionToken,
   safeReturnPath,
@@ -131,6 +132,9 @@ describe("cookies, tokens and public paths", () => {
       "/api/auth/sign-in",
       "/api/auth/sign-out",
       "/api/hooks/abc",
+      "/act",
+      "/api/act",
+      "/api/slack/actions",
       "/favicon.ico",
       "/icon.svg",
       "/apple-icon.png",
@@ -147,8 +151,23 @@ describe("cookies, tokens and public paths", () => {
       "/api/auth/session",
       "/favicon.ico/x",
       "/teams/icon.svg",
+      "/act/x",
+      "/acts",
+      "/api/act/x",
+      "/api/slack/actions/x",
+      "/api/slack",
     ])
       expect(isPublicPath(path), path).toBe(false);
+  });
+});
+
+describe("cookieCandidates", () => {
+  it("tries the __Host- name first, then the plain one, each value once, only those that look right, at most 4", () => {
+    const header = "cadre_session=bad; __Host-cadre_session=good1; other=x; cadre_session=good2; cadre_session=good1";
+    expect(cookieCandidates(header, "cadre_session", (value) => value.startsWith("good"))).toEqual(["good1", "good2"]);
+    const many = Array.from({ length: 10 }, (_, index) => `cadre_device=v${index}`).join("; ");
+    expect(cookieCandidates(many, "cadre_device", () => true)).toEqual(["v0", "v1", "v2", "v3"]);
+    expect(cookieCandidates(null, "cadre_device", () => true)).toEqual([]);
   });
 });
 

@@ -5,6 +5,14 @@ import "server-only";
 export const SESSION_COOKIE = "cadre_session";
 /** The known-device cookie: set at each sign-in, it lets this browser sign in again while strangers are being held back. */
 export const DEVICE_COOKIE = "cadre_device";
+/**
+ * Over https both cookies are set as `__Host-<name>` (Secure, Path=/, no Domain): a browser
+ * accepts such a cookie only from this very host, so a neighbouring subdomain cannot plant one
+ * ("cookie tossing"). Over plain http (127.0.0.1, a LAN install) a browser refuses `__Host-`
+ * cookies, so the plain names stay. Both names are read, every value of each is tried, and only
+ * one that checks out counts: a planted duplicate can neither shadow nor replace a good cookie.
+ */
+export const HOST_PREFIX = "__Host-";
 export const SIGN_IN_PATH = "/sign-in";
 
 /**
@@ -21,7 +29,10 @@ export const CLIENT_ADDRESS_HEADER = "x-cadre-client-address";
  * otherwise the connection's address. "unknown" when neither is there (a server started without
  * scripts/lib/client-address.mjs): then all strangers share one count.
  */
-export function clientAddress(request: Request, options: { trustProxy?: boolean } = {}): string {
+export function clientAddress(
+  request: { headers: { get(name: string): string | null } },
+  options: { trustProxy?: boolean } = {},
+): string {
   const forwarded = options.trustProxy
     ? request.headers
         .get("x-forwarded-for")
@@ -35,10 +46,15 @@ export function clientAddress(request: Request, options: { trustProxy?: boolean 
 
 /**
  * Reachable without a session: the health probe, signing in and out, webhooks (they carry their
- * own HMAC), and the app's icons and web manifest (the sign-in page shows them; they hold nothing private).
+ * own HMAC), an action link's page and its one click (the signed token is the credential, for one
+ * item: src/lib/auth/action-links.ts), Slack's buttons (Slack's signature), and the app's icons and
+ * web manifest (the sign-in page shows them; they hold nothing private).
  */
 const publicPaths = [
   /^\/sign-in\/?$/,
+  /^\/act\/?$/,
+  /^\/api\/act\/?$/,
+  /^\/api\/slack\/actions\/?$/,
   /^\/api\/health\/?$/,
   /^\/api\/auth\/sign-(in|out)\/?$/,
   /^\/api\/hooks\/[^/]+\/?$/,
@@ -54,14 +70,38 @@ export function looksLikeSessionToken(value: string | undefined | null): value i
   return typeof value === "string" && /^[A-Za-z0-9_-]{43}$/.test(value);
 }
 
-/** The value of one cookie in a `Cookie` header. */
+/** The value of one cookie in a `Cookie` header (the first, when there are several). */
 export function cookieValue(cookieHeader: string | null, name: string): string | undefined {
-  if (!cookieHeader) return undefined;
+  return cookieValues(cookieHeader, name)[0];
+}
+
+/** Every value of the cookie called `name` (a browser sends duplicates when they differ in path or domain). */
+function cookieValues(cookieHeader: string | null, name: string): string[] {
+  if (!cookieHeader) return [];
+  const values: string[] = [];
   for (const part of cookieHeader.split(";")) {
     const index = part.indexOf("=");
-    if (index > 0 && part.slice(0, index).trim() === name) return part.slice(index + 1).trim();
+    if (index > 0 && part.slice(0, index).trim() === name) values.push(part.slice(index + 1).trim());
   }
-  return undefined;
+  return values;
+}
+
+/** At most this many values of one cookie are tried: a request stuffed with duplicates costs no more. */
+const MAX_COOKIE_CANDIDATES = 4;
+
+/** The values of a Cadre cookie to try, `__Host-` first, duplicates dropped, that pass `looksRight`. */
+export function cookieCandidates(
+  cookieHeader: string | null,
+  name: string,
+  looksRight: (value: string) => boolean,
+): string[] {
+  const values = [...cookieValues(cookieHeader, `${HOST_PREFIX}${name}`), ...cookieValues(cookieHeader, name)];
+  return [...new Set(values.filter(looksRight))].slice(0, MAX_COOKIE_CANDIDATES);
+}
+
+/** The session tokens a request carries, to be tried one by one. */
+export function sessionTokensIn(cookieHeader: string | null): string[] {
+  return cookieCandidates(cookieHeader, SESSION_COOKIE, looksLikeSessionToken);
 }
 
 /** The host a request was addressed to: the `Host` header (what the browser connected to), else the URL's. */

@@ -1,7 +1,7 @@
 import "server-only";
 import { cache } from "react";
 import { createHash, createHmac, randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import { cookies, headers } from "next/headers";
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { Db } from "@/lib/db/client";
 import { database } from "@/lib/db/client";
@@ -10,17 +10,19 @@ import { databaseUnavailableReason } from "@/lib/db/errors";
 import { loggable } from "@/lib/telemetry/log";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
-import { refusalMessage, signInThrottle, type Attempter } from "@/lib/auth/sign-in-throttle";
+import { refusalMessage, signInThrottle, type Attempter, type SignInAttempt } from "@/lib/auth/sign-in-throttle";
 import {
   clientAddress,
-  cookieValue,
+  cookieCandidates,
   crossSiteReason,
   DEVICE_COOKIE,
+  HOST_PREFIX,
   isLoopbackHost,
   isStateChanging,
   looksLikeSessionToken,
   requestHost,
   SESSION_COOKIE,
+  sessionTokensIn,
   SIGN_IN_PATH,
 } from "@/lib/auth/auth-rules";
 
@@ -69,12 +71,24 @@ export async function isLiveSession(db: Db, token: string | undefined): Promise<
   return (await findLiveSession(db, tokenHash(token))) !== null;
 }
 
-export async function endSession(db: Db, token: string | undefined): Promise<void> {
-  if (looksLikeSessionToken(token) && signInRequired()) await deleteSession(db, tokenHash(token));
+/** True when any of the tokens (a request's session cookies, duplicates included) is a live session. */
+export async function hasLiveSession(db: Db, tokens: readonly string[]): Promise<boolean> {
+  for (const token of tokens) if (await isLiveSession(db, token)) return true;
+  return false;
 }
 
-export function sessionTokenOf(request: Request): string | undefined {
-  return cookieValue(request.headers.get("cookie"), SESSION_COOKIE);
+export async function endSession(db: Db, tokens: readonly string[]): Promise<void> {
+  if (!signInRequired()) return;
+  for (const token of tokens) if (looksLikeSessionToken(token)) await deleteSession(db, tokenHash(token));
+}
+
+export function sessionTokensOf(request: Request): string[] {
+  return sessionTokensIn(request.headers.get("cookie"));
+}
+
+/** The cookie's name as set on this answer: `__Host-` over https (see HOST_PREFIX). */
+function cookieName(request: Request, name: string): string {
+  return isHttps(request) ? `${HOST_PREFIX}${name}` : name;
 }
 
 /** `Secure` only over https: a LAN install on plain http must still be able to sign in. */
@@ -85,7 +99,7 @@ function isHttps(request: Request): boolean {
 
 export function sessionCookie(request: Request, token: string): string {
   return [
-    `${SESSION_COOKIE}=${token}`,
+    `${cookieName(request, SESSION_COOKIE)}=${token}`,
     "Path=/",
     "HttpOnly",
     "SameSite=Lax",
@@ -96,7 +110,7 @@ export function sessionCookie(request: Request, token: string): string {
 
 export function clearedSessionCookie(request: Request): string {
   return [
-    `${SESSION_COOKIE}=`,
+    `${cookieName(request, SESSION_COOKIE)}=`,
     "Path=/",
     "HttpOnly",
     "SameSite=Lax",
@@ -128,7 +142,7 @@ export async function checkApiAccess(request: Request | undefined, access: Acces
     if (request && !isLoopbackHost(requestHost(request))) throw loopbackOnly(requestHost(request));
     return;
   }
-  const live = request !== undefined && (await sessionIsLive(sessionTokenOf(request)));
+  const live = request !== undefined && (await sessionIsLive(sessionTokensOf(request)));
   if (!live) throw new CadreError("unauthorized:session", "Sign in first: this Cadre is protected by a password.");
 }
 
@@ -144,10 +158,10 @@ export type PageAccess = { allowed: true } | { allowed: false; reason: "sign-in"
 /** The page check without Next's request context, so it can be tested directly. */
 export async function checkPageAccess(input: {
   host: string | null;
-  sessionToken: string | undefined;
+  sessionTokens: readonly string[];
 }): Promise<PageAccess> {
   if (!signInRequired()) return isLoopbackHost(input.host) ? { allowed: true } : { allowed: false, reason: "host" };
-  return (await sessionIsLive(input.sessionToken)) ? { allowed: true } : { allowed: false, reason: "sign-in" };
+  return (await sessionIsLive(input.sessionTokens)) ? { allowed: true } : { allowed: false, reason: "sign-in" };
 }
 
 /**
@@ -155,9 +169,9 @@ export async function checkPageAccess(input: {
  * what is thrown here is logged (by route() or by Next itself): it never carries parameters. A
  * database starting, full or gone is a 503 to come back to.
  */
-async function sessionIsLive(token: string | undefined): Promise<boolean> {
+async function sessionIsLive(tokens: readonly string[]): Promise<boolean> {
   try {
-    return await isLiveSession(database().db, token);
+    return await hasLiveSession(database().db, tokens);
   } catch (error) {
     const why = databaseUnavailableReason(error);
     if (!why) throw loggable(error); // not the database's absence: a 500, logged
@@ -171,8 +185,8 @@ async function sessionIsLive(token: string | undefined): Promise<boolean> {
 
 /** Once per server render: layout, metadata and page all ask, the database answers once. */
 const currentPageAccess = cache(async (): Promise<PageAccess> => {
-  const [cookieStore, headerList] = await Promise.all([cookies(), headers()]);
-  return checkPageAccess({ host: headerList.get("host"), sessionToken: cookieStore.get(SESSION_COOKIE)?.value });
+  const headerList = await headers();
+  return checkPageAccess({ host: headerList.get("host"), sessionTokens: sessionTokensIn(headerList.get("cookie")) });
 });
 
 /**
@@ -221,20 +235,25 @@ async function deviceSignature(id: string): Promise<string> {
 
 /** The id of the known device this request's cookie names, when its signature holds; else null (a stranger). */
 export async function knownDeviceOf(request: Request): Promise<string | null> {
-  const match = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(
-    cookieValue(request.headers.get("cookie"), DEVICE_COOKIE) ?? "",
-  );
-  if (!match || !signInRequired()) return null;
-  const [, id, signature] = match as unknown as [string, string, string];
-  return timingSafeEqual(Buffer.from(signature), Buffer.from(await deviceSignature(id))) ? id : null;
+  if (!signInRequired()) return null;
+  const shape = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
+  // Every value is tried: a duplicate planted before the real one must not make the owner a stranger.
+  for (const value of cookieCandidates(request.headers.get("cookie"), DEVICE_COOKIE, (value) => shape.test(value))) {
+    const [, id, signature] = shape.exec(value) as unknown as [string, string, string];
+    if (timingSafeEqual(Buffer.from(signature), Buffer.from(await deviceSignature(id)))) return id;
+  }
+  return null;
 }
 
-/** `<id>.<HMAC>`, sent only to the sign-in and sign-out routes (Path=/api/auth). */
+/**
+ * `<id>.<HMAC>`. Over http sent only to the sign-in and sign-out routes (Path=/api/auth); over
+ * https as `__Host-cadre_device`, which a browser accepts only with Path=/.
+ */
 async function deviceCookie(request: Request, id: string): Promise<string> {
   const value = `${id}.${await deviceSignature(id)}`;
   return [
-    `${DEVICE_COOKIE}=${value}`,
-    "Path=/api/auth",
+    `${cookieName(request, DEVICE_COOKIE)}=${value}`,
+    isHttps(request) ? "Path=/" : "Path=/api/auth",
     "HttpOnly",
     "SameSite=Strict",
     `Max-Age=${DEVICE_MAX_AGE_SECONDS}`,
@@ -243,11 +262,13 @@ async function deviceCookie(request: Request, id: string): Promise<string> {
 }
 
 /**
- * POST /api/auth/sign-in's use case. The throttle is asked before `readPassword` reads the body,
- * so an attempt that must wait learns nothing, not even that its password was right. A browser
- * with a valid known-device cookie is held back only by its own failures; a stranger by its
- * address's and by all strangers' together (sign-in-throttle.ts). Returns the Set-Cookie values:
- * the session, and the known-device cookie (kept, or new), renewed.
+ * POST /api/auth/sign-in's use case. The attempt is counted (reserved, sign-in-throttle.ts)
+ * before `readPassword` reads the body, in the same step as the check: an attempt that must
+ * wait learns nothing, not even that its password was right, and attempts whose bodies arrive
+ * together cannot all pass a check none of them has been counted in yet. A browser with a valid
+ * known-device cookie is held back only by its own failures; a stranger by its address's and by
+ * all strangers' together. Returns the Set-Cookie values: the session, and the known-device
+ * cookie (kept, or new), renewed.
  */
 export async function signIn(db: Db, request: Request, readPassword: () => Promise<string>): Promise<string[]> {
   if (!signInRequired())
@@ -255,17 +276,33 @@ export async function signIn(db: Db, request: Request, readPassword: () => Promi
   const device = await knownDeviceOf(request);
   const client = clientAddress(request, { trustProxy: env().TRUST_PROXY });
   const who: Attempter = device ? { device } : { client };
-  const refusal = signInThrottle.refusal(who);
-  if (refusal)
-    throw new CadreError("rate_limited:sign_in", refusalMessage(refusal), {
-      retryAfterSeconds: refusal.retryAfterSeconds,
-    });
-  if (!passwordMatches(await readPassword())) {
-    signInThrottle.recordFailure(who);
+  const attempt = reserveAttempt(who);
+  let given: string;
+  try {
+    given = await readPassword();
+  } catch (error) {
+    attempt.unchecked();
+    throw error;
+  }
+  if (!passwordMatches(given)) {
+    attempt.wrong();
     console.warn(`[auth] failed sign-in from ${client}${device ? " (a browser that signed in here before)" : ""}`);
     throw new CadreError("unauthorized:password", "Wrong password.");
   }
-  signInThrottle.recordSuccess(who);
+  attempt.right();
   const { token } = await startSession(db);
   return [sessionCookie(request, token), await deviceCookie(request, device ?? randomBytes(16).toString("base64url"))];
+}
+
+/**
+ * Counts an attempt at a credential (a password, an action link, a Slack signature) before it is
+ * compared; throws the 429 when this browser, address or all strangers must wait.
+ */
+export function reserveAttempt(who: Attempter): SignInAttempt {
+  const reserved = signInThrottle.reserve(who);
+  if ("refusal" in reserved)
+    throw new CadreError("rate_limited:sign_in", refusalMessage(reserved.refusal), {
+      retryAfterSeconds: reserved.refusal.retryAfterSeconds,
+    });
+  return reserved.attempt;
 }

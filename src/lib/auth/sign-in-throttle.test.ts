@@ -35,6 +35,38 @@ describe("SignInThrottle", () => {
     expect(throttle.refusal(device, 0)).toBeNull();
   });
 
+  it("counts an attempt as it is let through, so attempts in flight together cannot pass the limit", () => {
+    const throttle = new SignInThrottle(limits);
+    const client = { client: "203.0.113.1" };
+    // Many attempts reserved before any of them is settled (bodies held back, then sent together).
+    const reserved = Array.from({ length: 50 }, () => throttle.reserve(client, 0));
+    expect(reserved.filter((answer) => "attempt" in answer)).toHaveLength(limits.perClient);
+    expect(reserved.filter((answer) => "refusal" in answer)).toHaveLength(50 - limits.perClient);
+  });
+
+  it("gives an attempt back when no credential was compared, and forgets it when it was right", () => {
+    const throttle = new SignInThrottle(limits);
+    const client = { client: "203.0.113.1" };
+    const first = throttle.reserve(client, 0);
+    const second = throttle.reserve(client, 0);
+    expect(throttle.reserve(client, 0)).toHaveProperty("refusal");
+    if (!("attempt" in first) || !("attempt" in second)) throw new Error("both should have been let through");
+    first.attempt.unchecked();
+    first.attempt.unchecked(); // settling twice gives back once
+    const third = throttle.reserve(client, 0);
+    expect(third).toHaveProperty("attempt");
+    expect(throttle.reserve(client, 0)).toHaveProperty("refusal");
+    second.attempt.right();
+    if ("attempt" in third) third.attempt.right();
+    expect(throttle.refusal(client, 0)).toBeNull();
+    // A right credential is not a stranger's failure either.
+    for (let index = 0; index < limits.strangers; index++) {
+      const answer = throttle.reserve({ client: `192.0.2.${index}` }, 0);
+      if ("attempt" in answer) answer.attempt.right();
+    }
+    expect(throttle.refusal({ client: "192.0.2.99" }, 0)).toBeNull();
+  });
+
   it("says when to try again and what still works", () => {
     expect(refusalMessage({ retryAfterSeconds: 1, because: "device" })).toBe(
       "Too many wrong passwords from this browser. Try again in 1 second.",

@@ -4,6 +4,12 @@ import "server-only";
 // signed known-device cookie (auth.ts) and is held back only by its own failures; everyone else
 // is a stranger, counted by address and all together. So an attacker who rotates addresses
 // slows and then stops strangers, never the person's own browser.
+//
+// An attempt is counted *before* its password is compared, and atomically with the check
+// (`reserve`): otherwise attempts whose bodies arrive together all pass the check while none is
+// counted yet (200 held-back bodies once got 199 × 401 and one 200). A reservation counts as a
+// failure until it is settled: a right password forgets it, an attempt that never compared a
+// password (its body was bad) gives it back.
 
 import { plural } from "@/lib/util/plural";
 
@@ -14,6 +20,16 @@ export type SignInRefusal = {
   retryAfterSeconds: number;
   /** Which count is full: this browser's, this address's, or all strangers' together. */
   because: "device" | "client" | "strangers";
+};
+
+/** A counted attempt, to be settled once its credential was compared (or could not be). */
+export type SignInAttempt = {
+  /** The credential was wrong: the attempt stays counted as a failure. */
+  wrong(): void;
+  /** The credential was right: this browser's or address's failures are forgotten, this one too. */
+  right(): void;
+  /** No credential was compared (a bad body): the attempt is given back. */
+  unchecked(): void;
 };
 
 export type SignInLimits = {
@@ -52,6 +68,33 @@ export class SignInThrottle {
     return candidates.sort((a, b) => b.retryAfterSeconds - a.retryAfterSeconds)[0] ?? null;
   }
 
+  /**
+   * Checks and counts one attempt in one step (no await between them, so no other request can
+   * slip in): a refusal, or the attempt, counted as a failure until it is settled.
+   */
+  reserve(who: Attempter, now = Date.now()): { refusal: SignInRefusal } | { attempt: SignInAttempt } {
+    const refusal = this.refusal(who, now);
+    if (refusal) return { refusal };
+    this.recordFailure(who, now);
+    let settled = false;
+    const settle = (outcome: "right" | "unchecked") => {
+      if (settled) return;
+      settled = true;
+      if (outcome === "right") this.recordSuccess(who);
+      else this.forgetOne(this.failures.get(keyOf(who)), now);
+      if ("client" in who) this.forgetOne(this.strangers, now);
+    };
+    return {
+      attempt: {
+        wrong: () => {
+          settled = true;
+        },
+        right: () => settle("right"),
+        unchecked: () => settle("unchecked"),
+      },
+    };
+  }
+
   recordFailure(who: Attempter, now = Date.now()): void {
     const key = keyOf(who);
     const times = this.failures.get(key) ?? [];
@@ -63,6 +106,12 @@ export class SignInThrottle {
   /** A right password: this browser's or address's own failures are forgotten (the strangers' count stays). */
   recordSuccess(who: Attempter): void {
     this.failures.delete(keyOf(who));
+  }
+
+  /** Takes back one counted time (a reservation given back); the list may have been trimmed meanwhile. */
+  private forgetOne(times: number[] | undefined, time: number): void {
+    const index = times?.lastIndexOf(time) ?? -1;
+    if (index >= 0) times!.splice(index, 1);
   }
 
   clear(): void {

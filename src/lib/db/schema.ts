@@ -48,6 +48,8 @@ export const toolPolicies = ["auto", "ask", "deny"] as const;
 export const notificationKinds = ["briefing", "question", "approval", "alert"] as const;
 export const notificationChannelTypes = ["webhook", "email"] as const;
 export const notificationStatuses = ["pending", "sent", "failed"] as const;
+/** Where the person decided or answered: on Cadre's pages, through a link in an email or a webhook message, or a Slack button. */
+export const decisionChannels = ["app", "email", "webhook", "slack"] as const;
 export const mcpTransports = ["http", "stdio"] as const;
 
 export type TeamStatus = (typeof teamStatuses)[number];
@@ -66,6 +68,7 @@ export type ToolPolicy = (typeof toolPolicies)[number];
 export type NotificationKind = (typeof notificationKinds)[number];
 export type NotificationChannelType = (typeof notificationChannelTypes)[number];
 export type NotificationStatus = (typeof notificationStatuses)[number];
+export type DecisionChannel = (typeof decisionChannels)[number];
 export type McpTransport = (typeof mcpTransports)[number];
 /** What a server offered when it was last listed: the team page and the policies show it. */
 export type McpToolInfo = { name: string; description: string; readOnly: boolean };
@@ -557,9 +560,12 @@ export const questions = pgTable(
     answer: text("answer"),
     createdAt: createdAt(),
     answeredAt: timestamp("answered_at", { withTimezone: true, mode: "date" }),
+    /** Where the person answered (null: not answered, or answered before this was recorded). */
+    answeredVia: text("answered_via").$type<DecisionChannel>(),
   },
   (t) => [
     check("questions_status_check", oneOf("status", questionStatuses)),
+    check("questions_answered_via_check", oneOf("answered_via", decisionChannels)),
     index("questions_recipient_status_idx").on(t.recipientAgentId, t.status),
     index("questions_task_id_idx").on(t.taskId),
   ],
@@ -603,6 +609,10 @@ export const approvals = pgTable(
     /** Why the person denied it, or why it was withdrawn. */
     decisionNote: text("decision_note"),
     decidedAt: timestamp("decided_at", { withTimezone: true, mode: "date" }),
+    /** Where the person decided (null: pending, withdrawn, or decided before this was recorded). */
+    decidedVia: text("decided_via").$type<DecisionChannel>(),
+    /** Who decided, when the channel names them (a Slack user); null in the app, which has one person. */
+    decidedBy: text("decided_by"),
     executionStartedAt: timestamp("execution_started_at", { withTimezone: true, mode: "date" }),
     resolvedAt: timestamp("resolved_at", { withTimezone: true, mode: "date" }),
     // clock_timestamp, not now(): the calls of one step are stored in one transaction, in their order.
@@ -610,6 +620,7 @@ export const approvals = pgTable(
   },
   (t) => [
     check("approvals_status_check", oneOf("status", approvalStatuses)),
+    check("approvals_decided_via_check", oneOf("decided_via", decisionChannels)),
     uniqueIndex("approvals_conversation_tool_call_idx").on(t.conversationId, t.toolCallId),
     index("approvals_agent_unresolved_idx").on(t.agentId, t.createdAt).where(sql`resolved_at is null`),
     index("approvals_task_id_idx").on(t.taskId),
@@ -692,7 +703,16 @@ export const notifications = pgTable(
     inboxItemId: uuid("inbox_item_id").references(() => inboxItems.id, { onDelete: "set null" }),
     /** An inbox item's type, or "test" for Send test. */
     kind: text("kind").notNull(),
-    payload: jsonb("payload").$type<{ type: string; title: string; summary: string; link: string }>().notNull(),
+    payload: jsonb("payload")
+      .$type<{
+        type: string;
+        title: string;
+        summary: string;
+        link: string;
+        /** An approval or a question: the item its action links (Approve / Deny, Answer) act on, and until when they work. */
+        action?: { kind: "approval" | "question"; id: string; expiresAt: string };
+      }>()
+      .notNull(),
     status: text("status").$type<NotificationStatus>().notNull().default("pending"),
     attempts: integer("attempts").notNull().default(0),
     lastError: text("last_error"),
@@ -850,6 +870,17 @@ export const webhookSecrets = pgTable("webhook_secrets", {
     .primaryKey()
     .references(() => teams.id, { onDelete: "cascade" }),
   secret: text("secret").notNull(),
+  createdAt: createdAt(),
+});
+
+/**
+ * Keys Cadre makes for itself, by name: `action-links` signs the Approve / Deny / Answer links in
+ * notifications (auth/action-links.ts). Made once, at first use, by whichever process needs it,
+ * so the web server and the workers sign and check with the same key.
+ */
+export const serverKeys = pgTable("server_keys", {
+  name: text("name").primaryKey(),
+  key: text("key").notNull(),
   createdAt: createdAt(),
 });
 

@@ -6,7 +6,7 @@ import { appendMessage } from "@/lib/db/queries/messages";
 import { answerQuestion, createQuestion, getQuestion, lockQuestion } from "@/lib/db/queries/questions";
 import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
-import type { Agent, Question } from "@/lib/db/schema";
+import type { Agent, DecisionChannel, Question } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import { formatPersonQuestion } from "@/lib/core/formats";
@@ -66,6 +66,7 @@ export async function answerQuestionFromPerson(
   jobs: JobQueue,
   questionId: string,
   answer: string,
+  via: DecisionChannel = "app",
 ): Promise<Question> {
   const found = await getQuestion(db, questionId);
   if (!found || found.recipientAgentId !== null) throw notFound("question", questionId);
@@ -87,7 +88,7 @@ export async function answerQuestionFromPerson(
           : "The agent no longer needs an answer: the work that asked has ended.",
       );
     }
-    const answered = (await answerQuestion(tx, question.id, answer))!;
+    const answered = (await answerQuestion(tx, question.id, answer, via))!;
     await resumeTask(tx, question.taskId);
     await queueInput(
       tx,

@@ -25,7 +25,7 @@ import {
 import { getTask } from "@/lib/db/queries/tasks";
 import { writeUnderAgent } from "@/lib/db/queries/teams";
 import { isActiveTask, isOpenTask } from "@/lib/db/task-statuses";
-import type { Agent, Approval } from "@/lib/db/schema";
+import type { Agent, Approval, DecisionChannel } from "@/lib/db/schema";
 import { CadreError, notFound } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import {
@@ -109,6 +109,8 @@ export async function requestApprovals(
 }
 
 export type Decision = { decision: "approve"; input?: unknown } | { decision: "deny"; reason: string };
+/** Where the person decided (the app, a link in an email or webhook message, a Slack button), and who when Slack says. */
+export type DecidedVia = { channel: DecisionChannel; by?: string | null };
 
 /**
  * The person's decision on a waiting call: recorded on its approval (a second decision is
@@ -122,6 +124,7 @@ export async function decideApproval(
   jobs: JobQueue,
   approvalId: string,
   decision: Decision,
+  via: DecidedVia = { channel: "app" },
 ): Promise<Approval> {
   const found = await getApproval(db, approvalId);
   if (!found) throw notFound("approval", approvalId);
@@ -142,14 +145,19 @@ export async function decideApproval(
     const mode = (await getConversationMode(tx, approval.conversationId)) ?? "background";
     const decided =
       decision.decision === "approve"
-        ? await recordDecision(tx, approval.id, {
-            status: "approved",
-            approvedInput:
-              decision.input === undefined
-                ? approval.input
-                : await validateToolInput(approval.toolName, agent.role, mode, decision.input),
-          })
-        : await recordDecision(tx, approval.id, { status: "denied", note: decision.reason });
+        ? await recordDecision(
+            tx,
+            approval.id,
+            {
+              status: "approved",
+              approvedInput:
+                decision.input === undefined
+                  ? approval.input
+                  : await validateToolInput(approval.toolName, agent.role, mode, decision.input),
+            },
+            via,
+          )
+        : await recordDecision(tx, approval.id, { status: "denied", note: decision.reason }, via);
     await markInboxItemOfRead(tx, { approvalId: approval.id });
     await resumeTask(tx, approval.taskId);
     if (mode === "foreground") await jobs.resumeChat(tx, approval.agentId);

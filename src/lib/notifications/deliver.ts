@@ -12,6 +12,7 @@ import type { Notification, NotificationChannel } from "@/lib/db/schema";
 import { smtpSettings, type SmtpSettings } from "@/lib/env";
 import type { OutboundPolicy } from "@/lib/http/outbound-url";
 import type { JobQueue, NotificationAttempt } from "@/lib/jobs/job-queue";
+import { actionLinksOf } from "./action-links";
 import { DeliveryError, deliveryErrorMessage } from "./delivery-error";
 import { sendEmailNotification } from "./email-channel";
 import { postWebhookNotification } from "./webhook-channel";
@@ -71,7 +72,7 @@ export async function deliverNotification(
   if (!(await beginNotificationAttempt(db, notificationId))) return "skipped";
 
   try {
-    await sendThroughChannel(channel, notification, settings, attempt.signal);
+    await sendThroughChannel(db, channel, notification, settings, attempt.signal);
   } catch (error) {
     const message = deliveryErrorMessage(error);
     const permanent = error instanceof DeliveryError && error.permanent;
@@ -86,29 +87,37 @@ export async function deliverNotification(
   return "sent";
 }
 
-function sendThroughChannel(
+async function sendThroughChannel(
+  db: Db,
   channel: NotificationChannel,
   notification: Notification,
   settings: DeliverySettings,
   signal: AbortSignal,
 ): Promise<void> {
   switch (channel.type) {
-    case "webhook":
+    case "webhook": {
       if (!channel.url || !channel.secret)
         throw new DeliveryError("This webhook channel has no URL or secret: delete it and add it again.", {
           permanent: true,
         });
+      const actions = {
+        links: await actionLinksOf(db, notification.payload, "webhook"),
+        slack: await actionLinksOf(db, notification.payload, "slack"),
+      };
       return postWebhookNotification(
         { url: channel.url, secret: channel.secret },
-        notification,
+        { ...notification, actions },
         signal,
         settings.outbound,
       );
-    case "email":
+    }
+    case "email": {
       if (!channel.recipient)
         throw new DeliveryError("This email channel has no recipient: delete it and add it again.", {
           permanent: true,
         });
-      return sendEmailNotification(settings.smtp, channel.recipient, notification, signal);
+      const actions = await actionLinksOf(db, notification.payload, "email");
+      return sendEmailNotification(settings.smtp, channel.recipient, { ...notification, actions }, signal);
+    }
   }
 }

@@ -3,7 +3,7 @@ import type { Db } from "@/lib/db/client";
 import { listChannelIdsForKind } from "@/lib/db/queries/notification-channels";
 import { insertNotifications, type NotificationPayload } from "@/lib/db/queries/notifications";
 import type { InboxItem, Notification, NotificationChannel, Team } from "@/lib/db/schema";
-import { publicUrl } from "@/lib/env";
+import { env, publicUrl } from "@/lib/env";
 import type { JobQueue } from "@/lib/jobs/job-queue";
 
 // Notifications are an outbox: a `notifications` row per channel and its pg-boss job, written
@@ -14,6 +14,17 @@ import type { JobQueue } from "@/lib/jobs/job-queue";
 /** The link in a notification: the item's own page. */
 function inboxItemLink(itemId: string): string {
   return `${publicUrl()}/inbox/${itemId}`;
+}
+
+/**
+ * What the notification's action links act on (deliver.ts signs them as it sends): fixed here,
+ * expiry included, so every attempt sends the same links.
+ */
+function actionOf(item: InboxItem): Pick<NotificationPayload, "action"> {
+  const expiresAt = new Date(Date.now() + env().ACTION_LINK_TTL_HOURS * 3_600_000).toISOString();
+  if (item.approvalId) return { action: { kind: "approval", id: item.approvalId, expiresAt } };
+  if (item.questionId) return { action: { kind: "question", id: item.questionId, expiresAt } };
+  return {};
 }
 
 /**
@@ -29,6 +40,7 @@ export async function enqueueNotifications(db: Db, jobs: JobQueue, item: InboxIt
     title: item.title,
     summary: item.summary,
     link: inboxItemLink(item.id),
+    ...actionOf(item),
   };
   // A savepoint when the caller holds a transaction (it should): the rows and their jobs stand or fall together either way.
   const queued = await db.transaction(async (tx) => {

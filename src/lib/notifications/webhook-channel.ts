@@ -1,6 +1,7 @@
 import "server-only";
 import type { Notification } from "@/lib/db/schema";
 import { signedWebhookHeaders } from "@/lib/http/webhook-signature";
+import type { ActionLink } from "./action-links";
 import { DeliveryError, isTimeout, networkErrorCode } from "./delivery-error";
 import {
   isPublicAddress,
@@ -34,25 +35,66 @@ type WebhookNotificationBody = {
   summary: string;
   link: string;
   text: string;
+  /** An approval's Approve and Deny links, a question's Answer link: each opens a page that asks for one click. */
+  actions?: { action: string; label: string; url: string }[];
+  /** Slack Block Kit: the text, and buttons a Slack app with interactivity sends to /api/slack/actions. */
+  blocks?: unknown[];
 };
 
-/** What a receiver gets: the same bytes on every attempt (the payload was fixed when the notification was made). */
-function webhookNotificationBody(notification: Pick<Notification, "id" | "payload">): string {
+/** The links of a notification, for the body: `links` for any receiver, `slack` for the buttons (signed for Slack). */
+export type WebhookActions = { links: readonly ActionLink[]; slack: readonly ActionLink[] };
+
+/** What a receiver gets: the same bytes on every attempt (the payload and its links were fixed when the notification was made). */
+function webhookNotificationBody(
+  notification: Pick<Notification, "id" | "payload"> & { actions?: WebhookActions },
+): string {
   const { type, title, summary, link } = notification.payload;
+  const links = notification.actions?.links ?? [];
+  const text = slackText(notification.payload, links);
   return JSON.stringify({
     id: notification.id,
     type,
     title,
     summary,
     link,
-    text: slackText(notification.payload),
+    text,
+    ...(links.length > 0
+      ? {
+          actions: links.map(({ action, label, url }) => ({ action, label, url })),
+          blocks: slackBlocks(text, notification.actions?.slack ?? []),
+        }
+      : {}),
   } satisfies WebhookNotificationBody);
 }
 
-/** Slack mrkdwn: the title in bold, the summary, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
-function slackText(payload: Notification["payload"]): string {
-  const escapeMrkdwn = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-  return `*${escapeMrkdwn(payload.title)}*\n${escapeMrkdwn(payload.summary)}\n<${escapeMrkdwn(payload.link)}|Open in Cadre>`;
+const escapeMrkdwn = (text: string) => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+
+/** Slack mrkdwn: the title in bold, the summary, the action links, a link; `&`, `<` and `>` escaped as Slack asks, so text cannot forge a link. */
+function slackText(payload: Notification["payload"], links: readonly ActionLink[]): string {
+  const actions = links.map((each) => `<${escapeMrkdwn(each.url)}|${each.label}>`).join(" · ");
+  return `*${escapeMrkdwn(payload.title)}*\n${escapeMrkdwn(payload.summary)}\n${actions ? `${actions} · ` : ""}<${escapeMrkdwn(payload.link)}|Open in Cadre>`;
+}
+
+/**
+ * The message as Slack blocks: its text, then a button per action. Approve and Deny decide from
+ * Slack (the interactivity endpoint checks Slack's signature and the button's token); Answer
+ * needs words, so it opens the answer page.
+ */
+function slackBlocks(text: string, slack: readonly ActionLink[]): unknown[] {
+  const button = (each: ActionLink) =>
+    each.action === "answer"
+      ? { type: "button", action_id: "cadre_answer", text: { type: "plain_text", text: each.label }, url: each.url }
+      : {
+          type: "button",
+          action_id: `cadre_${each.action}`,
+          text: { type: "plain_text", text: each.label },
+          style: each.action === "approve" ? "primary" : "danger",
+          value: each.token,
+        };
+  return [
+    { type: "section", text: { type: "mrkdwn", text } },
+    ...(slack.length > 0 ? [{ type: "actions", block_id: "cadre_actions", elements: slack.map(button) }] : []),
+  ];
 }
 
 /**
@@ -64,7 +106,7 @@ function slackText(payload: Notification["payload"]): string {
  */
 export async function postWebhookNotification(
   channel: { url: string; secret: string },
-  notification: Pick<Notification, "id" | "payload">,
+  notification: Pick<Notification, "id" | "payload"> & { actions?: WebhookActions },
   signal?: AbortSignal,
   policy: OutboundPolicy = outboundPolicy(),
 ): Promise<void> {

@@ -22,6 +22,7 @@ import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "@/lib/db/
 import { notFound } from "@/lib/errors";
 import { isUuid } from "@/lib/util/ids";
 import { inboxTitle, taskResultText, withoutIds } from "@/lib/views/plain-words";
+import { viaWords } from "@/lib/views/decided-via";
 import { describeToolUse } from "@/lib/views/tool-labels";
 import { roundUsd } from "@/lib/usage/prices";
 import { spendOf, loadPriceTable } from "@/lib/usage/spend";
@@ -69,6 +70,8 @@ export type StoryInboxItem = {
   title: string;
   agentName: string;
   state: string | null;
+  /** Where the person decided or answered it, in words ("from email", "in Slack", "in the app"); empty until then. */
+  via: string;
   createdAt: string;
 };
 
@@ -228,6 +231,7 @@ async function buildStories(
         title: inboxTitle(item.title),
         agentName: names.get(item.agentId) ?? "an agent",
         state: item.state,
+        via: viaWords(item.via),
         createdAt: item.createdAt,
       })),
       cost: parts.reduce<StoryCost>(

@@ -2,7 +2,7 @@ import "server-only";
 import { and, asc, desc, eq, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import { notFound } from "@/lib/errors";
 import type { Db } from "../client";
-import { approvals, type Approval } from "../schema";
+import { approvals, type Approval, type DecisionChannel } from "../schema";
 
 export type NewApproval = {
   teamId: string;
@@ -41,13 +41,16 @@ export async function recordDecision(
   db: Db,
   approvalId: string,
   decision: { status: "approved"; approvedInput: unknown } | { status: "denied" | "withdrawn"; note: string },
+  /** Where the person decided, and who when the channel says (a Slack user); none for a withdrawal. */
+  via?: { channel: DecisionChannel; by?: string | null },
 ): Promise<Approval | null> {
+  const source = via ? { decidedVia: via.channel, decidedBy: via.by ?? null } : {};
   const [row] = await db
     .update(approvals)
     .set(
       decision.status === "approved"
-        ? { status: "approved", approvedInput: decision.approvedInput ?? {}, decidedAt: sql`now()` }
-        : { status: decision.status, decisionNote: decision.note, decidedAt: sql`now()` },
+        ? { status: "approved", approvedInput: decision.approvedInput ?? {}, decidedAt: sql`now()`, ...source }
+        : { status: decision.status, decisionNote: decision.note, decidedAt: sql`now()`, ...source },
     )
     .where(and(eq(approvals.id, approvalId), eq(approvals.status, "pending")))
     .returning();

@@ -1,7 +1,7 @@
 import "server-only";
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../client";
-import { questions, type Question } from "../schema";
+import { questions, type DecisionChannel, type Question } from "../schema";
 
 export async function createQuestion(
   db: Db,
@@ -26,10 +26,16 @@ export function listOpenQuestionsFor(db: Db, recipientAgentId: string): Promise<
 }
 
 /** Records the answer of an open question; null when it was answered or withdrawn already. */
-export async function answerQuestion(db: Db, questionId: string, answer: string): Promise<Question | null> {
+export async function answerQuestion(
+  db: Db,
+  questionId: string,
+  answer: string,
+  /** Where the person answered; null for an agent's answer to its subordinate. */
+  via: DecisionChannel | null = null,
+): Promise<Question | null> {
   const [row] = await db
     .update(questions)
-    .set({ status: "answered", answer, answeredAt: sql`now()` })
+    .set({ status: "answered", answer, answeredAt: sql`now()`, answeredVia: via })
     .where(and(eq(questions.id, questionId), eq(questions.status, "open")))
     .returning();
   return row ?? null;

@@ -5,7 +5,7 @@ import "server-only";
 // person (inbox_items.task_id).
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../client";
-import type { AgentRole, InboxItemType, TaskSource, TaskStatus } from "../schema";
+import type { AgentRole, DecisionChannel, InboxItemType, TaskSource, TaskStatus } from "../schema";
 import { atMicros, olderThan, type KeysetPosition } from "./keyset";
 import { messageKind, type TimelineKind, type TimelineRow } from "./timeline";
 import { KEPT_PRICE_COLUMNS, keptPrice, type ModelTokens } from "./usage";
@@ -149,6 +149,8 @@ export type StoryInboxRow = {
   summary: string;
   /** A question's or approval's state (open, answered, approved, …); null for briefings and alerts. */
   state: string | null;
+  /** Where the person decided or answered it (app, email, webhook, slack); null until then. */
+  via: DecisionChannel | null;
   createdAt: string;
 };
 
@@ -157,7 +159,8 @@ export async function listStoryInboxItems(db: Db, taskIds: readonly string[]): P
   if (taskIds.length === 0) return [];
   const rows = await db.execute<StoryInboxRow>(sql`
     select i.id, i.task_id as "taskId", i.agent_id as "agentId", i.type, i.title, i.summary,
-           coalesce(q.status, p.status) as state, to_jsonb(i.created_at) #>> '{}' as "createdAt"
+           coalesce(q.status, p.status) as state, coalesce(q.answered_via, p.decided_via) as via,
+           to_jsonb(i.created_at) #>> '{}' as "createdAt"
       from inbox_items i
       left join questions q on q.id = i.question_id
       left join approvals p on p.id = i.approval_id

@@ -1,4 +1,4 @@
-import { clearedSessionCookie, endSession, sessionTokenOf } from "@/lib/auth/auth";
+import { clearedSessionCookie, endSession, sessionTokensOf } from "@/lib/auth/auth";
 import { SIGN_IN_PATH } from "@/lib/auth/auth-rules";
 import { database } from "@/lib/db/client";
 import { route } from "@/lib/http/http";
@@ -13,7 +13,7 @@ export const dynamic = "force-dynamic";
  */
 export const POST = route(
   async (request: Request) => {
-    await endSession(database().db, sessionTokenOf(request));
+    await endSession(database().db, sessionTokensOf(request));
     const cookie = clearedSessionCookie(request);
     const contentType = request.headers.get("content-type") ?? "";
     if (/^(application\/x-www-form-urlencoded|multipart\/form-data)/i.test(contentType)) {
