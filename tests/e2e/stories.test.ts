@@ -11,6 +11,7 @@ import { parseLogInput } from "@/lib/core/formats";
 import { createTestDatabase, type TestDatabase } from "../support/database";
 import {
   lastUserText,
+  separatedMessages,
   startFakeOpenAI,
   type FakeChatRequest,
   type FakeOpenAI,
@@ -34,7 +35,7 @@ const usage = { prompt_tokens: 2400, completion_tokens: 120, cached_tokens: 1800
 const callsSoFar = (request: FakeChatRequest, name: string) =>
   request.messages.flatMap((message) => message.tool_calls ?? []).filter((call) => call.function.name === name).length;
 const reportsSoFar = (request: FakeChatRequest) =>
-  request.messages.filter(
+  separatedMessages(request.messages).filter(
     (message) =>
       message.role === "user" &&
       typeof message.content === "string" &&

@@ -98,7 +98,7 @@ const defaultHandler: FakeOpenAIHandler = () => ({ text: "Hello from the fake mo
 export type FakeMisbehaviour = "ignoreToolChoice" | "strictRoles";
 
 /** A request a misbehaviour refused: why (the server's words), and the request. */
-export type FakeRefusal = { reason: string; request: FakeChatRequest };
+type FakeRefusal = { reason: string; request: FakeChatRequest };
 
 /** What strict chat templates raise (Llama 2, Mistral, Gemma; Qwen's for a late system message). */
 export const ROLES_MUST_ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/...";

@@ -1,9 +1,16 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { tavily } from "@tavily/core";
-import { generateText, stepCountIs, streamText, tool } from "ai";
+import { APICallError, generateText, type ModelMessage, stepCountIs, streamText, tool } from "ai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type FakeOpenAI, lastUserText, scriptedHandler, startFakeOpenAI } from "./fake-openai";
+import {
+  type FakeOpenAI,
+  lastUserText,
+  ROLES_MUST_ALTERNATE,
+  SYSTEM_MESSAGE_FIRST,
+  scriptedHandler,
+  startFakeOpenAI,
+} from "./fake-openai";
 import { startFakeTavily } from "./fake-tavily";
 import { CACHE_BLOCK_TOKENS, CHARS_PER_TOKEN, extension, PromptCache, promptText } from "./prompt-cache";
 
@@ -266,5 +273,68 @@ describe("fake OpenAI server's answer modes", () => {
       message: "registry.ollama.ai/library/tiny does not support tools",
     });
     expect((await generateText({ model, prompt: "hi" })).text).toMatch(/^Twelve/);
+  });
+});
+
+describe("fake OpenAI server misbehaving as real servers do", () => {
+  const tools = { search: tool({ description: "Search", inputSchema: z.object({ query: z.string() }) }) };
+
+  it("ignoreToolChoice: a tool call under tool_choice none, words when a tool is forced", async () => {
+    const fake = await startFakeOpenAI(() => ({ text: "A summary." }), { misbehaviours: ["ignoreToolChoice"] });
+    try {
+      const model = createOpenAI({ baseURL: fake.url, apiKey: "test" }).chat("fake-model");
+      const none = generateText({ model, prompt: "Summarize.", tools, toolChoice: "none", maxRetries: 0 });
+      await expect(none).rejects.toThrow(/tool call even though tool choice was none/);
+      fake.setHandler(() => ({ toolCalls: [{ name: "search", arguments: { query: "cats" } }] }));
+      const forced = generateText({ model, prompt: "Search.", tools, toolChoice: "required", maxRetries: 0 });
+      await expect(forced).rejects.toThrow(/did not contain a tool call/);
+      expect(fake.requests.map((request) => request.tool_choice)).toEqual(["none", "required"]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("strictRoles: HTTP 400 in the template's words for adjacent roles, the assistant first, a late system message", async () => {
+    const fake = await startFakeOpenAI(() => ({ text: "Fine." }), { misbehaviours: ["strictRoles"] });
+    try {
+      const model = createOpenAI({ baseURL: fake.url, apiKey: "test" }).chat("fake-model");
+      const ask = (messages: ModelMessage[]) =>
+        generateText({ model, system: "S", messages, allowSystemInMessages: true, maxRetries: 0 }).then(
+          (result) => result.text,
+          (error: unknown) => (APICallError.isInstance(error) ? `${error.statusCode} ${error.message}` : String(error)),
+        );
+      expect(
+        await ask([
+          { role: "user", content: "Hi" },
+          { role: "assistant", content: "Hello" },
+          { role: "user", content: "Go" },
+        ]),
+      ).toBe("Fine.");
+      expect(
+        await ask([
+          { role: "user", content: "R1" },
+          { role: "user", content: "R2" },
+        ]),
+      ).toBe(`400 ${ROLES_MUST_ALTERNATE}`);
+      expect(
+        await ask([
+          { role: "assistant", content: "Briefing" },
+          { role: "user", content: "Hi" },
+        ]),
+      ).toBe(`400 ${ROLES_MUST_ALTERNATE}`);
+      expect(
+        await ask([
+          { role: "user", content: "Hi" },
+          { role: "system", content: "Late" },
+        ]),
+      ).toBe(`400 ${SYSTEM_MESSAGE_FIRST}`);
+      expect(fake.refusals.map((refusal) => refusal.reason)).toEqual([
+        ROLES_MUST_ALTERNATE,
+        ROLES_MUST_ALTERNATE,
+        SYSTEM_MESSAGE_FIRST,
+      ]);
+    } finally {
+      await fake.close();
+    }
   });
 });

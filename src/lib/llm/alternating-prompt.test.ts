@@ -33,7 +33,7 @@ describe("alternatingPrompt", () => {
     const prompt = [system("S"), user("Task"), calling("c1"), result("c1"), assistant("Done"), user("More")];
     const shaped = alternatingPrompt(prompt);
     expect(shaped).toEqual(prompt);
-    shaped.forEach((message, index) => expect(message).toBe(prompt[index]));
+    for (const [index, message] of shaped.entries()) expect(message).toBe(prompt[index]);
   });
 
   it("opens a conversation that starts with the agent's own words, and joins its briefings", () => {

@@ -322,9 +322,8 @@ async function recordCallUsage(
 
 /**
  * The model with its prompt shaped for any chat template (alternatingPrompt), and a time
- * limit on each call (each attempt, when the SDK retries): a call
- * that has not answered by then is aborted and fails with ModelTimeoutError, even if the
- * model ignores its abort signal. Applied around the model rather than through the SDK's
+ * limit on each call (each attempt, when the SDK retries): a call that has not answered by
+ * then is aborted and fails with ModelTimeoutError, even if the model ignores its abort signal. Applied around the model rather than through the SDK's
  * `timeout` option, whose step limit also covers prepareStep and tool runs and whose
  * expiry reads as an abort. Each attempt's usage row is written as it starts and settled
  * as it ends (CallUsage): here an attempt that ends without the provider's count.

@@ -8,7 +8,7 @@
 // end of its text) and the identities of the context it was given, for invariant 7.
 import { parseLogInput, splitMarker, type LogInput } from "@/lib/core/formats";
 import { INTERRUPTED_RESULT } from "@/lib/engine/model-messages";
-import type { FakeChatRequest, FakeOpenAIHandler, FakeReply } from "../fake-openai";
+import { type FakeChatRequest, type FakeOpenAIHandler, type FakeReply, separatedMessages } from "../fake-openai";
 import { wireIdentities, wireText } from "./identity";
 import { hash32, type Rng } from "./random";
 import type { Job, LeadStep, Scenario, SubStep } from "./scenario";
@@ -83,7 +83,9 @@ export class ScriptedModel {
     const { entry, agent } = found;
     entry.calls += 1;
     if (entry.checked) this.lateCalls.push(entry.scenario.seed);
-    const context = readContext(request);
+    // The log's messages one by one, as stored (the request joins adjacent ones of one role).
+    const heard: FakeChatRequest = { ...request, messages: separatedMessages(request.messages) };
+    const context = readContext(heard);
     // The wrap-up offers a lead's usual tools (its request extends the one before it), so it is told by its prompt.
     const wrapUp = /Decide whether to brief the person/.test(
       context.messages.findLast((message) => message.role === "user")?.text ?? "",
@@ -91,9 +93,9 @@ export class ScriptedModel {
     const decision = tools.includes("reportToLead")
       ? this.subordinate(entry, agent - 1, context)
       : tools.includes("delegateToAgent") && !wrapUp
-        ? this.lead(entry, context, request)
+        ? this.lead(entry, context, heard)
         : this.briefing(entry, context);
-    const seen = wireIdentities(request.messages.filter((message) => message.role !== "system"));
+    const seen = wireIdentities(heard.messages.filter((message) => message.role !== "system"));
     for (const key of decision.keys) entry.answers.set(key, seen);
     if ("fault" in decision.reply) return decision.reply;
     const slow = entry.rng.chance(this.options.slowChance);
