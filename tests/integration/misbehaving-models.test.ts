@@ -22,6 +22,7 @@ import {
   listTasksByAgent,
 } from "@/lib/db/queries";
 import { listAgentApprovals } from "@/lib/db/queries/approvals";
+import { saveModelProfile } from "@/lib/db/queries/model-profiles";
 import { inboxItems, workSessions } from "@/lib/db/schema";
 import { chooseModel } from "@/lib/llm/provider";
 import {
@@ -287,6 +288,41 @@ describe.each(modes)("under $name", ({ misbehaviours }) => {
     // One was due as a task came in: the summary was asked right after a user message.
     const byId = new Map(log.map((message) => [message.id, message]));
     expect(summaries.some((summary) => byId.get(summary.previousMessageId ?? "")?.role === "user")).toBe(true);
+  });
+
+  it("a model known to ignore 'no tools now' (its profile) is asked for its summary without tools at all", {
+    timeout: 90_000,
+  }, async () => {
+    const { db } = database;
+    await saveModelProfile(db, {
+      model: "fake-model",
+      baseUrl: openai.url.replace(/\/+$/, ""),
+      callsNamedTool: true,
+      callsToolWhenRequired: true,
+      respectsNoTools: false,
+      parallelToolCalls: true,
+      acceptsConsecutiveRoles: false,
+      reportsUsage: true,
+      reportsCachedTokens: false,
+      contextTokens: null,
+      problem: null,
+    });
+    const { lead } = await createTeamFixture(db, { name: "Profiled" });
+    const small = await createTestEngine(database, { config: { contextTokenBudget: 3_000, maxStepsPerSession: 60 } });
+    small.deps.chooseModel = engine.deps.chooseModel;
+    const from = openai.requests.length;
+    try {
+      const task = await assignTask(db, small.jobs, { agentId: lead.id, source: "user", title: "Survey the field" });
+      await runAll(small.deps, [lead.id]);
+      expect(await getTask(db, task.id)).toMatchObject({ status: "completed" });
+    } finally {
+      await small.close();
+      await database.sql`delete from model_profiles`;
+    }
+    const log = await getAllMessages(db, (await getBackgroundConversation(db, lead.id)).id);
+    expect(log.filter((message) => message.role === "summary").length).toBeGreaterThanOrEqual(1);
+    // Every summary came from the summarizer that offers no tools: no request said "no tools now".
+    expect(openai.requests.slice(from).filter((request) => request.tool_choice === "none")).toEqual([]);
   });
 
   it("no session failed, and no request was refused twice for the same reason", async () => {

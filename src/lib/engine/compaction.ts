@@ -6,6 +6,7 @@ import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { readModelProfile } from "@/lib/domain/model-profiles";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
 import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "@/lib/core/prompts";
@@ -90,7 +91,7 @@ async function generateConversationSummary(options: CompactionOptions, context: 
   // A summary limited to a quarter of the budget: a longer one would crowd out the work itself.
   const limit = Math.floor(options.budget * 4 * 0.25);
   const cut = (text: string) => (text.length > limit ? `${text.slice(0, limit)} …(cut)` : text);
-  if (options.tools) {
+  if (options.tools && !(await ignoresNoTools(options))) {
     const text = await summaryAsNextTurn(options, context, options.tools);
     if (text) return cut(text);
     // The model answered with a tool call instead (or with nothing): the log rendered for a
@@ -102,6 +103,19 @@ async function generateConversationSummary(options: CompactionOptions, context: 
     maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
   });
   return cut(result.text.trim() || "(The summarizer returned nothing.)");
+}
+
+/**
+ * Whether the model was seen to call a tool under `tool_choice: "none"` when it was checked
+ * (its profile, domain/model-profiles.ts): then the summary goes straight to the summarizer that
+ * offers no tools, rather than paying for a request whose answer would be a tool call. No
+ * profile, or one that proves nothing: the cache-friendly request is tried first.
+ */
+async function ignoresNoTools(options: CompactionOptions): Promise<boolean> {
+  const baseUrl = options.model.serverUrl;
+  if (!baseUrl) return false;
+  const profile = await readModelProfile(options.db, { model: options.model.modelId, baseUrl });
+  return profile?.respectsNoTools === false;
 }
 
 /** Who a compaction's model call is for: its usage row and its limits. */

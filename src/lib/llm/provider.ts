@@ -11,6 +11,8 @@ export type ModelChoice = {
   kind: "openai" | "openai-compatible" | "offline";
   /** Requests name their conversation as `prompt_cache_key` (see PROMPT_CACHE_KEY); not given: no. */
   cacheKeys?: boolean;
+  /** The server it is asked on, as its profile names it (modelServerUrl); null or not given: the offline model. */
+  serverUrl?: string | null;
 };
 
 const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
@@ -37,11 +39,18 @@ export function chooseModel(
       modelId,
       kind: "openai-compatible",
       cacheKeys: cacheKeys(new URL(config.OPENAI_BASE_URL).hostname === "api.openai.com"),
+      serverUrl: modelServerUrl(config),
     };
   }
   if (config.OPENAI_API_KEY) {
     const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY });
-    return { model: provider(modelId), modelId, kind: "openai", cacheKeys: cacheKeys(true) };
+    return {
+      model: provider(modelId),
+      modelId,
+      kind: "openai",
+      cacheKeys: cacheKeys(true),
+      serverUrl: modelServerUrl(config),
+    };
   }
   return { model: new OfflineModel(), modelId: "offline", kind: "offline", cacheKeys: false };
 }
