@@ -35,8 +35,11 @@ export async function prepareDatabase(): Promise<{ url: string; local?: LocalPos
     } else {
       log(`Using DATABASE_URL ${redactUrl(url)}.`);
     }
+    // Migrations need a session: the direct URL when DATABASE_URL goes through a pooler.
+    const direct = local ? undefined : env().DATABASE_DIRECT_URL;
     await waitForDatabase(url, { log, giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS });
-    await migrateDatabase(url);
+    if (direct) await waitForDatabase(direct, { log, giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS });
+    await migrateDatabase(direct ?? url);
   } catch (error) {
     await local?.stop().catch(() => {});
     log(startFailure(error, Boolean(configured)));

@@ -1,6 +1,6 @@
 import "server-only";
 import { z } from "zod";
-import { connectionTarget } from "@/lib/db/connection-target";
+import { sessionUrlFor } from "@/lib/db/connection-target";
 
 /** Empty strings in .env files mean "unset", not "the empty value". */
 const optional = z
@@ -197,9 +197,7 @@ export function databaseUrl(): string {
  * there is none (null: poll instead).
  */
 export function sessionDatabaseUrl(source: Env = env()): string | null {
-  if (source.DATABASE_DIRECT_URL) return source.DATABASE_DIRECT_URL;
-  const url = source.DATABASE_URL ?? databaseUrl();
-  return connectionTarget(url).pooled ? null : url;
+  return sessionUrlFor(source.DATABASE_URL ?? databaseUrl(), source.DATABASE_DIRECT_URL);
 }
 
 /** Where people reach Cadre, without a trailing slash: PUBLIC_URL, else the web server's own address on this machine. */

@@ -127,3 +127,15 @@ function readSetting(file: string, name: string): string {
     });
   }
 }
+
+/** What postgres.js is given for `url`: the cleaned URL, TLS, and no named statements behind a pooler. */
+export function postgresJsSettings(url: string): { url: string; ssl: TlsSetting; prepare: boolean } {
+  const target = connectionTarget(url);
+  return { url: target.url, ssl: target.ssl, prepare: !target.pooled };
+}
+
+/** The URL for what needs a session (LISTEN, advisory locks): `directUrl`, else `url` unless it goes through a transaction pooler (null: none). */
+export function sessionUrlFor(url: string, directUrl?: string): string | null {
+  if (directUrl) return directUrl;
+  return connectionTarget(url).pooled ? null : url;
+}
