@@ -26,6 +26,8 @@ export type WorkerOptions = {
   /** Sessions this process runs at once (different agents). */
   concurrency?: number;
   deps?: Partial<Omit<EngineDeps, "db" | "jobs">>;
+  /** Given a function that undoes what has started so far, should the start fail half-way (the caller tries again). */
+  onPartialStart?: (stop: () => Promise<void>) => void;
   /** A line for the operator; an error keeps its cause and stack. */
   log?: (message: string, error?: unknown) => void;
 };
@@ -49,12 +51,14 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     ((message: string, error?: unknown) => (error === undefined ? console.log(message) : logError(message, error)));
   const budget = connectionBudget("worker");
   const database = createDatabase(url, { max: budget.queries });
+  options.onPartialStart?.(() => database.close());
   await reportConnectionRoom(database.sql, "worker", (line) => log(line));
   const jobs = await JobQueue.start(url, "worker", {
     notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
     poolSize: budget.jobs,
     listenUrl: sessionUrl,
   });
+  options.onPartialStart?.(() => jobs.stop({ graceful: false, timeoutMs: 1_000 }));
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 
@@ -69,6 +73,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
         log: (line) => log(`[worker] ${line}`),
       })
     : null;
+  if (listener) options.onPartialStart?.(() => listener.stop());
   if (!sessionUrl)
     log(
       "[worker] DATABASE_URL goes through a transaction pooler and DATABASE_DIRECT_URL is not set: no LISTEN and no liveness lock. " +
@@ -82,6 +87,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
     sessionUrl,
     log,
   });
+  options.onPartialStart?.(() => liveness.stop());
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });

@@ -96,7 +96,9 @@ describe("postgres.js when a backend is terminated", () => {
                     }
                   });
         const outcome = await settleWithin(query, 10_000);
-        outcomes.push(outcome === "hung" ? `hung (${["sleep", "parameters", "transaction", "reserved"][i % 4]})` : outcome);
+        outcomes.push(
+          outcome === "hung" ? `hung (${["sleep", "parameters", "transaction", "reserved"][i % 4]})` : outcome,
+        );
       }
     });
     await Promise.all(load);

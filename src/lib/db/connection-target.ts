@@ -122,9 +122,12 @@ function readSetting(file: string, name: string): string {
   try {
     return readFileSync(file, "utf8");
   } catch (error) {
-    throw new Error(`${name}=${file} (database URL or PG${name.toUpperCase()}) cannot be read: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new Error(
+      `${name}=${file} (database URL or PG${name.toUpperCase()}) cannot be read: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

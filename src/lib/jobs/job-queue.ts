@@ -95,7 +95,14 @@ export class JobQueue {
     boss.on("error", reportError);
     const listening = listenUrl !== null && listenUrl !== connectionString ? listenElsewhere(boss, listenUrl) : null;
     listening?.on("error", reportError);
-    await boss.start();
+    try {
+      await boss.start();
+    } catch (error) {
+      // A start refused half-way (the server full or restarting) must not leave its pool behind: the caller may try again.
+      await boss.stop({ graceful: false, timeout: 1_000 }).catch(() => {});
+      await listening?.close().catch(() => {});
+      throw error;
+    }
     // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
     const notificationRetryDelaySeconds =
       options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
@@ -309,7 +316,11 @@ type ListeningDb = {
 function listenElsewhere(boss: PgBoss, listenUrl: string): ListeningDb {
   const db = boss.getDb() as unknown as ListeningDb & { constructor: new (config: object) => ListeningDb };
   const target = connectionTarget(listenUrl);
-  const listening = new db.constructor({ connectionString: target.url, ssl: tlsForPg(target.ssl), application_name: "pgboss" });
+  const listening = new db.constructor({
+    connectionString: target.url,
+    ssl: tlsForPg(target.ssl),
+    application_name: "pgboss",
+  });
   let opened: Promise<void> | undefined;
   db.listen = async (channel, onNotification, onReconnect) => {
     // open() makes a pool object and no connection: only the LISTEN client below connects.

@@ -1,0 +1,111 @@
+// Cadre behind a real PgBouncer in transaction mode (tests/support/pgbouncer.ts): real worker
+// processes with DATABASE_URL through the pooler (?pgbouncer=true), first with no direct URL
+// (everything by polling), then with DATABASE_DIRECT_URL for LISTEN and the liveness lock; a
+// lead's task delegated to its scout, reported and completed, a worker killed mid-work. No named
+// prepared statement may reach the pooler ("prepared statement … does not exist").
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSubordinate } from "@/lib/db/queries/agents";
+import { createTeamWithLead } from "@/lib/db/queries/teams";
+import { assignTask } from "@/lib/domain/tasks";
+import { startPgBouncer, type PgBouncer } from "../support/pgbouncer";
+import { teamPlay } from "../support/team-play";
+import { pause, useWorkerFleet } from "../support/worker-fleet";
+import { waitFor } from "../support/worker-process";
+
+const workerEnv: Record<string, string> = { SESSION_STALE_SECONDS: "4" };
+const fleet = useWorkerFleet(teamPlay, { workerEnv });
+let bouncer: PgBouncer;
+
+beforeAll(async () => {
+  bouncer = await startPgBouncer();
+  workerEnv.DATABASE_URL = bouncer.url(fleet.database.name);
+});
+afterAll(async () => {
+  await Promise.all(fleet.live.map((worker) => worker.stop("SIGKILL")));
+  await bouncer?.stop();
+});
+
+const settled = sql`select (select count(*) from tasks where status not in ('completed', 'failed', 'cancelled'))
+                         + (select count(*) from agent_inputs)
+                         + (select count(*) from work_sessions where status = 'running') as n`;
+
+async function runTeams(label: string, options: { killOneMidWork: boolean }) {
+  const { db } = fleet.database;
+  const leads = [];
+  for (let i = 0; i < 3; i++) {
+    const { team, lead } = await createTeamWithLead(db, {
+      name: `${label} ${i}`,
+      mission: "Track solar prices.",
+      leadName: `Lead ${label} ${i}`,
+    });
+    await createSubordinate(db, team.id, { name: `Scout ${label} ${i}`, instructions: "You research." });
+    leads.push(lead);
+  }
+  for (const lead of leads)
+    await assignTask(db, fleet.jobs, { agentId: lead.id, source: "user", title: `Solar prices (${label})` });
+  if (options.killOneMidWork) {
+    await waitFor(async () => (await fleet.count(sql`select count(*) as n from work_sessions`)) > 0, {
+      timeoutMs: 30_000,
+      what: "a session to start",
+    });
+    expect(await fleet.killOne()).toBe(true);
+  }
+  await waitFor(async () => (await fleet.count(settled)) === 0, {
+    timeoutMs: 90_000,
+    what: `${label}: all work to end`,
+  }).catch((error: Error) => {
+    throw new Error(
+      `${error.message}\n${fleet.live.map((worker) => worker.output.join("").slice(-3000)).join("\n---\n")}`,
+    );
+  });
+  const completed = await fleet.count(
+    sql`select count(*) as n from tasks t join agents a on a.id = t.agent_id join teams on teams.id = a.team_id where teams.name like ${`${label} %`} and t.status = 'completed'`,
+  );
+  // Each lead's task and the scout's task it delegated.
+  expect(completed).toBe(6);
+}
+
+function everyOutput(): string {
+  return fleet.live.map((worker) => worker.output.join("")).join("\n");
+}
+
+describe("behind PgBouncer in transaction mode", () => {
+  it("with no direct URL: the work is done by polling, no named statement, a killed worker's work taken up", {
+    timeout: 180_000,
+  }, async () => {
+    fleet.startWorker();
+    fleet.startWorker();
+    await waitFor(async () => fleet.live.every((worker) => worker.output.join("").includes("[worker] ready")), {
+      timeoutMs: 60_000,
+      what: "the workers to start",
+    });
+    expect(everyOutput()).toMatch(/transaction pooler and DATABASE_DIRECT_URL is not set/);
+    await runTeams("Pooled", { killOneMidWork: true });
+    expect(everyOutput()).not.toMatch(/prepared statement|could not start|unhandled rejection/i);
+    await Promise.all(fleet.live.splice(0).map((worker) => worker.stop()));
+  });
+
+  it("with DATABASE_DIRECT_URL: LISTEN and the liveness lock go direct, the work is done", {
+    timeout: 180_000,
+  }, async () => {
+    workerEnv.DATABASE_DIRECT_URL = fleet.database.url;
+    fleet.startWorker();
+    await waitFor(async () => fleet.live.every((worker) => worker.output.join("").includes("[worker] ready")), {
+      timeoutMs: 60_000,
+      what: "the worker to start",
+    });
+    expect(everyOutput()).not.toMatch(/transaction pooler/);
+    // The worker's LISTENs (Stop requests, pg-boss's nudges) hold sessions of their own on the server directly.
+    await waitFor(
+      async () =>
+        (await fleet.count(
+          sql`select count(*) as n from pg_stat_activity where datname = current_database() and query ilike '%pg_listening_channels%'`,
+        )) >= 2,
+      { timeoutMs: 20_000, what: "the worker's two LISTEN connections" },
+    );
+    await runTeams("Direct", { killOneMidWork: false });
+    expect(everyOutput()).not.toMatch(/prepared statement|could not start|unhandled rejection/i);
+    await pause(10);
+  });
+});
