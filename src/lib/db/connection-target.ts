@@ -37,7 +37,10 @@ const cache = new Map<string, ConnectionTarget>();
  * PGSSLROOTCERT, PGSSLCERT and PGSSLKEY when the URL does not say. Throws an Error naming the
  * parameter when a setting cannot be used (an unknown sslmode, a certificate file not there).
  */
-export function connectionTarget(url: string, environment: NodeJS.ProcessEnv = process.env): ConnectionTarget {
+export function connectionTarget(
+  url: string,
+  environment: Record<string, string | undefined> = process.env,
+): ConnectionTarget {
   const known = environment === process.env ? cache.get(url) : undefined;
   if (known) return known;
   let parsed: URL;
