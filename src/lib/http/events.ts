@@ -45,7 +45,7 @@ type Hub = {
 };
 
 /** How often open pages refetch when changes cannot be heard (README: "Behind a pooler"). */
-export const LIVE_POLL_MS = 5_000;
+const LIVE_POLL_MS = 5_000;
 
 // One LISTEN per web process (kept on globalThis across dev reloads), fanned out in memory.
 const holder = globalThis as typeof globalThis & { cadreEventHub?: Hub };

@@ -12,7 +12,7 @@ const FRESH_MS = 1_000;
 /** How long a page waits for the probe before it says the database is not answering. */
 const PROBE_TIMEOUT_MS = 2_000;
 /** When the outage page loads itself again, and what Retry-After says. */
-export const OUTAGE_RETRY_SECONDS = 5;
+const OUTAGE_RETRY_SECONDS = 5;
 
 const state = globalThis as typeof globalThis & { cadrePageProbe?: { answeredAt: number; probing?: Promise<boolean> } };
 
