@@ -18,7 +18,8 @@ const state = globalThis as typeof globalThis & { cadrePageProbe?: { answeredAt:
 
 /** Whether pages may render: the database answered within the last second, or answers now (one probe at a time). */
 export async function databaseAnswersForPages(): Promise<boolean> {
-  const probe = (state.cadrePageProbe ??= { answeredAt: 0 });
+  state.cadrePageProbe ??= { answeredAt: 0 };
+  const probe = state.cadrePageProbe;
   if (Date.now() - probe.answeredAt < FRESH_MS) return true;
   probe.probing ??= databaseAnswers(database().db, PROBE_TIMEOUT_MS)
     .catch(() => ({ ok: false as const }))
