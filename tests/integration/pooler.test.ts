@@ -20,6 +20,8 @@ let bouncer: PgBouncer;
 beforeAll(async () => {
   bouncer = await startPgBouncer();
   workerEnv.DATABASE_URL = bouncer.url(fleet.database.name);
+  // This process plays the web server for the live stream: read once per process (env()), so before anything reads it.
+  process.env.DATABASE_URL = workerEnv.DATABASE_URL;
 });
 afterAll(async () => {
   await Promise.all(fleet.live.map((worker) => worker.stop("SIGKILL")));
@@ -84,6 +86,32 @@ describe("behind PgBouncer in transaction mode", () => {
     await runTeams("Pooled", { killOneMidWork: true });
     expect(everyOutput()).not.toMatch(/prepared statement|could not start|unhandled rejection/i);
     await Promise.all(fleet.live.splice(0).map((worker) => worker.stop()));
+  });
+
+  it("with no direct URL: an open page's live stream tells it to refetch every few seconds", {
+    timeout: 30_000,
+  }, async () => {
+    const { liveEventStream, stopLiveEvents } = await import("@/lib/http/events");
+    const abort = new AbortController();
+    const reader = liveEventStream(new Request("http://localhost/api/events", { signal: abort.signal })).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const started = Date.now();
+    try {
+      while ((text.match(/event: ready/g) ?? []).length < 3) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value);
+      }
+    } finally {
+      abort.abort();
+      await stopLiveEvents();
+    }
+    // The first `ready` at once, then one each 5 s: the page refetches on each, without reconnecting.
+    expect((text.match(/event: ready/g) ?? []).length).toBe(3);
+    const seconds = (Date.now() - started) / 1000;
+    expect(seconds).toBeGreaterThan(8);
+    expect(seconds).toBeLessThan(15);
   });
 
   it("with DATABASE_DIRECT_URL: LISTEN and the liveness lock go direct, the work is done", {
