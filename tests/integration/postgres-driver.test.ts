@@ -59,11 +59,13 @@ describe("postgres.js when a backend is terminated", () => {
     expect(seen.filter((outcome) => outcome === "hung")).toEqual([]);
   });
 
-  // Still open: under this load a plain query or a transaction can wait forever about once in
-  // three runs (e.g. "hung (transaction) ×2" of 240); the tally says how often. The reserved
-  // path's hang (a reserve() dropped on reconnect) is fixed and asserted above.
+  // Still open: in about one run in five under this load a few queries of every kind still wait
+  // past 10 s (a connect is given 3), e.g. "hung (transaction) ×2, hung (sleep) ×1, hung
+  // (parameters) ×2" of 240 — a whole connection stalled, cause not found yet; the tally says
+  // how often. Unpatched it is most runs. The reserved path (above) is at zero.
   it("backends killed again and again under load: the pool goes on, and the hangs are counted", async () => {
-    const sql = client({ max: 4, connection: { application_name: "cadre-driver-load" } });
+    // connect_timeout well inside the 10 s a query is given: a slow reconnect is not a hang.
+    const sql = client({ max: 4, connect_timeout: 3, connection: { application_name: "cadre-driver-load" } });
     const killer = client({ max: 1 });
     const outcomes: string[] = [];
     let running = true;
