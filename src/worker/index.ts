@@ -40,7 +40,8 @@ async function startWhenTheDatabaseAnswers(): Promise<RunningWorker> {
       });
     } catch (error) {
       const why = databaseUnavailableReason(error);
-      await Promise.all(stopPartial.map((stop) => stop().catch(() => {})));
+      // Undone in reverse: the heartbeat's last write needs the pool that is closed last.
+      for (const stop of stopPartial.reverse()) await stop().catch(() => {});
       if (!why || Date.now() + 2_000 > giveUpAt) throw error;
       log(
         `Waiting for the database: it refused this worker's start (${why}); trying again in 2 s (start attempt ${attempt}).`,
