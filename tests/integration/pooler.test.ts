@@ -9,12 +9,23 @@ import { createSubordinate } from "@/lib/db/queries/agents";
 import { createTeamWithLead } from "@/lib/db/queries/teams";
 import { assignTask } from "@/lib/domain/tasks";
 import { startPgBouncer, type PgBouncer } from "../support/pgbouncer";
-import { teamPlay } from "../support/team-play";
+import { systemText, teamPlay } from "../support/team-play";
 import { pause, useWorkerFleet } from "../support/worker-fleet";
 import { waitFor } from "../support/worker-process";
 
 const workerEnv: Record<string, string> = { SESSION_STALE_SECONDS: "4" };
-const fleet = useWorkerFleet(teamPlay, { workerEnv });
+/** The "Stopper" team's model answers only once this is resolved: its session is mid-call when Stop comes. */
+let releaseStalled: () => void = () => {};
+const stalled = new Promise<void>((resolve) => {
+  releaseStalled = resolve;
+});
+const fleet = useWorkerFleet(
+  async (request) => {
+    if (/^You are Stopper/.test(systemText(request))) await Promise.race([stalled, pause(60_000)]);
+    return teamPlay(request);
+  },
+  { workerEnv },
+);
 let bouncer: PgBouncer;
 
 beforeAll(async () => {
@@ -24,6 +35,7 @@ beforeAll(async () => {
   process.env.DATABASE_URL = workerEnv.DATABASE_URL;
 });
 afterAll(async () => {
+  releaseStalled();
   await Promise.all(fleet.live.map((worker) => worker.stop("SIGKILL")));
   await bouncer?.stop();
 });
@@ -85,6 +97,45 @@ describe("behind PgBouncer in transaction mode", () => {
     expect(everyOutput()).toMatch(/transaction pooler and DATABASE_DIRECT_URL is not set/);
     await runTeams("Pooled", { killOneMidWork: true });
     expect(everyOutput()).not.toMatch(/prepared statement|could not start|unhandled rejection/i);
+    await Promise.all(fleet.live.splice(0).map((worker) => worker.stop()));
+  });
+
+  it("with no direct URL: Stop reaches a session mid-call through the heartbeat", { timeout: 60_000 }, async () => {
+    const { db } = fleet.database;
+    fleet.startWorker();
+    await waitFor(async () => fleet.live.every((worker) => worker.output.join("").includes("[worker] ready")), {
+      timeoutMs: 60_000,
+      what: "the worker to start",
+    });
+    const { lead } = await createTeamWithLead(db, { name: "Stopper team", mission: "Wait.", leadName: "Stopper" });
+    await assignTask(db, fleet.jobs, { agentId: lead.id, source: "user", title: "Wait for the model" });
+    await waitFor(
+      async () =>
+        (await fleet.count(
+          sql`select count(*) as n from work_sessions where agent_id = ${lead.id} and status = 'running'`,
+        )) > 0,
+      { timeoutMs: 30_000, what: "the session to run" },
+    );
+    await pause(500); // into its first model call, which does not answer
+    const { stopAgent } = await import("@/lib/engine/stop");
+    const stoppedAt = Date.now();
+    await stopAgent(db, fleet.jobs, lead.id);
+    await waitFor(
+      async () =>
+        (await fleet.count(
+          sql`select count(*) as n from work_sessions where agent_id = ${lead.id} and status = 'stopped'`,
+        )) > 0,
+      { timeoutMs: 15_000, what: "the session to end stopped" },
+    ).catch((error: Error) => {
+      throw new Error(
+        `${error.message}\n${fleet.live.map((worker) => worker.output.join("").slice(-2000)).join("\n---\n")}`,
+      );
+    });
+    // Within a heartbeat or so (SESSION_STALE_SECONDS=4: one every 0.8 s), with no LISTEN to bring it.
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    expect(
+      await fleet.count(sql`select count(*) as n from tasks where agent_id = ${lead.id} and status = 'cancelled'`),
+    ).toBe(1);
     await Promise.all(fleet.live.splice(0).map((worker) => worker.stop()));
   });
 
