@@ -1,7 +1,8 @@
-// `npm run db:migrate`: applies drizzle/ to DATABASE_URL.
+// `npm run db:migrate`: applies drizzle/ to DATABASE_DIRECT_URL when it is set (a migration
+// needs a session: behind a transaction pooler DATABASE_URL does not keep one), else DATABASE_URL.
 import { migrateDatabase, redactUrl } from "../src/lib/db/migrate";
 
-const url = process.env.DATABASE_URL?.trim();
+const url = process.env.DATABASE_DIRECT_URL?.trim() || process.env.DATABASE_URL?.trim();
 if (!url) {
   console.error(
     "DATABASE_URL is not set. Set it to the database to migrate, e.g. postgres://postgres@127.0.0.1:5432/cadre",

@@ -4,6 +4,7 @@ import { isLoopbackHost, isPublicPath, SIGN_IN_PATH, sessionTokensIn } from "@/l
 import { database } from "@/lib/db/client";
 import { newNonce, NON_PAGE_POLICY, pagePolicy, setSecurityHeaders } from "@/lib/http/security-headers";
 import { databaseUnavailableReason } from "@/lib/db/errors";
+import { databaseAnswersForPages, databaseOutagePage } from "@/lib/http/page-outage";
 import { describeForLog } from "@/lib/telemetry/log";
 
 /**
@@ -21,7 +22,11 @@ export async function proxy(request: NextRequest): Promise<Response> {
     : pagePolicy(newNonce(), process.env.NODE_ENV === "development");
   const headers = new Headers(request.headers);
   headers.set("Content-Security-Policy", policy);
-  const response = await gate(request, { request: { headers } });
+  // A page while the database does not answer: 503 and a page that tries again, not Next's 500 or a hang.
+  const response =
+    !request.nextUrl.pathname.startsWith("/api/") && !(await databaseAnswersForPages())
+      ? databaseOutagePage()
+      : await gate(request, { request: { headers } });
   setSecurityHeaders(response.headers, policy);
   return response;
 }

@@ -5,6 +5,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { WorkerCrashReport } from "../../src/lib/views/worker-crashes";
 import { migrateDatabase, redactUrl } from "../../src/lib/db/migrate";
+import { databaseUnavailableReason } from "../../src/lib/db/errors";
 import { waitForDatabase } from "../../src/lib/db/wait";
 import { env } from "../../src/lib/env";
 import { PostgresSetupError, startEmbeddedPostgres, type LocalPostgres } from "./embedded-postgres";
@@ -35,8 +36,9 @@ export async function prepareDatabase(): Promise<{ url: string; local?: LocalPos
     } else {
       log(`Using DATABASE_URL ${redactUrl(url)}.`);
     }
-    await waitForDatabase(url, { log, giveUpAfterSeconds: env().DATABASE_WAIT_SECONDS });
-    await migrateDatabase(url);
+    // Migrations need a session: the direct URL when DATABASE_URL goes through a pooler.
+    const direct = local ? undefined : env().DATABASE_DIRECT_URL;
+    await migrateWhenTheDatabaseAnswers(url, direct);
   } catch (error) {
     await local?.stop().catch(() => {});
     log(startFailure(error, Boolean(configured)));
@@ -44,6 +46,28 @@ export async function prepareDatabase(): Promise<{ url: string; local?: LocalPos
   }
   log("Migrations applied.");
   return { url, local };
+}
+
+/**
+ * Waits for the database (and the direct URL), then migrates; a migration refused for want of
+ * a database (full or restarting after the probe let us in) waits and tries again, one line per
+ * attempt, within DATABASE_WAIT_SECONDS.
+ */
+async function migrateWhenTheDatabaseAnswers(url: string, direct: string | undefined): Promise<void> {
+  const giveUpAt = Date.now() + env().DATABASE_WAIT_SECONDS * 1000;
+  const secondsLeft = () => Math.max(1, Math.round((giveUpAt - Date.now()) / 1000));
+  for (let attempt = 1; ; attempt++) {
+    await waitForDatabase(url, { log, giveUpAfterSeconds: secondsLeft() });
+    if (direct) await waitForDatabase(direct, { log, giveUpAfterSeconds: secondsLeft() });
+    try {
+      return await migrateDatabase(direct ?? url);
+    } catch (error) {
+      const why = databaseUnavailableReason(error);
+      if (!why || Date.now() + 2_000 > giveUpAt) throw error;
+      log(`Waiting for the database: the migration was refused (${why}); trying again in 2 s (attempt ${attempt}).`);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+    }
+  }
 }
 
 /** One line for a database that could not be started or prepared, ending with what to do. */

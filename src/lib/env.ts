@@ -1,5 +1,6 @@
 import "server-only";
 import { z } from "zod";
+import { sessionUrlFor } from "@/lib/db/connection-target";
 
 /** Empty strings in .env files mean "unset", not "the empty value". */
 const optional = z
@@ -24,6 +25,13 @@ const flag = optional.pipe(
 
 const envSchema = z.object({
   DATABASE_URL: optional.pipe(z.url({ message: "DATABASE_URL must be a postgres:// URL" }).optional()),
+  /**
+   * A connection to the same database that keeps its session, for what a transaction pooler
+   * cannot carry: LISTEN (live updates, Stop, the job queue's nudges), the workers' liveness
+   * locks and migrations. Only needed when DATABASE_URL goes through a transaction pooler
+   * (`?pgbouncer=true`); without it those fall back to polling (README: "Behind a pooler").
+   */
+  DATABASE_DIRECT_URL: optional.pipe(z.url({ message: "DATABASE_DIRECT_URL must be a postgres:// URL" }).optional()),
   /**
    * The pooled connections one process (a web server or a worker) may open: Cadre's queries
    * get two thirds, pg-boss a third (db/connection-budget.ts). Each process opens 2 (web) or
@@ -193,6 +201,15 @@ export function databaseUrl(): string {
     );
   }
   return url;
+}
+
+/**
+ * The URL for what needs a session of its own (LISTEN, advisory locks, migrations):
+ * DATABASE_DIRECT_URL, else DATABASE_URL unless that goes through a transaction pooler, where
+ * there is none (null: poll instead).
+ */
+export function sessionDatabaseUrl(source: Env = env()): string | null {
+  return sessionUrlFor(source.DATABASE_URL ?? databaseUrl(), source.DATABASE_DIRECT_URL);
 }
 
 /** Where people reach Cadre, without a trailing slash: PUBLIC_URL, else the web server's own address on this machine. */

@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { postgresJsSettings } from "@/lib/db/connection-target";
 import type { Db } from "@/lib/db/client";
 import { markWorkerStopped, recordWorkerHeartbeat, registerWorker } from "@/lib/db/queries/workers";
 
@@ -21,13 +22,16 @@ export async function startWorkerHeartbeat(
   options: {
     workerId: string;
     staleSeconds: number;
-    databaseUrl: string;
+    /** A URL that keeps its session; null (a transaction pooler and no direct URL): no lock, the stale window alone. */
+    sessionUrl: string | null;
     log: (message: string, error?: unknown) => void;
   },
 ): Promise<{ stop: () => Promise<void> }> {
   const { workerId, log } = options;
   let locked = false;
-  const lockConnection = postgres(options.databaseUrl, {
+  const target = options.sessionUrl ? postgresJsSettings(options.sessionUrl) : null;
+  const lockConnection = postgres(target?.url ?? "postgres://unused", {
+    ssl: target?.ssl ?? false,
     max: 1,
     // Held for the process's life: never recycled, never closed for being idle.
     max_lifetime: null,
@@ -39,7 +43,7 @@ export async function startWorkerHeartbeat(
     },
   });
   const holdLock = async () => {
-    if (locked) return;
+    if (locked || !target) return;
     const [row] = await lockConnection<
       { locked: boolean }[]
     >`select pg_try_advisory_lock(hashtextextended(${workerId}, 0)) as locked`;

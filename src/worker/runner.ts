@@ -10,6 +10,7 @@ import { runScheduledLeadCheckIn, syncLeadSchedules } from "@/lib/domain/schedul
 import { embedWaitingKnowledge } from "@/lib/domain/knowledge-embedding";
 import { listAgentsAwaitingWork, reapStaleSessions } from "@/lib/db/queries/work-sessions";
 import { databaseUrl, env } from "@/lib/env";
+import { sessionUrlFor } from "@/lib/db/connection-target";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { agentWakePayload, chatResumePayload, leadSchedulePayload, SESSION_STOP_CHANNEL } from "@/lib/jobs/queues";
 import { workNotifications } from "@/lib/notifications/deliver";
@@ -20,9 +21,13 @@ import { logError } from "@/lib/telemetry/log";
 
 export type WorkerOptions = {
   databaseUrl?: string;
+  /** The URL that keeps a session (LISTEN, the liveness lock); unset: DATABASE_DIRECT_URL, or `databaseUrl` unless it is pooled. */
+  directDatabaseUrl?: string;
   /** Sessions this process runs at once (different agents). */
   concurrency?: number;
   deps?: Partial<Omit<EngineDeps, "db" | "jobs">>;
+  /** Given a function that undoes what has started so far, should the start fail half-way (the caller tries again). */
+  onPartialStart?: (stop: () => Promise<void>) => void;
   /** A line for the operator; an error keeps its cause and stack. */
   log?: (message: string, error?: unknown) => void;
 };
@@ -36,16 +41,24 @@ export type RunningWorker = { jobs: JobQueue; database: Database; deps: EngineDe
  */
 export async function startWorker(options: WorkerOptions = {}): Promise<RunningWorker> {
   const url = options.databaseUrl ?? databaseUrl();
+  // Behind a transaction pooler with no direct URL: no LISTEN and no liveness lock (null).
+  const sessionUrl = sessionUrlFor(
+    url,
+    options.directDatabaseUrl ?? (options.databaseUrl === undefined ? env().DATABASE_DIRECT_URL : undefined),
+  );
   const log =
     options.log ??
     ((message: string, error?: unknown) => (error === undefined ? console.log(message) : logError(message, error)));
   const budget = connectionBudget("worker");
   const database = createDatabase(url, { max: budget.queries });
+  options.onPartialStart?.(() => database.close());
   await reportConnectionRoom(database.sql, "worker", (line) => log(line));
   const jobs = await JobQueue.start(url, "worker", {
     notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
     poolSize: budget.jobs,
+    listenUrl: sessionUrl,
   });
+  options.onPartialStart?.(() => jobs.stop({ graceful: false, timeoutMs: 1_000 }));
   const deps = engineDeps(database.db, jobs, { ...options.deps, log });
   const shutdown = new AbortController();
 
@@ -53,18 +66,28 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
   // heartbeat reads the same request from the database within seconds as a fallback.
   // A LISTEN lost (a restart, the connection limit) is taken up again (db/listener.ts); the
   // heartbeat is the fallback for a Stop sent in between.
-  const listener = await listenWithRecovery(url, SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId), {
-    purpose: "Stop requests",
-    log: (line) => log(`[worker] ${line}`),
-  });
+  // With no session to listen on (a transaction pooler and no DATABASE_DIRECT_URL), the heartbeat alone brings a Stop.
+  const listener = sessionUrl
+    ? await listenWithRecovery(sessionUrl, SESSION_STOP_CHANNEL, (sessionId) => stopLocalSession(sessionId), {
+        purpose: "Stop requests",
+        log: (line) => log(`[worker] ${line}`),
+      })
+    : null;
+  if (listener) options.onPartialStart?.(() => listener.stop());
+  if (!sessionUrl)
+    log(
+      "[worker] DATABASE_URL goes through a transaction pooler and DATABASE_DIRECT_URL is not set: no LISTEN and no liveness lock. " +
+        `Work is polled for every 2 s, a Stop arrives with a session's heartbeat (within ${Math.ceil(deps.config.staleSessionSeconds / 5)} s) and a killed worker's sessions are taken up after ${deps.config.staleSessionSeconds} s.`,
+    );
 
   // Alive (row and liveness lock) before the first session: its sessions are never taken for a dead worker's.
   const liveness = await startWorkerHeartbeat(database.db, {
     workerId: deps.config.worker,
     staleSeconds: deps.config.staleSessionSeconds,
-    databaseUrl: url,
+    sessionUrl,
     log,
   });
+  options.onPartialStart?.(() => liveness.stop());
   await jobs.workAgentWakes(options.concurrency ?? 8, async (job) => {
     const { agentId } = agentWakePayload.parse(job.data);
     const outcome = await runWorkSession(deps, agentId, { shutdown: shutdown.signal });
@@ -159,7 +182,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<RunningW
       await jobs
         .stop({ graceful: true, timeoutMs: 60_000 })
         .catch((error: unknown) => log("[worker] stopping the queue", error));
-      await listener.stop();
+      await listener?.stop();
       await closeMcpConnections(); // stdio servers exit with their connection
       await database.close();
     },

@@ -126,7 +126,11 @@ describe("a database at its connection limit", () => {
       // The proxy's session check fails for want of a connection: its log line carries the
       // query, never the token's hash it was given.
       const { proxy } = await import("@/proxy");
-      await proxy(new NextRequest("http://127.0.0.1:3000/teams", { headers: { cookie } }));
+      await proxy(new NextRequest("http://127.0.0.1:3000/api/teams", { headers: { cookie } }));
+      // A page is not rendered meanwhile: 503 and the plain page that tries again (page-outage.ts).
+      const page = await proxy(new NextRequest("http://127.0.0.1:3000/teams", { headers: { cookie } }));
+      expect(page.status).toBe(503);
+      expect(page.headers.get("retry-after")).toMatch(/^\d+$/);
       const hash = createHmac("sha256", PASSWORD).update(token).digest("hex");
       const proxyLine = logged.find((line) => line.includes("[auth] proxy could not check a session"));
       expect(proxyLine).toBeDefined();

@@ -37,10 +37,10 @@ async function settleWithin(query: Promise<unknown>, ms = 5_000): Promise<string
 
 describe("postgres.js when a backend is terminated", () => {
   // What the patch guarantees: no uncaught TypeError from a write on a connection with no
-  // socket (the process survived: vitest fails a file on any uncaught error), and a pool that
-  // serves new queries afterwards. What it does not: on a loaded machine a query issued in the
-  // instant the backend's RST arrives can still wait forever, patched or not (see
-  // docs/decisions/2026-11-25-postgres-driver-patch.md); hence "hung" is counted, not refused.
+  // socket (the process survived: vitest fails a file on any uncaught error), a pool that
+  // serves new queries afterwards, and no query that waits forever: one sent in the instant
+  // between the backend's RST (the socket's 'error') and its 'close' is settled by the close
+  // (unpatched: "hung ×3" of 15 here; see docs/decisions/2026-11-25-postgres-driver-patch.md).
   it("a reserved connection whose backend was killed: no uncaught error, and the pool goes on (porsager/postgres#1208)", async () => {
     const seen: string[] = [];
     for (let round = 0; round < 5; round++) {
@@ -56,7 +56,62 @@ describe("postgres.js when a backend is terminated", () => {
     // Every query after the kill settled as a closed connection or waited; none succeeded on a dead backend.
     expect(seen.filter((outcome) => outcome === "resolved")).toEqual([]);
     console.log(`[driver] queries on a reserved connection after its backend was killed: ${tally(seen)}`);
+    expect(seen.filter((outcome) => outcome === "hung")).toEqual([]);
   });
+
+  // Still open: in about one run in five under this load a few queries of every kind still wait
+  // past 10 s (a connect is given 3), e.g. "hung (transaction) ×2, hung (sleep) ×1, hung
+  // (parameters) ×2" of 240 — a whole connection stalled, cause not found yet; the tally says
+  // how often. Unpatched it is most runs. The reserved path (above) is at zero.
+  it("backends killed again and again under load: the pool goes on, and the hangs are counted", async () => {
+    // connect_timeout well inside the 10 s a query is given: a slow reconnect is not a hang.
+    const sql = client({ max: 4, connect_timeout: 3, connection: { application_name: "cadre-driver-load" } });
+    const killer = client({ max: 1 });
+    const outcomes: string[] = [];
+    let running = true;
+    const kills = (async () => {
+      let killed = 0;
+      while (running) {
+        const rows = await killer<{ killed: boolean }[]>`
+          select pg_terminate_backend(pid) as killed from pg_stat_activity
+          where application_name = 'cadre-driver-load' and pid <> pg_backend_pid()`;
+        killed += rows.length;
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      return killed;
+    })();
+    const load = Array.from({ length: 12 }, async (_, lane) => {
+      for (let i = 0; i < 20; i++) {
+        // Plain, with parameters (described first), in a transaction and on a reserved connection.
+        const query =
+          i % 4 === 0
+            ? sql`select pg_sleep(0.005)`
+            : i % 4 === 1
+              ? sql`select ${lane}::int + ${i}::int as n`
+              : i % 4 === 2
+                ? sql.begin((tx) => tx`select 1`)
+                : sql.reserve().then(async (reserved) => {
+                    try {
+                      return await reserved`select ${i}::int`;
+                    } finally {
+                      reserved.release();
+                    }
+                  });
+        const outcome = await settleWithin(query, 10_000);
+        outcomes.push(
+          outcome === "hung" ? `hung (${["sleep", "parameters", "transaction", "reserved"][i % 4]})` : outcome,
+        );
+      }
+    });
+    await Promise.all(load);
+    running = false;
+    const killed = await kills;
+    console.log(`[driver] ${outcomes.length} queries while ${killed} backends were killed: ${tally(outcomes)}`);
+    expect(killed).toBeGreaterThan(0);
+    // The last kill's goodbye may reach one more query; the one after it must succeed.
+    await settleWithin(sql`select 1`);
+    expect(await settleWithin(sql`select 1`)).toBe("resolved");
+  }, 120_000);
 
   it("a pooled connection whose backend was killed is replaced: later queries succeed", async () => {
     const sql = client({ max: 1 });

@@ -27,7 +27,7 @@ export type WorkerFleet = {
  * seconds (SESSION_STALE_SECONDS=2) so many kills fit in a test run.
  */
 export function useWorkerFleet(
-  play: (request: FakeChatRequest) => FakeReply,
+  play: (request: FakeChatRequest) => FakeReply | Promise<FakeReply>,
   options: {
     /** Added to (or overriding) every worker's environment. */
     workerEnv?: Record<string, string>;

@@ -4,6 +4,7 @@ import type { PgDatabase } from "drizzle-orm/pg-core";
 import postgres from "postgres";
 import { databaseUrl } from "@/lib/env";
 import { connectionBudget } from "./connection-budget";
+import { postgresJsSettings } from "./connection-target";
 import * as schema from "./schema";
 
 export type Schema = typeof schema;
@@ -18,7 +19,11 @@ export type Database = {
 };
 
 export function createDatabase(url: string, options: { max?: number } = {}): Database {
-  const sql = postgres(url, {
+  // Behind a transaction pooler, no named prepared statements (each statement is parsed again).
+  const target = postgresJsSettings(url);
+  const sql = postgres(target.url, {
+    ssl: target.ssl,
+    prepare: target.prepare,
     max: options.max ?? 10,
     onnotice: () => {},
     // Fail fast when the server is gone instead of hanging a request.

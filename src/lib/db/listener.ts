@@ -7,6 +7,7 @@ import "server-only";
 // listening again when not.
 import postgres from "postgres";
 import { describeForLog } from "@/lib/telemetry/log";
+import { postgresJsSettings } from "./connection-target";
 import { databaseUnavailableReason } from "./errors";
 
 export type Listener = {
@@ -68,7 +69,8 @@ export async function listenWithRecovery(
       soon.unref();
     },
   };
-  const sql = postgres(url, connectionOptions);
+  const target = postgresJsSettings(url);
+  const sql = postgres(target.url, { ...connectionOptions, ssl: target.ssl, prepare: target.prepare });
   const listen = () => sql.unsafe(`listen "${channel.replaceAll('"', '""')}"`);
 
   function check(): Promise<void> {

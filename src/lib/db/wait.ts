@@ -3,6 +3,7 @@ import "server-only";
 // connections to spare, or that nothing answers for yet (a container or unit started beside
 // it) is worth waiting for; a wrong password or a missing database is not.
 import postgres from "postgres";
+import { postgresJsSettings } from "./connection-target";
 import { databaseNotReadyYet } from "./errors";
 import { redactUrl } from "./migrate";
 
@@ -23,7 +24,14 @@ export async function waitForDatabase(
   const deadline = Date.now() + options.giveUpAfterSeconds * 1000;
   let waitSeconds = FIRST_WAIT_SECONDS;
   for (let attempt = 1; ; attempt++) {
-    const sql = postgres(url, { max: 1, connect_timeout: options.connectTimeoutSeconds ?? 5, onnotice: () => {} });
+    const target = postgresJsSettings(url);
+    const sql = postgres(target.url, {
+      ssl: target.ssl,
+      prepare: target.prepare,
+      max: 1,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      onnotice: () => {},
+    });
     let failure: unknown;
     try {
       await sql`select 1`;

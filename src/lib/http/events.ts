@@ -1,6 +1,6 @@
 import "server-only";
 import { listenWithRecovery, type Listener as DatabaseListener } from "@/lib/db/listener";
-import { databaseUrl } from "@/lib/env";
+import { databaseUrl, sessionDatabaseUrl } from "@/lib/env";
 import { logError } from "@/lib/telemetry/log";
 
 /**
@@ -35,22 +35,45 @@ export const EVENTS_CHANNEL = "cadre_events";
 type Listener = (event: LiveEvent) => void;
 /** Told when events may have been missed: the LISTEN connection was lost and is back. */
 type GapListener = () => void;
-type Hub = { listeners: Set<Listener>; gapListeners: Set<GapListener>; listening?: Promise<DatabaseListener> };
+/** Told to refetch everything shown: with no LISTEN (a transaction pooler and no direct URL), every LIVE_POLL_MS. */
+type RefreshListener = () => void;
+type Hub = {
+  listeners: Set<Listener>;
+  gapListeners: Set<GapListener>;
+  refreshListeners: Set<RefreshListener>;
+  listening?: Promise<DatabaseListener>;
+};
+
+/** How often open pages refetch when changes cannot be heard (README: "Behind a pooler"). */
+const LIVE_POLL_MS = 5_000;
 
 // One LISTEN per web process (kept on globalThis across dev reloads), fanned out in memory.
 const holder = globalThis as typeof globalThis & { cadreEventHub?: Hub };
 
 function hub(): Hub {
-  holder.cadreEventHub ??= { listeners: new Set(), gapListeners: new Set() };
+  holder.cadreEventHub ??= { listeners: new Set(), gapListeners: new Set(), refreshListeners: new Set() };
   return holder.cadreEventHub;
 }
 
 function startListening(state: Hub): Promise<unknown> {
+  const sessionUrl = sessionDatabaseUrl();
+  if (sessionUrl === null && !state.listening) {
+    // Behind a transaction pooler a LISTEN would be lost between transactions: open pages are
+    // told to refetch every few seconds instead.
+    console.log(
+      `[web] DATABASE_URL goes through a transaction pooler and DATABASE_DIRECT_URL is not set: open pages refresh every ${LIVE_POLL_MS / 1000} s instead of at each change.`,
+    );
+    const timer = setInterval(() => {
+      for (const refresh of [...state.refreshListeners]) refresh();
+    }, LIVE_POLL_MS);
+    timer.unref();
+    state.listening = Promise.resolve({ stop: async () => clearInterval(timer) });
+  }
   // A connection of its own listens, and listens again after it was lost (db/listener.ts). What
   // was announced in between reached nobody: every subscriber hears of the gap (a live stream
   // then ends, and its page reconnects and refetches) rather than missing a change for good.
   state.listening ??= listenWithRecovery(
-    databaseUrl(),
+    sessionUrl ?? databaseUrl(),
     EVENTS_CHANNEL,
     (payload) => {
       let event: LiveEvent;
@@ -96,13 +119,19 @@ export function countLiveSubscribers(): number {
  * changes may have been missed (the database connection was lost and is back). Resolves once
  * LISTEN is active.
  */
-export async function subscribeToEvents(listener: Listener, onGap?: GapListener): Promise<() => void> {
+export async function subscribeToEvents(
+  listener: Listener,
+  onGap?: GapListener,
+  onRefresh?: RefreshListener,
+): Promise<() => void> {
   const state = hub();
   state.listeners.add(listener);
   if (onGap) state.gapListeners.add(onGap);
+  if (onRefresh) state.refreshListeners.add(onRefresh);
   const unsubscribe = () => {
     state.listeners.delete(listener);
     if (onGap) state.gapListeners.delete(onGap);
+    if (onRefresh) state.refreshListeners.delete(onRefresh);
   };
   try {
     await startListening(state);
@@ -170,7 +199,12 @@ export function liveEventStream(
         signal.addEventListener("abort", end, { once: true });
         try {
           // A gap ends the stream: EventSource reconnects, and the page refetches on `ready`.
-          const stop = await subscribeToEvents((event) => send(`data: ${JSON.stringify(event)}\n\n`), end);
+          // With no LISTEN, a periodic `ready` makes the page refetch without reconnecting.
+          const stop = await subscribeToEvents(
+            (event) => send(`data: ${JSON.stringify(event)}\n\n`),
+            end,
+            () => send("event: ready\ndata: {}\n\n"),
+          );
           unsubscribe = stop;
           // The request may have ended while LISTEN was being set up.
           if (ended) return void stop();

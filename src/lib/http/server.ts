@@ -1,7 +1,7 @@
 import "server-only";
 import { database } from "@/lib/db/client";
 import { connectionBudget } from "@/lib/db/connection-budget";
-import { databaseUrl, env } from "@/lib/env";
+import { databaseUrl, env, sessionDatabaseUrl } from "@/lib/env";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { engineDeps, type EngineDeps } from "@/lib/core/engine-config";
 import { logError } from "@/lib/telemetry/log";
@@ -14,6 +14,7 @@ export function webEngine(): Promise<EngineDeps> {
   holder.cadreEngine ??= JobQueue.start(databaseUrl(), "web", {
     notificationRetryDelaySeconds: env().NOTIFICATION_RETRY_DELAY_SECONDS,
     poolSize: connectionBudget("web").jobs,
+    listenUrl: sessionDatabaseUrl(),
   })
     .then((jobs) => engineDeps(database().db, jobs))
     .catch((error) => {

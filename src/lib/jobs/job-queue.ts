@@ -1,8 +1,9 @@
 import "server-only";
 import { sql } from "drizzle-orm";
 import { markWakeRequested } from "@/lib/db/queries/agents";
-import { fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
-import type { Db } from "@/lib/db/client";
+import { type Db, fromDrizzle, PgBoss, type Job, type JobWithMetadata, type Queue } from "pg-boss";
+import { connectionTarget, sessionUrlFor, tlsForPg } from "@/lib/db/connection-target";
+import type { Db as Database } from "@/lib/db/client";
 import {
   AGENT_WAKE_QUEUE,
   CHAT_RESUME_QUEUE,
@@ -50,6 +51,7 @@ export class JobQueue {
   private constructor(
     boss: PgBoss,
     private readonly notificationRetryDelaySeconds: number,
+    private readonly listening: ListeningDb | null,
   ) {
     this.boss = boss;
   }
@@ -61,12 +63,22 @@ export class JobQueue {
       quiet?: boolean;
       notificationRetryDelaySeconds?: number /** pg-boss's pool (connectionBudget().jobs); its LISTEN connection comes on top. */;
       poolSize?: number;
+      /**
+       * Where pg-boss LISTENs for its nudges: a URL that keeps its session (DATABASE_DIRECT_URL),
+       * null for none (behind a transaction pooler without one: fetchers poll every 2 s).
+       * Unset: `connectionString` itself, unless it goes through a transaction pooler.
+       */
+      listenUrl?: string | null;
     } = {},
   ): Promise<JobQueue> {
+    const target = connectionTarget(connectionString);
+    const listenUrl = options.listenUrl === undefined ? sessionUrlFor(connectionString) : options.listenUrl;
     const boss = new PgBoss({
-      connectionString,
+      // pg sends unnamed statements only, so the pool itself is fine behind a transaction pooler.
+      connectionString: target.url,
+      ssl: tlsForPg(target.ssl),
       schema: "pgboss",
-      useListenNotify: true,
+      useListenNotify: listenUrl !== null,
       max: options.poolSize ?? (role === "worker" ? 5 : 3),
       // Cron and maintenance belong to workers; the web process only sends.
       schedule: role === "worker",
@@ -76,21 +88,31 @@ export class JobQueue {
       cronMonitorIntervalSeconds: 5,
     });
     const holder: { queue?: JobQueue } = {};
-    boss.on("error", (error) => {
+    const reportError = (error: Error) => {
       // While stopping, a closing database (Ctrl-C reaches Postgres too) is expected, not news.
       if (!options.quiet && !holder.queue?.stopping) console.error(`[jobs] pg-boss (${role}):`, error.message);
-    });
-    await boss.start();
+    };
+    boss.on("error", reportError);
+    const listening = listenUrl !== null && listenUrl !== connectionString ? listenElsewhere(boss, listenUrl) : null;
+    listening?.on("error", reportError);
+    try {
+      await boss.start();
+    } catch (error) {
+      // A start refused half-way (the server full or restarting) must not leave its pool behind: the caller may try again.
+      await boss.stop({ graceful: false, timeout: 1_000 }).catch(() => {});
+      await listening?.close().catch(() => {});
+      throw error;
+    }
     // The caller reads the setting (env() is read once per process, and tests start queues before they set DATABASE_URL).
     const notificationRetryDelaySeconds =
       options.notificationRetryDelaySeconds ?? DEFAULT_NOTIFICATION_RETRY_DELAY_SECONDS;
     await ensureQueues(boss, { notificationRetryDelaySeconds });
-    holder.queue = new JobQueue(boss, notificationRetryDelaySeconds);
+    holder.queue = new JobQueue(boss, notificationRetryDelaySeconds, listening);
     return holder.queue;
   }
 
   /** Gives the agent a reason to run, in the caller's transaction (or on its own). */
-  async wakeAgent(db: Db, agentId: string): Promise<void> {
+  async wakeAgent(db: Database, agentId: string): Promise<void> {
     await markWakeRequested(db, agentId);
     await this.boss.send(AGENT_WAKE_QUEUE, { agentId } satisfies AgentWakePayload, {
       db: fromDrizzle(db, sql),
@@ -108,7 +130,7 @@ export class JobQueue {
   }
 
   /** The chat with this agent has a decision to carry out, in the caller's transaction: a worker resumes the reply. */
-  async resumeChat(db: Db, agentId: string): Promise<void> {
+  async resumeChat(db: Database, agentId: string): Promise<void> {
     await this.boss.send(CHAT_RESUME_QUEUE, { agentId } satisfies ChatResumePayload, {
       db: fromDrizzle(db, sql),
       // One queued resume per chat: it carries out every decision there is when it runs.
@@ -131,7 +153,7 @@ export class JobQueue {
    * caller's transaction (the outbox: the item and its job commit together), or on its own (a
    * worker starting: the backfill). At most one queued: it embeds everything that waits when it runs.
    */
-  async embedKnowledge(db?: Db): Promise<void> {
+  async embedKnowledge(db?: Database): Promise<void> {
     await this.boss.send(KNOWLEDGE_EMBEDDING_QUEUE, {}, db ? { db: fromDrizzle(db, sql) } : {});
   }
 
@@ -221,7 +243,7 @@ export class JobQueue {
    * commit together or not at all. The job's id is the notification's, so sending it twice
    * queues it once.
    */
-  async sendNotification(db: Db, notificationId: string): Promise<void> {
+  async sendNotification(db: Database, notificationId: string): Promise<void> {
     await this.boss.send(NOTIFICATION_QUEUE, { notificationId } satisfies NotificationPayload, {
       db: fromDrizzle(db, sql),
       id: notificationId,
@@ -273,7 +295,40 @@ export class JobQueue {
   async stop(options: { graceful?: boolean; timeoutMs?: number } = {}): Promise<void> {
     this.stopping = true;
     await this.boss.stop({ graceful: options.graceful ?? true, timeout: options.timeoutMs ?? 30_000 });
+    await this.listening?.close().catch(() => {});
   }
+}
+
+type ListeningDb = {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  listen: NonNullable<Db["listen"]>;
+  on(event: "error", listener: (error: Error) => void): unknown;
+};
+
+/**
+ * pg-boss LISTENs on its own pool's settings, and the pool goes through DATABASE_URL; behind a
+ * transaction pooler that LISTEN would be lost between transactions. Here its database handle
+ * listens through a second handle of the same class on `listenUrl` (pg-boss's own reconnect
+ * and heartbeat kept): only `listen` is replaced, every statement still goes through the pool.
+ * tests/integration/pooler.test.ts fails if a pg-boss release stops honouring this.
+ */
+function listenElsewhere(boss: PgBoss, listenUrl: string): ListeningDb {
+  const db = boss.getDb() as unknown as ListeningDb & { constructor: new (config: object) => ListeningDb };
+  const target = connectionTarget(listenUrl);
+  const listening = new db.constructor({
+    connectionString: target.url,
+    ssl: tlsForPg(target.ssl),
+    application_name: "pgboss",
+  });
+  let opened: Promise<void> | undefined;
+  db.listen = async (channel, onNotification, onReconnect) => {
+    // open() makes a pool object and no connection: only the LISTEN client below connects.
+    opened ??= listening.open();
+    await opened;
+    return listening.listen(channel, onNotification, onReconnect);
+  };
+  return listening;
 }
 
 /**
