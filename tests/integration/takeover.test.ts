@@ -1,0 +1,317 @@
+// A taken-over session keeps its place (issue 34, item 5). A lead delegates to two
+// subordinates (Scout, then Analyst), waits for both reports and briefs; a real worker is
+// SIGKILLed at every step boundary of that work, once per run: while each of the lead's model
+// calls is in flight (everything before it stored, its answer never arrives), and right after
+// each answer, with the delegation's transaction held mid-write (its effect rolled back with
+// the worker). Another worker takes the session over. Afterwards, for every run:
+//   - every delegated task names its parent task (the lead's), and each subordinate got one;
+//   - the lead's task was completed only after both delegated tasks had ended, with its own
+//     last words, not "Waiting for reports …";
+//   - every briefing in the inbox names the task it answers; nothing briefed twice;
+//   - every task ended, no call without its result.
+// Prints one line: `[takeover] runs=… kills=… takeovers=…`.
+import { sql } from "drizzle-orm";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseLogInput } from "@/lib/core/formats";
+import { assignTask } from "@/lib/domain/tasks";
+import { INTERRUPTED_RESULT } from "@/lib/engine/model-messages";
+import { JobQueue } from "@/lib/jobs/job-queue";
+import { createTestDatabase, type TestDatabase } from "../support/database";
+import {
+  type FakeChatMessage,
+  type FakeChatRequest,
+  type FakeOpenAI,
+  type FakeReply,
+  startFakeOpenAI,
+} from "../support/fake-openai";
+import { createTeamFixture } from "../support/fixtures";
+import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
+
+/** The lead's model calls a run kills at, 1-based; a run whose lead makes fewer calls is killed at none (and says so). */
+const KILL_AT = (process.env.TAKEOVER_KILL_AT ?? "1,2,3,4,5,6,7").split(",").map(Number);
+type KillMode = "in-call" | "mid-effect";
+
+type Run = {
+  teamName: string;
+  killAt: number;
+  mode: KillMode;
+  leadCalls: number;
+  subIds: Record<string, string>;
+  /** Resolved when the kill point is reached: the test kills the worker, then calls `release`. */
+  reached?: (release: () => void) => void;
+  killed: boolean;
+};
+
+const runs = new Map<string, Run>();
+let database: TestDatabase;
+let jobs: JobQueue;
+let openai: FakeOpenAI;
+let locker: postgres.Sql;
+const live: WorkerProcess[] = [];
+
+const text = (message: FakeChatMessage | undefined): string =>
+  !message?.content
+    ? ""
+    : typeof message.content === "string"
+      ? message.content
+      : message.content.map((part) => part.text ?? "").join("");
+
+/** Calls of `name` in the context whose result is in and was not "interrupted" (a call the dead worker cut is made again). */
+function doneCalls(request: FakeChatRequest, name: string): { args: Record<string, string>; result: string }[] {
+  const results = new Map(request.messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, text(m)]));
+  return request.messages.flatMap((message) =>
+    (message.tool_calls ?? [])
+      .filter((call) => call.function.name === name)
+      .map((call) => ({
+        args: JSON.parse(call.function.arguments) as Record<string, string>,
+        result: results.get(call.id),
+      }))
+      .filter(
+        (call): call is { args: Record<string, string>; result: string } =>
+          call.result !== undefined && call.result !== INTERRUPTED_RESULT,
+      ),
+  );
+}
+
+function play(run: Run, agent: string, request: FakeChatRequest): FakeReply {
+  if (request.response_format) return { text: '{"items":[]}' };
+  const tools = (request.tools ?? []).map((tool) => tool.function.name);
+  if (tools.length === 0 || request.tool_choice === "none") return { text: "Summary of the work so far." };
+  const last = request.messages.at(-1);
+  const lastUser = text(request.messages.findLast((m) => m.role === "user"));
+  if (agent !== "Lead") {
+    if (doneCalls(request, "reportToLead").length > 0) return { text: "Reported." };
+    if (doneCalls(request, "searchKnowledge").length === 0)
+      return { toolCalls: [{ name: "searchKnowledge", arguments: { query: `${agent} background` } }] };
+    return { toolCalls: [{ name: "reportToLead", arguments: { result: `${agent}'s findings: prices fell.` } }] };
+  }
+  if (/Decide whether to brief/.test(lastUser))
+    return { text: last?.role === "tool" ? "Briefed." : "No briefing needed." };
+  const delegated = new Set(doneCalls(request, "delegateToAgent").map((call) => call.args.agentId));
+  for (const name of ["Scout", "Analyst"]) {
+    const id = run.subIds[name]!;
+    if (!delegated.has(id))
+      return {
+        toolCalls: [
+          {
+            name: "delegateToAgent",
+            arguments: { agentId: id, title: `${name}'s part`, description: "Look into it." },
+          },
+        ],
+      };
+  }
+  const reported = new Set(
+    request.messages
+      .filter((m) => m.role === "user")
+      .map((m) => parseLogInput(text(m)))
+      .flatMap((input) => (input?.kind === "report" ? [input.agentName] : [])),
+  );
+  const missing = ["Scout", "Analyst"].filter((name) => !reported.has(name));
+  if (missing.length > 0) return { text: `Waiting for reports from ${missing.join(" and ")}.` };
+  if (doneCalls(request, "createInboxItem").length === 0)
+    return {
+      toolCalls: [
+        {
+          name: "createInboxItem",
+          arguments: { title: "Prices fell", summary: "Both reported.", content: "## Findings\nPrices fell." },
+        },
+      ],
+    };
+  return { text: "Both reports are in: prices fell." };
+}
+
+async function handle(request: FakeChatRequest): Promise<FakeReply> {
+  const system = text(request.messages.find((m) => m.role === "system"));
+  const match = /You are (.+?), (the lead|a member) of the team "(.+?)"/.exec(system);
+  const run = match ? runs.get(match[3]!) : undefined;
+  if (!run) return { text: "I do not know this team." };
+  const agent = match![2] === "the lead" ? "Lead" : match![1]!;
+  if (agent !== "Lead" || request.response_format) return play(run, agent, request);
+  run.leadCalls += 1;
+  if (run.leadCalls !== run.killAt || run.killed || !run.reached) return play(run, agent, request);
+  const reached = run.reached;
+  run.reached = undefined;
+  if (run.mode === "in-call") {
+    // Everything before this call is stored; its answer never arrives: the worker dies waiting.
+    reached(() => {});
+    return { fault: "hang" };
+  }
+  // The answer goes out while both subordinates' rows are locked: a delegation's transaction
+  // (which wakes its subordinate) waits mid-write, and dies with the worker.
+  const lock = await locker.reserve();
+  await lock`begin`;
+  await lock`select id from agents where id in ${locker([run.subIds.Scout!, run.subIds.Analyst!])} for update`;
+  reached(() => {
+    void lock`rollback`.finally(() => lock.release());
+  });
+  return play(run, agent, request);
+}
+
+function startWorker(): WorkerProcess {
+  const worker = startWorkerProcess({
+    DATABASE_URL: database.url,
+    OPENAI_BASE_URL: openai.url,
+    LLM_MODEL: "fake-model",
+    WORKER_CONCURRENCY: "4",
+    SESSION_STALE_SECONDS: "2",
+    MODEL_TIMEOUT_MS: "60000",
+  });
+  live.push(worker);
+  return worker;
+}
+
+const ready = (worker: WorkerProcess) => worker.output.join("").includes("[worker] ready");
+
+beforeAll(async () => {
+  database = await createTestDatabase({ max: 5 });
+  locker = postgres(database.url, { max: 4, onnotice: () => {} });
+  jobs = await JobQueue.start(database.url, "web", { quiet: true });
+  openai = await startFakeOpenAI(handle, { record: false });
+  startWorker();
+  startWorker();
+  await waitFor(async () => live.every(ready), { timeoutMs: 60_000, what: "the workers to be ready" });
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all(live.splice(0).map((worker) => worker.stop("SIGKILL")));
+  await jobs?.stop({ graceful: false, timeoutMs: 1000 });
+  await openai?.close();
+  await locker?.end({ timeout: 5 });
+  await database?.drop();
+});
+
+/** SIGKILLs the worker running the lead's session (a replacement starts first). */
+async function killLeadsWorker(leadId: string): Promise<string> {
+  const [row] = await database.db.execute<{ worker: string }>(
+    sql`select worker from work_sessions where agent_id = ${leadId} and status = 'running'`,
+  );
+  const victim = live.find((worker) => row && row.worker.endsWith(`:${worker.child.pid}`));
+  if (!victim) return "no session running";
+  const replacement = startWorker();
+  live.splice(live.indexOf(victim), 1);
+  await victim.stop("SIGKILL");
+  await waitFor(async () => ready(replacement), { timeoutMs: 60_000, what: "the replacement worker" });
+  return `killed ${victim.child.pid}`;
+}
+
+async function rows<T>(query: ReturnType<typeof sql>): Promise<T[]> {
+  return (await database.db.execute(query)) as unknown as T[];
+}
+
+describe("a taken-over session keeps its place", () => {
+  it("keeps every delegation and briefing tied to its task when the worker dies at each step", {
+    timeout: 600_000,
+  }, async () => {
+    const problems: string[] = [];
+    let kills = 0;
+    let takeovers = 0;
+    for (const mode of ["in-call", "mid-effect"] as const) {
+      for (const killAt of KILL_AT) {
+        const teamName = `Takeover ${mode} ${killAt}`;
+        const { team, lead, subordinates } = await createTeamFixture(database.db, {
+          name: teamName,
+          subordinates: ["Scout", "Analyst"],
+        });
+        const run: Run = {
+          teamName,
+          killAt,
+          mode,
+          leadCalls: 0,
+          subIds: Object.fromEntries(subordinates.map((sub) => [sub.name, sub.id])),
+          killed: false,
+        };
+        const killing = new Promise<() => void>((resolve) => (run.reached = resolve));
+        runs.set(teamName, run);
+        const task = await assignTask(database.db, jobs, {
+          agentId: lead.id,
+          source: "user",
+          title: "Research prices",
+        });
+
+        const killed = Promise.race([
+          killing.then(async (release) => {
+            if (mode === "mid-effect") {
+              // The answer is on its way: wait (a moment) for the step's write to block on the lock.
+              await waitFor(
+                async () =>
+                  (
+                    await rows<{ n: number }>(
+                      sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+                    )
+                  )[0]!.n > 0,
+                { timeoutMs: 1500, what: "a write waiting" },
+              ).catch(() => {});
+            }
+            const line = await killLeadsWorker(lead.id);
+            run.killed = true;
+            release();
+            return line;
+          }),
+          // A lead that never makes this many calls is not killed.
+          new Promise<string>((resolve) => setTimeout(() => resolve("not reached"), 20_000).unref()),
+        ]);
+
+        const teamQuiet = sql`select
+            (select count(*) from tasks t join agents a on a.id = t.agent_id where a.team_id = ${team.id}
+               and t.status in ('pending', 'in_progress', 'waiting_input'))
+          + (select count(*) from work_sessions s join agents a on a.id = s.agent_id where a.team_id = ${team.id} and s.status = 'running')
+          + (select count(*) from agent_inputs i join agents a on a.id = i.agent_id where a.team_id = ${team.id})
+          + (select count(*) from agents a where a.team_id = ${team.id} and a.wake_requested_at is not null) as n`;
+        const outcome = await killed;
+        if (outcome !== "not reached") kills += 1;
+        await waitFor(async () => (await rows<{ n: string }>(teamQuiet))[0]!.n === "0", {
+          timeoutMs: 90_000,
+          what: `${teamName} to be quiet`,
+        }).catch((error: Error) => problems.push(`${teamName}: ${error.message}`));
+
+        const tasks = await rows<{
+          id: string;
+          agent_id: string;
+          parent_task_id: string | null;
+          status: string;
+          result: string | null;
+          completed_at: Date | null;
+        }>(sql`select t.id, t.agent_id, t.parent_task_id, t.status, t.result, t.completed_at
+                 from tasks t join agents a on a.id = t.agent_id where a.team_id = ${team.id} order by t.created_at`);
+        const leadTask = tasks.find((t) => t.id === task.id)!;
+        const delegated = tasks.filter((t) => t.id !== task.id);
+        const say = (line: string) => problems.push(`${teamName}: ${line}`);
+        for (const sub of subordinates) {
+          const own = delegated.filter((t) => t.agent_id === sub.id);
+          if (own.length !== 1) say(`${sub.name} got ${own.length} tasks`);
+        }
+        for (const child of delegated) {
+          if (child.parent_task_id !== task.id) say(`a delegated task has parent ${child.parent_task_id}`);
+          if (child.status !== "completed") say(`a delegated task ended ${child.status}`);
+          if (leadTask.completed_at && child.completed_at && leadTask.completed_at < child.completed_at)
+            say(`the lead's task completed before a delegated task ended ("${leadTask.result}")`);
+        }
+        if (leadTask.status !== "completed") say(`the lead's task ended ${leadTask.status}`);
+        if (/^Waiting/.test(leadTask.result ?? "")) say(`the lead's task completed with "${leadTask.result}"`);
+        const briefings = await rows<{ task_id: string | null }>(
+          sql`select task_id from inbox_items where team_id = ${team.id} and type = 'briefing'`,
+        );
+        if (briefings.length !== 1) say(`${briefings.length} briefings`);
+        for (const briefing of briefings)
+          if (briefing.task_id !== task.id) say(`a briefing names task ${briefing.task_id}`);
+        const [open] = await rows<{ n: number }>(sql`
+          select count(*)::int as n from messages m join conversations c on c.id = m.conversation_id
+            join agents a on a.id = c.agent_id, jsonb_array_elements(m.tool_calls) call
+           where a.team_id = ${team.id}
+             and not exists (select 1 from messages r where r.conversation_id = m.conversation_id and r.tool_call_id = call->>'toolCallId')`);
+        if (open!.n > 0) say(`${open!.n} calls without a result`);
+        const [sessions] = await rows<{ n: number }>(
+          sql`select count(*)::int as n from work_sessions where agent_id = ${lead.id} and status = 'interrupted'`,
+        );
+        takeovers += sessions!.n;
+        console.log(`[takeover] ${teamName}: ${outcome}, ${run.leadCalls} lead calls`);
+      }
+    }
+    console.log(
+      `[takeover] runs=${KILL_AT.length * 2} kills=${kills} takeovers=${takeovers} problems=${problems.length}`,
+    );
+    expect(problems).toEqual([]);
+    expect(kills).toBeGreaterThanOrEqual(10);
+  });
+});
