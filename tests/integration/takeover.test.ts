@@ -186,7 +186,7 @@ async function killLeadsWorker(leadId: string): Promise<string> {
   const [row] = await database.db.execute<{ worker: string }>(
     sql`select worker from work_sessions where agent_id = ${leadId} and status = 'running'`,
   );
-  const victim = live.find((worker) => row && row.worker.endsWith(`:${worker.child.pid}`));
+  const victim = live.find((worker) => row?.worker.endsWith(`:${worker.child.pid}`));
   if (!victim) return "no session running";
   const replacement = startWorker();
   live.splice(live.indexOf(victim), 1);
@@ -221,36 +221,38 @@ describe("a taken-over session keeps its place", () => {
           subIds: Object.fromEntries(subordinates.map((sub) => [sub.name, sub.id])),
           killed: false,
         };
-        const killing = new Promise<() => void>((resolve) => (run.reached = resolve));
+        const kill = async (release: () => void): Promise<string> => {
+          if (mode === "mid-effect") {
+            // The answer is on its way: wait (a moment) for the step's write to block on the lock.
+            await waitFor(
+              async () =>
+                (
+                  await rows<{ n: number }>(
+                    sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+                  )
+                )[0]!.n > 0,
+              { timeoutMs: 1500, what: "a write waiting" },
+            ).catch(() => {});
+          }
+          const line = await killLeadsWorker(lead.id);
+          run.killed = true;
+          release();
+          return line;
+        };
+        const killed = new Promise<string>((resolve) => {
+          // A lead that never makes this many calls is not killed.
+          const notReached = setTimeout(() => resolve("not reached"), 20_000);
+          run.reached = (release) => {
+            clearTimeout(notReached);
+            void kill(release).then(resolve);
+          };
+        });
         runs.set(teamName, run);
         const task = await assignTask(database.db, jobs, {
           agentId: lead.id,
           source: "user",
           title: "Research prices",
         });
-
-        const killed = Promise.race([
-          killing.then(async (release) => {
-            if (mode === "mid-effect") {
-              // The answer is on its way: wait (a moment) for the step's write to block on the lock.
-              await waitFor(
-                async () =>
-                  (
-                    await rows<{ n: number }>(
-                      sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
-                    )
-                  )[0]!.n > 0,
-                { timeoutMs: 1500, what: "a write waiting" },
-              ).catch(() => {});
-            }
-            const line = await killLeadsWorker(lead.id);
-            run.killed = true;
-            release();
-            return line;
-          }),
-          // A lead that never makes this many calls is not killed.
-          new Promise<string>((resolve) => setTimeout(() => resolve("not reached"), 20_000).unref()),
-        ]);
 
         const teamQuiet = sql`select
             (select count(*) from tasks t join agents a on a.id = t.agent_id where a.team_id = ${team.id}
