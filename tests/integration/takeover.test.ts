@@ -13,18 +13,11 @@
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseLogInput } from "@/lib/core/formats";
 import { assignTask } from "@/lib/domain/tasks";
-import { INTERRUPTED_RESULT } from "@/lib/engine/model-messages";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { createTestDatabase, type TestDatabase } from "../support/database";
-import {
-  type FakeChatMessage,
-  type FakeChatRequest,
-  type FakeOpenAI,
-  type FakeReply,
-  startFakeOpenAI,
-} from "../support/fake-openai";
+import { type FakeChatRequest, type FakeOpenAI, type FakeReply, startFakeOpenAI } from "../support/fake-openai";
+import { delegationPlay, speakerOf } from "../support/delegation-play";
 import { createTeamFixture } from "../support/fixtures";
 import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
 
@@ -50,86 +43,14 @@ let openai: FakeOpenAI;
 let locker: postgres.Sql;
 const live: WorkerProcess[] = [];
 
-const text = (message: FakeChatMessage | undefined): string =>
-  !message?.content
-    ? ""
-    : typeof message.content === "string"
-      ? message.content
-      : message.content.map((part) => part.text ?? "").join("");
-
-/** Calls of `name` in the context whose result is in and was not "interrupted" (a call the dead worker cut is made again). */
-function doneCalls(request: FakeChatRequest, name: string): { args: Record<string, string>; result: string }[] {
-  const results = new Map(request.messages.filter((m) => m.role === "tool").map((m) => [m.tool_call_id, text(m)]));
-  return request.messages.flatMap((message) =>
-    (message.tool_calls ?? [])
-      .filter((call) => call.function.name === name)
-      .map((call) => ({
-        args: JSON.parse(call.function.arguments) as Record<string, string>,
-        result: results.get(call.id),
-      }))
-      .filter(
-        (call): call is { args: Record<string, string>; result: string } =>
-          call.result !== undefined && call.result !== INTERRUPTED_RESULT,
-      ),
-  );
-}
-
-function play(run: Run, agent: string, request: FakeChatRequest): FakeReply {
-  if (request.response_format) return { text: '{"items":[]}' };
-  const tools = (request.tools ?? []).map((tool) => tool.function.name);
-  if (tools.length === 0 || request.tool_choice === "none") return { text: "Summary of the work so far." };
-  const last = request.messages.at(-1);
-  const lastUser = text(request.messages.findLast((m) => m.role === "user"));
-  if (agent !== "Lead") {
-    if (doneCalls(request, "reportToLead").length > 0) return { text: "Reported." };
-    if (doneCalls(request, "searchKnowledge").length === 0)
-      return { toolCalls: [{ name: "searchKnowledge", arguments: { query: `${agent} background` } }] };
-    return { toolCalls: [{ name: "reportToLead", arguments: { result: `${agent}'s findings: prices fell.` } }] };
-  }
-  if (/Decide whether to brief/.test(lastUser))
-    return { text: last?.role === "tool" ? "Briefed." : "No briefing needed." };
-  const delegated = new Set(doneCalls(request, "delegateToAgent").map((call) => call.args.agentId));
-  for (const name of ["Scout", "Analyst"]) {
-    const id = run.subIds[name]!;
-    if (!delegated.has(id))
-      return {
-        toolCalls: [
-          {
-            name: "delegateToAgent",
-            arguments: { agentId: id, title: `${name}'s part`, description: "Look into it." },
-          },
-        ],
-      };
-  }
-  const reported = new Set(
-    request.messages
-      .filter((m) => m.role === "user")
-      .map((m) => parseLogInput(text(m)))
-      .flatMap((input) => (input?.kind === "report" ? [input.agentName] : [])),
-  );
-  const missing = ["Scout", "Analyst"].filter((name) => !reported.has(name));
-  if (missing.length > 0) return { text: `Waiting for reports from ${missing.join(" and ")}.` };
-  if (doneCalls(request, "createInboxItem").length === 0)
-    return {
-      toolCalls: [
-        {
-          name: "createInboxItem",
-          arguments: { title: "Prices fell", summary: "Both reported.", content: "## Findings\nPrices fell." },
-        },
-      ],
-    };
-  return { text: "Both reports are in: prices fell." };
-}
-
 async function handle(request: FakeChatRequest): Promise<FakeReply> {
-  const system = text(request.messages.find((m) => m.role === "system"));
-  const match = /You are (.+?), (the lead|a member) of the team "(.+?)"/.exec(system);
-  const run = match ? runs.get(match[3]!) : undefined;
-  if (!run) return { text: "I do not know this team." };
-  const agent = match![2] === "the lead" ? "Lead" : match![1]!;
-  if (agent !== "Lead" || request.response_format) return play(run, agent, request);
+  const who = speakerOf(request);
+  const run = who ? runs.get(who.team) : undefined;
+  if (!who || !run) return { text: "I do not know this team." };
+  const { agent } = who;
+  if (agent !== "Lead" || request.response_format) return delegationPlay(run.subIds, agent, request);
   run.leadCalls += 1;
-  if (run.leadCalls !== run.killAt || run.killed || !run.reached) return play(run, agent, request);
+  if (run.leadCalls !== run.killAt || run.killed || !run.reached) return delegationPlay(run.subIds, agent, request);
   const reached = run.reached;
   run.reached = undefined;
   if (run.mode === "in-call") {
@@ -145,7 +66,7 @@ async function handle(request: FakeChatRequest): Promise<FakeReply> {
   reached(() => {
     void lock`rollback`.finally(() => lock.release());
   });
-  return play(run, agent, request);
+  return delegationPlay(run.subIds, agent, request);
 }
 
 function startWorker(): WorkerProcess {
