@@ -123,7 +123,8 @@ describe("a team deleted while its agent works", () => {
     // The turn ends and the session settles its task: it waits for the task's row.
     const taskHeld = await holding((tx) => tx`select 1 from tasks where id = ${task!.id} for no key update`);
     answer();
-    await waitsForLock(/update "tasks"/i, "the session to settle its task", [taskHeld.pid]);
+    // completeTask locks the row first (for update), then updates it.
+    await waitsForLock(/update "tasks"|"tasks".*for update/is, "the session to settle its task", [taskHeld.pid]);
     // The deletion waits for the log, held by the test.
     const logHeld = await holding((tx) => tx`select 1 from conversations where id = ${log.id} for update`);
     const route = await import("@/app/api/teams/[teamId]/route");

@@ -58,8 +58,17 @@ export async function resumeTask(db: Db, taskId: string | null): Promise<Task | 
   return setTaskStatus(db, taskId, "in_progress", { from: ["waiting_input"] });
 }
 
-/** complete: the task's result, reported to its lead (see endTask). Null when it was final already. */
-export function completeTask(db: Db, jobs: JobQueue, taskId: string, result: string): Promise<Task | null> {
+/**
+ * complete: the task's result, reported to its lead (see endTask). Null when it was final
+ * already, or when work delegated from it is still open: a task is done only once what it
+ * waits for has ended, whatever its agent's last words said ("Waiting for reports …"); the
+ * agent is woken by each report and completes it then. Looked at under the task's row lock: a
+ * delegation holds its parent (holdParentTask) until it commits, so a subtask committed while
+ * this waited is seen, and none can be added under the task once this has looked.
+ */
+export async function completeTask(db: Db, jobs: JobQueue, taskId: string, result: string): Promise<Task | null> {
+  if (!(await lockTask(db, taskId))) return null;
+  if ((await listOpenSubtasks(db, taskId)).length > 0) return null;
   return endTask(db, jobs, taskId, { status: "completed", result });
 }
 

@@ -19,7 +19,7 @@ import { closeOpenToolCalls, hasOpenToolCalls } from "./work-log";
 import { reportUnknownOutcome } from "@/lib/domain/alerts";
 import { toolEffects } from "./tool-policies";
 import { INTERRUPTED_RESULT } from "./model-messages";
-import { workUntilIdle, type SessionState } from "./work-loop";
+import { startSessionState, workUntilIdle, type SessionState } from "./work-loop";
 import { describeForLog } from "@/lib/telemetry/log";
 
 export type SessionOutcome = {
@@ -193,27 +193,18 @@ async function runClaimedSession(
   try {
     // One round trip of reads: a wake-up's latency is mostly the session's start.
     const { agent, team, conversation, context, previous } = await readSessionStart(db, session.agentId, session.id);
-    const tail = context.at(-1);
 
     span?.setAttributes({ ...agentAttributes(agent, team), "gen_ai.conversation.id": conversation.id });
-    state = {
-      session,
-      agent,
-      team,
-      conversation,
-      model: deps.chooseModel(agent.model),
-      steps: 0,
-      tokens: 0,
-      stepsAtWrapUp: 0,
-      briefed: false,
-      focus: undefined,
-      storyTask: null,
-      startTail: tail?.id ?? null,
-      freshlyRead: true,
-      signal: controller.signal,
-      stop: () => abort("user"),
-      shuttingDown: () => options.shutdown?.aborted === true,
-    };
+    // Where the log stands, a turn a dead worker left unfinished included: the task it was on.
+    state = await startSessionState(
+      deps,
+      { session, agent, team, conversation, context },
+      {
+        signal: controller.signal,
+        stop: () => abort("user"),
+        shuttingDown: () => options.shutdown?.aborted === true,
+      },
+    );
     // A Stop whose session died before ending gets its marker; then a worker that died
     // mid-tool left calls without results: close them first.
     await honourUnfinishedStop(db, conversation.id, previous);

@@ -23,7 +23,12 @@ import { getTask, listOpenSubtasks, listTasksByAgent } from "@/lib/db/queries/ta
 import { openTaskStatuses } from "@/lib/db/task-statuses";
 import { type NextCallFacts as NextCallFactsRead, readNextCallFacts } from "@/lib/db/queries/next-call";
 import { requireTeam, settledTeamStatus } from "@/lib/db/queries/teams";
-import { finishSessionIfIdle, isSessionStopRequested, setSessionTask } from "@/lib/db/queries/work-sessions";
+import {
+  finishSessionIfIdle,
+  isSessionStopRequested,
+  type SessionStart,
+  setSessionTask,
+} from "@/lib/db/queries/work-sessions";
 import type { Agent, Conversation, Message, Task, Team, UsagePurpose, WorkSession } from "@/lib/db/schema";
 import { generateModelText, usageRowOf, type ModelCall } from "@/lib/llm/model-call";
 import { cutAnswerReason, emptyAnswerReason, toolCallsAsTextReason, unusableAnswersReason } from "@/lib/llm/errors";
@@ -83,6 +88,12 @@ export type SessionState = {
   storyTask: string | null;
   /** Why the model's last answer of the latest turn ended ("length": cut off at its output limit). */
   lastFinish?: FinishReason;
+  /**
+   * The turn the agent's last session did not finish (its worker was killed mid-call, or it
+   * is retried after an error), found where the log stands as this session starts
+   * (startSessionState): it goes on first, about the task it was about. Cleared once taken up.
+   */
+  cutTurn?: CutTurn;
   /** The log's tail when the session started: extraction reads what came after. */
   startTail: string | null;
   /**
@@ -98,6 +109,86 @@ export type SessionState = {
   shuttingDown: () => boolean;
   recorder?: StepRecorder;
 };
+
+/** A turn a session did not finish: the task it was about (focus), the task its rows belong to (story), and whether it was the briefing decision. */
+type CutTurn = { focus: string | null; story: string | null; briefing: boolean };
+
+/**
+ * A work session's state as it starts — the one place it is made, for a fresh session and for
+ * one that takes over from a worker that died. Where the log stands says whether a turn was
+ * cut short (its tail still awaits the model): then the session knows the task it was working
+ * on, goes on with that turn first (workUntilIdle), and the session row names that task at
+ * once, so the results the dead worker's calls get (closeInterruptedCalls) belong to it too.
+ * Without this a taken-over turn ran about no task: what the lead delegated in it had no
+ * parent task, and the lead's task completed while that work was still open.
+ */
+export async function startSessionState(
+  deps: EngineDeps,
+  start: Pick<SessionStart, "agent" | "team" | "conversation" | "context"> & { session: WorkSession },
+  controls: Pick<SessionState, "signal" | "stop" | "shuttingDown">,
+): Promise<SessionState> {
+  const { session, agent, team, conversation, context } = start;
+  const cutTurn = await cutTurnOf(deps.db, agent.id, context);
+  const state: SessionState = {
+    session,
+    agent,
+    team,
+    conversation,
+    model: deps.chooseModel(agent.model),
+    steps: 0,
+    tokens: 0,
+    stepsAtWrapUp: 0,
+    briefed: false,
+    focus: undefined,
+    storyTask: null,
+    startTail: context.at(-1)?.id ?? null,
+    freshlyRead: true,
+    ...controls,
+    ...(cutTurn ? { cutTurn } : {}),
+  };
+  if (cutTurn?.story) {
+    state.storyTask = cutTurn.story;
+    await setSessionTask(deps.db, session.id, cutTurn.story);
+  }
+  return state;
+}
+
+/**
+ * The turn the log's tail shows was cut short, or undefined when the last turn ended. Its task
+ * is the one its last rows were written for (messages.task_id: the story's task, which is the
+ * task in focus whenever the agent's own); a turn about no task of the agent's stays about none.
+ */
+async function cutTurnOf(db: Db, agentId: string, context: readonly Message[]): Promise<CutTurn | undefined> {
+  const tail = context.at(-1) ?? null;
+  if (!tail || !awaitsReply(tail)) return undefined;
+  const briefing = context.findLast((message) => message.role === "user")?.content === BRIEFING_DECISION_PROMPT;
+  const task = tail.taskId ? await getTask(db, tail.taskId) : null;
+  // The agent's own task even when it ended meanwhile: a delegation or question for it is then refused, not stored without it.
+  const focus = !briefing && task?.agentId === agentId ? task.id : null;
+  return { focus, story: tail.taskId, briefing };
+}
+
+/**
+ * Goes on with the turn the session's start found cut short (startSessionState), about its own
+ * task, before any new work: input about another task would otherwise come in after its calls'
+ * results and run that turn's rest about the wrong task. False when the log moved on
+ * meanwhile (nothing awaits the model: a call waits for the person).
+ */
+async function continueCutTurn(deps: EngineDeps, state: SessionState): Promise<boolean> {
+  const cut = state.cutTurn;
+  state.cutTurn = undefined;
+  if (!cut || !(await logAwaitsModel(deps.db, state.conversation.id))) return false;
+  await focusOn(deps.db, state, cut.focus, cut.story);
+  if (cut.briefing) {
+    await runTurn(deps, state, BRIEFING_TURN);
+    // The briefing decision was the wrap-up's last part: it is not asked again for the same work.
+    state.stepsAtWrapUp = state.steps;
+    return true;
+  }
+  await runTurn(deps, state, { purpose: "work", takesInput: true });
+  if (!state.shuttingDown()) await settleFocus(deps, state);
+  return true;
+}
 
 /** A turn reached MAX_STEPS_PER_SESSION rounds without finishing: the session ends, and what it was working on fails. */
 export class StepLimitReached extends Error {
@@ -225,6 +316,7 @@ export async function workUntilIdle(deps: EngineDeps, state: SessionState): Prom
     const overBudget = paused ? null : await teamOverBudget(deps, state.team);
     if (overBudget) return { overBudget };
 
+    if (!paused && state.cutTurn && (await continueCutTurn(deps, state))) continue;
     if (!paused && ((await takeNextWork(deps, state)) || (await logAwaitsModel(db, state.conversation.id)))) {
       await runTurn(deps, state, { purpose: "work", takesInput: true });
       if (state.shuttingDown()) return "interrupted";
@@ -544,9 +636,12 @@ async function wrapUp(deps: EngineDeps, state: SessionState): Promise<void> {
     state.focus = null;
     // The same tools as every turn, in the same order (the request extends the one before it:
     // the prompt cache), of which only the briefing tool runs: the prompt says so, and so do the others' results.
-    await runTurn(deps, state, { purpose: "briefing", only: ["createInboxItem"], maxSteps: 2, takesInput: false });
+    await runTurn(deps, state, BRIEFING_TURN);
   }
 }
+
+/** The wrap-up's briefing decision: the same tools as every turn, of which only the briefing tool runs. */
+const BRIEFING_TURN: Turn = { purpose: "briefing", only: ["createInboxItem"], maxSteps: 2, takesInput: false };
 
 /** Tools that only look at what the team has already (its status, its knowledge): nothing is learned or changed by calling them. */
 const LOOKS_INWARD = new Set(["getTeamStatus", "searchKnowledge"]);

@@ -111,7 +111,13 @@ export function teamLeadTools(context: ToolContext) {
           // the new task under it and cancels that too. Read before, a cancel could slip in
           // between and leave a subordinate working on a task nobody wants any more.
           const parent = focus ? await holdParentTask(tx, focus) : null;
-          if (parent && parent.agentId === context.agent.id && !isOpenTask(parent.status)) {
+          // A turn about a task delegates for that task, or not at all: stored without it, the
+          // work would be nobody's, and the task could complete while it is still open. Only a
+          // turn about no task (a webhook, a report on work outside any task) delegates without one.
+          if (focus && parent?.agentId !== context.agent.id) {
+            return "Not delegated: the task you are working on is no longer there. Go on with your other work.";
+          }
+          if (parent && !isOpenTask(parent.status)) {
             return `Not delegated: the task you are working on ("${parent.title}") is ${parent.status} already. Drop it and go on with your other work.`;
           }
           const task = await assignTask(tx, context.jobs, {
@@ -119,7 +125,7 @@ export function teamLeadTools(context: ToolContext) {
             source: "lead",
             title,
             description,
-            parentTaskId: parent?.agentId === context.agent.id ? parent.id : null,
+            parentTaskId: parent?.id ?? null,
           });
           return { delegated: true, taskId: task.id, to: subordinate.name };
         });
