@@ -75,6 +75,11 @@ export type ModelCall = {
    * cut off is still settled here.
    */
   usageStoredByCaller?: boolean;
+  /**
+   * The prompt goes out as built, its messages of one role in a row not joined (alternatingPrompt):
+   * only for the model check, which asks whether the server's chat template refuses them.
+   */
+  sentAsBuilt?: boolean;
 };
 
 /** What the helper sets for every call; a call site cannot override them. */
@@ -139,7 +144,7 @@ function commonOptions<TOOLS extends ToolSet>(
   if (call.usageStoredByCaller) usageOfCalls.set(call, usage);
   return {
     providerOptions: withCacheKey(call, providerOptions),
-    model: guardedModel(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS, usage),
+    model: guardedModel(call.model.model, call.timeoutMs ?? env().MODEL_TIMEOUT_MS, usage, !call.sentAsBuilt),
     abortSignal: call.abortSignal,
     maxRetries: MODEL_CALL_RETRIES,
     // Spans for the call, its model calls and tool calls when OTEL_EXPORTER_OTLP_ENDPOINT is set; off otherwise.
@@ -328,13 +333,14 @@ async function recordCallUsage(
  * expiry reads as an abort. Each attempt's usage row is written as it starts and settled
  * as it ends (CallUsage): here an attempt that ends without the provider's count.
  */
-function guardedModel(model: LanguageModel, timeoutMs: number, usage: CallUsage): LanguageModelV4 {
+function guardedModel(model: LanguageModel, timeoutMs: number, usage: CallUsage, alternate = true): LanguageModelV4 {
   return wrapLanguageModel({
     // A bare id means a gateway model, as it does for the SDK itself.
     model: typeof model === "string" ? gateway(model) : model,
     middleware: {
       // Whoever built the request, it goes out as every chat template takes it (see alternatingPrompt).
-      transformParams: async ({ params }) => ({ ...params, prompt: alternatingPrompt(params.prompt) }),
+      transformParams: async ({ params }) =>
+        alternate ? { ...params, prompt: alternatingPrompt(params.prompt) } : params,
       wrapGenerate: async ({ params, model: inner }) => {
         const deadline = new Deadline(timeoutMs, params.abortSignal);
         const attempt = usage.start(params);

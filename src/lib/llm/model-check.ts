@@ -77,12 +77,16 @@ export async function checkModelBehaviour(options: ModelCheckOptions): Promise<M
     toolChoice: "auto",
     prompt: "Look up both Lyon and Osaka with lookUpCity: make both calls now, in one answer, without asking.",
   });
-  const roles = await ask(call, {
-    messages: [
-      { role: "user", content: "Hello." },
-      { role: "user", content: "Reply with the single word: ready." },
-    ],
-  });
+  // Sent as built: the engine joins such messages in every other request, so only this one can tell.
+  const roles = await ask(
+    { ...call, sentAsBuilt: true },
+    {
+      messages: [
+        { role: "user", content: "Hello." },
+        { role: "user", content: "Reply with the single word: ready." },
+      ],
+    },
+  );
   const probes = [named, required, none, parallel, roles];
   const answers = probes.filter((probe) => probe.answered);
   return {
