@@ -338,8 +338,8 @@ describe("first run, recovery and polish", () => {
 
       await admin.unsafe(`alter database ${database.name} allow_connections false`);
       await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${database.name}`;
-      const response = await tab.goto(`${guarded.url}/teams`);
-      expect(response?.status()).toBe(503);
+      const outage = await tab.goto(`${guarded.url}/teams`);
+      expect(outage?.status()).toBe(503);
       await tab.getByRole("heading", { level: 1, name: OUTAGE_HEADING }).waitFor({ timeout: 15_000 });
       expect(await tab.locator("body").innerText()).not.toMatch(
         /select |Failed query|accepting connections|Application error|server-side exception/i,
