@@ -84,7 +84,7 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
     const all = await loadMissions(new Set(web.pages.map((page) => page.path)));
     const missions = pickMissions(all, options.missions);
     const server = options.database ? { ...options.database, stop: async () => {} } : await evalServer(log);
-    const relay = options.serverMisbehaves ? await startMisbehavingRelay(options.serverMisbehaves) : undefined;
+    const relay = options.serverMisbehaves ? await startMisbehavingRelay(options.serverMisbehaves, log) : undefined;
     try {
       const modelEnv =
         relay?.modelEnv ??

@@ -2,6 +2,7 @@
 // model requests go through `@ai-sdk/openai` over HTTP to the project's fake OpenAI-compatible
 // server, misbehaving in one of its ways, while the answers come from the offline model, so the
 // scores compare with the offline baseline and differ only by what the server did wrong.
+import { createHash } from "node:crypto";
 import type {
   JSONSchema7,
   LanguageModelV4CallOptions,
@@ -44,15 +45,23 @@ const RELAY_MODEL = "offline";
  */
 const ONE_IN = 4;
 
+/**
+ * Whether a request is one of those, picked by its content with the run's ids and ports
+ * masked: a run picks the same requests again, whichever missions and agents ran at once.
+ */
+function pickedByContent(request: FakeChatRequest): boolean {
+  const content = JSON.stringify([request.messages, request.tools, request.tool_choice])
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, "id")
+    .replace(/offline-[0-9a-z]+/g, "call")
+    .replace(/127\.0\.0\.1:\d+/g, "web");
+  return createHash("sha256").update(content).digest().readUInt32BE(0) % ONE_IN === 0;
+}
+
 function fakeOptions(mode: ServerMode): FakeOpenAIOptions {
-  const sometimes = () => {
-    let seen = 0;
-    return () => ++seen % ONE_IN === 0;
-  };
   const answerModes: Record<string, AnswerModes> = {
     noUsage: { noUsage: true },
-    emptyAnswers: { emptyAnswers: sometimes() },
-    lengthCut: { lengthCut: sometimes() },
+    emptyAnswers: { emptyAnswers: pickedByContent },
+    lengthCut: { lengthCut: pickedByContent },
     noTools: { noTools: true },
   };
   const misbehaviours: FakeMisbehaviour[] = mode === "ignoreToolChoice" || mode === "strictRoles" ? [mode] : [];
@@ -65,19 +74,28 @@ export type MisbehavingRelay = {
   close(): Promise<void>;
 };
 
-export async function startMisbehavingRelay(mode: ServerMode): Promise<MisbehavingRelay> {
+export async function startMisbehavingRelay(mode: ServerMode, log: (line: string) => void): Promise<MisbehavingRelay> {
   const model = new OfflineModel();
   const server = await startFakeOpenAI(async (request) => {
     try {
       return replyOf(await model.doGenerate(callOptionsOf(request)));
     } catch (error) {
-      // A request the relay could not read is the relay's fault: a 500 the engine retries and reports.
+      // A request the relay could not answer is the eval's own fault, not the server's misbehaviour: said here,
+      // and a 500 for the engine, which reports it as a failed model call.
+      log(
+        `[eval] the relay could not answer a request: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
       return { fault: "status", status: 500, body: { error: { message: String(error), type: "relay_error" } } };
     }
   }, fakeOptions(mode));
   return {
     modelEnv: { OPENAI_BASE_URL: server.url, OPENAI_API_KEY: "eval-relay", LLM_MODEL: RELAY_MODEL },
-    close: () => server.close(),
+    close: async () => {
+      // What the misbehaviour did, beside the scores: how often a strict template refused the engine's requests.
+      if (server.refusals.length)
+        log(`[eval] the server refused ${server.refusals.length} requests: ${server.refusals[0]!.reason}`);
+      await server.close();
+    },
   };
 }
 

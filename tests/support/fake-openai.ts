@@ -213,7 +213,8 @@ export async function startFakeOpenAI(
     const refusal = answers.refusal(request);
     if (refusal) return sendJson(res, refusal.status, refusal.body);
     const answer = await current(request);
-    const obeyed = misbehaves("ignoreToolChoice") && !("fault" in answer) ? ignoringToolChoice(request, answer) : answer;
+    const obeyed =
+      misbehaves("ignoreToolChoice") && !("fault" in answer) ? ignoringToolChoice(request, answer) : answer;
     const reply = answers.reshape(request, obeyed);
     // Gone: the client aborted, or close() destroyed the socket while the handler ran.
     const gone = () => closed || res.destroyed;

@@ -17,6 +17,7 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
+import { CUT_ANSWER_NOTE, EMPTY_ANSWER_NOTE, TOOL_CALL_AS_TEXT_NOTE } from "@/lib/core/prompts";
 import { separatedPrompt } from "./alternating-prompt";
 import { answeringSentences, dealQuestions, PAGES_PER_QUESTION, questionsOf } from "./offline-research";
 
@@ -51,7 +52,7 @@ export class OfflineModel implements LanguageModelV4 {
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     throwIfAborted(options.abortSignal);
     // The log's inputs one by one, as they were before the request joined adjacent ones.
-    const decision = decide({ ...options, prompt: separatedPrompt(options.prompt) });
+    const decision = decide({ ...options, prompt: withoutAnswersToRetry(separatedPrompt(options.prompt)) });
     const promptChars = options.prompt.reduce((sum, message) => sum + messageText(message).length, 0);
     if (decision.kind === "text") {
       return result([{ type: "text", text: decision.text }], "stop", promptChars, decision.text.length);
@@ -183,6 +184,39 @@ export function offlineEmbedding(text: string): number[] {
   }
   const norm = Math.sqrt(vector.reduce((sum, value) => sum + value * value, 0));
   return norm > 0 ? vector.map((value) => value / norm) : vector;
+}
+
+/** The engine's notes that ask again for an answer that was no result (empty, cut, a tool call as text). */
+const ASKED_AGAIN = new Set([EMPTY_ANSWER_NOTE, CUT_ANSWER_NOTE, TOOL_CALL_AS_TEXT_NOTE]);
+/** What a call whose arguments did not parse gets back (see describeToolError): send them again. */
+const ARGUMENTS_REFUSED = /^Error: (?:the arguments for \S+ are not a valid JSON object|invalid arguments for )/;
+
+/**
+ * The prompt as it was before an answer that did not count: a trailing note that asks for the
+ * answer again, with the answer it refers to; and calls whose arguments were refused, once. So
+ * the offline model goes on from where it was, as a model that reads the note or the error
+ * does, instead of taking the note for the person's words or the error for done work. Its own
+ * answers are never empty or cut, but a server between it and the engine may make them so
+ * (eval/lib/misbehaving-relay.ts).
+ */
+function withoutAnswersToRetry(prompt: LanguageModelV4Prompt): LanguageModelV4Prompt {
+  let end = prompt.length;
+  while (end > 0 && prompt[end - 1]!.role === "user" && ASKED_AGAIN.has(messageText(prompt[end - 1]!).trim())) {
+    end -= 1;
+    const answer = prompt[end - 1];
+    if (answer?.role === "assistant" && !answer.content.some((part) => part.type === "tool-call")) end -= 1;
+  }
+  const refused = (at: number) => {
+    const [call, results] = [prompt[at - 1], prompt[at]];
+    return (
+      call?.role === "assistant" &&
+      results?.role === "tool" &&
+      results.content.every((part) => part.type === "tool-result" && ARGUMENTS_REFUSED.test(outputText(part.output)))
+    );
+  };
+  // Once: refused again, the call is given up as before.
+  if (refused(end - 1) && !refused(end - 3)) end -= 2;
+  return end === prompt.length ? prompt : prompt.slice(0, end);
 }
 
 function decide(options: LanguageModelV4CallOptions): Decision {
@@ -445,7 +479,11 @@ function researchStep(options: LanguageModelV4CallOptions): Decision | null {
   if (last?.toolName === "reportToLead") return { kind: "text", text: "Reported to the lead." };
   const searches = calls.filter((call) => call.toolName === "tavilySearch");
   if (last?.toolName === "readWebPage" && last.output && offered(options, "addKnowledgeItem")) {
-    const finding = answerOnPage(last.output, questions[Math.max(0, searches.length - 1)]!);
+    // The question of the latest search (a search beyond the list stays with the last question).
+    const finding = answerOnPage(
+      last.output,
+      questions[Math.min(Math.max(0, searches.length - 1), questions.length - 1)]!,
+    );
     if (finding)
       return tool("addKnowledgeItem", {
         type: "fact",
