@@ -86,12 +86,13 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
     const server = options.database ? { ...options.database, stop: async () => {} } : await evalServer(log);
     const relay = options.serverMisbehaves ? await startMisbehavingRelay(options.serverMisbehaves, log) : undefined;
     try {
-      const modelEnv =
-        relay?.modelEnv ??
+      const configured =
         options.modelEnv ??
         Object.fromEntries(
           MODEL_SETTINGS.flatMap((key) => (process.env[key]?.trim() ? [[key, process.env[key]!.trim()]] : [])),
         );
+      // Through the relay, the model is the relay's; the other settings (CONTEXT_TOKEN_BUDGET …) stay as configured.
+      const modelEnv = relay ? { ...configured, ...relay.modelEnv } : configured;
       const settings = parseEnv(modelEnv);
       const choice = chooseModel(undefined, settings);
       const offlineAnswers = choice.kind === "offline" || relay !== undefined;
