@@ -4,7 +4,8 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { runEval, type EvalReport } from "./lib/eval";
-import { renderTable, summaryLine } from "./lib/report";
+import { SERVER_MODES, type ServerMode } from "./lib/misbehaving-relay";
+import { renderModesTable, renderTable, summaryLine } from "./lib/report";
 import { BREAKS, type Break } from "./lib/run-mission";
 
 const HELP = `npm run eval [-- options]
@@ -17,6 +18,11 @@ offline model when none), against a local web (eval/corpus), and scores the brie
   --baseline FILE         compare with an earlier report: changes are marked better / worse
   --out FILE              where the JSON report goes (default eval/reports/<time>.json)
   --break drop-reports    break the team on purpose (the second researcher's reports are lost)
+  --server-misbehaves MODE
+                          the offline model's answers through a local OpenAI-compatible server
+                          (over HTTP, as a configured model is asked) that misbehaves: ignoreToolChoice,
+                          strictRoles, noUsage, emptyAnswers (one answer in four), lengthCut (one in
+                          four), noTools, none (behaves well), or all of them in turn
   --timeout SECONDS       per mission (default 90 offline, 1200 with a model)
   --parallel N            missions run at once (default 1)
   --lead-instructions FILE, --researcher-instructions FILE
@@ -31,6 +37,7 @@ const { values } = parseArgs({
     baseline: { type: "string" },
     out: { type: "string" },
     break: { type: "string" },
+    "server-misbehaves": { type: "string" },
     timeout: { type: "string" },
     parallel: { type: "string" },
     "lead-instructions": { type: "string" },
@@ -50,6 +57,14 @@ if (values.break !== undefined && !BREAKS.includes(values.break as Break)) {
   process.exit(2);
 }
 
+const misbehaves = values["server-misbehaves"];
+if (misbehaves !== undefined && misbehaves !== "all" && !SERVER_MODES.includes(misbehaves as ServerMode)) {
+  console.error(`--server-misbehaves must be one of: ${SERVER_MODES.join(", ")}, all`);
+  process.exit(2);
+}
+const modes: (ServerMode | undefined)[] =
+  misbehaves === "all" ? [...SERVER_MODES] : [misbehaves as ServerMode | undefined];
+
 const readText = (file: string | undefined) => (file ? readFile(file, "utf8") : Promise.resolve(undefined));
 const baseline = values.baseline ? (JSON.parse(await readFile(values.baseline, "utf8")) as EvalReport) : undefined;
 if (baseline && baseline.version !== 1) {
@@ -57,32 +72,42 @@ if (baseline && baseline.version !== 1) {
   process.exit(2);
 }
 
-const report = await runEval({
-  missions: values.mission,
-  break: values.break as Break | undefined,
-  timeoutMs: values.timeout ? Number(values.timeout) * 1000 : undefined,
-  parallel: values.parallel ? Number(values.parallel) : undefined,
-  leadInstructions: await readText(values["lead-instructions"]),
-  researcherInstructions: await readText(values["researcher-instructions"]),
-  keepDatabases: values.keep,
-  judge: !values["no-judge"],
-}).catch((error: unknown) => {
-  // What stopped the eval before any mission ran (no database, a bad missions file): one line, and what to do.
-  console.error(`The eval could not run: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+const reports: EvalReport[] = [];
+for (const mode of modes) {
+  const report = await runEval({
+    missions: values.mission,
+    break: values.break as Break | undefined,
+    serverMisbehaves: mode,
+    timeoutMs: values.timeout ? Number(values.timeout) * 1000 : undefined,
+    parallel: values.parallel ? Number(values.parallel) : undefined,
+    leadInstructions: await readText(values["lead-instructions"]),
+    researcherInstructions: await readText(values["researcher-instructions"]),
+    keepDatabases: values.keep,
+    judge: !values["no-judge"],
+  }).catch((error: unknown) => {
+    // What stopped the eval before any mission ran (no database, a bad missions file): one line, and what to do.
+    console.error(`The eval could not run: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  });
+  reports.push(report);
 
-const out =
-  values.out ??
-  path.join(import.meta.dirname, "reports", `${report.startedAt.replace(/[:.]/g, "-").replace(/Z$/, "")}.json`);
-await mkdir(path.dirname(out), { recursive: true });
-await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+  const stamp = report.startedAt.replace(/[:.]/g, "-").replace(/Z$/, "");
+  const suffix = mode ? `-${mode}` : "";
+  const out =
+    modes.length > 1 && values.out
+      ? values.out.replace(/(\.json)?$/, `${suffix}.json`)
+      : (values.out ?? path.join(import.meta.dirname, "reports", `${stamp}${suffix}.json`));
+  await mkdir(path.dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
 
-console.log(renderTable(report, baseline));
-console.log("");
-console.log(summaryLine(report, baseline));
-console.log(`Report: ${path.relative(process.cwd(), out)}`);
-for (const run of report.missions.filter((each) => each.status !== "briefed"))
-  console.log(`${run.mission}: ${run.status}${run.error ? `: ${run.error}` : ""}`);
+  console.log(renderTable(report, baseline));
+  console.log("");
+  console.log(summaryLine(report, baseline));
+  console.log(`Report: ${path.relative(process.cwd(), out)}`);
+  for (const run of report.missions.filter((each) => each.status !== "briefed"))
+    console.log(`${run.mission}: ${run.status}${run.error ? `: ${run.error}` : ""}`);
+  console.log("");
+}
+if (reports.length > 1) console.log(renderModesTable(reports, baseline));
 // A mission whose run broke (not one that scored low) is a failure of the eval itself.
-process.exit(report.missions.some((run) => run.status === "failed") ? 1 : 0);
+process.exit(reports.some((report) => report.missions.some((run) => run.status === "failed")) ? 1 : 0);

@@ -12,6 +12,7 @@ import { JobQueue } from "../../src/lib/jobs/job-queue";
 import { parseEnv } from "../../src/lib/env";
 import { chooseModel } from "../../src/lib/llm/provider";
 import { judgeBriefings } from "./judge";
+import { startMisbehavingRelay, type ServerMode } from "./misbehaving-relay";
 import { loadMissions, type Mission } from "./missions";
 import { dropDatabase, runMission, type Break, type MissionRun } from "./run-mission";
 import { startEvalWeb } from "./web";
@@ -23,6 +24,8 @@ export type EvalReport = {
   model: string;
   modelKind: string;
   break: Break | null;
+  /** The misbehaving server the offline model's answers came through (--server-misbehaves); absent: none. */
+  serverMisbehaves?: ServerMode;
   /** The commit the eval ran on, when it ran in a git checkout. */
   commit: string | null;
   missions: MissionRun[];
@@ -46,6 +49,11 @@ export type EvalOptions = {
    * the offline model, whatever the environment says.
    */
   modelEnv?: Record<string, string>;
+  /**
+   * Run on the offline model's answers relayed through a local OpenAI-compatible server that
+   * misbehaves this way (misbehaving-relay.ts), instead of modelEnv; not judged.
+   */
+  serverMisbehaves?: ServerMode;
   /** Grade each mission's briefings with the configured model (judge.ts); never with the offline model. Default: yes. */
   judge?: boolean;
   keepDatabases?: boolean;
@@ -76,19 +84,23 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
     const all = await loadMissions(new Set(web.pages.map((page) => page.path)));
     const missions = pickMissions(all, options.missions);
     const server = options.database ? { ...options.database, stop: async () => {} } : await evalServer(log);
+    const relay = options.serverMisbehaves ? await startMisbehavingRelay(options.serverMisbehaves, log) : undefined;
     try {
-      const modelEnv =
+      const configured =
         options.modelEnv ??
         Object.fromEntries(
           MODEL_SETTINGS.flatMap((key) => (process.env[key]?.trim() ? [[key, process.env[key]!.trim()]] : [])),
         );
+      // Through the relay, the model is the relay's; the other settings (CONTEXT_TOKEN_BUDGET …) stay as configured.
+      const modelEnv = relay ? { ...configured, ...relay.modelEnv } : configured;
       const settings = parseEnv(modelEnv);
       const choice = chooseModel(undefined, settings);
-      const timeoutMs = options.timeoutMs ?? (choice.kind === "offline" ? 90_000 : 20 * 60_000);
-      const judging = choice.kind !== "offline" && options.judge !== false;
+      const offlineAnswers = choice.kind === "offline" || relay !== undefined;
+      const timeoutMs = options.timeoutMs ?? (offlineAnswers ? 90_000 : 20 * 60_000);
+      const judging = !offlineAnswers && options.judge !== false;
       const runs = await inBatches(missions, options.parallel ?? 1, async (mission) => {
         log(
-          `[eval] ${mission.id}: running${options.break ? ` (broken: ${options.break})` : ""} on ${choice.modelId} …`,
+          `[eval] ${mission.id}: running${options.break ? ` (broken: ${options.break})` : ""} on ${choice.modelId}${relay ? ` through a server that misbehaves: ${options.serverMisbehaves}` : ""} …`,
         );
         const run = await runMission(mission, {
           adminUrl: server.adminUrl,
@@ -119,10 +131,12 @@ export async function runEval(options: EvalOptions = {}): Promise<EvalReport> {
         model: choice.modelId,
         modelKind: choice.kind,
         break: options.break ?? null,
+        ...(options.serverMisbehaves ? { serverMisbehaves: options.serverMisbehaves } : {}),
         commit: currentCommit(),
         missions: runs,
       };
     } finally {
+      await relay?.close();
       await server.stop();
     }
   } finally {

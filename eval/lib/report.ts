@@ -169,7 +169,7 @@ export function summaryLine(report: EvalReport, baseline?: EvalReport): string {
   const decoys = sum((run) => run.score.decoys.length);
   const meanScore = Math.round(sum((run) => run.score.score) / Math.max(1, report.missions.length));
   const parts = [
-    `${report.model}${report.break ? ` (broken: ${report.break})` : ""}`,
+    `${report.model}${report.break ? ` (broken: ${report.break})` : ""}${report.serverMisbehaves ? ` (server misbehaves: ${report.serverMisbehaves})` : ""}`,
     `findings ${sum((run) => run.score.sourced)}/${findings} sourced, ${sum((run) => run.score.found)}/${findings} found`,
     `decoys repeated ${sum((run) => run.score.repeated)}/${decoys}`,
     `mean score ${meanScore}`,
@@ -181,4 +181,34 @@ export function summaryLine(report: EvalReport, baseline?: EvalReport): string {
     parts.push(`against the baseline: ${count("better")} better, ${count("worse")} worse, ${count("changed")} changed`);
   }
   return parts.join(" · ");
+}
+
+/**
+ * One row per run of `--server-misbehaves all` (and the baseline's first, when given): each
+ * mission's score, and over all missions the sourced findings, decoys repeated, the mean score
+ * and how many missions ended in a briefing. The table BENCHMARKS.md records.
+ */
+export function renderModesTable(reports: readonly EvalReport[], baseline?: EvalReport): string {
+  const missions = reports[0]?.missions.map((run) => run.mission) ?? [];
+  const row = (name: string, report: EvalReport) => {
+    const runs = missions.flatMap((id) => report.missions.filter((run) => run.mission === id));
+    const sum = (pick: (run: MissionRun) => number) => runs.reduce((total, run) => total + pick(run), 0);
+    return [
+      name,
+      ...missions.map((id) => String(report.missions.find((run) => run.mission === id)?.score.score ?? "-")),
+      `${sum((run) => run.score.sourced)}/${sum((run) => run.score.findings.length)}`,
+      `${sum((run) => run.score.repeated)}/${sum((run) => run.score.decoys.length)}`,
+      String(Math.round(sum((run) => run.score.score) / Math.max(1, runs.length))),
+      `${runs.filter((run) => run.status === "briefed").length}/${runs.length}`,
+      String(sum((run) => run.usage.calls)),
+    ];
+  };
+  const header = ["server", ...missions, "sourced", "decoys", "mean score", "briefed", "model calls"];
+  const rows = [
+    ...(baseline ? [row(`baseline (${baseline.model}, in process)`, baseline)] : []),
+    ...reports.map((report) => row(report.serverMisbehaves ?? "-", report)),
+  ];
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((cells) => cells[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), `|${widths.map((width) => "-".repeat(width + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }

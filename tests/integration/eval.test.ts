@@ -67,6 +67,31 @@ describe("npm run eval on the offline model", () => {
   }, 240_000);
 });
 
+describe("npm run eval -- --server-misbehaves", () => {
+  it("scores the offline model's answers through a server with strict roles as the baseline does", async () => {
+    const missions = ["castellane-port", "saltmarsh-water"];
+    const baseline = JSON.parse(await readFile("eval/offline-baseline.json", "utf8")) as EvalReport;
+    // Over HTTP through @ai-sdk/openai to a server whose chat template refuses roles that do not alternate.
+    const report = await runEval({
+      missions,
+      database: { adminUrl: inject("databaseAdminUrl"), template: inject("templateDatabase") },
+      serverMisbehaves: "strictRoles",
+      parallel: 2,
+      log: () => {},
+    });
+    expect(report).toMatchObject({ model: "offline", modelKind: "openai-compatible", serverMisbehaves: "strictRoles" });
+    expect(report.missions.map((run) => run.mission)).toEqual(missions);
+    for (const run of report.missions) {
+      expect(run.status, run.error).toBe("briefed");
+      expect(run.toolErrors).toBe(0);
+    }
+    const worse = compareReports(report, baseline).filter(
+      (change) => change.verdict === "worse" && ["sourced", "found", "decoys", "score"].includes(change.metric),
+    );
+    expect(worse, `worse than eval/offline-baseline.json: ${JSON.stringify(worse)}`).toEqual([]);
+  }, 120_000);
+});
+
 describe("scoring a briefing", () => {
   it("finds a figure however it is written, but not inside another figure", () => {
     expect(mentions(normalize("Throughput: **4.37 million** TEU."), "4.37 million")).toBe(true);

@@ -1,4 +1,4 @@
-import { Output, generateText, stepCountIs, streamText, tool } from "ai";
+import { type ModelMessage, Output, generateText, stepCountIs, streamText, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
@@ -8,7 +8,7 @@ import {
   isOfflineModel,
   offlineEmbedding,
 } from "./offline-model";
-import { resumeTaskMessage } from "@/lib/core/prompts";
+import { EMPTY_ANSWER_NOTE, resumeTaskMessage } from "@/lib/core/prompts";
 
 const SCOUT_ID = "3f2b8c1e-4a5d-4e6f-9a7b-1c2d3e4f5a6b";
 const LEAD_ID = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
@@ -308,6 +308,62 @@ describe("OfflineModel", () => {
       summary: "NVDA beats estimates: Revenue rose 94%.",
     });
     expect(result.text).toBe("Briefing sent.");
+  });
+
+  it("goes on from where it was when asked again for an empty answer, or to send refused arguments again", async () => {
+    const searched = [
+      { role: "user" as const, content: "Task: Research NVDA earnings" },
+      {
+        role: "assistant" as const,
+        content: [{ type: "tool-call" as const, toolCallId: "c1", toolName: "tavilySearch", input: { query: "NVDA" } }],
+      },
+    ];
+    const result = (value: string) => ({
+      role: "tool" as const,
+      content: [
+        {
+          type: "tool-result" as const,
+          toolCallId: "c1",
+          toolName: "tavilySearch",
+          output: {
+            type: "json" as const,
+            value: { results: [{ title: "NVDA", url: "https://example.com/nvda", content: "Revenue rose 94%." }] },
+          },
+        },
+      ].map((part) => (value ? { ...part, output: { type: "text" as const, value } } : part)),
+    });
+    const refused =
+      'Error: the arguments for tavilySearch are not a valid JSON object ({"query": "NV). Send a JSON object.';
+    const next = async (messages: ModelMessage[]) => {
+      const { tools, calls } = recordingTools();
+      const { tavilySearch, addKnowledgeItem, reportToLead } = tools;
+      await generateText({
+        model,
+        instructions: `You are Scout, a subordinate.\nYour lead: Lead (id: ${LEAD_ID})`,
+        messages,
+        tools: { tavilySearch, addKnowledgeItem, reportToLead },
+        stopWhen: stepCountIs(1),
+      });
+      return calls[0];
+    };
+    // Asked again after an empty answer: the note is not a question to search for.
+    expect(
+      await next([
+        ...searched,
+        result(""),
+        { role: "assistant", content: "" },
+        { role: "user", content: EMPTY_ANSWER_NOTE },
+      ]),
+    ).toMatchObject({ name: "addKnowledgeItem", input: { content: "NVDA: Revenue rose 94%." } });
+    // Arguments refused: the same call again, up to three times in a row.
+    const refusedTimes = (times: number) =>
+      Array.from({ length: times }, () => [...searched.slice(1), result(refused)]).flat();
+    expect(await next([searched[0]!, ...refusedTimes(1)])).toMatchObject({
+      name: "tavilySearch",
+      input: { query: "Research NVDA earnings" },
+    });
+    expect(await next([searched[0]!, ...refusedTimes(3)])).toMatchObject({ name: "tavilySearch" });
+    expect(await next([searched[0]!, ...refusedTimes(4)])).not.toMatchObject({ name: "tavilySearch" });
   });
 
   it("searches for a resumed task's title, not for the engine's resume note", async () => {
@@ -622,6 +678,25 @@ describe("OfflineModel", () => {
       expect(content.indexOf("### From Scout")).toBeLessThan(content.indexOf("### From Rowan"));
       expect(content).toContain("- 4.37 million containers. (source: https://a.example/stats)");
       expect(content).toContain("- Meridia will operate it. (source: https://a.example/quay)");
+
+      // When the last of them failed instead, the report that came is briefed all the same.
+      calls.length = 0;
+      await generateText({
+        model,
+        instructions: leadInstructions,
+        messages: [
+          ...log,
+          { role: "assistant", content: first.text },
+          {
+            role: "user",
+            content: `Subordinate Scout failed (task id: ${SUBTASK_IDS[0]}): The model answered with nothing.`,
+          },
+        ],
+        tools: { createInboxItem },
+        stopWhen: stepCountIs(2),
+      });
+      expect(calls.map((call) => call.name)).toEqual(["createInboxItem"]);
+      expect(String(calls[0]?.input.content)).toContain("- Meridia will operate it. (source: https://a.example/quay)");
     });
   });
 

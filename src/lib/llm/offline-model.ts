@@ -17,6 +17,7 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
+import { CUT_ANSWER_NOTE, EMPTY_ANSWER_NOTE, TOOL_CALL_AS_TEXT_NOTE } from "@/lib/core/prompts";
 import { separatedPrompt } from "./alternating-prompt";
 import { answeringSentences, dealQuestions, PAGES_PER_QUESTION, questionsOf } from "./offline-research";
 
@@ -51,7 +52,7 @@ export class OfflineModel implements LanguageModelV4 {
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     throwIfAborted(options.abortSignal);
     // The log's inputs one by one, as they were before the request joined adjacent ones.
-    const decision = decide({ ...options, prompt: separatedPrompt(options.prompt) });
+    const decision = decide({ ...options, prompt: withoutAnswersToRetry(separatedPrompt(options.prompt)) });
     const promptChars = options.prompt.reduce((sum, message) => sum + messageText(message).length, 0);
     if (decision.kind === "text") {
       return result([{ type: "text", text: decision.text }], "stop", promptChars, decision.text.length);
@@ -185,6 +186,42 @@ export function offlineEmbedding(text: string): number[] {
   return norm > 0 ? vector.map((value) => value / norm) : vector;
 }
 
+/** The engine's notes that ask again for an answer that was no result (empty, cut, a tool call as text). */
+const ASKED_AGAIN = new Set([EMPTY_ANSWER_NOTE, CUT_ANSWER_NOTE, TOOL_CALL_AS_TEXT_NOTE]);
+/** What a call whose arguments did not parse gets back (see describeToolError): send them again, up to ARGUMENT_RETRIES times. */
+const ARGUMENT_RETRIES = 3;
+const ARGUMENTS_REFUSED = /^Error: (?:the arguments for \S+ are not a valid JSON object|invalid arguments for )/;
+
+/**
+ * The prompt as it was before an answer that did not count: a trailing note that asks for the
+ * answer again, with the answer it refers to; and calls whose arguments were refused (a few times). So
+ * the offline model goes on from where it was, as a model that reads the note or the error
+ * does, instead of taking the note for the person's words or the error for done work. Its own
+ * answers are never empty or cut, but a server between it and the engine may make them so
+ * (eval/lib/misbehaving-relay.ts).
+ */
+function withoutAnswersToRetry(prompt: LanguageModelV4Prompt): LanguageModelV4Prompt {
+  let end = prompt.length;
+  while (end > 0 && prompt[end - 1]!.role === "user" && ASKED_AGAIN.has(messageText(prompt[end - 1]!).trim())) {
+    end -= 1;
+    const answer = prompt[end - 1];
+    if (answer?.role === "assistant" && !answer.content.some((part) => part.type === "tool-call")) end -= 1;
+  }
+  const refused = (at: number) => {
+    const [call, results] = [prompt[at - 1], prompt[at]];
+    return (
+      call?.role === "assistant" &&
+      results?.role === "tool" &&
+      results.content.every((part) => part.type === "tool-result" && ARGUMENTS_REFUSED.test(outputText(part.output)))
+    );
+  };
+  // A few times in a row; refused again, the call is given up as before.
+  let refusals = 0;
+  while (refused(end - 1 - 2 * refusals)) refusals += 1;
+  if (refusals <= ARGUMENT_RETRIES) end -= 2 * refusals;
+  return end === prompt.length ? prompt : prompt.slice(0, end);
+}
+
 function decide(options: LanguageModelV4CallOptions): Decision {
   const { prompt } = options;
   if (options.responseFormat?.type === "json") {
@@ -315,6 +352,12 @@ function answerUser(options: LanguageModelV4CallOptions, text: string): Decision
     );
   }
   if (input?.kind === "failed" || input?.kind === "cancelled" || input?.kind === "removed") {
+    // The last of a batch that did not finish: the others' reports are still briefed.
+    const together =
+      input.kind !== "removed" && offered(options, "createInboxItem")
+        ? briefingOnAllReports(options.prompt, input)
+        : null;
+    if (together?.kind === "tool") return together;
     const why =
       input.kind === "failed"
         ? `could not finish its task: ${input.reason}`
@@ -445,7 +488,11 @@ function researchStep(options: LanguageModelV4CallOptions): Decision | null {
   if (last?.toolName === "reportToLead") return { kind: "text", text: "Reported to the lead." };
   const searches = calls.filter((call) => call.toolName === "tavilySearch");
   if (last?.toolName === "readWebPage" && last.output && offered(options, "addKnowledgeItem")) {
-    const finding = answerOnPage(last.output, questions[Math.max(0, searches.length - 1)]!);
+    // The question of the latest search (a search beyond the list stays with the last question).
+    const finding = answerOnPage(
+      last.output,
+      questions[Math.min(Math.max(0, searches.length - 1), questions.length - 1)]!,
+    );
     if (finding)
       return tool("addKnowledgeItem", {
         type: "fact",
@@ -548,12 +595,12 @@ function delegatedTaskId(output: LanguageModelV4ToolResultOutput): string | unde
 /**
  * A lead that dealt one task's questions out to several subordinates briefs once, on all
  * their reports: a report while others are still out is only noted; the last one brings the
- * briefing, the reports in the order the questions were handed out. Null for the report of a
- * lone delegation.
+ * briefing, the reports in the order the questions were handed out (a task that did not finish
+ * ends its batch too). Null for the report of a lone delegation, or a batch nobody finished.
  */
 function briefingOnAllReports(
   prompt: LanguageModelV4Prompt,
-  report: Extract<LogInput, { kind: "report" }>,
+  report: Extract<LogInput, { kind: "report" | "failed" | "cancelled" }>,
 ): Decision | null {
   const batches = new Map<number, string[]>();
   const callTask = new Map<string, number>();
@@ -588,6 +635,8 @@ function briefingOnAllReports(
       text: `Noted ${report.agentName}'s report; waiting for ${missing === 1 ? "one more" : `${missing} more`} before I brief.`,
     };
   const reports = batch.map((id) => outcomes.get(id)!);
+  // Nobody finished: nothing to brief.
+  if (reports.every((each) => each.text.startsWith("Did not finish: "))) return null;
   const briefing = demoBriefing(
     briefingTopic(prompt) ?? "what the team found",
     reports.map((each) => `### From ${each.agentName}\n\n${each.text}`).join("\n\n"),
