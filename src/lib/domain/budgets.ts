@@ -115,13 +115,15 @@ const TEAM_SPEND_TTL_MS = 5_000;
  * From this share of a budget on, every check reads the usage rows afresh (one grouped
  * query over the team's rows of the day, indexed, sent beside the step's other reads): that
  * is where sessions running side by side, in any process, would otherwise spend the rest of
- * the budget several times over. Half, not more: another process's spending is unseen until
- * the next read, and against a fast model 5 s is enough for two workers that each see only
+ * the budget several times over. Not more: another process's spending is unseen until the
+ * next read, and against a fast model 5 s is enough for two workers that each see only
  * themselves to spend 80 % each (issue 33's outside check: 131 % before the first stop, 188 %
- * at the end). At half, two processes reach the budget together at most before both read at
- * every call; then each session overruns by at most the call it has in flight.
+ * at the end). At 40 %, two such workers have spent 80 % at most when both read at every
+ * call, and each session then overruns by about the call it has in flight. (N workers that
+ * each see only themselves: N × 40 % before that.) The read is linear in the team's rows of
+ * the day — about 1 ms per thousand rows, and a day's budget is a few thousand calls.
  */
-const NEAR_BUDGET = 0.5;
+const NEAR_BUDGET = 0.4;
 const BUILT_IN_ONLY = new PriceTable();
 
 const utcDay = () => new Date().toISOString().slice(0, 10);
@@ -152,8 +154,8 @@ function estimateOf(ledger: TeamLedger): Amount | null {
  * The bound: sessions in this process never see less than the spending they recorded
  * themselves, so together they overrun by at most the calls in flight when the budget runs
  * out — about one per session. Sessions in other processes are seen at the next read: within
- * 5 s far from the budget, at every model call from half of it on (NEAR_BUDGET), so they add
- * at most what they spend unseen before crossing half, plus their own calls in flight.
+ * 5 s far from the budget, at every model call from 40 % of it on (NEAR_BUDGET), so they add
+ * at most what they spend unseen before crossing that, plus their own calls in flight.
  */
 async function teamSpendNow(deps: EngineDeps, team: TeamBudgetFields): Promise<Amount> {
   const needsPrices = team.dailyCostBudgetUsd !== null;
