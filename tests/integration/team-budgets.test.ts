@@ -4,7 +4,7 @@
 // budget is raised, which starts the work again.
 import type { LanguageModelV4GenerateResult } from "@ai-sdk/provider";
 import { and, eq, sql } from "drizzle-orm";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runWorkSession } from "@/lib/engine/agent";
 import { engineConfigFromEnv } from "@/lib/core/engine-config";
 import { runScheduledLeadCheckIn } from "@/lib/domain/schedules";
@@ -106,6 +106,53 @@ describe("parallel sessions of one team", () => {
     for (const outcome of outcomes) expect(outcome.error).toMatch(/over its daily token budget of 20,000/);
   });
 });
+
+describe("two worker processes of one team, against a server that sends no usage", () => {
+  it("stop at the team's daily budget, give or take one model call per session, however fast the model answers", async () => {
+    const { team, lead, subordinates } = await createTeamFixture(database.db, { subordinates: ["Ana", "Ben", "Cal"] });
+    const BUDGET = 100_000;
+    await updateTeam(database.db, team.id, { dailyTokenBudget: BUDGET });
+    // A zero-latency model that never stops calling tools and counts nothing: Cadre's estimates are the spending.
+    const engine = await engineWith({
+      model: sessionModel(() => ({ ...toolCallReply("searchKnowledge", { query: "more" }), usage: noUsage })),
+      config: { maxStepsPerSession: 1_000 },
+    });
+    const agents = [lead, ...subordinates];
+    for (const agent of agents) {
+      await assignTask(database.db, engine.jobs, {
+        agentId: agent.id,
+        source: agent.role === "lead" ? "user" : "lead",
+        title: "Spend",
+      });
+    }
+    // A second copy of the engine's modules: what another worker process holds, its own estimate of the team's spending.
+    vi.resetModules();
+    const otherWorker = (await import("@/lib/engine/agent")).runWorkSession;
+
+    const outcomes = await Promise.all(
+      agents.map((agent, n) => (n % 2 === 0 ? runWorkSession : otherWorker)(engine.deps, agent.id)),
+    );
+
+    const [row] = await database.db.execute<{ spent: number; largest: number }>(
+      sql`select coalesce(sum(input_tokens + output_tokens), 0)::int as spent,
+                 coalesce(max(input_tokens + output_tokens), 0)::int as largest
+            from usage where team_id = ${team.id}`,
+    );
+    console.log(
+      `[team budgets] two workers, no usage: ${row!.spent} tokens counted (budget ${BUDGET}, largest call ${row!.largest})`,
+    );
+    // Each session may have one call in flight when the budget runs out, no more: however many
+    // calls the other process made since this one last looked.
+    expect(row!.spent).toBeGreaterThanOrEqual(BUDGET);
+    expect(row!.spent).toBeLessThanOrEqual(BUDGET + agents.length * row!.largest);
+    for (const outcome of outcomes) expect(outcome.error).toMatch(/over its daily token budget of 100,000/);
+  });
+});
+
+const noUsage = {
+  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+};
 
 /**
  * A worker in this process on the test database, with the test's model: its backlog drain

@@ -88,8 +88,9 @@ export type BudgetState = {
 
 /**
  * What this process knows of a team's spending today, shared by all its sessions of the team:
- * the last read of the usage rows, and every work step's spending this process recorded
- * (cumulative), so a session sees its teammates' steps without a query. Spending recorded
+ * the last read of the usage rows, and every model call's spending this process recorded
+ * (cumulative: work steps, compaction, extraction, chat), so a session sees its teammates'
+ * calls without a query. Spending recorded
  * before a read was sent is in that read (it is recorded once its usage row is written, see
  * recordTeamSpending); what came after is added to it.
  */
@@ -104,18 +105,25 @@ let readsSent = 0;
 
 /**
  * How stale a read may be while the estimate is under NEAR_BUDGET of every budget. With one
- * worker, the ledger already holds all the work steps' spending; the age bounds only what
- * the read cannot see otherwise — other worker processes, the chat in the web process,
- * compaction and knowledge extraction. One grouped query per team and process every 5 s
- * costs nothing next to a tool round's own queries.
+ * worker, the ledger already holds all the model calls' spending; the age bounds only what
+ * the read cannot see otherwise — other worker processes and the chat in the web process.
+ * One grouped query per team and process every 5 s costs nothing next to a tool round's own
+ * queries.
  */
 const TEAM_SPEND_TTL_MS = 5_000;
 /**
  * From this share of a budget on, every check reads the usage rows afresh (one grouped
- * query): that is where sessions running side by side, in any process, would otherwise
- * spend the rest of the budget several times over. Below it no step pays for a query.
+ * query over the team's rows of the day, indexed, sent beside the step's other reads): that
+ * is where sessions running side by side, in any process, would otherwise spend the rest of
+ * the budget several times over. Not more: another process's spending is unseen until the
+ * next read, and against a fast model 5 s is enough for two workers that each see only
+ * themselves to spend 80 % each (issue 33's outside check: 131 % before the first stop, 188 %
+ * at the end). At 40 %, two such workers have spent 80 % at most when both read at every
+ * call, and each session then overruns by about the call it has in flight. (N workers that
+ * each see only themselves: N × 40 % before that.) The read is linear in the team's rows of
+ * the day — about 1 ms per thousand rows, and a day's budget is a few thousand calls.
  */
-const NEAR_BUDGET = 0.8;
+const NEAR_BUDGET = 0.4;
 const BUILT_IN_ONLY = new PriceTable();
 
 const utcDay = () => new Date().toISOString().slice(0, 10);
@@ -146,8 +154,8 @@ function estimateOf(ledger: TeamLedger): Amount | null {
  * The bound: sessions in this process never see less than the spending they recorded
  * themselves, so together they overrun by at most the calls in flight when the budget runs
  * out — about one per session. Sessions in other processes are seen at the next read: within
- * 5 s far from the budget, at every model call near it, so they add what they spend in those
- * last seconds before crossing 80 %, plus their own calls in flight.
+ * 5 s far from the budget, at every model call from 40 % of it on (NEAR_BUDGET), so they add
+ * at most what they spend unseen before crossing that, plus their own calls in flight.
  */
 async function teamSpendNow(deps: EngineDeps, team: TeamBudgetFields): Promise<Amount> {
   const needsPrices = team.dailyCostBudgetUsd !== null;
@@ -205,8 +213,8 @@ export function recordSpending(state: BudgetState, usage: { inputTokens?: number
 }
 
 /**
- * Counts one work step's spending for every session of the team in this process. Called once
- * the step's usage row is written, so a read sent after this sees the row and a read sent
+ * Counts one model call's spending for every session of the team in this process. Called once
+ * the call's usage row is written (ModelCall.onUsageRecorded, see teamSpendingRecorder), so a read sent after this sees the row and a read sent
  * before does not count it twice. Its cost is priced with the table of the team's last read
  * (kept only while the team has a cost budget); a model without a price adds tokens but no
  * cost, as it does in the team's total.
@@ -224,6 +232,17 @@ export function recordTeamSpending(
   const ledger = ledgerOf(teamId);
   ledger.recorded.tokens += tokens.inputTokens + tokens.outputTokens;
   ledger.recorded.costUsd += ledger.read?.prices?.costOf(model, tokens) ?? 0;
+}
+
+/**
+ * A ModelCall's onUsageRecorded for a call the team pays for, of any purpose: its spending
+ * is counted in this process's estimate (recordTeamSpending). None for a call of no team.
+ */
+export function teamSpendingRecorder(
+  teamId: string | null | undefined,
+  model: string,
+): ((row: { inputTokens?: number; outputTokens?: number; cachedTokens?: number }) => void) | undefined {
+  return teamId ? (row) => recordTeamSpending(teamId, model, row) : undefined;
 }
 
 /** Why the team may not spend more today (teamBudgetProblem), from this process's estimate of its spending (teamSpendNow). */

@@ -14,6 +14,7 @@ import {
 import type { JobQueue } from "@/lib/jobs/job-queue";
 import type { Embedding, EmbeddingChoice } from "@/lib/llm/embeddings";
 import { embedOrNot, sameFigures, sameKnowledgeCandidates } from "./knowledge-recall";
+import { teamSpendingRecorder } from "./budgets";
 import { generateModelText } from "@/lib/llm/model-call";
 import { knowledgeItemTypes, type KnowledgeItem, type KnowledgeItemType, type Message } from "@/lib/db/schema";
 import type { ModelChoice } from "@/lib/llm/provider";
@@ -296,6 +297,8 @@ export async function extractKnowledgeFromConversation(input: {
         taskId,
         abortSignal,
         timeoutMs,
+        // The team's budget counts the extraction as it counts the work (see checkBudgets).
+        onUsageRecorded: teamSpendingRecorder(input.teamId, model.modelId),
       },
       {
         instructions: EXTRACTION_INSTRUCTIONS,

@@ -23,7 +23,7 @@ import { describeModelError, emptyReplyMessage, isModelFailure } from "@/lib/llm
 import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry/tracing";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { teamSpendToday } from "@/lib/usage/spend";
-import { teamBudgetProblem } from "@/lib/domain/budgets";
+import { teamBudgetProblem, teamSpendingRecorder } from "@/lib/domain/budgets";
 import { carryOutDecisions, noteDecisionsUnlessAtTail } from "./approvals";
 import { logAwaitsReply } from "./work-log";
 import { STOPPED_MARKER, errorMarker } from "@/lib/core/formats";
@@ -108,6 +108,8 @@ async function replyInChat(
     timeoutMs: config.modelTimeoutMs,
     abortSignal: signal,
     log: deps.log,
+    // The team's budget counts the chat as it counts the work (see checkBudgets).
+    onUsageRecorded: teamSpendingRecorder(agent.teamId, model.modelId),
   };
   const result = streamModelText(call, {
     ...(await turn.options()),
@@ -270,6 +272,7 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
     conversationId: conversation.id,
     timeoutMs: config.modelTimeoutMs,
     log: deps.log,
+    onUsageRecorded: teamSpendingRecorder(agent.teamId, turn.model.modelId),
   };
   try {
     await generateModelText(call, {

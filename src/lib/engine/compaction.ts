@@ -6,6 +6,7 @@ import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
+import { teamSpendingRecorder } from "@/lib/domain/budgets";
 import { readModelProfile } from "@/lib/domain/model-profiles";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
@@ -132,6 +133,8 @@ function compactionCall(options: CompactionOptions, context: readonly Message[])
     taskId,
     abortSignal,
     timeoutMs,
+    // The team's budget counts the summary as it counts the work (see checkBudgets).
+    onUsageRecorded: teamSpendingRecorder(options.teamId, model.modelId),
   };
 }
 
