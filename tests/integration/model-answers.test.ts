@@ -383,6 +383,56 @@ describe("a single task's last answer", () => {
   });
 });
 
+describe("empty answers between useful work", () => {
+  /** How many times the request's history holds the note on an empty answer. */
+  const notesIn = (request: FakeChatRequest) =>
+    request.messages.filter((message) => message.role === "user" && text(message) === EMPTY_ANSWER_NOTE).length;
+
+  it("a new empty answer after the model searched is asked again, and the findings that follow are the result", {
+    timeout: 60_000,
+  }, async () => {
+    const findings = "Findings: solar prices fell twelve percent this year.";
+    // Empty at first; after the note it searches, then answers empty again; after a second note it answers.
+    const { engine, openai } = await engineOn(
+      {
+        emptyAnswers: (request) =>
+          toolNames(request).length > 0 &&
+          (notesIn(request) === 0 || (notesIn(request) === 1 && request.messages.at(-1)!.role === "tool")),
+      },
+      (request) => {
+        if (request.response_format) return { text: '{"items":[]}' };
+        if (notesIn(request) === 1 && request.messages.at(-1)!.role === "user")
+          return { toolCalls: [{ name: "searchKnowledge", arguments: { query: "solar prices" } }] };
+        return { text: findings };
+      },
+    );
+    const { subordinates } = await createTeamFixture(tests.database.db, { name: "Empty again", subordinates: ["Sol"] });
+    const sol = subordinates[0]!;
+    await assignTask(tests.database.db, engine.jobs, { agentId: sol.id, source: "lead", title: "Solar prices" });
+    await runTeam(engine, [sol]);
+
+    const [task] = await listTasksByAgent(tests.database.db, sol.id);
+    expect(task).toMatchObject({ status: "completed", result: findings });
+    const work = openai.requests.filter((request) => toolNames(request).length > 0 && !request.response_format);
+    expect(work.map(notesIn)).toEqual([0, 1, 1, 2]);
+  });
+
+  it("an empty answer right after the note fails the task with the reason", { timeout: 60_000 }, async () => {
+    const { engine, openai } = await engineOn({ emptyAnswers: (request) => notesIn(request) < 2 }, (request) =>
+      request.response_format ? { text: '{"items":[]}' } : { text: "Findings: solar prices fell." },
+    );
+    const { subordinates } = await createTeamFixture(tests.database.db, { name: "Empty twice", subordinates: ["Sol"] });
+    const sol = subordinates[0]!;
+    await assignTask(tests.database.db, engine.jobs, { agentId: sol.id, source: "lead", title: "Solar prices" });
+    await runTeam(engine, [sol]);
+
+    const [task] = await listTasksByAgent(tests.database.db, sol.id);
+    expect(task!.status).toBe("failed");
+    expect(task!.result).toMatch(/^The model fake-model answered with nothing, even when asked again/);
+    expect(openai.requests.filter((request) => toolNames(request).length > 0).map(notesIn)).toEqual([0, 1]);
+  });
+});
+
 describe("a model that cannot call tools", () => {
   it("ends all of the agent's work with one clear message naming the model and what to choose, without retrying", {
     timeout: 60_000,
