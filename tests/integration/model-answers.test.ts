@@ -20,6 +20,7 @@ import { runWorkSession } from "@/lib/engine/agent";
 import { streamChatReply } from "@/lib/engine/chat";
 import { chooseModel } from "@/lib/llm/provider";
 import { getTeamStories } from "@/lib/views/stories";
+import { toApiMessage, toChatMessages } from "@/lib/views/chat-messages";
 import { describeLogMessage, taskResultText } from "@/lib/views/plain-words";
 import {
   lastUserText,
@@ -504,6 +505,27 @@ describe("the chat", () => {
     await expect
       .poll(async () => (await getAllMessages(tests.database.db, conversation.id)).at(-1)?.content)
       .toBe("(error: The model fake-model answered with nothing. Try again, or choose another model for this agent.)");
+  });
+
+  it("a reply cut off at the output limit keeps its words and says so at its end", { timeout: 30_000 }, async () => {
+    const full = "Solar prices fell twelve percent this year, driven by cheaper modules and installation.";
+    const { engine } = await engineOn({ lengthCut: true }, () => ({ text: full }));
+    const { lead } = await createTeamFixture(tests.database.db, { name: "Cut chat" });
+    const body = await (await streamChatReply(engine.deps, lead.id, "hello?", new AbortController().signal)).text();
+    const told =
+      "The reply was cut off at the output limit of the model fake-model. Ask for a shorter answer, raise the model server's output limit, or choose another model for this agent.";
+    expect(body).toMatch(/"delta":"Solar /);
+    expect(body).toContain(`"type":"error","errorText":${JSON.stringify(told)}`);
+    const conversation = await getForegroundConversation(tests.database.db, lead.id);
+    await expect
+      .poll(async () => (await getAllMessages(tests.database.db, conversation.id)).at(-1)?.content)
+      .toBe(`${full.slice(0, Math.ceil(full.length / 2))}\n\n(error: ${told})`);
+    // On the page: the words that came, and the notice in plain words (no marker among the words).
+    const [, reply] = toChatMessages((await getAllMessages(tests.database.db, conversation.id)).map(toApiMessage));
+    expect(reply!.metadata?.error).toBe(told);
+    expect(reply!.parts).toEqual([
+      { type: "text", text: full.slice(0, Math.ceil(full.length / 2)).trimEnd(), state: "done" },
+    ]);
   });
 
   it("a reply without usage is counted with an estimate", { timeout: 30_000 }, async () => {
