@@ -454,7 +454,7 @@ describe("a model that cannot call tools", () => {
     }
     const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
     expect(alerts.map((alert) => alert.title)).toEqual([
-      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+      "The model fake-model cannot call tools: the team's work with it stopped",
     ]);
     expect(taskResultText("failed", tasks[0]!.result!)).toMatch(/cannot call tools/);
     // One request for all of it: a 400 is not retried, and the other tasks do not ask again.
@@ -478,7 +478,7 @@ describe("a model that cannot call tools", () => {
     for (const task of tasks) expect(task.result).toMatch(/^The model fake-model writes its tool calls as text/);
     const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
     expect(alerts.map((alert) => alert.title)).toEqual([
-      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+      "The model fake-model cannot call tools: the team's work with it stopped",
     ]);
     const work = openai.requests.filter((request) => toolNames(request).includes("delegateToAgent"));
     expect(work).toHaveLength(2);
