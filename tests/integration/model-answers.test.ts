@@ -86,9 +86,10 @@ function research(request: FakeChatRequest): FakeReply {
   }
   if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
   if (succeeded(request, "createInboxItem") > 0) return { text: "Briefed the person: solar and wind prices fell." };
-  const reports = request.messages.filter(
-    (message) => message.role === "user" && parseLogInput(text(message))?.kind === "report",
-  ).length;
+  // Counted in the text: reports that arrived together go out as one user message (roles alternate).
+  const reports = request.messages
+    .filter((message) => message.role === "user")
+    .flatMap((message) => text(message).match(/^Subordinate \S+ reports \(task id: /gm) ?? []).length;
   if (reports >= 2)
     return {
       toolCalls: [
