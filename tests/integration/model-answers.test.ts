@@ -20,6 +20,7 @@ import { runWorkSession } from "@/lib/engine/agent";
 import { streamChatReply } from "@/lib/engine/chat";
 import { chooseModel } from "@/lib/llm/provider";
 import { getTeamStories } from "@/lib/views/stories";
+import { toApiMessage, toChatMessages } from "@/lib/views/chat-messages";
 import { describeLogMessage, taskResultText } from "@/lib/views/plain-words";
 import {
   lastUserText,
@@ -85,9 +86,10 @@ function research(request: FakeChatRequest): FakeReply {
   }
   if (/Decide whether to brief/.test(lastUserText(request))) return { text: "No briefing needed." };
   if (succeeded(request, "createInboxItem") > 0) return { text: "Briefed the person: solar and wind prices fell." };
-  const reports = request.messages.filter(
-    (message) => message.role === "user" && parseLogInput(text(message))?.kind === "report",
-  ).length;
+  // Counted in the text: reports that arrived together go out as one user message (roles alternate).
+  const reports = request.messages
+    .filter((message) => message.role === "user")
+    .flatMap((message) => text(message).match(/^Subordinate \S+ reports \(task id: /gm) ?? []).length;
   if (reports >= 2)
     return {
       toolCalls: [
@@ -383,6 +385,56 @@ describe("a single task's last answer", () => {
   });
 });
 
+describe("empty answers between useful work", () => {
+  /** How many times the request's history holds the note on an empty answer. */
+  const notesIn = (request: FakeChatRequest) =>
+    request.messages.filter((message) => message.role === "user" && text(message) === EMPTY_ANSWER_NOTE).length;
+
+  it("a new empty answer after the model searched is asked again, and the findings that follow are the result", {
+    timeout: 60_000,
+  }, async () => {
+    const findings = "Findings: solar prices fell twelve percent this year.";
+    // Empty at first; after the note it searches, then answers empty again; after a second note it answers.
+    const { engine, openai } = await engineOn(
+      {
+        emptyAnswers: (request) =>
+          toolNames(request).length > 0 &&
+          (notesIn(request) === 0 || (notesIn(request) === 1 && request.messages.at(-1)!.role === "tool")),
+      },
+      (request) => {
+        if (request.response_format) return { text: '{"items":[]}' };
+        if (notesIn(request) === 1 && request.messages.at(-1)!.role === "user")
+          return { toolCalls: [{ name: "searchKnowledge", arguments: { query: "solar prices" } }] };
+        return { text: findings };
+      },
+    );
+    const { subordinates } = await createTeamFixture(tests.database.db, { name: "Empty again", subordinates: ["Sol"] });
+    const sol = subordinates[0]!;
+    await assignTask(tests.database.db, engine.jobs, { agentId: sol.id, source: "lead", title: "Solar prices" });
+    await runTeam(engine, [sol]);
+
+    const [task] = await listTasksByAgent(tests.database.db, sol.id);
+    expect(task).toMatchObject({ status: "completed", result: findings });
+    const work = openai.requests.filter((request) => toolNames(request).length > 0 && !request.response_format);
+    expect(work.map(notesIn)).toEqual([0, 1, 1, 2]);
+  });
+
+  it("an empty answer right after the note fails the task with the reason", { timeout: 60_000 }, async () => {
+    const { engine, openai } = await engineOn({ emptyAnswers: (request) => notesIn(request) < 2 }, (request) =>
+      request.response_format ? { text: '{"items":[]}' } : { text: "Findings: solar prices fell." },
+    );
+    const { subordinates } = await createTeamFixture(tests.database.db, { name: "Empty twice", subordinates: ["Sol"] });
+    const sol = subordinates[0]!;
+    await assignTask(tests.database.db, engine.jobs, { agentId: sol.id, source: "lead", title: "Solar prices" });
+    await runTeam(engine, [sol]);
+
+    const [task] = await listTasksByAgent(tests.database.db, sol.id);
+    expect(task!.status).toBe("failed");
+    expect(task!.result).toMatch(/^The model fake-model answered with nothing, even when asked again/);
+    expect(openai.requests.filter((request) => toolNames(request).length > 0).map(notesIn)).toEqual([0, 1]);
+  });
+});
+
 describe("a model that cannot call tools", () => {
   it("ends all of the agent's work with one clear message naming the model and what to choose, without retrying", {
     timeout: 60_000,
@@ -403,7 +455,7 @@ describe("a model that cannot call tools", () => {
     }
     const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
     expect(alerts.map((alert) => alert.title)).toEqual([
-      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+      "The model fake-model cannot call tools: the team's work with it stopped",
     ]);
     expect(taskResultText("failed", tasks[0]!.result!)).toMatch(/cannot call tools/);
     // One request for all of it: a 400 is not retried, and the other tasks do not ask again.
@@ -427,7 +479,7 @@ describe("a model that cannot call tools", () => {
     for (const task of tasks) expect(task.result).toMatch(/^The model fake-model writes its tool calls as text/);
     const alerts = await listInboxItems(tests.database.db, { teamId: team.id, type: "alert" });
     expect(alerts.map((alert) => alert.title)).toEqual([
-      `The model fake-model cannot call tools: ${lead.name}'s work stopped`,
+      "The model fake-model cannot call tools: the team's work with it stopped",
     ]);
     const work = openai.requests.filter((request) => toolNames(request).includes("delegateToAgent"));
     expect(work).toHaveLength(2);
@@ -454,6 +506,27 @@ describe("the chat", () => {
     await expect
       .poll(async () => (await getAllMessages(tests.database.db, conversation.id)).at(-1)?.content)
       .toBe("(error: The model fake-model answered with nothing. Try again, or choose another model for this agent.)");
+  });
+
+  it("a reply cut off at the output limit keeps its words and says so at its end", { timeout: 30_000 }, async () => {
+    const full = "Solar prices fell twelve percent this year, driven by cheaper modules and installation.";
+    const { engine } = await engineOn({ lengthCut: true }, () => ({ text: full }));
+    const { lead } = await createTeamFixture(tests.database.db, { name: "Cut chat" });
+    const body = await (await streamChatReply(engine.deps, lead.id, "hello?", new AbortController().signal)).text();
+    const told =
+      "The reply was cut off at the output limit of the model fake-model. Ask for a shorter answer, raise the model server's output limit, or choose another model for this agent.";
+    expect(body).toMatch(/"delta":"Solar /);
+    expect(body).toContain(`"type":"error","errorText":${JSON.stringify(told)}`);
+    const conversation = await getForegroundConversation(tests.database.db, lead.id);
+    await expect
+      .poll(async () => (await getAllMessages(tests.database.db, conversation.id)).at(-1)?.content)
+      .toBe(`${full.slice(0, Math.ceil(full.length / 2))}\n\n(error: ${told})`);
+    // On the page: the words that came, and the notice in plain words (no marker among the words).
+    const [, reply] = toChatMessages((await getAllMessages(tests.database.db, conversation.id)).map(toApiMessage));
+    expect(reply!.metadata?.error).toBe(told);
+    expect(reply!.parts).toEqual([
+      { type: "text", text: full.slice(0, Math.ceil(full.length / 2)).trimEnd(), state: "done" },
+    ]);
   });
 
   it("a reply without usage is counted with an estimate", { timeout: 30_000 }, async () => {

@@ -62,8 +62,8 @@ export async function alertTaskFailed(
 }
 
 /**
- * The model an agent uses cannot call tools (its server refused them): none of the agent's work
- * can be done, and its tasks failed with `reason`. Once per team and model, however many tasks,
+ * The model an agent uses cannot call tools (its server refused them): none of the work of the
+ * team's agents that use it can be done, and their tasks failed with `reason`. Once per team and model, however many tasks,
  * agents or sessions it stopped: the person hears it once, with what to choose instead.
  */
 export async function alertModelWithoutTools(
@@ -77,9 +77,10 @@ export async function alertModelWithoutTools(
     teamId: agent.teamId,
     agentId: agent.id,
     key: `model-without-tools:${agent.teamId}:${model}`,
-    title: `The model ${model} cannot call tools: ${agent.name}'s work stopped`,
+    // Worded for the team: the one alert stands for every agent of it that uses the model, not only the first one stopped.
+    title: `The model ${model} cannot call tools: the team's work with it stopped`,
     summary: reason,
-    content: `**${agent.name}** works with the model **${model}**, and its server says that model cannot call tools. Cadre's agents work through tools, so nothing it was given could be done: its open tasks failed with this reason.\n\n${reason}\n\nOnce the agent has a model that calls tools, give the work again (Retry on each task).`,
+    content: `The model **${model}** cannot call tools: its server says so (first seen when **${agent.name}** worked with it). Cadre's agents work through tools, so nothing given to an agent of this team that uses this model could be done: their open tasks failed with this reason.\n\n${reason}\n\nOnce those agents have a model that calls tools, give the work again (Retry on each task).`,
   });
 }
 

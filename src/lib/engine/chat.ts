@@ -19,7 +19,7 @@ import type { Db } from "@/lib/db/client";
 import { listTeamAgents, requireTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { CadreError } from "@/lib/errors";
 import type { Agent, Team } from "@/lib/db/schema";
-import { describeModelError, emptyReplyMessage, isModelFailure } from "@/lib/llm/errors";
+import { cutReplyMessage, describeModelError, emptyReplyMessage, isModelFailure } from "@/lib/llm/errors";
 import { agentAttributes, inSpan, markFailed, openSpan, type OpenSpan } from "@/lib/telemetry/tracing";
 import { generateModelText, streamModelText, type ModelCall } from "@/lib/llm/model-call";
 import { teamSpendToday } from "@/lib/usage/spend";
@@ -118,7 +118,7 @@ async function replyInChat(
     },
     onLanguageModelCallEnd: async (event) => {
       partial = "";
-      await recorder.recordModelResponse(saidOrMarked(event.content, model.modelId));
+      await recorder.recordModelResponse(saidOrMarked(event, model.modelId));
     },
     onStepEnd: turn.endStep,
     onEnd: () => {
@@ -146,7 +146,7 @@ async function replyInChat(
 
   const stream = createUIMessageStream({
     execute: ({ writer }) => {
-      const told = result.stream.pipeThrough(sayWhenEmpty(model.modelId));
+      const told = result.stream.pipeThrough(sayWhenUnfinished(model.modelId));
       writer.merge(toUIMessageStream({ stream: told, onError: describeChatError }));
     },
     // The person sees what went wrong and what to do, never a bare "An error occurred".
@@ -278,7 +278,7 @@ async function resumeChatReply(deps: EngineDeps, agentId: string, span: Span | u
     await generateModelText(call, {
       ...(await turn.options()),
       onLanguageModelCallEnd: async (event) => {
-        await turn.recorder.recordModelResponse(saidOrMarked(event.content, turn.model.modelId));
+        await turn.recorder.recordModelResponse(saidOrMarked(event, turn.model.modelId));
       },
       onStepEnd: turn.endStep,
     });
@@ -312,17 +312,17 @@ function isAgentDeleted(error: unknown): boolean {
 }
 
 function describeChatError(error: unknown): string {
-  if (error instanceof EmptyReply) return error.message;
+  if (error instanceof UnfinishedReply) return error.message;
   return isAgentDeleted(error)
     ? "This agent was deleted while it answered; the rest of the reply was not kept."
     : describeModelError(error);
 }
 
-/** A reply whose last answer said nothing and called nothing: the person is told so, in words. */
-class EmptyReply extends Error {
-  constructor(modelId: string) {
-    super(emptyReplyMessage(modelId));
-    this.name = "EmptyReply";
+/** A reply whose last answer said nothing and called nothing, or was cut off at the model's output limit: the person is told so, in words. */
+class UnfinishedReply extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnfinishedReply";
   }
 }
 
@@ -333,25 +333,44 @@ function saysNothing(content: readonly AnswerPart[]): boolean {
   return !content.some((part) => part.type === "tool-call" || (part.type === "text" && part.text?.trim()));
 }
 
-/** An answer as it is stored: one that says nothing is stored as the error it is, so the chat shows it and a reload still does. */
-function saidOrMarked<T extends AnswerPart>(content: readonly T[], modelId: string): readonly AnswerPart[] {
-  return saysNothing(content) ? [{ type: "text", text: errorMarker(emptyReplyMessage(modelId)) }] : content;
+/**
+ * An answer as it is stored: one that says nothing is stored as the error it is, and words cut
+ * off at the output limit (with no call to go on with: the reply ends there) with that error
+ * after them, so the chat shows it and a reload still does.
+ */
+function saidOrMarked<T extends AnswerPart>(
+  answer: { content: readonly T[]; finishReason: string },
+  modelId: string,
+): readonly AnswerPart[] {
+  const { content, finishReason } = answer;
+  if (saysNothing(content)) return [{ type: "text", text: errorMarker(emptyReplyMessage(modelId)) }];
+  if (finishReason === "length" && !content.some((part) => part.type === "tool-call"))
+    return [...content, { type: "text", text: `\n\n${errorMarker(cutReplyMessage(modelId))}` }];
+  return content;
 }
 
 /**
  * The reply's stream, with an error part before its end when its last step said nothing and
- * called nothing: the person reads why there is no answer instead of an empty bubble.
+ * called nothing (the person reads why there is no answer instead of an empty bubble), or was
+ * cut off at the model's output limit (the person reads that the words shown are not all).
  */
-function sayWhenEmpty<PART extends AnswerPart>(modelId: string): TransformStream<PART, PART> {
+function sayWhenUnfinished<PART extends AnswerPart & { finishReason?: string }>(
+  modelId: string,
+): TransformStream<PART, PART> {
   let said = false;
+  let called = false;
   let failed = false;
+  const tell = (message: string) => ({ type: "error", error: new UnfinishedReply(message) }) as unknown as PART;
   return new TransformStream({
     transform(part, controller) {
-      if (part.type === "start-step") said = false;
-      else if (part.type === "tool-call" || (part.type === "text-delta" && part.text?.trim())) said = true;
+      if (part.type === "start-step") said = called = false;
+      else if (part.type === "tool-call") said = called = true;
+      else if (part.type === "text-delta" && part.text?.trim()) said = true;
       else if (part.type === "error" || part.type === "abort") failed = true;
-      else if (part.type === "finish" && !said && !failed)
-        controller.enqueue({ type: "error", error: new EmptyReply(modelId) } as unknown as PART);
+      else if (part.type === "finish" && !failed) {
+        if (!said) controller.enqueue(tell(emptyReplyMessage(modelId)));
+        else if (part.finishReason === "length" && !called) controller.enqueue(tell(cutReplyMessage(modelId)));
+      }
       controller.enqueue(part);
     },
   });

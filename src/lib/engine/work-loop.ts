@@ -558,11 +558,17 @@ function ownerOf(state: SessionState, recorder: StepRecorder): TurnOwner {
  *
  * Empty last words (no text, no call), words cut off at the model's output limit, or a tool
  * call written out as text are no result: a note at the log's tail says what was missing and
- * the model answers once more (`askedAgain`); if that is no result either, the task fails with
- * a reason the person and its lead can read — never "completed" with nothing behind it (a tool
- * call as text again ends the session: ToolCallsAsText).
+ * the model answers once more. If its turn after the note is no result either and called no
+ * tool (`asks.progressed` false), the task fails with a reason the person and its lead can
+ * read — never "completed" with nothing behind it (a tool call as text again ends the
+ * session: ToolCallsAsText). A turn after the note that did work with its tools recovered:
+ * a missing result at its end is a new one, asked again in turn, up to MAX_ASKS_AGAIN times.
  */
-async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = false): Promise<void> {
+async function settleFocus(
+  deps: EngineDeps,
+  state: SessionState,
+  asks: { made: number; progressed: boolean } = { made: 0, progressed: true },
+): Promise<void> {
   const { db } = deps;
   if (!state.focus) return;
   const tail = await getLastMessage(db, state.conversation.id);
@@ -579,7 +585,7 @@ async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = f
     await db.transaction((tx) => completeTask(tx, deps.jobs, task.id, words));
     return;
   }
-  if (!askedAgain) {
+  if (asks.progressed && asks.made < MAX_ASKS_AGAIN) {
     await appendMessage(
       db,
       state.conversation.id,
@@ -590,14 +596,20 @@ async function settleFocus(deps: EngineDeps, state: SessionState, askedAgain = f
       },
       { heldBy: state.session.id },
     );
-    await runTurn(deps, state, { purpose: "work", takesInput: true });
+    const { calledTools } = await runTurn(deps, state, { purpose: "work", takesInput: true });
     if (state.shuttingDown()) return;
-    return settleFocus(deps, state, true);
+    return settleFocus(deps, state, { made: asks.made + 1, progressed: calledTools });
   }
   if (asText && !cut) throw new ToolCallsAsText(state.model.modelId);
   const reason = cut ? cutAnswerReason(state.model.modelId) : emptyAnswerReason(state.model.modelId);
   await db.transaction((tx) => failTask(tx, deps.jobs, task.id, reason));
 }
+
+/**
+ * How many times one settling asks again after a missing result (each time after the model
+ * did work with its tools in between): bounds a model that keeps working and never ends in words.
+ */
+const MAX_ASKS_AGAIN = 3;
 
 /**
  * After the work: knowledge extraction over what the session added to the log and,
@@ -673,9 +685,9 @@ function quietCheckIns(messages: readonly Message[]): boolean {
  * given, or the session fails loudly. Throws StepLimitReached when the session's
  * step limit cut the turn short.
  */
-async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
+async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promise<TurnEnd> {
   // The turn's span names the task it serves; its model and tool calls nest under it.
-  await inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () =>
+  return inSpan("work_turn", { "cadre.task.id": state.focus, "cadre.turn.purpose": turn.purpose }, () =>
     runTurnSteps(deps, state, turn),
   );
 }
@@ -683,7 +695,10 @@ async function runTurn(deps: EngineDeps, state: SessionState, turn: Turn): Promi
 /** `only`: the tools that may run in this turn (the others are offered all the same, and answer that they cannot run now). */
 type Turn = { purpose: UsagePurpose; only?: readonly string[]; maxSteps?: number; takesInput: boolean };
 
-async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): Promise<void> {
+/** How a turn went: `calledTools`, whether any of its answers called a tool that could be run (work was done). */
+type TurnEnd = { calledTools: boolean };
+
+async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): Promise<TurnEnd> {
   const { db, config } = deps;
   // Each turn may take the limit's rounds: the limit stops a runaway turn, not a session with many tasks.
   const turnStartSteps = state.steps;
@@ -775,6 +790,7 @@ async function runTurnSteps(deps: EngineDeps, state: SessionState, turn: Turn): 
   ) {
     throw new StepLimitReached(config.maxStepsPerSession);
   }
+  return { calledTools: result.steps.some((step) => step.toolCalls.some((each) => !unusableCall(each))) };
 }
 
 /**

@@ -146,6 +146,11 @@ export function emptyReplyMessage(modelId: string): string {
   return `The model ${modelId} answered with nothing. Try again, or choose another model for this agent.`;
 }
 
+/** A chat reply whose last answer was cut off at the model's output limit: what came is kept, and the person told it is not all. */
+export function cutReplyMessage(modelId: string): string {
+  return `The reply was cut off at the output limit of the model ${modelId}. Ask for a shorter answer, raise the model server's output limit, or choose another model for this agent.`;
+}
+
 function isTimeoutSignal(error: unknown): boolean {
   return error instanceof DOMException && error.name === "TimeoutError";
 }
