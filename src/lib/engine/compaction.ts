@@ -9,7 +9,7 @@ import type { ModelChoice } from "@/lib/llm/provider";
 import { readModelProfile } from "@/lib/domain/model-profiles";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
-import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "@/lib/core/prompts";
+import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST, UNWRITTEN_SUMMARY_HEADING } from "@/lib/core/prompts";
 
 // The estimate lives with the model calls, which estimate what a cut-off call was sent (llm/token-estimate.ts).
 export { estimateTokens };
@@ -125,7 +125,7 @@ async function generateConversationSummary(options: CompactionOptions, context: 
  * (the task, the reports), newest first, as much of them as the summary's limit holds.
  */
 function fallbackSummary(context: readonly Message[], limit: number): string {
-  const parts = ["(The summarizer wrote nothing; what the work went on from and its latest inputs follow.)"];
+  const parts = [UNWRITTEN_SUMMARY_HEADING];
   const earlier = context.find((message) => message.role === "summary");
   if (earlier) parts.push(`Earlier summary:\n${earlier.content.slice(0, Math.floor(limit / 2))}`);
   const inputs = context.filter((message) => message.role === "user").reverse();
