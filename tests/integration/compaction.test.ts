@@ -129,4 +129,77 @@ describe("compaction", () => {
     expect((await loadContext(options, conversation.id)).compacted).toBe(1);
     expect((await getConversationContext(database.db, conversation.id)).map((m) => m.role)).toEqual(["summary"]);
   });
+
+  it("an empty answer from the summarizer stores no empty summary: the log's latest inputs stand in", async () => {
+    const { lead, conversation } = await filledConversation(4);
+    const model = sessionModel(
+      () => {
+        throw new Error("no work here");
+      },
+      { summarize: () => "" },
+    );
+    const options = {
+      model: { model, modelId: "mock", kind: "offline" as const },
+      agentId: lead.id,
+      budget: 150,
+      instructions: "",
+    };
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
+    const [summary] = await getConversationContext(database.db, conversation.id);
+    expect(summary!.role).toBe("summary");
+    expect(summary!.content).not.toMatch(/returned nothing/);
+    // The newest input first, within the summary's limit (a quarter of the budget).
+    expect(summary!.content).toContain("Input: message 2 word");
+    expect(summary!.content.length).toBeLessThanOrEqual(150);
+  });
+
+  it("a summary of the rendered log holds the earlier summary whole", async () => {
+    const { lead, conversation } = await filledConversation(20);
+    const first = `S1 ${"fact ".repeat(75)}`.trim();
+    const seen: string[] = [];
+    const model = sessionModel(
+      () => {
+        throw new Error("no work here");
+      },
+      {
+        summarize: (options) => {
+          seen.push(JSON.stringify(options.prompt));
+          return seen.length === 1 ? first : "S2";
+        },
+      },
+    );
+    const options = {
+      model: { model, modelId: "mock", kind: "offline" as const },
+      agentId: lead.id,
+      budget: 400,
+      instructions: "",
+    };
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
+    expect((await getConversationContext(database.db, conversation.id)).map((m) => m.content)).toEqual([first]);
+    await appendMessages(
+      database.db,
+      conversation.id,
+      Array.from({ length: 12 }, (_, i) => ({ role: "user" as const, content: `more ${i} ${"word ".repeat(30)}` })),
+    );
+    expect((await loadContext(options, conversation.id)).compacted).toBe(1);
+    expect(seen[1]).toContain(`EARLIER SUMMARY:\\n${first}\\n`);
+  });
+
+  it("what a work session restates follows the summary, in the same append, and the next call carries it", async () => {
+    const { lead, conversation } = await filledConversation(4);
+    const note = "(Your open tasks now)\n- [in_progress] Survey (task id: t1) ← in focus";
+    const options = {
+      model: offline,
+      agentId: lead.id,
+      budget: 10,
+      instructions: "",
+      restate: async () => ({ role: "user" as const, content: note }),
+    };
+    const { messages, compacted } = await loadContext(options, conversation.id);
+    expect(compacted).toBe(1);
+    const context = await getConversationContext(database.db, conversation.id);
+    expect(context.map((m) => m.role)).toEqual(["summary", "user"]);
+    expect(context[1]).toMatchObject({ content: note, previousMessageId: context[0]!.id });
+    expect(messages).toEqual(toModelMessages(context));
+  });
 });

@@ -55,7 +55,7 @@ const findingsOf = (name: string) => `Findings from ${name}: panel prices fell 1
 function play(request: FakeChatRequest): FakeReply {
   if (request.response_format) return { text: '{"items":[]}' };
   // A summary: asked without tools, or as the log's next request with none callable.
-  if (toolNames(request).length === 0 || request.tool_choice === "none") return { text: SUMMARY };
+  if (toolNames(request).length === 0 || request.tool_choice === "none") return { text: blankSummaries ? "" : SUMMARY };
   const system = systemText(request);
   const last = request.messages.at(-1)!;
   const text = lastUserText(request);
@@ -80,9 +80,12 @@ function play(request: FakeChatRequest): FakeReply {
     if (called === "searchKnowledge") return surveyRound();
     return { text: `Waiting on ${called}.` };
   }
-  // A survey goes on from its summary; once it is done, there is nothing more to do.
-  if (system.includes('team "Survey"') && text.startsWith(SUMMARY_PREFIX))
-    return surveying ? surveyRound() : { text: "Nothing more to do." };
+  // A survey goes on from its summary, if the request still says which task is in focus (as a
+  // model would, it does not guess); once it is done, there is nothing more to do.
+  if (system.includes('team "Survey') && !input && summaryAt(request) >= 0) {
+    if (!surveying) return { text: "Nothing more to do." };
+    return focusAfterSummary(request) ? surveyRound() : { text: "No open task." };
+  }
   const member = (who: string) =>
     UUID.exec(system.split("\n").find((line) => line.startsWith(`- ${who} (id:`)) ?? "")![0];
   // Both reports in (they arrive together): the briefing, with what each found.
@@ -128,16 +131,35 @@ function play(request: FakeChatRequest): FakeReply {
   return { text: "Nothing to do." };
 }
 
+/** Summaries answered with nothing at all (the summarizer's empty answer). */
+let blankSummaries = false;
+
+/** Where the request's summary is among its (separated) messages; -1 for none. */
+function summaryAt(request: FakeChatRequest): number {
+  return separatedMessages(request.messages).findLastIndex(
+    (message) => message.role === "user" && String(message.content ?? "").startsWith(SUMMARY_PREFIX),
+  );
+}
+
+/** Whether the request names the task in focus in its summary or after it. */
+function focusAfterSummary(request: FakeChatRequest): boolean {
+  return separatedMessages(request.messages)
+    .slice(summaryAt(request))
+    .some((message) => message.role === "user" && String(message.content ?? "").includes("← in focus"));
+}
+
 let surveyRounds = 0;
+/** How many rounds a survey has. */
+let surveyLength = 15;
 let surveying = false;
 /**
- * A survey of 15 rounds (each a search of the team's knowledge) and a long last word, so the log
+ * A survey of 15 rounds unless told otherwise (each a search of the team's knowledge) and a long last word, so the log
  * outgrows a small context budget during the survey and again as the wrap-up asks its question.
  */
 function surveyRound(): FakeReply {
   surveying = true;
   surveyRounds += 1;
-  if (surveyRounds % 15 !== 0)
+  if (surveyRounds % surveyLength !== 0)
     return {
       toolCalls: [{ name: "searchKnowledge", arguments: { query: `topic ${surveyRounds} ${"detail ".repeat(50)}` } }],
     };
@@ -288,6 +310,45 @@ describe.each(modes)("under $name", ({ misbehaviours }) => {
     // One was due as a task came in: the summary was asked right after a user message.
     const byId = new Map(log.map((message) => [message.id, message]));
     expect(summaries.some((summary) => byId.get(summary.previousMessageId ?? "")?.role === "user")).toBe(true);
+  });
+
+  it("a summarizer that answers nothing leaves the work its task: the survey goes on to its findings", {
+    timeout: 90_000,
+  }, async () => {
+    const { db } = database;
+    const { lead } = await createTeamFixture(db, { name: "Survey unsummarized" });
+    const small = await createTestEngine(database, { config: { contextTokenBudget: 3_000, maxStepsPerSession: 60 } });
+    small.deps.chooseModel = engine.deps.chooseModel;
+    const from = openai.requests.length;
+    blankSummaries = true;
+    // A survey of 40 rounds from the first, so the log outgrows the budget during it.
+    [surveyRounds, surveyLength] = [0, 40];
+    try {
+      const task = await assignTask(db, small.jobs, { agentId: lead.id, source: "user", title: "Survey the field" });
+      await runAll(small.deps, [lead.id]);
+      expect(await getTask(db, task.id)).toMatchObject({ status: "completed" });
+      expect((await getTask(db, task.id))?.result).toMatch(/^Finished the survey/);
+    } finally {
+      [blankSummaries, surveyLength] = [false, 15];
+      await small.close();
+    }
+    const log = await getAllMessages(db, (await getBackgroundConversation(db, lead.id)).id);
+    const summaries = log.filter((message) => message.role === "summary");
+    expect(summaries.length).toBeGreaterThanOrEqual(1);
+    for (const summary of summaries) expect(summary.content).toContain("Survey the field");
+    // Every request of the survey after a summary says again which task is in focus (the
+    // session's wrap-up, its task completed, has none to say).
+    const after = openai.requests
+      .slice(from)
+      .filter(
+        (request) =>
+          toolNames(request).length > 0 &&
+          request.tool_choice !== "none" &&
+          summaryAt(request) >= 0 &&
+          !JSON.stringify(request.messages).includes("(Session ending)"),
+      );
+    expect(after.length).toBeGreaterThan(0);
+    for (const request of after) expect(focusAfterSummary(request)).toBe(true);
   });
 
   it("a model known to ignore 'no tools now' (its profile) is asked for its summary without tools at all", {

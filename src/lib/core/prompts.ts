@@ -162,6 +162,10 @@ export const COMPACTION_REQUEST = [
   "Fold in any earlier summary. Drop chatter and raw tool output. Be dense; no preamble.",
 ].join("\n");
 
+/** What opens the summary built from the log when the summarizer wrote none (compaction.ts fallbackSummary). */
+export const UNWRITTEN_SUMMARY_HEADING =
+  "(The summarizer wrote nothing; what the work went on from and its latest inputs follow.)";
+
 export const EXTRACTION_INSTRUCTIONS = [
   "You extract durable knowledge from an agent's work session for its team's knowledge base.",
   "Return only items worth keeping beyond this session: facts (with source), techniques, patterns, lessons.",

@@ -1,7 +1,7 @@
 import "server-only";
 import { type ModelMessage, ToolChoiceViolationError, type ToolSet } from "ai";
 import type { Db } from "@/lib/db/client";
-import { appendMessage, getConversationContext, getMessagesSince } from "@/lib/db/queries/messages";
+import { appendMessages, getConversationContext, getMessagesSince, type NewMessage } from "@/lib/db/queries/messages";
 import type { Message } from "@/lib/db/schema";
 import { CadreError } from "@/lib/errors";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
@@ -10,7 +10,7 @@ import { teamSpendingRecorder } from "@/lib/domain/budgets";
 import { readModelProfile } from "@/lib/domain/model-profiles";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
-import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST } from "@/lib/core/prompts";
+import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST, UNWRITTEN_SUMMARY_HEADING } from "@/lib/core/prompts";
 
 // The estimate lives with the model calls, which estimate what a cut-off call was sent (llm/token-estimate.ts).
 export { estimateTokens };
@@ -52,22 +52,35 @@ export type CompactionOptions = {
   /** After a summary was appended (loadContextForCall). */
   onCompacted?: () => void;
   /**
+   * What the log must say again right after a summary, appended with it (a work session's note
+   * on its open tasks and the one in focus): a summary may leave out what the work is for, and
+   * a compaction mid-turn leaves the model nothing else to go on.
+   */
+  restate?: () => Promise<NewMessage | null>;
+  /**
    * The tools the conversation's calls offer: the summary is then asked for as one more request
    * of the conversation (see summaryAsNextTurn). Not given: the log is rendered for a summarizer.
    */
   tools?: ToolSet;
 };
 
-/** Renders a context for the summarizer, each message cut so the whole fits the budget. */
+/**
+ * Renders a context for the summarizer, each message cut so the whole fits the budget. The
+ * earlier summary is kept whole (it is a quarter of the budget at most: see
+ * generateConversationSummary), so each summary can carry all of the one before; the other
+ * messages share what is left.
+ */
 function renderForSummary(context: readonly Message[], budget: number): string {
-  const perMessage = Math.max(200, Math.floor((budget * 4 * 0.6) / Math.max(1, context.length)));
+  const earlier = context.filter((message) => message.role === "summary");
+  const rest = budget * 4 * 0.6 - earlier.reduce((sum, message) => sum + message.content.length, 0);
+  const perMessage = Math.max(200, Math.floor(rest / Math.max(1, context.length - earlier.length)));
   const cut = (text: string) => (text.length > perMessage ? `${text.slice(0, perMessage)} …(cut)` : text);
   const toolNames = new Map<string, string>();
   const lines: string[] = [];
   for (const message of context) {
     switch (message.role) {
       case "summary":
-        lines.push(`EARLIER SUMMARY:\n${cut(message.content)}`);
+        lines.push(`EARLIER SUMMARY:\n${message.content}`);
         break;
       case "user":
         lines.push(`INPUT: ${cut(message.content)}`);
@@ -103,7 +116,29 @@ async function generateConversationSummary(options: CompactionOptions, context: 
     prompt: `Summarize this work log:\n\n${renderForSummary(context, options.budget)}`,
     maxOutputTokens: Math.max(256, Math.floor(options.budget / 4)),
   });
-  return cut(result.text.trim() || "(The summarizer returned nothing.)");
+  return cut(result.text.trim() || fallbackSummary(context, limit));
+}
+
+/**
+ * The summary when the model gave none (an empty answer, from both requests): not an empty
+ * one, which would leave the agent nothing of its work, and not no summary, which would send
+ * the next call over the budget. Built from the log: the earlier summary and the latest inputs
+ * (the task, the reports), newest first, as much of them as the summary's limit holds.
+ */
+function fallbackSummary(context: readonly Message[], limit: number): string {
+  const parts = [UNWRITTEN_SUMMARY_HEADING];
+  const earlier = context.find((message) => message.role === "summary");
+  if (earlier) parts.push(`Earlier summary:\n${earlier.content.slice(0, Math.floor(limit / 2))}`);
+  const inputs = context.filter((message) => message.role === "user").reverse();
+  // Each part after the first costs its two newlines too.
+  let room = limit - parts.join("\n\n").length - 2;
+  for (const input of inputs) {
+    if (room <= 0) break;
+    const line = `Input: ${input.content}`.slice(0, room);
+    parts.push(line);
+    room -= line.length + 2;
+  }
+  return parts.join("\n\n");
 }
 
 /**
@@ -199,12 +234,13 @@ export async function compactConversation(options: CompactionOptions, conversati
     // person's approval) would be cut off from it by a summary: wait until it is.
     if (hasCallWithoutResult(context)) return null;
     const summary = await generateConversationSummary(options, context);
+    const restated = (await options.restate?.()) ?? null;
     try {
-      return await appendMessage(options.db, conversationId, {
-        role: "summary",
-        content: summary,
-        previousMessageId: last.id,
-      });
+      const [appended] = await appendMessages(options.db, conversationId, [
+        { role: "summary", content: summary, previousMessageId: last.id },
+        ...(restated ? [restated] : []),
+      ]);
+      return appended!;
     } catch (error) {
       if (error instanceof CadreError && error.code === "conflict:message_chain") continue;
       throw error;

@@ -897,7 +897,14 @@ function callPreparer(
         awaitingDecision,
         heldForPerson,
         tools,
-        // The summary replaces the notes on open tasks: the next turn's work brings a new one.
+        // The open tasks and the one in focus, said again right after the summary: a summary
+        // made mid-turn is all the model has of the work, and it may have left the focus out.
+        restate: async () => {
+          const open = await listOpenTasks(db, state.agent.id);
+          if (open.length === 0) return null;
+          return { role: "user", content: formatOpenTasks([...open].reverse(), focus), taskId: focus };
+        },
+        // The note after the summary is the latest one now: read it anew when it is next needed.
         onCompacted: () => (state.tasksNote = undefined),
       },
       history,
