@@ -300,6 +300,11 @@ describe("action links in an email", () => {
     const answer = tokenOf(linkIn(emailTo(recipient), "Answer"));
     // No words, no answer: a 400 that changes nothing.
     expect((await act(answer, {})).status).toBe(400);
+    // Only spaces: the field is named once, not twice ("answer: answer: …").
+    expect(await answerOf(await act(answer, { answer: "   " }))).toMatchObject({
+      status: 400,
+      body: { error: { message: "answer: write your answer first" } },
+    });
     expect((await questionRow(question!.id)).status).toBe("open");
     expect(await answerOf(await act(answer, { answer: "Orkney, then Brittany." }))).toEqual({
       status: 200,
@@ -425,8 +430,25 @@ describe("Slack buttons", () => {
     // Not JSON, and a body that is not Slack's shape: 400.
     expect((await send(slackRequest(null, { raw: "payload=not-json" }))).status).toBe(400);
     expect((await send(slackRequest({ type: "block_actions" }))).status).toBe(400);
+
     expect(statuses.filter((status) => status >= 500)).toEqual([]);
     signInThrottle.clear();
+  });
+});
+
+describe("Slack payloads", () => {
+  it("a NUL in a name (Postgres text cannot hold one) is a 400 that decides nothing, not a 500", async () => {
+    const { lead, hookPath } = await teamWithChannels();
+    const approval = await waitingApproval(lead);
+    await deliverAll();
+    const button = lastHookBody(hookPath).blocks.find((block) => block.type === "actions")!.elements![0]!;
+    const pressed = press("cadre_approve", button.value);
+    const response = await api.slack.POST(
+      slackRequest({ ...pressed, user: { ...pressed.user, username: "a\u0000b" } }),
+    );
+    expect(response.status).toBe(400);
+    expect((await approvalRow(approval.id)).status).toBe("pending");
+    expect(logged.filter((line) => line.includes("0x00"))).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@ import { clientAddress } from "@/lib/auth/auth-rules";
 import { decideFromSlack, type LinkState } from "@/lib/engine/action-links";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
-import { readBodyBytes, route } from "@/lib/http/http";
+import { parseJsonText, readBodyBytes, route } from "@/lib/http/http";
 import { webEngine } from "@/lib/http/server";
 import { SLACK_BODY_LIMIT_BYTES, slackSignatureProblem } from "@/lib/http/slack-signature";
 import { updateSlackMessage } from "@/lib/notifications/slack-message";
@@ -37,13 +37,8 @@ export const POST = route(
       throw new CadreError("unauthorized:signature", `Refused: this is not a request from Slack (${problem}).`);
     }
     const form = new URLSearchParams(new TextDecoder().decode(body));
-    let json: unknown;
-    try {
-      json = JSON.parse(form.get("payload") ?? "");
-    } catch (error) {
-      throw new CadreError("bad_request:json", "Slack's payload field is not JSON.", { cause: error });
-    }
-    const payload = slackPayload.parse(json);
+    // Through the same checks as any JSON body: a NUL in a name would otherwise fail the query (a 500).
+    const payload = parseJsonText(form.get("payload") ?? "", slackPayload, "Slack's payload field is not JSON.");
     const [action] = payload.actions;
     if (payload.type !== "block_actions" || !action) return Response.json({});
     const { db, jobs } = await webEngine();
