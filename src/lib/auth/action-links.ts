@@ -34,7 +34,10 @@ const MAX_TOKEN_LENGTH = 400;
 
 const keys = new WeakMap<Db, Promise<Buffer>>();
 
-/** The signing key, made by the first process that needs it; read once per database handle. */
+/**
+ * The signing key, made by the first process that needs it; read once per database handle and kept.
+ * So voiding every link (deleting the key) takes a restart of every process (README, decision).
+ */
 export function actionLinkKey(db: Db): Promise<Buffer> {
   let key = keys.get(db);
   if (!key) {
