@@ -248,7 +248,14 @@ describe("action links in an email", () => {
       "base64url",
     );
     const flipped = `${signature.slice(0, 10)}${signature[10] === "A" ? "B" : "A"}${signature.slice(11)}`;
-    for (const bad of [`${other}.${signature}`, `${payload}.${flipped}`, "not-a-token", ""]) {
+    // The last character carries 2 unused bits: its other spellings decode to the same bytes.
+    const last = signature.at(-1)!;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const base = alphabet.indexOf(last) & ~3;
+    const respelled = [1, 2, 3].map(
+      (bits) => `${payload}.${signature.slice(0, -1)}${alphabet[(base | bits) ^ (alphabet.indexOf(last) & 3)]}`,
+    );
+    for (const bad of [`${other}.${signature}`, `${payload}.${flipped}`, ...respelled, "not-a-token", ""]) {
       const answer = await answerOf(await act(bad));
       expect({ bad, ...answer }).toMatchObject({
         bad,
@@ -293,6 +300,11 @@ describe("action links in an email", () => {
     const answer = tokenOf(linkIn(emailTo(recipient), "Answer"));
     // No words, no answer: a 400 that changes nothing.
     expect((await act(answer, {})).status).toBe(400);
+    // Only spaces: the field is named once, not twice ("answer: answer: …").
+    expect(await answerOf(await act(answer, { answer: "   " }))).toMatchObject({
+      status: 400,
+      body: { error: { message: "answer: write your answer first" } },
+    });
     expect((await questionRow(question!.id)).status).toBe("open");
     expect(await answerOf(await act(answer, { answer: "Orkney, then Brittany." }))).toEqual({
       status: 200,
@@ -418,8 +430,25 @@ describe("Slack buttons", () => {
     // Not JSON, and a body that is not Slack's shape: 400.
     expect((await send(slackRequest(null, { raw: "payload=not-json" }))).status).toBe(400);
     expect((await send(slackRequest({ type: "block_actions" }))).status).toBe(400);
+
     expect(statuses.filter((status) => status >= 500)).toEqual([]);
     signInThrottle.clear();
+  });
+});
+
+describe("Slack payloads", () => {
+  it("a NUL in a name (Postgres text cannot hold one) is a 400 that decides nothing, not a 500", async () => {
+    const { lead, hookPath } = await teamWithChannels();
+    const approval = await waitingApproval(lead);
+    await deliverAll();
+    const button = lastHookBody(hookPath).blocks.find((block) => block.type === "actions")!.elements![0]!;
+    const pressed = press("cadre_approve", button.value);
+    const response = await api.slack.POST(
+      slackRequest({ ...pressed, user: { ...pressed.user, username: "a\u0000b" } }),
+    );
+    expect(response.status).toBe(400);
+    expect((await approvalRow(approval.id)).status).toBe("pending");
+    expect(logged.filter((line) => line.includes("0x00"))).toEqual([]);
   });
 });
 
@@ -429,7 +458,7 @@ describe("the sign-in throttle on links and Slack", () => {
   it("checks at most 5 of 200 bad links or Slack presses sent at once from one address; the rest answer 429", async () => {
     const figures: string[] = [];
     for (const [door, send] of [
-      ["links", (index: number) => act(`made-up-${index}.${"A".repeat(43)}`, {}, "203.0.113.60")],
+      ["links", (index: number) => act(forgedToken(index), {}, "203.0.113.60")],
       [
         "Slack",
         () => api.slack.POST(slackRequest(press("cadre_approve", "x"), { secret: "guess", address: "203.0.113.61" })),
@@ -446,6 +475,75 @@ describe("the sign-in throttle on links and Slack", () => {
     }
     signInThrottle.clear();
     console.log(`[action-links] 200 bad tries at once from one address: ${figures.join("; ")}`);
+  });
+});
+
+/** A token of the right shape, for an item that does not exist, signed with no key at all. */
+function forgedToken(index: number): string {
+  const payload = Buffer.from(`1:approve:email:${randomUUID()}:${2_000_000_000 + index}`).toString("base64url");
+  return `${payload}.${"A".repeat(43)}`;
+}
+
+describe("what the throttle does not count", () => {
+  it("a missing or malformed token is never counted, and the page a link opens counts nothing", async () => {
+    signInThrottle.clear();
+    const { lead, recipient } = await teamWithChannels();
+    const approval = await waitingApproval(lead);
+    await deliverAll();
+    const token = tokenOf(linkIn(emailTo(recipient), "Approve"));
+    const page = (await import("@/app/act/page")).default;
+    const address = "203.0.113.70";
+    for (let index = 0; index < 25; index++) {
+      // What `<img src="/act">` on a foreign page sends: no token, or a broken one, or a forged one.
+      await page({ searchParams: Promise.resolve({ t: index % 2 ? forgedToken(index) : undefined }) });
+      expect((await act(["", "x", `${"A".repeat(10)}.short`][index % 3]!, {}, address)).status).toBe(404);
+    }
+    expect(signInThrottle.refusal({ client: address })).toBeNull();
+    expect(signInThrottle.refusal({ client: "203.0.113.71" })).toBeNull();
+    expect((await act(token, {}, address)).status).toBe(200);
+    expect((await approvalRow(approval.id)).status).toBe("approved");
+    signInThrottle.clear();
+  });
+
+  it("strangers' forged links and Slack presses never hold back a genuine link or a signed press", async () => {
+    signInThrottle.clear();
+    const { lead, recipient, hookPath } = await teamWithChannels();
+    const approval = await waitingApproval(lead);
+    await deliverAll();
+    // Strangers from many addresses fill every count: their own, and all strangers' together.
+    for (let index = 0; index < 30; index++) {
+      await act(forgedToken(index), {}, `198.18.0.${index}`);
+      await api.slack.POST(
+        slackRequest(press("cadre_approve", "x"), { secret: "guess", address: `198.18.1.${index}` }),
+      );
+    }
+    expect(signInThrottle.refusal({ client: "198.51.100.7" })?.because).toBe("strangers");
+    expect((await act(forgedToken(99), {}, "198.18.0.1")).status).toBe(429);
+    const refused = await answerOf(await act(forgedToken(99), {}, "198.18.0.1"));
+    expect(String((refused.body.error as { message: string }).message)).not.toMatch(/password/i);
+    // The person's link, from yet another address, and Slack's signed press still decide.
+    expect((await act(tokenOf(linkIn(emailTo(recipient), "Deny")), {}, "192.0.2.200")).status).toBe(200);
+    expect((await approvalRow(approval.id)).status).toBe("denied");
+    const button = lastHookBody(hookPath).blocks.find((block) => block.type === "actions")!.elements![0]!;
+    const pressed = await api.slack.POST(slackRequest(press("cadre_approve", button.value), { address: "198.18.1.3" }));
+    expect(pressed.status).toBe(200);
+    signInThrottle.clear();
+  });
+
+  it("a genuine link or Slack press does not forgive its address's wrong passwords", async () => {
+    signInThrottle.clear();
+    const { lead, recipient, hookPath } = await teamWithChannels();
+    await waitingApproval(lead);
+    await deliverAll();
+    const address = "203.0.113.80";
+    for (let index = 0; index < signInThrottle.limits.perClient - 1; index++)
+      signInThrottle.recordFailure({ client: address });
+    expect((await act(tokenOf(linkIn(emailTo(recipient), "Deny")), {}, address)).status).toBe(200);
+    const button = lastHookBody(hookPath).blocks.find((block) => block.type === "actions")!.elements![0]!;
+    expect((await api.slack.POST(slackRequest(press("cadre_approve", button.value), { address }))).status).toBe(200);
+    signInThrottle.recordFailure({ client: address });
+    expect(signInThrottle.refusal({ client: address })?.because).toBe("client");
+    signInThrottle.clear();
   });
 });
 

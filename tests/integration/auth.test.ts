@@ -355,8 +355,15 @@ describe("signing in", () => {
     const first = await attempt(PASSWORD, from("198.51.100.40"));
     const session = first.headers.getSetCookie()[0]!.split(";")[0]!;
     const device = deviceCookieOf(first);
-    const plantedSession = `cadre_session=${randomBytes(32).toString("base64url")}`;
-    const plantedDevice = `cadre_device=${"A".repeat(22)}.${"B".repeat(43)}`;
+    // Eight of each, as a sibling subdomain can plant over http (one per longer path), well-formed all.
+    const plantedSession = Array.from(
+      { length: 8 },
+      () => `cadre_session=${randomBytes(32).toString("base64url")}`,
+    ).join("; ");
+    const plantedDevice = Array.from(
+      { length: 8 },
+      (_, index) => `cadre_device=${"A".repeat(21)}${index}.${"B".repeat(43)}`,
+    ).join("; ");
     // A planted session before (and after) the real one: the real one still counts, for the API and for pages.
     for (const cookie of [`${plantedSession}; ${session}`, `${session}; ${plantedSession}`]) {
       expect((await call(api("/api/teams"), "GET", { cookie })).status).toBe(200);

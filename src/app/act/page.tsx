@@ -1,15 +1,11 @@
 import type { Metadata } from "next";
-import { headers } from "next/headers";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { ActOnLink } from "@/components/act-on-link";
 import { Markdown } from "@/components/markdown";
 import { LocalTime } from "@/components/ui";
-import { clientAddress } from "@/lib/auth/auth-rules";
 import { db } from "@/lib/db/client";
 import { checkActionToken, readLinkState, type LinkState } from "@/lib/engine/action-links";
-import { env } from "@/lib/env";
-import { CadreError } from "@/lib/errors";
 import { settledWords } from "@/lib/views/decided-via";
 import { plainText } from "@/lib/views/plain-words";
 import { toolAction } from "@/lib/views/tool-labels";
@@ -30,18 +26,9 @@ type Props = { searchParams: Promise<{ t?: string | string[] }> };
 export default async function ActionLinkPage({ searchParams }: Props) {
   const { t } = await searchParams;
   const token = Array.isArray(t) ? t[0] : t;
-  const headerList = await headers();
-  let state: LinkState;
-  try {
-    const claim = await checkActionToken(db(), token, {
-      client: clientAddress({ headers: headerList }, { trustProxy: env().TRUST_PROXY }),
-    });
-    state = await readLinkState(db(), claim);
-  } catch (error) {
-    if (error instanceof CadreError && error.kind === "rate_limited")
-      return <Notice title="Too many tries from this address">{error.message}</Notice>;
-    throw error;
-  }
+  // Opening the page decides nothing, so it is never counted by the sign-in throttle: a foreign
+  // page's `<img src="/act">` must not lock the person out. Only the POST that decides counts.
+  const state = await readLinkState(db(), await checkActionToken(db(), token, null));
   return <LinkPage state={state} token={token ?? ""} />;
 }
 

@@ -34,7 +34,10 @@ const MAX_TOKEN_LENGTH = 400;
 
 const keys = new WeakMap<Db, Promise<Buffer>>();
 
-/** The signing key, made by the first process that needs it; read once per database handle. */
+/**
+ * The signing key, made by the first process that needs it; read once per database handle and kept.
+ * So voiding every link (deleting the key) takes a restart of every process (README, decision).
+ */
 export function actionLinkKey(db: Db): Promise<Buffer> {
   let key = keys.get(db);
   if (!key) {
@@ -62,11 +65,28 @@ export function signActionLink(key: Buffer, claim: ActionClaim): string {
   return `${Buffer.from(payload).toString("base64url")}.${signature(key, payload).toString("base64url")}`;
 }
 
+const TOKEN_SHAPE = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/;
+
+/** True for a string shaped like a token (payload.signature, canonical base64url): worth checking its signature. */
+export function looksLikeActionToken(token: unknown): token is string {
+  if (typeof token !== "string" || token.length > MAX_TOKEN_LENGTH) return false;
+  const match = TOKEN_SHAPE.exec(token);
+  return match !== null && isCanonicalBase64url(match[1]!) && isCanonicalBase64url(match[2]!);
+}
+
+/**
+ * Base64url that decodes and re-encodes to the same text. The last character of an encoding can
+ * carry unused bits, so up to four spellings decode to the same bytes; only Cadre's own is a token
+ * (one token, one spelling: nothing can tell a "changed" link apart from the one sent).
+ */
+function isCanonicalBase64url(text: string): boolean {
+  return Buffer.from(text, "base64url").toString("base64url") === text;
+}
+
 /** Checks a token's signature first (constant time), then reads it; an expired one is still told apart from a forged one. */
 export function readActionToken(key: Buffer, token: unknown, now = new Date()): ReadToken {
-  if (typeof token !== "string" || token.length > MAX_TOKEN_LENGTH) return { valid: false };
-  const match = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(token);
-  if (!match) return { valid: false };
+  if (!looksLikeActionToken(token)) return { valid: false };
+  const match = TOKEN_SHAPE.exec(token)!;
   const payload = Buffer.from(match[1]!, "base64url").toString("utf8");
   const given = Buffer.from(match[2]!, "base64url");
   const expected = signature(key, payload);

@@ -162,11 +162,14 @@ describe("cookies, tokens and public paths", () => {
 });
 
 describe("cookieCandidates", () => {
-  it("tries the __Host- name first, then the plain one, each value once, only those that look right, at most 4", () => {
+  it("tries the __Host- name first, then the plain one, each value once, only those that look right, at most 16", () => {
     const header = "cadre_session=bad; __Host-cadre_session=good1; other=x; cadre_session=good2; cadre_session=good1";
     expect(cookieCandidates(header, "cadre_session", (value) => value.startsWith("good"))).toEqual(["good1", "good2"]);
-    const many = Array.from({ length: 10 }, (_, index) => `cadre_device=v${index}`).join("; ");
-    expect(cookieCandidates(many, "cadre_device", () => true)).toEqual(["v0", "v1", "v2", "v3"]);
+    const many = Array.from({ length: 20 }, (_, index) => `cadre_device=v${index}`).join("; ");
+    expect(cookieCandidates(many, "cadre_device", () => true)).toEqual(Array.from({ length: 16 }, (_, i) => `v${i}`));
+    // Values that do not look right take no place: the real one after many planted bad ones is still tried.
+    const planted = `${"cadre_device=junk; ".repeat(30)}cadre_device=good`;
+    expect(cookieCandidates(planted, "cadre_device", (value) => value === "good")).toEqual(["good"]);
     expect(cookieCandidates(null, "cadre_device", () => true)).toEqual([]);
   });
 });

@@ -86,8 +86,13 @@ function cookieValues(cookieHeader: string | null, name: string): string[] {
   return values;
 }
 
-/** At most this many values of one cookie are tried: a request stuffed with duplicates costs no more. */
-const MAX_COOKIE_CANDIDATES = 4;
+/**
+ * At most this many well-formed values of one cookie are tried. Generous on purpose: over http a
+ * sibling subdomain can plant one value per longer path ahead of the real one, so a small cap let
+ * planted values push the owner's cookie out (the session was tried in one query, the device
+ * cookie is a cheap HMAC). A browser sends at most ~180 cookies per domain anyway.
+ */
+const MAX_COOKIE_CANDIDATES = 16;
 
 /** The values of a Cadre cookie to try, `__Host-` first, duplicates dropped, that pass `looksRight`. */
 export function cookieCandidates(

@@ -5,7 +5,13 @@ import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { Db } from "@/lib/db/client";
 import { database } from "@/lib/db/client";
-import { createSession, deleteExpiredSessions, deleteSession, findLiveSession } from "@/lib/db/queries/sessions";
+import {
+  anyLiveSession,
+  createSession,
+  deleteExpiredSessions,
+  deleteSession,
+  findLiveSession,
+} from "@/lib/db/queries/sessions";
 import { databaseUnavailableReason } from "@/lib/db/errors";
 import { loggable } from "@/lib/telemetry/log";
 import { env } from "@/lib/env";
@@ -73,8 +79,7 @@ export async function isLiveSession(db: Db, token: string | undefined): Promise<
 
 /** True when any of the tokens (a request's session cookies, duplicates included) is a live session. */
 export async function hasLiveSession(db: Db, tokens: readonly string[]): Promise<boolean> {
-  for (const token of tokens) if (await isLiveSession(db, token)) return true;
-  return false;
+  return anyLiveSession(db, tokens.filter((token) => looksLikeSessionToken(token)).map(tokenHash));
 }
 
 export async function endSession(db: Db, tokens: readonly string[]): Promise<void> {

@@ -1,6 +1,12 @@
 import "server-only";
 import { reserveAttempt } from "@/lib/auth/auth";
-import { actionLinkKey, readActionToken, type ActionClaim, type LinkAction } from "@/lib/auth/action-links";
+import {
+  actionLinkKey,
+  looksLikeActionToken,
+  readActionToken,
+  type ActionClaim,
+  type LinkAction,
+} from "@/lib/auth/action-links";
 import type { Attempter } from "@/lib/auth/sign-in-throttle";
 import type { Db } from "@/lib/db/client";
 import { getAgent } from "@/lib/db/queries/agents";
@@ -11,6 +17,7 @@ import type { Approval, Question } from "@/lib/db/schema";
 import { answerQuestionFromPerson } from "@/lib/domain/questions";
 import { CadreError } from "@/lib/errors";
 import type { JobQueue } from "@/lib/jobs/job-queue";
+import { plural } from "@/lib/util/plural";
 import { decideApproval, type DecidedVia } from "./approvals";
 
 // Acting from where the person is (issue 37): the page a signed link opens (/act) and the Slack
@@ -35,24 +42,37 @@ export type LinkState =
 export type LinkInput = { reason?: string; answer?: string };
 
 /**
- * Checks a token as a credential: counted first by the sign-in throttle (the 429 comes before
- * anything is checked), a forged one counted as a failure, a genuine one (expired or not) given back.
+ * Checks a token as a credential. A genuine token (current, expired, for an item settled or
+ * gone) is never held back and never counted: it cannot be guessed (an HMAC-SHA256), and it is a
+ * credential for its one item only, so it does not forgive its address's wrong passwords either.
+ * A forged one, from `who`, is counted by the sign-in throttle and answered with a 429 once that
+ * browser or address has made too many. Something that is not even shaped like a token (none, cut
+ * short) is not counted: a page with `<img src="/act">` must not lock anybody out. `who` null
+ * (the page a link opens, which decides nothing): nothing is counted.
  */
-export async function checkActionToken(db: Db, token: unknown, who: Attempter): Promise<LinkCheck> {
-  const attempt = reserveAttempt(who);
-  let read: ReturnType<typeof readActionToken>;
-  try {
-    read = readActionToken(await actionLinkKey(db), token);
-  } catch (error) {
-    attempt.unchecked();
-    throw error;
-  }
+export async function checkActionToken(db: Db, token: unknown, who: Attempter | null): Promise<LinkCheck> {
+  if (!looksLikeActionToken(token)) return "invalid";
+  const read = readActionToken(await actionLinkKey(db), token);
   if (!read.valid) {
-    attempt.wrong();
+    if (who) countForgedLink(who);
     return "invalid";
   }
-  attempt.right();
   return read.expired ? { expired: read.claim.expiresAt } : read.claim;
+}
+
+/** Counts a forged link from `who` as a failure; throws the 429 (in a link's words) when it must wait. */
+function countForgedLink(who: Attempter): void {
+  try {
+    reserveAttempt(who).wrong();
+  } catch (error) {
+    if (error instanceof CadreError && error.kind === "rate_limited" && error.retryAfterSeconds !== undefined)
+      throw new CadreError(
+        "rate_limited:action_link",
+        `Too many links that do not work came from here. Try again in ${plural(error.retryAfterSeconds, "second")}, or open Cadre's inbox to decide there.`,
+        { retryAfterSeconds: error.retryAfterSeconds, cause: error },
+      );
+    throw error;
+  }
 }
 
 /** A token checked: the claim of a genuine, current one; else why it cannot be used. */

@@ -160,11 +160,25 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!json && declared !== null && declared.trim() !== "0") throw unsupportedMediaType(contentType);
   const bytes = await readBodyBytes(request, options.maxBytes ?? DEFAULT_BODY_LIMIT_BYTES);
   if (!json && bytes.byteLength > 0) throw unsupportedMediaType(contentType);
-  let body: unknown;
+  let text: string;
   try {
-    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (error) {
     throw new CadreError("bad_request:json", "The request body is not valid JSON (UTF-8).", { cause: error });
+  }
+  return parseJsonText(text, schema, "The request body is not valid JSON (UTF-8).");
+}
+
+/**
+ * Parses JSON text against a schema with the same rules as a body (no U+0000, no `__proto__`
+ * keys): for JSON that arrives inside something else, such as Slack's `payload` form field.
+ */
+export function parseJsonText<T extends z.ZodType>(text: string, schema: T, notJson: string): z.infer<T> {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new CadreError("bad_request:json", notJson, { cause: error });
   }
   const problem = forbiddenContent(body);
   if (problem) throw new CadreError("bad_request:validation", problem);

@@ -50,6 +50,8 @@ describe("outboundUrlProblem (when a URL is saved)", () => {
       "http://100.100.100.200/",
       "http://[::ffff:169.254.169.254]/",
       "http://[64:ff9b::a9fe:a9fe]/",
+      "http://[::169.254.169.254]/",
+      "http://[::ffff:0:169.254.169.254]/",
     ]) {
       expect(outboundUrlProblem(url, LOCAL), url).toMatch(/link-local/);
     }
@@ -64,6 +66,11 @@ describe("outboundUrlProblem (when a URL is saved)", () => {
       "http://0177.0.0.1/",
       "http://[::1]:3000/",
       "http://[::ffff:127.0.0.1]/",
+      "http://[::ffff:7f00:1]/",
+      "http://[::127.0.0.1]:4739/p",
+      "http://[::7f00:1]/",
+      "http://[::ffff:0:127.0.0.1]/",
+      "http://[::10.1.2.3]/",
       "http://0.0.0.0/",
       "http://10.1.2.3/",
       "http://172.20.0.1/",
@@ -90,6 +97,11 @@ describe("outboundUrlProblem (when a URL is saved)", () => {
       expect(outboundUrlProblem(url, SIGNED_IN), url).toBeNull();
     }
     expect(outboundUrlProblem("ftp://example.com/", LOCAL)).toMatch(/http:\/\/ or https:\/\//);
+  });
+
+  it("refuses the deprecated IPv4-compatible form (::/96) even around a public IPv4 address", () => {
+    for (const url of ["http://[::93.184.216.34]/", "http://[::5db8:d822]/"])
+      expect(outboundUrlProblem(url, LOCAL), url).toMatch(/not an address a server can be reached at/);
   });
 
   it("decides local-only mode the way sign-in does: no APP_PASSWORD, or ALLOW_PRIVATE_URLS with it", () => {

@@ -109,14 +109,21 @@ const UNUSABLE = blockList(
   [["ff00::", 8]],
 );
 
-/** An IPv4 address inside an IPv6 one (NAT64 64:ff9b::/96, 6to4 2002::/16), which reaches the IPv4 host. */
-function embeddedIpv4(address: string): string | null {
+/**
+ * An IPv4 address inside an IPv6 one, which may reach the IPv4 host: NAT64 64:ff9b::/96, 6to4
+ * 2002::/16, and the deprecated IPv4-compatible ::/96 (`::127.0.0.1`) and IPv4-translated
+ * ::ffff:0:0:0/96 forms. (IPv4-mapped ::ffff:0:0/96 BlockList matches itself.)
+ */
+function embeddedIpv4(address: string): { ipv4: string; deprecated: boolean } | null {
   const groups = expandIpv6(address);
   if (!groups) return null;
   const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0))
-    return v4(groups[6]!, groups[7]!);
-  if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!);
+  const zero = (from: number, to: number) => groups.slice(from, to).every((group) => group === 0);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6))
+    return { ipv4: v4(groups[6]!, groups[7]!), deprecated: false };
+  if (groups[0] === 0x2002) return { ipv4: v4(groups[1]!, groups[2]!), deprecated: false };
+  if (zero(0, 6) || (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0))
+    return { ipv4: v4(groups[6]!, groups[7]!), deprecated: true };
   return null;
 }
 
@@ -146,7 +153,10 @@ function kindOf(address: string): AddressKind {
   if (UNUSABLE.check(address, type)) return "unusable";
   if (PRIVATE.check(address, type)) return "private";
   const inner = family === 6 ? embeddedIpv4(address) : null;
-  return inner ? kindOf(inner) : "public";
+  if (!inner) return "public";
+  const kind = kindOf(inner.ipv4);
+  // Nobody serves a webhook at a deprecated form; whatever it might reach is refused.
+  return kind === "public" && inner.deprecated ? "unusable" : kind;
 }
 
 /** True for an address anyone on the internet could serve: what may be quoted back from a failed answer. */

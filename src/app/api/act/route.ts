@@ -1,3 +1,4 @@
+import { knownDeviceOf } from "@/lib/auth/auth";
 import { clientAddress } from "@/lib/auth/auth-rules";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
@@ -10,8 +11,9 @@ export const dynamic = "force-dynamic";
 
 /**
  * POST /api/act?t=TOKEN {reason?, answer?}: the one click on the page a signed action link opens
- * (/act). No session: the token is the credential, for its one item and action only. Counted by
- * the sign-in throttle before the token is checked (429). A forged token is a 404
+ * (/act). No session: the token is the credential, for its one item and action only. A forged
+ * token is counted by the sign-in throttle (429 when too many came from one address); a genuine
+ * one never is. A forged token is a 404
  * (not_found:action_link), an expired one too (not_found:action_link_expired); otherwise 200 with
  * the item's state after: decided now, or already settled (the page then says how).
  */
@@ -19,9 +21,14 @@ export const POST = route(
   async (request: Request) => {
     const token = new URL(request.url).searchParams.get("t");
     const { db, jobs } = await webEngine();
-    const claim = await checkActionToken(db, token, {
-      client: clientAddress(request, { trustProxy: env().TRUST_PROXY }),
-    });
+    // A browser that signed in here before is held back only by its own forged links; a genuine
+    // link is never held back (checkActionToken).
+    const device = await knownDeviceOf(request);
+    const claim = await checkActionToken(
+      db,
+      token,
+      device ? { device } : { client: clientAddress(request, { trustProxy: env().TRUST_PROXY }) },
+    );
     if (claim === "invalid")
       throw new CadreError("not_found:action_link", "This link is not one Cadre made, or part of it was changed.");
     if ("expired" in claim)

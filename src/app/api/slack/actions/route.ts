@@ -3,7 +3,7 @@ import { clientAddress } from "@/lib/auth/auth-rules";
 import { decideFromSlack, type LinkState } from "@/lib/engine/action-links";
 import { env } from "@/lib/env";
 import { CadreError } from "@/lib/errors";
-import { readBodyBytes, route } from "@/lib/http/http";
+import { parseJsonText, readBodyBytes, route } from "@/lib/http/http";
 import { webEngine } from "@/lib/http/server";
 import { SLACK_BODY_LIMIT_BYTES, slackSignatureProblem } from "@/lib/http/slack-signature";
 import { updateSlackMessage } from "@/lib/notifications/slack-message";
@@ -15,8 +15,8 @@ export const dynamic = "force-dynamic";
 /**
  * POST /api/slack/actions: Slack's interactivity endpoint (README, "Approve and deny from Slack").
  * Slack posts `payload=<JSON>` form-encoded, signed with the app's signing secret
- * (SLACK_SIGNING_SECRET; 404 while it is unset). Counted by the sign-in throttle before anything
- * is read (429); a bad or stale signature is a 401. A button decides through the same one-winner
+ * (SLACK_SIGNING_SECRET; 404 while it is unset). A bad or stale signature is a 401, counted by the
+ * sign-in throttle (429 once its address has sent too many); a good one is never held back. A button decides through the same one-winner
  * path as the app; pressing it again, or a replay, decides nothing new. The answer (and the
  * message, through its response_url) says how the item stands: "Approved by ana in Slack".
  */
@@ -28,28 +28,17 @@ export const POST = route(
         "not_found:slack",
         "Slack buttons are off on this Cadre: set SLACK_SIGNING_SECRET to the Slack app's signing secret.",
       );
-    const attempt = reserveAttempt({ client: clientAddress(request, { trustProxy: env().TRUST_PROXY }) });
-    let body: Uint8Array;
-    try {
-      body = await readBodyBytes(request, SLACK_BODY_LIMIT_BYTES);
-    } catch (error) {
-      attempt.unchecked();
-      throw error;
-    }
+    const body = await readBodyBytes(request, SLACK_BODY_LIMIT_BYTES);
     const problem = slackSignatureProblem(secret, request.headers, body);
     if (problem) {
-      attempt.wrong();
+      // Only a badly signed request is counted: one signed with the secret is never held back by
+      // strangers' failures, and does not forgive its address's wrong passwords either.
+      reserveAttempt({ client: clientAddress(request, { trustProxy: env().TRUST_PROXY }) }).wrong();
       throw new CadreError("unauthorized:signature", `Refused: this is not a request from Slack (${problem}).`);
     }
-    attempt.right();
     const form = new URLSearchParams(new TextDecoder().decode(body));
-    let json: unknown;
-    try {
-      json = JSON.parse(form.get("payload") ?? "");
-    } catch (error) {
-      throw new CadreError("bad_request:json", "Slack's payload field is not JSON.", { cause: error });
-    }
-    const payload = slackPayload.parse(json);
+    // Through the same checks as any JSON body: a NUL in a name would otherwise fail the query (a 500).
+    const payload = parseJsonText(form.get("payload") ?? "", slackPayload, "Slack's payload field is not JSON.");
     const [action] = payload.actions;
     if (payload.type !== "block_actions" || !action) return Response.json({});
     const { db, jobs } = await webEngine();
