@@ -2,7 +2,13 @@
 // (takeover.test.ts, chaos.test.ts), over tests/support/fake-openai.ts.
 import { parseLogInput } from "@/lib/core/formats";
 import { INTERRUPTED_RESULT } from "@/lib/engine/model-messages";
-import type { FakeChatMessage, FakeChatRequest, FakeReply } from "./fake-openai";
+import {
+  type FakeChatMessage,
+  type FakeChatRequest,
+  type FakeReply,
+  lastUserText,
+  separatedMessages,
+} from "./fake-openai";
 
 /** Which team's agent a request is from: "Lead" for its lead, else the subordinate's name. */
 export function speakerOf(request: FakeChatRequest): { team: string; agent: string } | null {
@@ -55,7 +61,8 @@ export function delegationPlay(subIds: Record<string, string>, agent: string, re
   const tools = (request.tools ?? []).map((tool) => tool.function.name);
   if (tools.length === 0 || request.tool_choice === "none") return { text: "Summary of the work so far." };
   const last = request.messages.at(-1);
-  const lastUser = text(request.messages.findLast((m) => m.role === "user"));
+  // Inputs one by one: a request joins messages of one role in a row (alternatingPrompt).
+  const lastUser = lastUserText(request);
   if (agent !== "Lead") {
     if (doneCalls(request, "reportToLead", (result) => /^Report (not )?sent/.test(result)).length > 0)
       return { text: "Reported." };
@@ -83,7 +90,7 @@ export function delegationPlay(subIds: Record<string, string>, agent: string, re
       };
   }
   const reported = new Set(
-    request.messages
+    separatedMessages(request.messages)
       .filter((m) => m.role === "user")
       .map((m) => parseLogInput(text(m)))
       .flatMap((input) => (input?.kind === "report" ? [input.agentName] : [])),
