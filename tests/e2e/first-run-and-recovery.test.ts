@@ -32,6 +32,11 @@ const call = <T>(pathname: string, init?: ApiRequest) => callApi<T>(app.url, pat
 
 /** The page a person is shown while the database does not answer (src/lib/http/page-outage.ts). */
 const OUTAGE_HEADING = "The database is not answering; this page tries again by itself";
+/**
+ * Past the moment a page may trust the database's last answer (one probe a second at most,
+ * page-outage.ts): a page asked for within it renders, fails and retries by itself instead.
+ */
+const pastProbe = () => new Promise((resolve) => setTimeout(resolve, 1_500));
 /** Either way a page says it tries again: the outage page, or a failed render's own retry (page-error.tsx). */
 const RETRYING = /^(The database is not answering; this page tries again by itself|Couldn.t load this page — retrying)/;
 
@@ -289,6 +294,7 @@ describe("first run, recovery and polish", () => {
       await settle(page);
       await page.getByRole("heading", { name: "Teams", level: 1 }).waitFor();
       await refuse();
+      await pastProbe();
       // A page asked for meanwhile is answered before it renders: 503 and a plain page that loads itself again.
       const response = await page.goto(`${app.url}/teams`);
       expect(response?.status()).toBe(503);
@@ -338,6 +344,7 @@ describe("first run, recovery and polish", () => {
 
       await admin.unsafe(`alter database ${database.name} allow_connections false`);
       await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${database.name}`;
+      await pastProbe();
       const outage = await tab.goto(`${guarded.url}/teams`);
       expect(outage?.status()).toBe(503);
       await tab.getByRole("heading", { level: 1, name: OUTAGE_HEADING }).waitFor({ timeout: 15_000 });
