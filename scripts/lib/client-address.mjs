@@ -9,6 +9,8 @@
 //   held open, and big ones buffered. Here it is answered at once, its body unread.
 // - It answers a method Cadre serves nowhere (TRACE, PROPFIND, …) with 405 and an Allow header:
 //   Next answers those with a bare 500 and logs a stack each time, so a stranger could fill the log.
+//   A page (any path outside /api and Next's own files) is answered for GET and HEAD only: Next
+//   would render it for a PUT or a DELETE as if it were read.
 import http from "node:http";
 import https from "node:https";
 
@@ -27,6 +29,16 @@ const SECURITY_HEADERS = {
 
 /** Every method some route or page of Cadre answers (Next answers OPTIONS and HEAD itself); also in src/proxy.ts. */
 const SERVED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+/** What a page answers: it is read, never written to (every write goes to a route under /api). */
+const PAGE_METHODS = ["GET", "HEAD"];
+
+/** The methods a path is answered for: a page's, or every route's for the API and Next's own files. */
+function methodsServedAt(url) {
+  const path = String(url ?? "/").split("?")[0];
+  const page =
+    path !== "/api" && !path.startsWith("/api/") && !path.startsWith("/_next/") && !path.startsWith("/__nextjs");
+  return page ? PAGE_METHODS : SERVED_METHODS;
+}
 
 function hasBody(request) {
   const length = Number(request.headers["content-length"] ?? 0);
@@ -62,17 +74,17 @@ function refuseUndecodable(request, response) {
   response.end(body);
 }
 
-/** 405 for a method no route serves, its body unread; the connection closes after. */
-function refuseMethod(request, response) {
+/** 405 for a method the path is not served for, its body unread; the connection closes after. */
+function refuseMethod(request, response, served) {
   const body = JSON.stringify({
     error: {
       code: "method_not_allowed:http",
-      message: `Cadre does not answer ${String(request.method).slice(0, 20)} requests; it answers ${SERVED_METHODS.join(", ")}.`,
+      message: `Cadre does not answer ${String(request.method).slice(0, 20)} requests here; it answers ${served.join(", ")}.`,
     },
   });
   response.writeHead(405, {
     ...SECURITY_HEADERS,
-    allow: SERVED_METHODS.join(", "),
+    allow: served.join(", "),
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
     connection: "close",
@@ -87,8 +99,9 @@ for (const Server of [http.Server, https.Server]) {
   prototype.emit = function emitWithClientAddress(event, request, response, ...rest) {
     if (event === "request" && request?.headers) {
       request.headers[HEADER] = request.socket?.remoteAddress ?? "";
-      if (response && !SERVED_METHODS.includes(request.method)) {
-        refuseMethod(request, response);
+      const served = methodsServedAt(request.url);
+      if (response && !served.includes(request.method)) {
+        refuseMethod(request, response, served);
         return true;
       }
       if (response && hasBody(request) && !decodablePath(request.url)) {

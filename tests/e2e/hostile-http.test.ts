@@ -97,11 +97,26 @@ describe("requests Next itself would answer 500", () => {
       for (let repeat = 0; repeat < 3; repeat++) {
         const response = await raw(method, path);
         expect({ method, path, status: response.status }).toEqual({ method, path, status: 405 });
-        expect(response.headers.allow).toBe("GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS");
+        expect(response.headers.allow).toBe(
+          path.startsWith("/api") ? "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS" : "GET, HEAD",
+        );
         expect(response.headers["x-frame-options"]).toBe("DENY");
         expect(response.headers["content-security-policy"]).toContain("default-src 'none'");
         expect(JSON.parse(response.body)).toMatchObject({ error: { code: "method_not_allowed:http" } });
       }
+    }
+    // A page is read, never written to: any other method is a 405 that names GET and HEAD.
+    for (const [method, path] of [
+      ["PUT", "/act"],
+      ["DELETE", "/sign-in"],
+      ["POST", "/teams"],
+      ["PATCH", "/"],
+      ["OPTIONS", "/inbox"],
+    ] as const) {
+      const response = await raw(method, path);
+      expect({ method, path, status: response.status }).toEqual({ method, path, status: 405 });
+      expect(response.headers.allow).toBe("GET, HEAD");
+      expect(response.headers["x-frame-options"]).toBe("DENY");
     }
     await pause(300);
     expect(app.output().slice(logBefore)).not.toMatch(/error|^\s+at /im);
