@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo, Socket } from "node:net";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { checkAndStoreModel, listModelsInUse, listTeamModels, readModelProfile } from "@/lib/domain/model-profiles";
+import { checkAndStoreModel, listModelsInUse, listTeamModels } from "@/lib/domain/model-profiles";
+import { getModelProfile } from "@/lib/db/queries/model-profiles";
 import { modelServerUrl } from "@/lib/llm/provider";
 import { modelCard, offlineModelCard } from "@/lib/views/model-card";
 import { createTeamFixture } from "../support/fixtures";
@@ -155,7 +156,7 @@ beforeEach(async () => {
 async function check(model: string | null = null) {
   const profile = await checkAndStoreModel(database.db, model, { config: config(), timeoutMs: 5_000 });
   expect(profile).not.toBeNull();
-  const stored = await readModelProfile(database.db, { model: model ?? "local-model", baseUrl });
+  const stored = await getModelProfile(database.db, { model: model ?? "local-model", baseUrl });
   expect(stored).toEqual(profile);
   return { profile: stored!, card: modelCard(stored!.model, stored, 24_000) };
 }
@@ -288,7 +289,7 @@ describe("checking a model", () => {
       ["other-model", false],
     ]);
     // Another server (the same model name elsewhere) has no profile until checked there.
-    expect(await readModelProfile(database.db, { model: "local-model", baseUrl: `${baseUrl}/elsewhere` })).toBeNull();
+    expect(await getModelProfile(database.db, { model: "local-model", baseUrl: `${baseUrl}/elsewhere` })).toBeNull();
   });
 
   it("stops at the first request when the server is not there, and stores why", async () => {
@@ -363,7 +364,7 @@ describe("POST /api/models/check", () => {
     expect(card).toMatchObject({ model: "other-model", state: "checked", checkedAt: expect.any(String) });
     expect(words(card)).toContain("This model ignores 'no tools now'; Cadre summarizes without offering tools.");
     expect(words(card)).toContain("set the context budget below 8,192");
-    expect(await readModelProfile(database.db, { model: "other-model", baseUrl })).toMatchObject({
+    expect(await getModelProfile(database.db, { model: "other-model", baseUrl })).toMatchObject({
       respectsNoTools: false,
       contextTokens: 8192,
     });
@@ -389,7 +390,7 @@ describe("POST /api/connection-check", () => {
     expect(body.model.state).toBe("reachable");
     expect(body.compatibility).toMatchObject({ model: "local-model", state: "checked" });
     expect(words(body.compatibility)).toContain("Cadre sends such messages as one.");
-    expect(await readModelProfile(database.db, { model: "local-model", baseUrl })).toMatchObject({
+    expect(await getModelProfile(database.db, { model: "local-model", baseUrl })).toMatchObject({
       acceptsConsecutiveRoles: false,
     });
   });

@@ -797,7 +797,7 @@ export const modelPrices = pgTable(
  * What a model on a server was seen to do when it was checked (Check connection, a model's
  * "Check", `npm run check-model`): a few small requests, one per behaviour. Each answer is
  * true, false, or null when that request could not tell (it failed for another reason). The
- * engine reads it (readModelProfile) to shape its requests; the person reads it as a card.
+ * engine reads it (getModelProfile, db/queries/model-profiles.ts) to shape its requests; the person reads it as a card.
  * One row per model name and server: a changed model or server has no profile until checked.
  */
 export const modelProfiles = pgTable(

@@ -1,11 +1,6 @@
 import "server-only";
 import type { Db } from "@/lib/db/client";
-import {
-  getModelProfile,
-  listModelProfiles,
-  saveModelProfile,
-  type ModelOnServer,
-} from "@/lib/db/queries/model-profiles";
+import { listModelProfiles, saveModelProfile } from "@/lib/db/queries/model-profiles";
 import { listAgentModelOverrides } from "@/lib/db/queries/agents";
 import { listTeamAgents } from "@/lib/db/queries/teams";
 import type { ModelProfile } from "@/lib/db/schema";
@@ -23,17 +18,6 @@ import { checkConnections, type CheckConfig, type ConnectionCheck } from "@/lib/
  */
 
 type ModelConfig = Pick<Env, "OPENAI_API_KEY" | "OPENAI_BASE_URL" | "LLM_MODEL">;
-
-export type { ModelOnServer };
-
-/**
- * The stored profile of `model` on the server at `baseUrl`; null when that pair was never
- * checked. For the engine: `readModelProfile(db, { model: choice.modelId, baseUrl:
- * modelServerUrl() })` (no profile on the offline model: modelServerUrl is null).
- */
-export function readModelProfile(db: Db, key: ModelOnServer): Promise<ModelProfile | null> {
-  return getModelProfile(db, key);
-}
 
 /** The model an agent uses: its own override, or the configured one (LLM_MODEL or the default). */
 function modelInUse(override: string | null | undefined, config: ModelConfig = env()): string {

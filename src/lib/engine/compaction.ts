@@ -7,7 +7,7 @@ import { CadreError } from "@/lib/errors";
 import { generateModelText, type ModelCall } from "@/lib/llm/model-call";
 import type { ModelChoice } from "@/lib/llm/provider";
 import { teamSpendingRecorder } from "@/lib/domain/budgets";
-import { readModelProfile } from "@/lib/domain/model-profiles";
+import { getModelProfile } from "@/lib/db/queries/model-profiles";
 import { estimateTokens } from "@/lib/llm/token-estimate";
 import { toModelMessages } from "./model-messages";
 import { COMPACTION_INSTRUCTIONS, COMPACTION_REQUEST, UNWRITTEN_SUMMARY_HEADING } from "@/lib/core/prompts";
@@ -143,14 +143,14 @@ function fallbackSummary(context: readonly Message[], limit: number): string {
 
 /**
  * Whether the model was seen to call a tool under `tool_choice: "none"` when it was checked
- * (its profile, domain/model-profiles.ts): then the summary goes straight to the summarizer that
+ * (its profile, model_profiles): then the summary goes straight to the summarizer that
  * offers no tools, rather than paying for a request whose answer would be a tool call. No
  * profile, or one that proves nothing: the cache-friendly request is tried first.
  */
 async function ignoresNoTools(options: CompactionOptions): Promise<boolean> {
   const baseUrl = options.model.serverUrl;
   if (!baseUrl) return false;
-  const profile = await readModelProfile(options.db, { model: options.model.modelId, baseUrl });
+  const profile = await getModelProfile(options.db, { model: options.model.modelId, baseUrl });
   return profile?.respectsNoTools === false;
 }
 
