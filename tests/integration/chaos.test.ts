@@ -20,6 +20,7 @@ import { migrateDatabase } from "@/lib/db/migrate";
 import { JobQueue } from "@/lib/jobs/job-queue";
 import { startEmbeddedPostgres, type LocalPostgres } from "../../scripts/lib/embedded-postgres";
 import { delegationPlay, speakerOf } from "../support/delegation-play";
+import { stopWebProcess } from "../support/web";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { startWorkerProcess, waitFor, type WorkerProcess } from "../support/worker-process";
@@ -100,11 +101,7 @@ beforeAll(async () => {
 afterAll(async () => {
   stopping = true;
   await Promise.all(live.splice(0).map((worker) => worker.stop("SIGKILL")));
-  const holder = globalThis as { cadreDatabase?: Database; cadreEngine?: Promise<{ jobs: JobQueue }> };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs
-    .stop({ graceful: false, timeoutMs: 1000 })
-    .catch(() => {});
-  await holder.cadreDatabase?.close();
+  await stopWebProcess();
   await database?.close();
   await openai?.close();
   await server?.stop();

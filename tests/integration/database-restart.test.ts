@@ -10,6 +10,7 @@ import { createDatabase, type Database } from "@/lib/db/client";
 import { migrateDatabase } from "@/lib/db/migrate";
 import { getAllMessages, getBackgroundConversation, listTasksByAgent } from "@/lib/db/queries";
 import { JobQueue } from "@/lib/jobs/job-queue";
+import { stopWebProcess } from "../support/web";
 import { startFakeOpenAI, type FakeOpenAI } from "../support/fake-openai";
 import { createTeamFixture } from "../support/fixtures";
 import { systemText, teamPlay, toolNames } from "../support/team-play";
@@ -31,11 +32,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await worker?.stop("SIGKILL");
-  const holder = globalThis as { cadreDatabase?: Database; cadreEngine?: Promise<{ jobs: JobQueue }> };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs
-    .stop({ graceful: false, timeoutMs: 1000 })
-    .catch(() => {});
-  await holder.cadreDatabase?.close();
+  await stopWebProcess();
   await database?.close();
   await openai?.close();
   await server?.stop();

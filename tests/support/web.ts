@@ -12,14 +12,24 @@ export async function createWebTestDatabase(): Promise<TestDatabase> {
   return database;
 }
 
-/** Stops what route handlers started in this process (job queue, pool), then drops the database. */
-export async function closeWebTestDatabase(database: TestDatabase | undefined): Promise<void> {
+/**
+ * Stops what route handlers started in this process (job queue, live events, pool), so the
+ * next test file's handlers start afresh; within a second, whether or not the database answers.
+ */
+export async function stopWebProcess(): Promise<void> {
   const holder = globalThis as { cadreEngine?: Promise<EngineDeps>; cadreDatabase?: { close: () => Promise<void> } };
-  await (await holder.cadreEngine?.catch(() => undefined))?.jobs.stop({ graceful: false });
+  await (await holder.cadreEngine?.catch(() => undefined))?.jobs
+    .stop({ graceful: false, timeoutMs: 1000 })
+    .catch(() => {});
   delete holder.cadreEngine;
   await stopLiveEvents();
   await holder.cadreDatabase?.close();
   delete holder.cadreDatabase;
+}
+
+/** Stops what route handlers started in this process (stopWebProcess), then drops the database. */
+export async function closeWebTestDatabase(database: TestDatabase | undefined): Promise<void> {
+  await stopWebProcess();
   await database?.drop();
 }
 
