@@ -5,6 +5,7 @@ import { getTeamLead, requireAgent, updateAgent, type AgentChanges } from "@/lib
 import { CadreError } from "@/lib/errors";
 import { deleteTeam, getTeam, writeUnderAgent } from "@/lib/db/queries/teams";
 import { env } from "@/lib/env";
+import { retryingTransaction } from "@/lib/db/transactions";
 import type { EngineDeps } from "@/lib/core/engine-config";
 import { wakeAgentsWithWork } from "./tasks";
 
@@ -68,7 +69,10 @@ export async function editTeam(engine: EngineDeps, teamId: string, changes: Team
 
 /** Pausing a team stops its proactive runs; its agents leave new tasks pending until it resumes. */
 export async function setTeamStatus(engine: EngineDeps, teamId: string, status: TeamStatus): Promise<Team> {
-  const team = await engine.db.transaction(async (tx) => {
+  // A resume wakes agents whose rows the engine's own writes may hold in another order: a
+  // deadlock's victim runs again rather than failing the person's Pause or Resume (seen once
+  // in the model check: "deadlock detected" on the wake-up).
+  const team = await retryingTransaction(engine.db, async (tx) => {
     const updated = await updateTeam(tx, teamId, { status });
     // Work that waited while the team was paused starts now, for every agent that has some.
     if (status === "active") await wakeAgentsWithWork(tx, engine.jobs, teamId);
